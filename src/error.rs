@@ -1,0 +1,225 @@
+//! Typed errors. One umbrella [`Error`] with a stable [`Error::name`] per variant; the wasm
+//! bindings turn each into a JS `Error` subclass with that `name`.
+
+use std::fmt;
+
+/// What went wrong with a storage backend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StorageErrorKind {
+    /// The backend cannot be used at all (e.g. OPFS missing, not a secure context).
+    Unavailable,
+    /// The disk or the origin's quota is full.
+    QuotaExceeded,
+    /// A read past the end of the data.
+    OutOfBounds,
+    /// Any other I/O failure.
+    Io,
+}
+
+/// An error reported by a [`crate::storage::Storage`] backend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StorageError {
+    pub kind: StorageErrorKind,
+    pub message: String,
+}
+
+impl StorageError {
+    pub fn new(kind: StorageErrorKind, message: impl Into<String>) -> Self {
+        StorageError {
+            kind,
+            message: message.into(),
+        }
+    }
+    pub fn io(message: impl Into<String>) -> Self {
+        Self::new(StorageErrorKind::Io, message)
+    }
+}
+
+impl fmt::Display for StorageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "storage error ({:?}): {}", self.kind, self.message)
+    }
+}
+
+impl std::error::Error for StorageError {}
+
+impl From<std::io::Error> for StorageError {
+    fn from(e: std::io::Error) -> Self {
+        let kind = match e.kind() {
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => {
+                StorageErrorKind::QuotaExceeded
+            }
+            std::io::ErrorKind::UnexpectedEof => StorageErrorKind::OutOfBounds,
+            _ => StorageErrorKind::Io,
+        };
+        StorageError::new(kind, e.to_string())
+    }
+}
+
+/// Why a commit or seal failed signature checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SignatureErrorKind {
+    /// The bytes do not hash to the id they claim (tampered content).
+    Tampered,
+    /// A signature is present and well-formed but does not verify.
+    BadSignature,
+    /// The signature verifies only under a different key than the commit's author.
+    WrongKey,
+    /// A signed commit arrived without any seal covering it.
+    Missing,
+    /// A signature or public key could not be parsed.
+    Malformed,
+    /// The commit is marked trusted (unsigned) and this peer requires signatures.
+    Unsigned,
+}
+
+/// The umbrella error type of the core.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// A key is not of the form `collection/id` or breaks a limit.
+    InvalidKey { key: String, reason: String },
+    /// A value breaks a structural rule (depth, size, non-finite number, bad field name).
+    InvalidValue { path: String, reason: String },
+    /// A write breaks the collection's schema. `field` names the field, `rule` the rule.
+    Schema {
+        collection: String,
+        field: String,
+        rule: String,
+    },
+    /// A schema definition itself is malformed.
+    InvalidSchema { collection: String, reason: String },
+    /// Something is larger than its limit.
+    TooLarge {
+        what: String,
+        size: u64,
+        limit: u64,
+    },
+    /// The item does not exist (for operations that need it to).
+    NotFound { key: String },
+    /// A commit or seal failed signature checks.
+    Signature {
+        kind: SignatureErrorKind,
+        detail: String,
+    },
+    /// Bytes that should be a commit, seal, snapshot or message could not be decoded.
+    Decode { what: String, reason: String },
+    /// Damage in the middle of the log. `offset` is where the first bad frame starts,
+    /// `next_valid` where the next verifiable frame was found.
+    Corrupt {
+        offset: u64,
+        next_valid: Option<u64>,
+        reason: String,
+    },
+    /// `verify()` found a mismatch.
+    VerifyFailed { reason: String },
+    /// A remote commit's clock is too far in the future.
+    ClockSkew { hlc_ms: u64, now_ms: u64 },
+    /// A query is malformed.
+    InvalidQuery { reason: String },
+    /// A storage backend failed.
+    Storage(StorageError),
+    /// The repository was closed.
+    Closed,
+}
+
+impl Error {
+    /// The stable name the error carries across the JS boundary.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Error::InvalidKey { .. } => "InvalidKeyError",
+            Error::InvalidValue { .. } => "InvalidValueError",
+            Error::Schema { .. } => "SchemaError",
+            Error::InvalidSchema { .. } => "InvalidSchemaError",
+            Error::TooLarge { .. } => "TooLargeError",
+            Error::NotFound { .. } => "NotFoundError",
+            Error::Signature { .. } => "SignatureError",
+            Error::Decode { .. } => "DecodeError",
+            Error::Corrupt { .. } => "CorruptError",
+            Error::VerifyFailed { .. } => "VerifyError",
+            Error::ClockSkew { .. } => "ClockSkewError",
+            Error::InvalidQuery { .. } => "QueryError",
+            Error::Storage(e) => match e.kind {
+                StorageErrorKind::QuotaExceeded => "QuotaExceededError",
+                StorageErrorKind::Unavailable => "StorageUnavailableError",
+                _ => "StorageError",
+            },
+            Error::Closed => "ClosedError",
+        }
+    }
+
+    pub(crate) fn decode(what: &str, reason: impl Into<String>) -> Self {
+        Error::Decode {
+            what: what.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn sig(kind: SignatureErrorKind, detail: impl Into<String>) -> Self {
+        Error::Signature {
+            kind,
+            detail: detail.into(),
+        }
+    }
+
+    pub(crate) fn invalid_value(path: &str, reason: impl Into<String>) -> Self {
+        Error::InvalidValue {
+            path: path.to_string(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::InvalidKey { key, reason } => write!(f, "invalid key {key:?}: {reason}"),
+            Error::InvalidValue { path, reason } => write!(f, "invalid value at {path}: {reason}"),
+            Error::Schema {
+                collection,
+                field,
+                rule,
+            } => write!(f, "schema of {collection:?}: field {field:?} {rule}"),
+            Error::InvalidSchema { collection, reason } => {
+                write!(f, "invalid schema for {collection:?}: {reason}")
+            }
+            Error::TooLarge { what, size, limit } => {
+                write!(f, "{what} is too large: {size} bytes, limit {limit}")
+            }
+            Error::NotFound { key } => write!(f, "no item at {key:?}"),
+            Error::Signature { kind, detail } => write!(f, "signature check failed ({kind:?}): {detail}"),
+            Error::Decode { what, reason } => write!(f, "cannot decode {what}: {reason}"),
+            Error::Corrupt {
+                offset,
+                next_valid,
+                reason,
+            } => match next_valid {
+                Some(n) => write!(
+                    f,
+                    "log damaged at offset {offset} ({reason}); next valid frame at {n}"
+                ),
+                None => write!(f, "log damaged at offset {offset} ({reason})"),
+            },
+            Error::VerifyFailed { reason } => write!(f, "verification failed: {reason}"),
+            Error::ClockSkew { hlc_ms, now_ms } => write!(
+                f,
+                "commit clock {hlc_ms} ms is too far ahead of local time {now_ms} ms"
+            ),
+            Error::InvalidQuery { reason } => write!(f, "invalid query: {reason}"),
+            Error::Storage(e) => write!(f, "{e}"),
+            Error::Closed => write!(f, "the repository is closed"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<StorageError> for Error {
+    fn from(e: StorageError) -> Self {
+        Error::Storage(e)
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
