@@ -8,3 +8,11 @@ pub mod storage;
 
 pub use error::{Error, Result, SignatureErrorKind, StorageError, StorageErrorKind};
 pub use storage::{MemStorage, Storage};
+pub mod codec;
+pub mod commit;
+pub mod crypto;
+pub mod key;
+pub mod query;
+pub mod schema;
+pub mod state;
+pub mod value;

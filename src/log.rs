@@ -1,0 +1,490 @@
+//! The append-only log: a file header followed by self-checking frames.
+//!
+//! # Format (all integers little-endian)
+//!
+//! File header, [`HEADER_LEN`] = 16 bytes:
+//!
+//! | bytes  | field                                        |
+//! |--------|----------------------------------------------|
+//! | 0..8   | magic `b"IBEXLOG1"`                          |
+//! | 8..12  | `u32` format version, [`FORMAT_VERSION`] = 1 |
+//! | 12..16 | `u32` CRC-32 (IEEE) of bytes 0..12           |
+//!
+//! Then frames, back to back, [`FRAME_HEADER_LEN`] = 9 bytes of header each:
+//!
+//! | bytes  | field                                                      |
+//! |--------|------------------------------------------------------------|
+//! | 0..4   | `u32` payload length, at most [`MAX_FRAME_PAYLOAD`]        |
+//! | 4..8   | `u32` CRC-32 (IEEE) over bytes 0..4, the kind byte and the payload |
+//! | 8      | `u8` kind: [`FRAME_COMMIT`], [`FRAME_SEAL`] or [`FRAME_PAD`] |
+//! | 9..    | payload                                                    |
+//!
+//! PAD frames (zero payload) are written only by [`Recovery::Repair`] over damaged ranges and
+//! are skipped by readers. Any other kind byte makes the frame invalid.
+//!
+//! # Recovery
+//!
+//! Appends are buffered in memory and issued as one `write_at` per batch, so a crash can leave
+//! a torn (partially written) tail. On open, a bad frame with no valid frame anywhere after it
+//! is such a tail and is truncated away. A bad frame followed by a valid one is damage in the
+//! middle of the log: [`Recovery::Strict`] reports it as [`Error::Corrupt`],
+//! [`Recovery::Repair`] pads over it and carries on.
+
+use std::fmt;
+
+use crate::error::{Error, Result};
+use crate::storage::Storage;
+
+/// The file magic.
+pub const MAGIC: &[u8; 8] = b"IBEXLOG1";
+/// The file format version written in the header.
+pub const FORMAT_VERSION: u32 = 1;
+/// Length of the file header; the first frame starts here.
+pub const HEADER_LEN: u64 = 16;
+/// Length of a frame's header (length, crc, kind).
+pub const FRAME_HEADER_LEN: usize = 9;
+/// The largest payload a frame may carry (128 MiB).
+pub const MAX_FRAME_PAYLOAD: usize = 128 << 20;
+/// A frame holding a commit.
+pub const FRAME_COMMIT: u8 = 1;
+/// A frame holding a seal.
+pub const FRAME_SEAL: u8 = 2;
+/// Filler written by repair over a damaged range; skipped by readers.
+pub const FRAME_PAD: u8 = 3;
+
+/// Write buffers that grew beyond this are released after a write instead of kept for reuse.
+const KEEP_BUFFER_CAPACITY: usize = 4 << 20;
+
+/// The 16 header bytes every log starts with.
+pub fn header_bytes() -> [u8; 16] {
+    let mut h = [0u8; 16];
+    h[..8].copy_from_slice(MAGIC);
+    h[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    let crc = crc32fast::hash(&h[..12]);
+    h[12..].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+fn le32(b: &[u8]) -> u32 {
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+fn corrupt(offset: u64, next_valid: Option<u64>, reason: impl Into<String>) -> Error {
+    Error::Corrupt {
+        offset,
+        next_valid,
+        reason: reason.into(),
+    }
+}
+
+fn check_header(h: &[u8; 16]) -> Result<()> {
+    if &h[..8] != MAGIC {
+        return Err(corrupt(0, None, "not an ibexdb log (bad magic)"));
+    }
+    if le32(&h[12..]) != crc32fast::hash(&h[..12]) {
+        return Err(corrupt(0, None, "file header checksum mismatch"));
+    }
+    match le32(&h[8..12]) {
+        FORMAT_VERSION => Ok(()),
+        v => Err(corrupt(
+            0,
+            None,
+            format!("unsupported log format version {v}"),
+        )),
+    }
+}
+
+/// Encode one frame onto `out`.
+fn push_frame(out: &mut Vec<u8>, kind: u8, payload: &[u8]) {
+    let start = out.len();
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
+    out.push(kind);
+    out.extend_from_slice(payload);
+    seal_frame(out, start);
+}
+
+/// Fill in the crc of the frame that occupies `out[start..]`.
+fn seal_frame(out: &mut [u8], start: usize) {
+    let f = &out[start..];
+    let mut h = crc32fast::Hasher::new();
+    h.update(&f[..4]);
+    h.update(&f[8..]);
+    let crc = h.finalize();
+    out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// PAD frames covering exactly `n >= FRAME_HEADER_LEN` bytes (one frame unless `n` is huge).
+fn pad_frames(mut n: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(n);
+    while n > 0 {
+        let take = if n > MAX_FRAME_PAYLOAD + FRAME_HEADER_LEN {
+            MAX_FRAME_PAYLOAD
+        } else {
+            n
+        };
+        let start = out.len();
+        out.extend_from_slice(&((take - FRAME_HEADER_LEN) as u32).to_le_bytes());
+        out.extend_from_slice(&[0; 4]);
+        out.push(FRAME_PAD);
+        out.resize(start + take, 0);
+        seal_frame(&mut out, start);
+        n -= take;
+    }
+    out
+}
+
+/// Check the frame at `buf[pos..]`. Returns its kind and payload length. The kind is checked
+/// first and the crc last, so probing every byte position during recovery stays cheap.
+fn check_frame(buf: &[u8], pos: usize) -> std::result::Result<(u8, usize), &'static str> {
+    let h = buf
+        .get(pos..pos.saturating_add(FRAME_HEADER_LEN))
+        .ok_or("incomplete frame header")?;
+    let kind = h[8];
+    if !(FRAME_COMMIT..=FRAME_PAD).contains(&kind) {
+        return Err("unknown frame kind");
+    }
+    let len = le32(h) as usize;
+    if len > MAX_FRAME_PAYLOAD {
+        return Err("frame length over the limit");
+    }
+    let body = pos + FRAME_HEADER_LEN;
+    let payload = buf
+        .get(body..body + len)
+        .ok_or("frame extends past the end of the log")?;
+    let mut c = crc32fast::Hasher::new();
+    c.update(&h[..4]);
+    c.update(&[kind]);
+    c.update(payload);
+    if c.finalize() != le32(&h[4..8]) {
+        return Err("frame checksum mismatch");
+    }
+    Ok((kind, len))
+}
+
+/// One frame seen by a [`Scan`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame<'a> {
+    /// Offset of the frame's first byte in the log.
+    pub offset: u64,
+    pub kind: u8,
+    pub payload: &'a [u8],
+}
+
+/// Recovery policy for damage in the middle of the log (a torn tail is always truncated).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recovery {
+    /// Report mid-log damage as [`Error::Corrupt`] and change nothing.
+    Strict,
+    /// Overwrite each damaged range with a PAD frame and keep every intact frame.
+    Repair,
+}
+
+/// The result of scanning the log on open or for verification. Owns the bytes it read.
+pub struct Scan {
+    /// Log offset of `data[0]`.
+    base: u64,
+    data: Vec<u8>,
+    /// `(position in data, kind, payload length)` of each non-PAD frame.
+    index: Vec<(usize, u8, usize)>,
+    truncated: Option<(u64, u64)>,
+    repaired: Vec<(u64, u64)>,
+    end: u64,
+}
+
+impl Scan {
+    /// The frames in log order, PAD frames excluded.
+    pub fn frames(&self) -> impl Iterator<Item = Frame<'_>> {
+        self.index.iter().map(|&(pos, kind, len)| Frame {
+            offset: self.base + pos as u64,
+            kind,
+            payload: &self.data[pos + FRAME_HEADER_LEN..pos + FRAME_HEADER_LEN + len],
+        })
+    }
+
+    /// `(offset, bytes dropped)` if a torn tail was truncated away.
+    pub fn truncated_tail(&self) -> Option<(u64, u64)> {
+        self.truncated
+    }
+
+    /// The damaged ranges `[start, end)` that Repair mode padded over.
+    pub fn repaired(&self) -> &[(u64, u64)] {
+        &self.repaired
+    }
+
+    /// The offset just after the last whole frame.
+    pub fn end(&self) -> u64 {
+        self.end
+    }
+}
+
+impl fmt::Debug for Scan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scan")
+            .field("start", &self.base)
+            .field("end", &self.end)
+            .field("frames", &self.index.len())
+            .field("truncated_tail", &self.truncated)
+            .field("repaired", &self.repaired)
+            .finish()
+    }
+}
+
+/// What a scan may do about damage.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Opening: truncate a torn tail, and per the policy fail on or repair mid-log damage.
+    Open(Recovery),
+    /// Verifying: change nothing, report any damage (torn tail included) as Corrupt.
+    Verify,
+}
+
+/// Scan the frames from `base` (a frame boundary) to the end with one `read_at` call.
+fn scan_frames<S: Storage>(storage: &mut S, base: u64, mode: Mode) -> Result<Scan> {
+    let len = storage.len()?;
+    if base < HEADER_LEN || base > len {
+        return Err(corrupt(
+            base,
+            None,
+            format!("scan start outside the log (length {len})"),
+        ));
+    }
+    let n = usize::try_from(len - base).map_err(|_| Error::TooLarge {
+        what: "log".into(),
+        size: len,
+        limit: usize::MAX as u64,
+    })?;
+    let mut data = storage.read_vec(base, n)?;
+    let (mut index, mut truncated, mut repaired) = (Vec::new(), None, Vec::new());
+    let mut pos = 0;
+    while pos < data.len() {
+        let reason = match check_frame(&data, pos) {
+            Ok((kind, len)) => {
+                if kind != FRAME_PAD {
+                    index.push((pos, kind, len));
+                }
+                pos += FRAME_HEADER_LEN + len;
+                continue;
+            }
+            Err(reason) => reason,
+        };
+        let at = base + pos as u64;
+        let last = data.len().saturating_sub(FRAME_HEADER_LEN);
+        let next = (pos + 1..=last).find(|&y| check_frame(&data, y).is_ok());
+        match (next, mode) {
+            (None, Mode::Open(_)) => {
+                truncated = Some((at, (data.len() - pos) as u64));
+                storage.truncate(at)?;
+                data.truncate(pos);
+            }
+            (Some(y), Mode::Open(Recovery::Repair)) if y - pos >= FRAME_HEADER_LEN => {
+                let pad = pad_frames(y - pos);
+                storage.write_at(at, &pad)?;
+                data[pos..y].copy_from_slice(&pad);
+                repaired.push((at, base + y as u64));
+                pos = y;
+            }
+            (next, _) => return Err(corrupt(at, next.map(|y| base + y as u64), reason)),
+        }
+    }
+    if truncated.is_some() || !repaired.is_empty() {
+        storage.flush()?;
+    }
+    Ok(Scan {
+        base,
+        data,
+        index,
+        truncated,
+        repaired,
+        end: base + pos as u64,
+    })
+}
+
+/// An append-only log of frames over a [`Storage`], with an in-memory write buffer.
+///
+/// Offsets: `durable_len() <= written_len() <= len()`. Frames below `written_len()` were handed
+/// to `write_at`; those below `durable_len()` were also flushed. A failed write or flush leaves
+/// the buffer intact, so a retry writes everything at the right offset and nothing is lost.
+#[derive(Debug)]
+pub struct Log<S: Storage> {
+    storage: S,
+    buf: Vec<u8>,
+    written: u64,
+    durable: u64,
+}
+
+impl<S: Storage> Log<S> {
+    /// Open the log: check (or, on an empty or torn-header storage, write) the file header,
+    /// then scan frames from `from` to the end with one `read_at` call. `from` is `None` for
+    /// "just after the header", or an offset known to be a frame boundary (e.g. where a
+    /// snapshot ended); frames before it are not read.
+    ///
+    /// A bad frame at `X` with no valid frame after it is a torn tail: the storage is truncated
+    /// to `X` and flushed, and the scan reports it in [`Scan::truncated_tail`]. A bad frame
+    /// followed by a valid one at `Y` is mid-log damage: `Strict` returns
+    /// `Error::Corrupt { offset: X, next_valid: Some(Y), .. }`; `Repair` overwrites `[X, Y)`
+    /// with a PAD frame (or fails with that error if `Y - X < 9`), flushes, and records it in
+    /// [`Scan::repaired`].
+    pub fn open(mut storage: S, from: Option<u64>, mode: Recovery) -> Result<(Self, Scan)> {
+        if storage.len()? < HEADER_LEN {
+            // Empty, or a header torn by a crash while the log was being created.
+            storage.write_at(0, &header_bytes())?;
+            storage.flush()?;
+        } else {
+            let mut h = [0u8; 16];
+            storage.read_at(0, &mut h)?;
+            check_header(&h)?;
+        }
+        let scan = scan_frames(&mut storage, from.unwrap_or(HEADER_LEN), Mode::Open(mode))?;
+        let end = scan.end;
+        let log = Log {
+            storage,
+            buf: Vec::new(),
+            written: end,
+            durable: end,
+        };
+        Ok((log, scan))
+    }
+
+    /// Queue a frame in the write buffer and return the offset it will have. No I/O.
+    /// `kind` must be [`FRAME_COMMIT`] or [`FRAME_SEAL`].
+    pub fn append(&mut self, kind: u8, payload: &[u8]) -> Result<u64> {
+        if payload.len() > MAX_FRAME_PAYLOAD {
+            return Err(Error::TooLarge {
+                what: "log frame payload".into(),
+                size: payload.len() as u64,
+                limit: MAX_FRAME_PAYLOAD as u64,
+            });
+        }
+        if kind != FRAME_COMMIT && kind != FRAME_SEAL {
+            return Err(Error::invalid_value(
+                "frame kind",
+                format!("{kind} is not an appendable frame kind"),
+            ));
+        }
+        let offset = self.len();
+        push_frame(&mut self.buf, kind, payload);
+        Ok(offset)
+    }
+
+    /// Issue all buffered frames as one `write_at` call (no flush). No-op if nothing is
+    /// buffered. On error the frames stay buffered for a retry.
+    pub fn write_pending(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        self.storage.write_at(self.written, &self.buf)?;
+        self.written += self.buf.len() as u64;
+        if self.buf.capacity() > KEEP_BUFFER_CAPACITY {
+            self.buf = Vec::new();
+        } else {
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    /// [`write_pending`](Self::write_pending), then flush the storage. After `Ok`, everything
+    /// appended so far is durable.
+    pub fn flush(&mut self) -> Result<()> {
+        self.write_pending()?;
+        self.storage.flush()?;
+        self.durable = self.written;
+        Ok(())
+    }
+
+    /// The logical end of the log, buffered frames included.
+    pub fn len(&self) -> u64 {
+        self.written + self.buf.len() as u64
+    }
+
+    /// True if the log holds no frames (not even buffered ones).
+    pub fn is_empty(&self) -> bool {
+        self.len() == HEADER_LEN
+    }
+
+    /// The end of what was handed to `write_at`.
+    pub fn written_len(&self) -> u64 {
+        self.written
+    }
+
+    /// The end of what was flushed.
+    pub fn durable_len(&self) -> u64 {
+        self.durable
+    }
+
+    /// True if frames are waiting in the write buffer.
+    pub fn has_pending(&self) -> bool {
+        !self.buf.is_empty()
+    }
+
+    /// Bytes waiting in the write buffer.
+    pub fn pending_bytes(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Read back the frame at `offset` (from storage or the write buffer), checking its crc.
+    /// Returns `(kind, payload)`; an offset that holds no valid frame is [`Error::Corrupt`].
+    pub fn read_frame(&self, offset: u64) -> Result<(u8, Vec<u8>)> {
+        let bad = |reason: &str| corrupt(offset, None, format!("read_frame: {reason}"));
+        if offset < HEADER_LEN || offset >= self.len() {
+            return Err(bad("offset outside the log"));
+        }
+        let (frame, pos) = if offset >= self.written {
+            (None, (offset - self.written) as usize)
+        } else {
+            let mut h = [0u8; FRAME_HEADER_LEN];
+            let avail = self.written - offset;
+            if avail < FRAME_HEADER_LEN as u64 {
+                return Err(bad("incomplete frame header"));
+            }
+            self.storage.read_at(offset, &mut h)?;
+            let total = FRAME_HEADER_LEN as u64 + u64::from(le32(&h));
+            if le32(&h) as usize > MAX_FRAME_PAYLOAD || total > avail {
+                return Err(bad("frame extends past the end of the log"));
+            }
+            let mut f = vec![0u8; total as usize];
+            f[..FRAME_HEADER_LEN].copy_from_slice(&h);
+            self.storage
+                .read_at(offset + FRAME_HEADER_LEN as u64, &mut f[FRAME_HEADER_LEN..])?;
+            (Some(f), 0)
+        };
+        let buf = frame.as_deref().unwrap_or(&self.buf);
+        let (kind, len) = check_frame(buf, pos).map_err(bad)?;
+        let body = pos + FRAME_HEADER_LEN;
+        Ok((kind, buf[body..body + len].to_vec()))
+    }
+
+    /// Re-scan the whole log strictly without modifying it (for `verify()`), after issuing any
+    /// buffered frames with [`write_pending`](Self::write_pending). Any damage, a torn tail
+    /// included, is [`Error::Corrupt`], as is a storage length other than
+    /// [`written_len`](Self::written_len).
+    pub fn scan_all(&mut self) -> Result<Scan> {
+        self.write_pending()?;
+        if self.storage.len()? < HEADER_LEN {
+            return Err(corrupt(0, None, "file header missing"));
+        }
+        let mut h = [0u8; 16];
+        self.storage.read_at(0, &mut h)?;
+        check_header(&h)?;
+        let scan = scan_frames(&mut self.storage, HEADER_LEN, Mode::Verify)?;
+        if scan.end != self.written {
+            let reason = format!("log is {} bytes long, expected {}", scan.end, self.written);
+            return Err(corrupt(scan.end.min(self.written), None, reason));
+        }
+        Ok(scan)
+    }
+
+    pub fn storage(&self) -> &S {
+        &self.storage
+    }
+
+    /// Direct access to the storage. Writing through it behind the log's back voids the
+    /// offsets the log keeps; meant for tests and backend-specific calls.
+    pub fn storage_mut(&mut self) -> &mut S {
+        &mut self.storage
+    }
+
+    pub fn into_storage(self) -> S {
+        self.storage
+    }
+}

@@ -1,0 +1,485 @@
+//! Commits (transactions over many items) and seals (one signature over a batch of commit ids).
+//! The byte layout is specified in docs/design.md; the encoder emits exactly one encoding per
+//! commit and the decoder rejects any other, so a commit id (SHA-256 of the bytes) names the
+//! content unambiguously.
+
+use crate::codec::{Reader, Writer};
+use crate::crypto::{hex, PublicKey, Signature, PUBLIC_KEY_LEN, SIGNATURE_LEN};
+use crate::error::{Error, Result, SignatureErrorKind};
+use crate::value::{decode_str_set, Map, Value};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Commit format version.
+pub const COMMIT_VERSION: u8 = 1;
+/// Seal format version.
+pub const SEAL_VERSION: u8 = 1;
+/// Largest encoded commit.
+pub const MAX_COMMIT_BYTES: usize = 64 << 20;
+/// Most commit ids one seal covers.
+pub const MAX_SEAL_IDS: usize = 1 << 16;
+/// Most parents a commit may have.
+pub const MAX_PARENTS: usize = 4096;
+const FLAG_TRUSTED: u8 = 1;
+const SEAL_DOMAIN: &[u8] = b"ibexdb-seal-v1";
+
+/// SHA-256 of a commit's encoding.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct CommitId(pub [u8; 32]);
+
+impl std::fmt::Debug for CommitId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CommitId({})", &self.to_hex()[..12])
+    }
+}
+
+impl CommitId {
+    pub fn of(bytes: &[u8]) -> CommitId {
+        CommitId(Sha256::digest(bytes).into())
+    }
+    pub fn to_hex(&self) -> String {
+        hex(&self.0)
+    }
+    pub fn from_hex(s: &str) -> Option<CommitId> {
+        crate::crypto::from_hex(s)?.try_into().ok().map(CommitId)
+    }
+    fn tag(&self) -> u64 {
+        u64::from_be_bytes(self.0[..8].try_into().unwrap())
+    }
+}
+
+/// The position of a write in the merge order: (hybrid logical clock, author tag, commit tag).
+/// Every commit has a unique stamp; a later stamp wins.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Debug)]
+pub struct Stamp {
+    pub hlc: u64,
+    pub author: u64,
+    pub commit: u64,
+}
+
+impl Stamp {
+    pub const ZERO: Stamp = Stamp {
+        hlc: 0,
+        author: 0,
+        commit: 0,
+    };
+    pub fn encode(&self, w: &mut Writer) {
+        w.u64(self.hlc);
+        w.u64(self.author);
+        w.u64(self.commit);
+    }
+    pub fn decode(r: &mut Reader<'_>) -> Result<Stamp> {
+        Ok(Stamp {
+            hlc: r.u64()?,
+            author: r.u64()?,
+            commit: r.u64()?,
+        })
+    }
+}
+
+/// A change to one field inside a [`Op::Patch`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum FieldOp {
+    /// Set the field to a value (a `Value::Set` replaces the whole set).
+    Assign(Value),
+    /// Remove the field.
+    Unset,
+    /// Add and remove elements of a set field. `remove` lists, for each element, the add stamps
+    /// ("dots") the writer had observed: a concurrent add is not removed (add-wins).
+    SetEdit {
+        add: BTreeSet<String>,
+        remove: BTreeMap<String, Vec<Stamp>>,
+    },
+}
+
+/// What a commit does to one item.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// Replace the whole item.
+    Put(Map),
+    /// Delete the item (a tombstone ordered like any write).
+    Delete,
+    /// Change some fields.
+    Patch(BTreeMap<String, FieldOp>),
+}
+
+/// One item's change inside a commit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub collection: String,
+    pub id: String,
+    pub op: Op,
+}
+
+/// A transaction: parents, author, clock, and changes (sorted by key, one per key).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Commit {
+    /// Marked unsigned by design ("trusted mode"); verifying peers reject it unless configured.
+    pub trusted: bool,
+    pub author: PublicKey,
+    pub hlc: u64,
+    pub parents: Vec<CommitId>,
+    pub changes: Vec<Change>,
+}
+
+const OP_PUT: u8 = 1;
+const OP_DELETE: u8 = 2;
+const OP_PATCH: u8 = 3;
+const FOP_ASSIGN: u8 = 1;
+const FOP_UNSET: u8 = 2;
+const FOP_SETEDIT: u8 = 3;
+
+impl Commit {
+    /// The stamp every write of this commit carries.
+    pub fn stamp(&self, id: &CommitId) -> Stamp {
+        Stamp {
+            hlc: self.hlc,
+            author: self.author.tag(),
+            commit: id.tag(),
+        }
+    }
+
+    /// Canonical encoding. Parents and changes are sorted here; callers need not pre-sort.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut colls: BTreeSet<&str> = BTreeSet::new();
+        let mut names: BTreeSet<&str> = BTreeSet::new();
+        for c in &self.changes {
+            colls.insert(&c.collection);
+            match &c.op {
+                Op::Put(m) => names.extend(m.keys().map(String::as_str)),
+                Op::Patch(p) => names.extend(p.keys().map(String::as_str)),
+                Op::Delete => {}
+            }
+        }
+        let coll_idx: BTreeMap<&str, u64> = colls.iter().enumerate().map(|(i, c)| (*c, i as u64)).collect();
+        let name_idx: BTreeMap<&str, u64> = names.iter().enumerate().map(|(i, c)| (*c, i as u64)).collect();
+        let mut w = Writer::with_capacity(128 + self.changes.len() * 64);
+        w.u8(COMMIT_VERSION);
+        w.u8(if self.trusted { FLAG_TRUSTED } else { 0 });
+        w.bytes(&self.author.0);
+        w.u64(self.hlc);
+        let mut parents = self.parents.clone();
+        parents.sort();
+        parents.dedup();
+        w.varint(parents.len() as u64);
+        for p in &parents {
+            w.bytes(&p.0);
+        }
+        w.varint(colls.len() as u64);
+        for c in &colls {
+            w.lp(c.as_bytes());
+        }
+        w.varint(names.len() as u64);
+        for n in &names {
+            w.lp(n.as_bytes());
+        }
+        let mut order: Vec<&Change> = self.changes.iter().collect();
+        order.sort_by(|a, b| (&a.collection, &a.id).cmp(&(&b.collection, &b.id)));
+        w.varint(order.len() as u64);
+        for c in order {
+            w.varint(coll_idx[c.collection.as_str()]);
+            w.lp(c.id.as_bytes());
+            match &c.op {
+                Op::Put(m) => {
+                    w.u8(OP_PUT);
+                    w.varint(m.len() as u64);
+                    for (k, v) in m {
+                        w.varint(name_idx[k.as_str()]);
+                        v.encode(&mut w);
+                    }
+                }
+                Op::Delete => w.u8(OP_DELETE),
+                Op::Patch(p) => {
+                    w.u8(OP_PATCH);
+                    w.varint(p.len() as u64);
+                    for (k, fop) in p {
+                        w.varint(name_idx[k.as_str()]);
+                        match fop {
+                            FieldOp::Assign(v) => {
+                                w.u8(FOP_ASSIGN);
+                                v.encode(&mut w);
+                            }
+                            FieldOp::Unset => w.u8(FOP_UNSET),
+                            FieldOp::SetEdit { add, remove } => {
+                                w.u8(FOP_SETEDIT);
+                                w.varint(add.len() as u64);
+                                for e in add {
+                                    w.lp(e.as_bytes());
+                                }
+                                w.varint(remove.len() as u64);
+                                for (e, dots) in remove {
+                                    w.lp(e.as_bytes());
+                                    let mut d = dots.clone();
+                                    d.sort();
+                                    d.dedup();
+                                    w.varint(d.len() as u64);
+                                    for s in &d {
+                                        s.encode(&mut w);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        w.into_inner()
+    }
+
+    /// Decode and check canonical form. Returns the commit and its id.
+    pub fn decode(bytes: &[u8]) -> Result<(Commit, CommitId)> {
+        if bytes.len() > MAX_COMMIT_BYTES {
+            return Err(Error::TooLarge {
+                what: "commit".into(),
+                size: bytes.len() as u64,
+                limit: MAX_COMMIT_BYTES as u64,
+            });
+        }
+        let mut r = Reader::new(bytes, "commit");
+        let version = r.u8()?;
+        if version != COMMIT_VERSION {
+            return Err(r.err(format!("unsupported commit version {version}")));
+        }
+        let flags = r.u8()?;
+        if flags & !FLAG_TRUSTED != 0 {
+            return Err(r.err(format!("unknown commit flags {flags:#x}")));
+        }
+        let author = PublicKey(r.array::<PUBLIC_KEY_LEN>()?);
+        let hlc = r.u64()?;
+        let np = r.count(32, MAX_PARENTS)?;
+        let mut parents = Vec::with_capacity(np);
+        for _ in 0..np {
+            let p = CommitId(r.array()?);
+            if parents.last().is_some_and(|l| *l >= p) {
+                return Err(r.err("parents not strictly ascending"));
+            }
+            parents.push(p);
+        }
+        let colls = read_table(&mut r, "collection")?;
+        for c in &colls {
+            crate::key::validate_collection(c).map_err(|e| r.err(e.to_string()))?;
+        }
+        let names = read_table(&mut r, "field name")?;
+        for n in &names {
+            crate::value::validate_field_name(n, "").map_err(|e| r.err(e.to_string()))?;
+        }
+        let nc = r.count(3, usize::MAX)?;
+        let mut changes: Vec<Change> = Vec::with_capacity(nc);
+        let mut used_colls = vec![false; colls.len()];
+        let mut used_names = vec![false; names.len()];
+        for _ in 0..nc {
+            let ci = table_index(&mut r, colls.len())?;
+            used_colls[ci] = true;
+            let id = r.str()?;
+            let key = format!("{}/{}", colls[ci], id);
+            crate::key::split_key(&key).map_err(|e| r.err(e.to_string()))?;
+            if let Some(last) = changes.last() {
+                if (last.collection.as_str(), last.id.as_str()) >= (colls[ci], id) {
+                    return Err(r.err("changes not strictly ascending by key"));
+                }
+            }
+            let op = match r.u8()? {
+                OP_PUT => {
+                    let n = r.count(2, usize::MAX)?;
+                    let mut m = Map::new();
+                    let mut last = None;
+                    for _ in 0..n {
+                        let ni = table_index(&mut r, names.len())?;
+                        if last.is_some_and(|l| l >= ni) {
+                            return Err(r.err("fields not strictly ascending"));
+                        }
+                        last = Some(ni);
+                        used_names[ni] = true;
+                        m.insert(names[ni].to_owned(), Value::decode(&mut r)?);
+                    }
+                    Op::Put(m)
+                }
+                OP_DELETE => Op::Delete,
+                OP_PATCH => {
+                    let n = r.count(2, usize::MAX)?;
+                    if n == 0 {
+                        return Err(r.err("empty patch"));
+                    }
+                    let mut p = BTreeMap::new();
+                    let mut last = None;
+                    for _ in 0..n {
+                        let ni = table_index(&mut r, names.len())?;
+                        if last.is_some_and(|l| l >= ni) {
+                            return Err(r.err("fields not strictly ascending"));
+                        }
+                        last = Some(ni);
+                        used_names[ni] = true;
+                        let fop = match r.u8()? {
+                            FOP_ASSIGN => FieldOp::Assign(Value::decode(&mut r)?),
+                            FOP_UNSET => FieldOp::Unset,
+                            FOP_SETEDIT => {
+                                let add = decode_str_set(&mut r)?;
+                                let nr = r.count(2, usize::MAX)?;
+                                let mut remove = BTreeMap::new();
+                                let mut last_e: Option<&str> = None;
+                                for _ in 0..nr {
+                                    let e = r.str()?;
+                                    if last_e.is_some_and(|l| l >= e) {
+                                        return Err(r.err("removed elements not ascending"));
+                                    }
+                                    last_e = Some(e);
+                                    let nd = r.count(24, usize::MAX)?;
+                                    let mut dots = Vec::with_capacity(nd);
+                                    for _ in 0..nd {
+                                        let s = Stamp::decode(&mut r)?;
+                                        if dots.last().is_some_and(|l| *l >= s) {
+                                            return Err(r.err("dots not strictly ascending"));
+                                        }
+                                        dots.push(s);
+                                    }
+                                    remove.insert(e.to_owned(), dots);
+                                }
+                                FieldOp::SetEdit { add, remove }
+                            }
+                            t => return Err(r.err(format!("unknown field op {t}"))),
+                        };
+                        p.insert(names[ni].to_owned(), fop);
+                    }
+                    Op::Patch(p)
+                }
+                t => return Err(r.err(format!("unknown op {t}"))),
+            };
+            changes.push(Change {
+                collection: colls[ci].to_owned(),
+                id: id.to_owned(),
+                op,
+            });
+        }
+        r.finish()?;
+        if used_colls.contains(&false) || used_names.contains(&false) {
+            return Err(r.err("unused table entry"));
+        }
+        let commit = Commit {
+            trusted: flags & FLAG_TRUSTED != 0,
+            author,
+            hlc,
+            parents,
+            changes,
+        };
+        Ok((commit, CommitId::of(bytes)))
+    }
+}
+
+fn read_table<'a>(r: &mut Reader<'a>, what: &str) -> Result<Vec<&'a str>> {
+    let n = r.count(1, usize::MAX)?;
+    let mut t: Vec<&str> = Vec::with_capacity(n);
+    for _ in 0..n {
+        let s = r.str()?;
+        if t.last().is_some_and(|l| *l >= s) {
+            return Err(r.err(format!("{what} table not strictly ascending")));
+        }
+        t.push(s);
+    }
+    Ok(t)
+}
+
+fn table_index(r: &mut Reader<'_>, len: usize) -> Result<usize> {
+    let i = r.varint()?;
+    if i >= len as u64 {
+        return Err(r.err(format!("table index {i} out of range")));
+    }
+    Ok(i as usize)
+}
+
+/// One signature by `author` over a batch of commit ids.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Seal {
+    pub author: PublicKey,
+    /// Strictly ascending.
+    pub ids: Vec<CommitId>,
+    pub signature: Signature,
+}
+
+impl Seal {
+    /// The bytes that are signed: domain tag, author, count, ids.
+    pub fn message(author: &PublicKey, ids: &[CommitId]) -> Vec<u8> {
+        let mut w = Writer::with_capacity(SEAL_DOMAIN.len() + PUBLIC_KEY_LEN + 4 + ids.len() * 32);
+        w.bytes(SEAL_DOMAIN);
+        w.bytes(&author.0);
+        w.varint(ids.len() as u64);
+        for id in ids {
+            w.bytes(&id.0);
+        }
+        w.into_inner()
+    }
+
+    /// Sign a batch of commit ids (sorted and deduplicated here).
+    pub fn create(identity: &crate::crypto::Identity, ids: &[CommitId]) -> Seal {
+        let mut ids = ids.to_vec();
+        ids.sort();
+        ids.dedup();
+        let author = identity.public();
+        let signature = identity.sign(&Seal::message(&author, &ids));
+        Seal {
+            author,
+            ids,
+            signature,
+        }
+    }
+
+    /// Check the signature. A signature made by another key is reported as `WrongKey`.
+    pub fn verify(&self) -> Result<()> {
+        PublicKey::from_bytes(&self.author.0)?;
+        self.author
+            .verify(&Seal::message(&self.author, &self.ids), &self.signature)
+            .map_err(|e| match e {
+                Error::Signature {
+                    kind: SignatureErrorKind::BadSignature,
+                    ..
+                } => Error::sig(
+                    SignatureErrorKind::BadSignature,
+                    format!(
+                        "seal over {} commits does not verify under author {}",
+                        self.ids.len(),
+                        &self.author.to_hex()[..16]
+                    ),
+                ),
+                e => e,
+            })
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::with_capacity(1 + PUBLIC_KEY_LEN + 4 + self.ids.len() * 32 + SIGNATURE_LEN);
+        w.u8(SEAL_VERSION);
+        w.bytes(&self.author.0);
+        w.varint(self.ids.len() as u64);
+        for id in &self.ids {
+            w.bytes(&id.0);
+        }
+        w.bytes(&self.signature.0);
+        w.into_inner()
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Seal> {
+        let mut r = Reader::new(bytes, "seal");
+        let v = r.u8()?;
+        if v != SEAL_VERSION {
+            return Err(r.err(format!("unsupported seal version {v}")));
+        }
+        let author = PublicKey(r.array()?);
+        let n = r.count(32, MAX_SEAL_IDS)?;
+        if n == 0 {
+            return Err(r.err("seal covers no commits"));
+        }
+        let mut ids = Vec::with_capacity(n);
+        for _ in 0..n {
+            let id = CommitId(r.array()?);
+            if ids.last().is_some_and(|l| *l >= id) {
+                return Err(r.err("seal ids not strictly ascending"));
+            }
+            ids.push(id);
+        }
+        let signature = Signature(r.array()?);
+        r.finish()?;
+        Ok(Seal {
+            author,
+            ids,
+            signature,
+        })
+    }
+}

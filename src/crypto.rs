@@ -1,0 +1,189 @@
+//! Identities and signatures: ECDSA P-384 (`p384` + `ecdsa` crates). Nonces are derived
+//! deterministically (RFC 6979), so signing needs no random source and a weak RNG can never leak
+//! the key through a repeated nonce.
+
+use crate::error::{Error, Result, SignatureErrorKind};
+use p384::ecdsa::signature::{Signer, Verifier};
+use p384::ecdsa::{Signature as EcdsaSignature, SigningKey, VerifyingKey};
+use sha2::{Digest, Sha256};
+
+/// Length of a compressed SEC1 P-384 public key.
+pub const PUBLIC_KEY_LEN: usize = 49;
+/// Length of a fixed-size (r ‖ s) P-384 signature.
+pub const SIGNATURE_LEN: usize = 96;
+/// Length of a P-384 secret scalar.
+pub const SECRET_KEY_LEN: usize = 48;
+
+/// A compressed SEC1 public key (49 bytes).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PublicKey(pub [u8; PUBLIC_KEY_LEN]);
+
+impl std::fmt::Debug for PublicKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PublicKey({})", &hex(&self.0)[..16])
+    }
+}
+
+impl PublicKey {
+    /// Parse and check that the bytes are a point on the curve.
+    pub fn from_bytes(b: &[u8]) -> Result<PublicKey> {
+        let arr: [u8; PUBLIC_KEY_LEN] = b.try_into().map_err(|_| {
+            Error::sig(
+                SignatureErrorKind::Malformed,
+                format!("public key must be {PUBLIC_KEY_LEN} bytes, got {}", b.len()),
+            )
+        })?;
+        let pk = PublicKey(arr);
+        pk.verifying_key()?;
+        Ok(pk)
+    }
+
+    fn verifying_key(&self) -> Result<VerifyingKey> {
+        VerifyingKey::from_sec1_bytes(&self.0).map_err(|_| {
+            Error::sig(SignatureErrorKind::Malformed, "public key is not a P-384 point")
+        })
+    }
+
+    /// Verify `sig` over `msg` with this key.
+    pub fn verify(&self, msg: &[u8], sig: &Signature) -> Result<()> {
+        let vk = self.verifying_key()?;
+        let s = EcdsaSignature::from_slice(&sig.0).map_err(|_| {
+            Error::sig(SignatureErrorKind::Malformed, "signature scalars out of range")
+        })?;
+        vk.verify(msg, &s)
+            .map_err(|_| Error::sig(SignatureErrorKind::BadSignature, "signature does not verify"))
+    }
+
+    /// A 64-bit tag used as the author tie-breaker in stamps.
+    pub fn tag(&self) -> u64 {
+        let h = Sha256::digest(self.0);
+        u64::from_be_bytes(h[..8].try_into().unwrap())
+    }
+
+    pub fn to_hex(&self) -> String {
+        hex(&self.0)
+    }
+}
+
+/// A 96-byte signature (r ‖ s).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Signature(pub [u8; SIGNATURE_LEN]);
+
+impl std::fmt::Debug for Signature {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Signature({}…)", &hex(&self.0)[..16])
+    }
+}
+
+/// A key pair that signs commits.
+#[derive(Clone)]
+pub struct Identity {
+    key: SigningKey,
+    public: PublicKey,
+}
+
+impl std::fmt::Debug for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Identity({:?})", self.public)
+    }
+}
+
+impl Identity {
+    /// Derive a key pair from 48 bytes of entropy. The caller supplies the entropy (the browser's
+    /// `crypto.getRandomValues`, the OS RNG natively) so the core needs no random source of its
+    /// own. Entropy that is not a valid scalar is re-hashed until it is.
+    pub fn from_entropy(entropy: &[u8; SECRET_KEY_LEN]) -> Identity {
+        let mut candidate = *entropy;
+        loop {
+            if let Ok(id) = Identity::from_secret_bytes(&candidate) {
+                return id;
+            }
+            let h1 = Sha256::digest(candidate);
+            let h2 = Sha256::digest(h1);
+            candidate[..32].copy_from_slice(&h1);
+            candidate[32..].copy_from_slice(&h2[..16]);
+        }
+    }
+
+    /// Import a secret scalar (48 bytes, big-endian).
+    pub fn from_secret_bytes(b: &[u8]) -> Result<Identity> {
+        let key = SigningKey::from_slice(b).map_err(|_| {
+            Error::sig(
+                SignatureErrorKind::Malformed,
+                "secret key must be a 48-byte P-384 scalar in range",
+            )
+        })?;
+        let point = key.verifying_key().to_sec1_point(true);
+        let public = PublicKey(
+            point
+                .as_bytes()
+                .try_into()
+                .expect("compressed P-384 point is 49 bytes"),
+        );
+        Ok(Identity { key, public })
+    }
+
+    /// Export the secret scalar (48 bytes). Keep it secret.
+    pub fn secret_bytes(&self) -> [u8; SECRET_KEY_LEN] {
+        let b = self.key.to_bytes();
+        let mut out = [0u8; SECRET_KEY_LEN];
+        out.copy_from_slice(&b);
+        out
+    }
+
+    pub fn public(&self) -> PublicKey {
+        self.public
+    }
+
+    /// Sign `msg` (ECDSA P-384 with SHA-384, RFC 6979 nonces).
+    pub fn sign(&self, msg: &[u8]) -> Signature {
+        let s: EcdsaSignature = self.key.sign(msg);
+        let mut out = [0u8; SIGNATURE_LEN];
+        out.copy_from_slice(&s.to_bytes());
+        Signature(out)
+    }
+}
+
+/// Lowercase hex.
+pub fn hex(b: &[u8]) -> String {
+    const H: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(b.len() * 2);
+    for &x in b {
+        s.push(H[(x >> 4) as usize] as char);
+        s.push(H[(x & 15) as usize] as char);
+    }
+    s
+}
+
+/// Parse lowercase or uppercase hex.
+pub fn from_hex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sign_verify_round_trip_and_rejections() {
+        let a = Identity::from_entropy(&[7u8; 48]);
+        let b = Identity::from_entropy(&[9u8; 48]);
+        let sig = a.sign(b"hello");
+        a.public().verify(b"hello", &sig).unwrap();
+        assert!(a.public().verify(b"hellp", &sig).is_err());
+        assert!(b.public().verify(b"hello", &sig).is_err());
+        let back = Identity::from_secret_bytes(&a.secret_bytes()).unwrap();
+        assert_eq!(back.public(), a.public());
+        assert!(PublicKey::from_bytes(&[0u8; 49]).is_err());
+        assert!(Identity::from_secret_bytes(&[0u8; 48]).is_err());
+        assert!(Identity::from_secret_bytes(&[0xffu8; 48]).is_err());
+        // Invalid entropy still yields a key.
+        let _ = Identity::from_entropy(&[0u8; 48]);
+    }
+}

@@ -1,0 +1,1 @@
+//! Declarative queries (in progress).
