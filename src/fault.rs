@@ -39,17 +39,9 @@ fn apply(img: &mut Vec<u8>, op: &Op) {
 
 /// Tick a countdown; true (and disarmed) when it reaches the call it was set for.
 fn fires(countdown: &mut Option<usize>) -> bool {
-    match countdown {
-        Some(0) => {
-            *countdown = None;
-            true
-        }
-        Some(n) => {
-            *n -= 1;
-            false
-        }
-        None => false,
-    }
+    let hit = *countdown == Some(0);
+    *countdown = countdown.and_then(|n| n.checked_sub(1));
+    hit
 }
 
 #[derive(Default)]
@@ -96,14 +88,19 @@ impl FaultStorage {
 
     /// A storage whose live and durable images are both `bytes`.
     pub fn from_bytes(bytes: Vec<u8>) -> Self {
-        let s = Self::new();
-        s.inner.borrow_mut().durable = bytes.clone();
-        s.inner.borrow_mut().live = bytes;
-        s
+        let inner = Inner {
+            live: bytes.clone(),
+            durable: bytes,
+            ..Inner::default()
+        };
+        FaultStorage {
+            inner: Rc::new(RefCell::new(inner)),
+        }
     }
 
     /// The durable image plus the first `keep_writes` unflushed writes/truncates, and with
-    /// `torn_bytes = Some(n)` the first `n` bytes of the next unflushed write (a torn write).
+    /// `torn_bytes = Some(n)` the first `n` bytes of the next unflushed write (a torn write;
+    /// ignored if the next one is a truncate).
     pub fn crash_image(&self, keep_writes: usize, torn_bytes: Option<usize>) -> Vec<u8> {
         let inner = self.inner.borrow();
         let mut img = inner.durable.clone();

@@ -305,12 +305,22 @@ fn scan_frames<S: Storage>(storage: &mut S, base: u64, mode: Mode) -> Result<Sca
 /// Offsets: `durable_len() <= written_len() <= len()`. Frames below `written_len()` were handed
 /// to `write_at`; those below `durable_len()` were also flushed. A failed write or flush leaves
 /// the buffer intact, so a retry writes everything at the right offset and nothing is lost.
-#[derive(Debug)]
 pub struct Log<S: Storage> {
     storage: S,
     buf: Vec<u8>,
     written: u64,
     durable: u64,
+}
+
+impl<S: Storage + fmt::Debug> fmt::Debug for Log<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Log")
+            .field("storage", &self.storage)
+            .field("len", &self.len())
+            .field("written_len", &self.written)
+            .field("durable_len", &self.durable)
+            .finish()
+    }
 }
 
 impl<S: Storage> Log<S> {
@@ -487,4 +497,25 @@ impl<S: Storage> Log<S> {
     pub fn into_storage(self) -> S {
         self.storage
     }
+}
+
+/// Check that a whole, valid frame starts at `offset` in `storage`, without a [`Log`].
+/// Returns `(kind, crc, end offset)`. Used to anchor a snapshot to the log it was taken from.
+pub fn probe_frame<S: Storage>(storage: &S, offset: u64) -> Result<(u8, u32, u64)> {
+    let bad = |reason: &str| corrupt(offset, None, format!("probe_frame: {reason}"));
+    let len = storage.len()?;
+    if offset < HEADER_LEN || offset + FRAME_HEADER_LEN as u64 > len {
+        return Err(bad("offset outside the log"));
+    }
+    let mut h = [0u8; FRAME_HEADER_LEN];
+    storage.read_at(offset, &mut h)?;
+    let plen = le32(&h) as usize;
+    let end = offset + (FRAME_HEADER_LEN + plen) as u64;
+    if plen > MAX_FRAME_PAYLOAD || end > len {
+        return Err(bad("frame extends past the end of the log"));
+    }
+    let mut f = vec![0u8; FRAME_HEADER_LEN + plen];
+    storage.read_at(offset, &mut f)?;
+    let (kind, _) = check_frame(&f, 0).map_err(bad)?;
+    Ok((kind, le32(&h[4..8]), end))
 }
