@@ -151,8 +151,16 @@ impl Commit {
                 Op::Delete => {}
             }
         }
-        let coll_idx: BTreeMap<&str, u64> = colls.iter().enumerate().map(|(i, c)| (*c, i as u64)).collect();
-        let name_idx: BTreeMap<&str, u64> = names.iter().enumerate().map(|(i, c)| (*c, i as u64)).collect();
+        let coll_idx: BTreeMap<&str, u64> = colls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (*c, i as u64))
+            .collect();
+        let name_idx: BTreeMap<&str, u64> = names
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (*c, i as u64))
+            .collect();
         let mut w = Writer::with_capacity(128 + self.changes.len() * 64);
         w.u8(COMMIT_VERSION);
         w.u8(if self.trusted { FLAG_TRUSTED } else { 0 });
@@ -444,7 +452,8 @@ impl Seal {
     }
 
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer::with_capacity(1 + PUBLIC_KEY_LEN + 4 + self.ids.len() * 32 + SIGNATURE_LEN);
+        let mut w =
+            Writer::with_capacity(1 + PUBLIC_KEY_LEN + 4 + self.ids.len() * 32 + SIGNATURE_LEN);
         w.u8(SEAL_VERSION);
         w.bytes(&self.author.0);
         w.varint(self.ids.len() as u64);

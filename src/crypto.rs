@@ -40,7 +40,10 @@ impl PublicKey {
 
     fn verifying_key(&self) -> Result<VerifyingKey> {
         VerifyingKey::from_sec1_bytes(&self.0).map_err(|_| {
-            Error::sig(SignatureErrorKind::Malformed, "public key is not a P-384 point")
+            Error::sig(
+                SignatureErrorKind::Malformed,
+                "public key is not a P-384 point",
+            )
         })
     }
 
@@ -48,10 +51,17 @@ impl PublicKey {
     pub fn verify(&self, msg: &[u8], sig: &Signature) -> Result<()> {
         let vk = self.verifying_key()?;
         let s = EcdsaSignature::from_slice(&sig.0).map_err(|_| {
-            Error::sig(SignatureErrorKind::Malformed, "signature scalars out of range")
+            Error::sig(
+                SignatureErrorKind::Malformed,
+                "signature scalars out of range",
+            )
         })?;
-        vk.verify(msg, &s)
-            .map_err(|_| Error::sig(SignatureErrorKind::BadSignature, "signature does not verify"))
+        vk.verify(msg, &s).map_err(|_| {
+            Error::sig(
+                SignatureErrorKind::BadSignature,
+                "signature does not verify",
+            )
+        })
     }
 
     /// A 64-bit tag used as the author tie-breaker in stamps.

@@ -92,11 +92,7 @@ pub enum Error {
     /// A schema definition itself is malformed.
     InvalidSchema { collection: String, reason: String },
     /// Something is larger than its limit.
-    TooLarge {
-        what: String,
-        size: u64,
-        limit: u64,
-    },
+    TooLarge { what: String, size: u64, limit: u64 },
     /// The item does not exist (for operations that need it to).
     NotFound { key: String },
     /// A commit or seal failed signature checks.
@@ -189,7 +185,9 @@ impl fmt::Display for Error {
                 write!(f, "{what} is too large: {size} bytes, limit {limit}")
             }
             Error::NotFound { key } => write!(f, "no item at {key:?}"),
-            Error::Signature { kind, detail } => write!(f, "signature check failed ({kind:?}): {detail}"),
+            Error::Signature { kind, detail } => {
+                write!(f, "signature check failed ({kind:?}): {detail}")
+            }
             Error::Decode { what, reason } => write!(f, "cannot decode {what}: {reason}"),
             Error::Corrupt {
                 offset,

@@ -5,6 +5,7 @@ pub mod error;
 pub mod fault;
 pub mod log;
 pub mod storage;
+pub mod txn;
 
 pub use error::{Error, Result, SignatureErrorKind, StorageError, StorageErrorKind};
 pub use storage::{MemStorage, Storage};
@@ -13,6 +14,16 @@ pub mod commit;
 pub mod crypto;
 pub mod key;
 pub mod query;
+pub mod repo;
 pub mod schema;
+pub mod snapshot;
 pub mod state;
 pub mod value;
+
+pub use commit::{CommitId, Seal};
+pub use crypto::{Identity, PublicKey};
+pub use log::Recovery;
+pub use repo::{Durability, Repo, RepoOptions};
+pub use schema::Schema;
+pub use txn::Txn;
+pub use value::{Map, Value};

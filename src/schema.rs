@@ -127,9 +127,10 @@ impl Schema {
                 }
                 let ty = match spec.get("type") {
                     None => FieldType::Any,
-                    Some(t) => t.as_str().and_then(FieldType::parse).ok_or_else(|| {
-                        bad(format!("field {name:?}: unknown type {t}"))
-                    })?,
+                    Some(t) => t
+                        .as_str()
+                        .and_then(FieldType::parse)
+                        .ok_or_else(|| bad(format!("field {name:?}: unknown type {t}")))?,
                 };
                 let flag = |k: &str| -> Result<bool> {
                     match spec.get(k) {
@@ -145,7 +146,7 @@ impl Schema {
                     None => None,
                     Some(d) => {
                         let v = Value::from_json(d).map_err(|e| bad(e.to_string()))?;
-                        if !ty.accepts(&v) && !(nullable && v == Value::Null) {
+                        if !(ty.accepts(&v) || nullable && v == Value::Null) {
                             return Err(bad(format!(
                                 "field {name:?}: default is a {}, not a {}",
                                 v.type_name(),
@@ -297,12 +298,19 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let mut missing = map! {"count" => 1i64}.as_map();
-        assert!(matches!(s.check_item("items", &mut missing), Err(Error::Schema { field, .. }) if field == "title"));
+        assert!(
+            matches!(s.check_item("items", &mut missing), Err(Error::Schema { field, .. }) if field == "title")
+        );
         let mut extra = map! {"title" => "x", "zzz" => 1i64}.as_map();
         assert!(s.check_item("items", &mut extra).is_err());
-        assert!(s.check_assign("items", "count", Some(&Value::from(1.5))).is_err());
+        assert!(s
+            .check_assign("items", "count", Some(&Value::from(1.5)))
+            .is_err());
         assert!(s.check_assign("items", "title", None).is_err());
         assert!(s.check_set_edit("items", "count").is_err());
-        assert!(Schema::from_json("x", &serde_json::json!({"fields": {"a": {"type": "nope"}}})).is_err());
+        assert!(
+            Schema::from_json("x", &serde_json::json!({"fields": {"a": {"type": "nope"}}}))
+                .is_err()
+        );
     }
 }

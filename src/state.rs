@@ -155,7 +155,9 @@ impl Item {
                         FieldOp::Assign(v) => {
                             assign(&mut self.value, &mut meta, k, Some(v), s, self.reset)
                         }
-                        FieldOp::Unset => assign(&mut self.value, &mut meta, k, None, s, self.reset),
+                        FieldOp::Unset => {
+                            assign(&mut self.value, &mut meta, k, None, s, self.reset)
+                        }
                         FieldOp::SetEdit { add, remove } => {
                             set_edit(&mut self.value, &mut meta, k, add, remove, s, self.reset)
                         }
@@ -339,13 +341,7 @@ impl State {
     }
 
     /// Apply a commit. `index` is its position in the commit table (for history).
-    pub fn apply(
-        &mut self,
-        commit: &Commit,
-        id: &CommitId,
-        index: u32,
-        sink: &mut dyn ChangeSink,
-    ) {
+    pub fn apply(&mut self, commit: &Commit, id: &CommitId, index: u32, sink: &mut dyn ChangeSink) {
         let s = commit.stamp(id);
         for ch in &commit.changes {
             let coll = match self.collections.get_mut(&ch.collection) {
@@ -448,8 +444,14 @@ mod tests {
     #[test]
     fn lww_fields_and_resets_commute() {
         let cs = vec![
-            commit(10, vec![("a", Op::Put(map! {"x" => 1i64, "y" => 2i64}.as_map()))]),
-            commit(12, vec![("a", patch("x", FieldOp::Assign(Value::from(5i64))))]),
+            commit(
+                10,
+                vec![("a", Op::Put(map! {"x" => 1i64, "y" => 2i64}.as_map()))],
+            ),
+            commit(
+                12,
+                vec![("a", patch("x", FieldOp::Assign(Value::from(5i64))))],
+            ),
             commit(11, vec![("a", Op::Put(map! {"z" => 3i64}.as_map()))]),
             commit(13, vec![("b", Op::Delete)]),
             commit(9, vec![("b", Op::Put(map! {"q" => 1i64}.as_map()))]),
@@ -469,7 +471,10 @@ mod tests {
 
     #[test]
     fn sets_are_add_wins() {
-        let (c0, id0) = commit(10, vec![("a", Op::Put(map! {"s" => Value::set(["p"])}.as_map()))]);
+        let (c0, id0) = commit(
+            10,
+            vec![("a", Op::Put(map! {"s" => Value::set(["p"])}.as_map()))],
+        );
         let dot = c0.stamp(&id0);
         let rm = commit(
             12,
@@ -505,15 +510,5 @@ mod tests {
             s1.get("t", "a").unwrap().get("s"),
             Some(&Value::set(["p", "q"]))
         );
-    }
-}
-
-impl Value {
-    /// The map inside a `Value::Map` (panics otherwise; for tests and literals).
-    pub fn as_map(self) -> Map {
-        match self {
-            Value::Map(m) => m,
-            other => panic!("not a map: {other:?}"),
-        }
     }
 }

@@ -178,6 +178,33 @@ impl Value {
         }
     }
 
+    /// Length of the canonical encoding, without encoding.
+    pub fn encoded_len(&self) -> usize {
+        fn lp(n: usize) -> usize {
+            varint_len(n as u64) + n
+        }
+        match self {
+            Value::Null | Value::Bool(_) => 1,
+            Value::Number(_) => 9,
+            Value::String(s) => 1 + lp(s.len()),
+            Value::List(l) => {
+                1 + varint_len(l.len() as u64) + l.iter().map(Value::encoded_len).sum::<usize>()
+            }
+            Value::Map(m) => Value::map_encoded_len(m),
+            Value::Set(s) => {
+                1 + varint_len(s.len() as u64) + s.iter().map(|e| lp(e.len())).sum::<usize>()
+            }
+        }
+    }
+
+    /// Length of the canonical encoding of `Value::Map(m)`.
+    pub fn map_encoded_len(m: &Map) -> usize {
+        1 + varint_len(m.len() as u64)
+            + m.iter()
+                .map(|(k, v)| varint_len(k.len() as u64) + k.len() + v.encoded_len())
+                .sum::<usize>()
+    }
+
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::new();
         self.encode(&mut w);
@@ -292,19 +319,29 @@ impl Value {
             }
             Value::String(s) => serde_json::Value::String(s.clone()),
             Value::List(l) => serde_json::Value::Array(l.iter().map(Value::to_json).collect()),
-            Value::Map(m) => serde_json::Value::Object(
-                m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect(),
-            ),
+            Value::Map(m) => {
+                serde_json::Value::Object(m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect())
+            }
             Value::Set(s) => {
                 let mut o = serde_json::Map::new();
                 o.insert(
                     "$set".into(),
                     serde_json::Value::Array(
-                        s.iter().map(|e| serde_json::Value::String(e.clone())).collect(),
+                        s.iter()
+                            .map(|e| serde_json::Value::String(e.clone()))
+                            .collect(),
                     ),
                 );
                 serde_json::Value::Object(o)
             }
+        }
+    }
+
+    /// The map inside a `Value::Map` (panics otherwise; for tests and literals).
+    pub fn as_map(self) -> Map {
+        match self {
+            Value::Map(m) => m,
+            other => panic!("not a map: {other:?}"),
         }
     }
 
@@ -319,6 +356,15 @@ impl Value {
         }
         Some(cur)
     }
+}
+
+fn varint_len(mut v: u64) -> usize {
+    let mut n = 1;
+    while v >= 0x80 {
+        v >>= 7;
+        n += 1;
+    }
+    n
 }
 
 /// Decode a strictly ascending set of strings.
@@ -449,6 +495,13 @@ mod tests {
                 assert_eq!(a.total_cmp(b), i.cmp(&j), "{a:?} vs {b:?}");
             }
         }
+    }
+
+    #[test]
+    fn encoded_len_matches() {
+        let v = map! { "a" => 1i64, "b" => "x".repeat(200), "s" => Value::set(["p", "q"]),
+        "l" => Value::List(vec![Value::Null, Value::from(true)]) };
+        assert_eq!(v.encoded_len(), v.to_bytes().len());
     }
 
     #[test]

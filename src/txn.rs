@@ -1,0 +1,214 @@
+//! Transactions: a builder that collects writes to many items. Writes to the same key coalesce
+//! so a commit holds at most one change per key; the repository validates and commits it
+//! atomically.
+
+use crate::error::Result;
+use crate::key::split_key;
+use crate::value::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A pending change to one field.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FieldWrite {
+    Assign(Value),
+    Unset,
+    /// Elements to add and to remove (the remove's observed dots are filled in at commit).
+    SetEdit {
+        add: BTreeSet<String>,
+        remove: BTreeSet<String>,
+    },
+}
+
+/// A pending change to one item.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Write {
+    Put(Map),
+    Delete,
+    /// `must_exist`: fail with NotFound at commit if the item does not exist (an `update`).
+    Patch {
+        fields: BTreeMap<String, FieldWrite>,
+        must_exist: bool,
+    },
+}
+
+/// A set of writes committed atomically as one commit.
+#[derive(Debug, Clone, Default)]
+pub struct Txn {
+    pub(crate) writes: BTreeMap<(String, String), Write>,
+}
+
+impl Txn {
+    pub fn new() -> Txn {
+        Txn::default()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.writes.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.writes.len()
+    }
+
+    fn entry(&mut self, key: &str) -> Result<&mut Write> {
+        let (c, i) = split_key(key)?;
+        Ok(self
+            .writes
+            .entry((c.to_owned(), i.to_owned()))
+            .or_insert_with(|| Write::Patch {
+                fields: BTreeMap::new(),
+                must_exist: false,
+            }))
+    }
+
+    /// Replace the whole item at `key`.
+    pub fn put(&mut self, key: &str, value: Map) -> Result<&mut Self> {
+        value_check(&value)?;
+        *self.entry(key)? = Write::Put(value);
+        Ok(self)
+    }
+
+    /// Delete the item at `key`.
+    pub fn delete(&mut self, key: &str) -> Result<&mut Self> {
+        *self.entry(key)? = Write::Delete;
+        Ok(self)
+    }
+
+    /// Change the given fields of an existing item (NotFound at commit if it does not exist).
+    pub fn update(&mut self, key: &str, fields: Map) -> Result<&mut Self> {
+        value_check(&fields)?;
+        for (k, v) in fields {
+            self.field(key, k, FieldWrite::Assign(v), true)?;
+        }
+        Ok(self)
+    }
+
+    /// Remove one field.
+    pub fn unset(&mut self, key: &str, field: &str) -> Result<&mut Self> {
+        crate::value::validate_field_name(field, key)?;
+        self.field(key, field.to_owned(), FieldWrite::Unset, true)?;
+        Ok(self)
+    }
+
+    /// Add elements to a set field (creating the set, or the item, if needed).
+    pub fn set_add<I: IntoIterator<Item = S>, S: Into<String>>(
+        &mut self,
+        key: &str,
+        field: &str,
+        elems: I,
+    ) -> Result<&mut Self> {
+        crate::value::validate_field_name(field, key)?;
+        let add: BTreeSet<String> = elems.into_iter().map(Into::into).collect();
+        self.field(
+            key,
+            field.to_owned(),
+            FieldWrite::SetEdit {
+                add,
+                remove: BTreeSet::new(),
+            },
+            false,
+        )?;
+        Ok(self)
+    }
+
+    /// Remove elements from a set field (only the adds this replica has seen: add-wins).
+    pub fn set_remove<I: IntoIterator<Item = S>, S: Into<String>>(
+        &mut self,
+        key: &str,
+        field: &str,
+        elems: I,
+    ) -> Result<&mut Self> {
+        crate::value::validate_field_name(field, key)?;
+        let remove: BTreeSet<String> = elems.into_iter().map(Into::into).collect();
+        self.field(
+            key,
+            field.to_owned(),
+            FieldWrite::SetEdit {
+                add: BTreeSet::new(),
+                remove,
+            },
+            false,
+        )?;
+        Ok(self)
+    }
+
+    fn field(&mut self, key: &str, name: String, w: FieldWrite, must_exist: bool) -> Result<()> {
+        let entry = self.entry(key)?;
+        match entry {
+            Write::Put(m) => apply_to_map(m, name, w),
+            Write::Delete => {
+                let mut m = Map::new();
+                apply_to_map(&mut m, name, w);
+                *entry = Write::Put(m);
+            }
+            Write::Patch {
+                fields,
+                must_exist: me,
+            } => {
+                *me |= must_exist;
+                match (fields.get_mut(&name), w) {
+                    (
+                        Some(FieldWrite::SetEdit { add, remove }),
+                        FieldWrite::SetEdit {
+                            add: a2,
+                            remove: r2,
+                        },
+                    ) => {
+                        for e in r2 {
+                            add.remove(&e);
+                            remove.insert(e);
+                        }
+                        for e in a2 {
+                            add.insert(e);
+                        }
+                    }
+                    (
+                        Some(FieldWrite::Assign(Value::Set(s))),
+                        FieldWrite::SetEdit { add, remove },
+                    ) => {
+                        for e in &remove {
+                            s.remove(e);
+                        }
+                        s.extend(add);
+                    }
+                    (_, w) => {
+                        fields.insert(name, w);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Apply a field write to a whole-item value being put.
+fn apply_to_map(m: &mut Map, name: String, w: FieldWrite) {
+    match w {
+        FieldWrite::Assign(v) => {
+            m.insert(name, v);
+        }
+        FieldWrite::Unset => {
+            m.remove(&name);
+        }
+        FieldWrite::SetEdit { add, remove } => {
+            let slot = m.entry(name).or_insert_with(|| Value::Set(BTreeSet::new()));
+            if !matches!(slot, Value::Set(_)) {
+                *slot = Value::Set(BTreeSet::new());
+            }
+            if let Value::Set(s) = slot {
+                for e in &remove {
+                    s.remove(e);
+                }
+                s.extend(add);
+            }
+        }
+    }
+}
+
+fn value_check(m: &Map) -> Result<()> {
+    for (k, v) in m {
+        crate::value::validate_field_name(k, "")?;
+        v.validate(k)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,84 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use ibexdb::repo::Clock;
+use ibexdb::{map, Identity, Map, RepoOptions, Value};
+
+/// A deterministic clock that ticks one millisecond per call.
+pub fn clock(start: u64) -> Clock {
+    let mut t = start;
+    Box::new(move || {
+        t += 1;
+        t
+    })
+}
+
+pub const T0: u64 = 1_700_000_000_000;
+
+pub fn ident(n: u8) -> Identity {
+    Identity::from_entropy(&[n; 48])
+}
+
+/// Signed mode with identity `n`.
+pub fn signed(n: u8) -> RepoOptions {
+    RepoOptions::new(Some(ident(n)), clock(T0))
+}
+
+/// Trusted (unsigned) mode that accepts unsigned commits.
+pub fn trusted(n: u8) -> RepoOptions {
+    let mut o = RepoOptions::new(Some(ident(n)), clock(T0));
+    o.trusted = true;
+    o.accept_trusted = true;
+    o
+}
+
+/// The benchmark's item shape.
+pub fn item(i: u64) -> Map {
+    map! {
+        "title" => format!("Item {i}"),
+        "count" => i as i64,
+        "tags" => Value::set([format!("tag {i}"), format!("category {}", i % 5)]),
+    }
+    .as_map()
+}
+
+/// splitmix64: a tiny deterministic RNG so seeds reproduce across crate versions.
+pub struct Rng(pub u64);
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    pub fn chance(&mut self, pct: u64) -> bool {
+        self.below(100) < pct
+    }
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = self.below(i as u64 + 1) as usize;
+            v.swap(i, j);
+        }
+    }
+}
+
+/// Run `f(seed)` for each seed, printing the seed of a failure before re-raising it.
+pub fn for_seeds(name: &str, seeds: std::ops::Range<u64>, f: impl Fn(u64)) {
+    let only = std::env::var("IBEX_SEED")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok());
+    for seed in seeds {
+        if only.is_some_and(|o| o != seed) {
+            continue;
+        }
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(seed)));
+        if let Err(e) = r {
+            eprintln!("{name}: failed with seed {seed} (rerun with IBEX_SEED={seed})");
+            std::panic::resume_unwind(e);
+        }
+    }
+}
