@@ -1,1 +1,645 @@
-//! Declarative queries (in progress).
+//! Declarative queries, sorted secondary indexes, aggregates and live queries.
+//!
+//! Queries are plain data: the page builds them as JSON and sends them to the worker, which
+//! parses them with [`Query::from_json`] and runs them against the materialized
+//! [`State`] with a [`QueryEngine`]. The engine keeps the declared indexes and the live queries
+//! current as commits are applied (local or remote): it is the state's [`ChangeSink`].
+//!
+//! # The JSON query language
+//!
+//! ```json
+//! {"collection": "items",
+//!  "where": {"count": {"gte": 10, "lt": 20}, "tags": {"contains": "category 3"},
+//!            "title": {"includes": "7"}},
+//!  "sort": [{"field": "count", "desc": true}],
+//!  "limit": 100, "offset": 0,
+//!  "select": ["title", "count"]}
+//! ```
+//!
+//! | property     | meaning                                                                 |
+//! |--------------|-------------------------------------------------------------------------|
+//! | `collection` | required; an unknown collection is empty (not an error)                 |
+//! | `where`      | optional filter (below)                                                 |
+//! | `sort`       | optional list of `{"field": path, "desc": bool}` (or a bare path = asc)  |
+//! | `limit`      | optional maximum number of rows                                         |
+//! | `offset`     | rows to skip first (default 0)                                          |
+//! | `select`     | optional list of paths to return; rows hold only those fields           |
+//!
+//! Any other property is an error.
+//!
+//! ## `where`
+//!
+//! An object whose entries all must hold (implicit AND):
+//! - `{"path": {"op": operand, ...}}`: every listed operator must hold for the value at `path`;
+//! - `{"path": literal}`: shorthand for `{"path": {"eq": literal}}` (a literal object is always
+//!   read as operators, except the set literal `{"$set": [...]}`; compare with a map using `eq`);
+//! - `{"and": [where, ...]}`, `{"or": [where, ...]}`, `{"not": where}`.
+//!
+//! `and`, `or` and `not` are therefore reserved: a top-level field with one of these names can
+//! not be filtered on. Paths are field names joined by `.` to reach into nested maps
+//! (`"address.city"`); a path through a non-map is missing.
+//!
+//! | op         | operand                    | matches when the field's value ...                    |
+//! |------------|----------------------------|-------------------------------------------------------|
+//! | `eq`       | any value                  | equals it (numbers by value; lists/maps/sets deeply)  |
+//! | `ne`       | any value                  | does not equal it, **or the field is missing**        |
+//! | `lt` `lte` `gt` `gte` | number, string, boolean | has the operand's type and compares so (strings bytewise) |
+//! | `in`       | array of values            | equals one of them                                    |
+//! | `contains` | string                     | is a set holding it, or a list holding that string    |
+//! | `prefix`   | string                     | is a string starting with it                          |
+//! | `includes` | string                     | is a string containing it                             |
+//!
+//! A missing field matches nothing but `ne`; `null` is a value (`{"f": null}` matches an explicit
+//! null only). Range operators do not compare across types: `{"n": {"lt": 5}}` matches no string
+//! or null. An unknown operator, or an operand of the wrong type, is an
+//! [`Error::InvalidQuery`] naming the operator and field.
+//!
+//! ## Order
+//!
+//! Without `sort`, rows come in id order. With `sort`, each key compares values in
+//! [`Value::total_cmp`] order with a missing field first: missing < null < false < true <
+//! numbers < strings (bytewise) < lists < maps; `desc` reverses a key (missing last). Ties are
+//! broken by id ascending, whatever the direction, so the order is total and stable. Sets have
+//! no sort order: a query fails with `InvalidQuery` if an item it matches holds a set at a sort
+//! path. (A live query already subscribed keeps running and orders sets after maps.)
+//!
+//! ## Aggregates
+//!
+//! ```json
+//! {"collection": "items", "where": {...},
+//!  "aggregates": {"n": {"count": true}, "total": {"sum": "count"}, "lo": {"min": "count"},
+//!                 "hi": {"max": "count"}, "mean": {"avg": "count"}, "titled": {"count": "title"}},
+//!  "groupBy": "category"}
+//! ```
+//!
+//! `count: true` counts matches; `count: path` counts matches where the field is present and not
+//! null; `sum`/`avg` use numeric values only (sum of none is 0, avg of none is null); `min`/`max`
+//! take the smallest/largest present non-null value in the total order (null when none). Without
+//! `groupBy` the answer is `{"n": .., "total": .., ...}`; with it,
+//! `{"groups": [{"key": value, "n": .., ...}, ...]}` in key order, where missing and null form one
+//! group with key `null`.
+//!
+//! # Indexes and plans
+//!
+//! [`QueryEngine::set_indexes`] declares sorted indexes on paths (from the collection's
+//! schema). An index holds one `(value, id)` entry per item (a missing field sorts first) plus,
+//! for sets and lists, one `(element, id)` entry per string element. It serves `eq`, ranges
+//! (intersected per path), `in`, `prefix`, `contains` and sort order, and keeps a count and
+//! exact integer sum of its numbers. Indexes are kept current by every applied change.
+//!
+//! The planner looks at the top-level conjuncts of `where`, counts the entries each usable
+//! index would visit (with a cap, so estimating stays cheap), and compares that with a full scan
+//! and, when `limit` is given and every sort path is indexed, with walking the first sort key's
+//! index in order until `offset + limit` matches are found. Sorting with a limit otherwise uses a
+//! bounded heap (top-k), never a full sort. [`QueryEngine::explain`] returns the [`Plan`]:
+//!
+//! ```json
+//! {"access": "index", "index": "count", "op": "range", "estimatedRows": 1000,
+//!  "collectionRows": 1000000, "residualFilter": false, "sort": "id"}
+//! ```
+//!
+//! `access` is `index`, `scan` or `empty` (unknown collection); `op` is `range`, `in`, `prefix`,
+//! `contains`, `order` or `order desc`; `sort` is `id` (no sort: id order), `index`, `topk`
+//! (with `k`) or `full`. `count` with a filter that is exactly one index range counts index
+//! entries; aggregates whose functions all read one indexed path, with no filter or a range on
+//! that path, come from the index (min/max from its ends, sum and count from the maintained
+//! stats). Other aggregates are one pass over the matches, borrowing values.
+//!
+//! # Live queries
+//!
+//! [`QueryEngine::subscribe`] returns the initial rows (equal to `run`); after each applied
+//! commit, [`QueryEngine::take_live_changes`] returns a [`LiveChange`] for each live query whose
+//! rows changed (changes from several commits, and several changes to one item, merge). Each
+//! live query holds its whole sorted match set (sort values, id and row value, projected by
+//! `select`) in an order-statistics tree: one change costs O(log n) for the tree plus O(log n)
+//! per rank lookup at the window's edges, whatever the collection or window size, and a
+//! sort + limit window refills from the items after it. The cost is memory: a live query keeps
+//! a copy of every matching row (only the selected fields when `select` is given), because
+//! `take_live_changes` has no access to the state to fetch rows that slide into the window.
+
+mod agg;
+mod ast;
+mod eval;
+mod index;
+mod live;
+mod plan;
+
+pub use ast::{AggOp, AggregateQuery, Filter, Pred, Query, SortKey, OPERATORS};
+pub use live::{LiveChange, LiveId};
+pub use plan::{Access, Plan, SortMethod};
+
+use crate::error::{Error, Result};
+use crate::state::{ChangeSink, Collection, State};
+use crate::value::{Map, Value};
+use eval::{check_sortable, cmp_items, matches, set_sort_error, CFilter, CSort, Compiled};
+use index::{Entry, IKey, Index};
+use live::LiveQuery;
+use plan::{choose, Choice};
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap};
+
+/// The answer to a [`Query`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryResult {
+    /// (id, value), the value projected when the query has `select`.
+    pub rows: Vec<(String, Map)>,
+    pub plan: Plan,
+}
+
+impl QueryResult {
+    /// `{"rows": [{"id": .., "value": {..}}], "plan": {..}}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "rows": rows_to_json(&self.rows),
+            "plan": self.plan.to_json(),
+        })
+    }
+}
+
+/// `[{"id": .., "value": {..}}, ...]`.
+pub fn rows_to_json(rows: &[(String, Map)]) -> serde_json::Value {
+    serde_json::Value::Array(
+        rows.iter()
+            .map(|(id, m)| serde_json::json!({"id": id, "value": Value::Map(m.clone()).to_json()}))
+            .collect(),
+    )
+}
+
+/// Indexes per collection plus live queries. See the module docs.
+#[derive(Debug, Default)]
+pub struct QueryEngine {
+    indexes: BTreeMap<String, BTreeMap<String, Index>>,
+    lives: BTreeMap<LiveId, LiveQuery>,
+    live_colls: BTreeMap<String, Vec<LiveId>>,
+    next_live: u64,
+}
+
+/// Call `f` for each item matching `filter` among the candidates of `choice`, until it returns
+/// `Ok(false)`. Index candidates come in index order, a scan in id order.
+pub(crate) fn for_each_match<'a>(
+    coll: &'a Collection,
+    choice: &Choice<'_, 'a>,
+    filter: &Option<CFilter>,
+    mut f: impl FnMut(&'a str, &'a Map) -> Result<bool>,
+) -> Result<()> {
+    match choice {
+        Choice::Source(c) => {
+            let mut res = Ok(());
+            c.source.for_each(c.index, |e: &'a Entry| {
+                let id = e.id();
+                match coll.get(id) {
+                    Some(m) if c.covers || matches(filter, m) => match f(id, m) {
+                        Ok(go) => go,
+                        Err(err) => {
+                            res = Err(err);
+                            false
+                        }
+                    },
+                    _ => true,
+                }
+            });
+            res
+        }
+        Choice::Ordered(ix) => {
+            for e in ix.values.iter() {
+                if let Some(m) = coll.get(e.id()) {
+                    if matches(filter, m) && !f(e.id(), m)? {
+                        break;
+                    }
+                }
+            }
+            Ok(())
+        }
+        Choice::Scan => {
+            for (id, m) in coll.iter() {
+                if matches(filter, m) && !f(id, m)? {
+                    break;
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// An item in the top-k heap, ordered by the query's sort (the heap's top is the worst kept).
+struct Ranked<'a, 's> {
+    id: &'a str,
+    m: &'a Map,
+    keys: &'s [CSort],
+}
+impl Ord for Ranked<'_, '_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        cmp_items(self.keys, (self.id, self.m), (other.id, other.m))
+    }
+}
+impl PartialOrd for Ranked<'_, '_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl PartialEq for Ranked<'_, '_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Ranked<'_, '_> {}
+
+/// Collects matches and yields them in sort order: a bounded heap when `k` is known.
+struct Collector<'a, 's> {
+    keys: &'s [CSort],
+    k: Option<usize>,
+    heap: BinaryHeap<Ranked<'a, 's>>,
+    all: Vec<(&'a str, &'a Map)>,
+}
+
+impl<'a, 's> Collector<'a, 's> {
+    fn new(keys: &'s [CSort], k: Option<usize>) -> Self {
+        Collector {
+            keys,
+            k,
+            heap: BinaryHeap::with_capacity(k.unwrap_or(0).min(1 << 16) + 1),
+            all: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, id: &'a str, m: &'a Map) {
+        match self.k {
+            None => self.all.push((id, m)),
+            Some(0) => {}
+            Some(k) => {
+                let r = Ranked {
+                    id,
+                    m,
+                    keys: self.keys,
+                };
+                if self.heap.len() < k {
+                    self.heap.push(r);
+                } else if let Some(mut top) = self.heap.peek_mut() {
+                    if r < *top {
+                        *top = r;
+                    }
+                }
+            }
+        }
+    }
+
+    fn finish(self) -> Vec<(&'a str, &'a Map)> {
+        match self.k {
+            None => {
+                let mut all = self.all;
+                let keys = self.keys;
+                all.sort_unstable_by(|a, b| cmp_items(keys, *a, *b));
+                all
+            }
+            Some(_) => self
+                .heap
+                .into_sorted_vec()
+                .into_iter()
+                .map(|r| (r.id, r.m))
+                .collect(),
+        }
+    }
+}
+
+impl QueryEngine {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// (Re)declare the indexed paths of a collection and build them from the current state.
+    /// Indexes on paths declared before are kept as they are; invalid paths are ignored.
+    pub fn set_indexes(&mut self, collection: &str, paths: &[String], state: &State) {
+        let mut old = self.indexes.remove(collection).unwrap_or_default();
+        let mut new = BTreeMap::new();
+        for p in paths {
+            if ast::check_path(p, "index").is_err() || new.contains_key(p) {
+                continue;
+            }
+            let ix = old
+                .remove(p)
+                .unwrap_or_else(|| Index::build(p, state.collection(collection)));
+            new.insert(p.clone(), ix);
+        }
+        if !new.is_empty() {
+            self.indexes.insert(collection.to_string(), new);
+        }
+    }
+
+    /// The indexed paths of a collection.
+    pub fn indexed_paths(&self, collection: &str) -> Vec<String> {
+        self.indexes
+            .get(collection)
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn plan_for<'q, 's>(&'s self, coll: &Collection, q: &'q Query) -> (Choice<'q, 's>, Plan) {
+        let k = q.limit.map(|l| q.offset.saturating_add(l));
+        choose(
+            coll.count(),
+            self.indexes.get(&q.collection),
+            q.filter.as_ref(),
+            &q.sort,
+            k,
+        )
+    }
+
+    fn empty_plan() -> Plan {
+        Plan {
+            access: Access::Empty,
+            estimated_rows: 0,
+            collection_rows: 0,
+            residual_filter: false,
+            sort: SortMethod::IdOrder,
+        }
+    }
+
+    /// Run a query.
+    pub fn run(&self, state: &State, q: &Query) -> Result<QueryResult> {
+        let c = Compiled::new(q)?;
+        let Some(coll) = state.collection(&q.collection) else {
+            return Ok(QueryResult {
+                rows: Vec::new(),
+                plan: Self::empty_plan(),
+            });
+        };
+        let (choice, plan) = self.plan_for(coll, q);
+        let limit = q.limit.unwrap_or(usize::MAX);
+        let k = q.limit.map(|l| q.offset.saturating_add(l));
+        let picked: Vec<(&str, &Map)> = match &choice {
+            Choice::Ordered(ix) => self.walk_ordered(coll, ix, q, &c)?,
+            Choice::Scan if c.sort.is_empty() => {
+                // Id order already: stop once the window is full.
+                let mut out = Vec::new();
+                let want = k.unwrap_or(usize::MAX);
+                for_each_match(coll, &choice, &c.filter, |id, m| {
+                    out.push((id, m));
+                    Ok(out.len() < want)
+                })?;
+                out
+            }
+            _ => {
+                let mut col = Collector::new(&c.sort, k);
+                for_each_match(coll, &choice, &c.filter, |id, m| {
+                    check_sortable(&c.sort, id, m)?;
+                    col.push(id, m);
+                    Ok(true)
+                })?;
+                col.finish()
+            }
+        };
+        let rows = picked
+            .into_iter()
+            .skip(q.offset)
+            .take(limit)
+            .map(|(id, m)| (id.to_string(), c.project(m)))
+            .collect();
+        Ok(QueryResult { rows, plan })
+    }
+
+    /// Walk the first sort key's index in order until offset + limit matches are collected
+    /// (finishing the last group of equal keys, which is ordered by the other keys and id).
+    fn walk_ordered<'a>(
+        &'a self,
+        coll: &'a Collection,
+        ix: &'a Index,
+        q: &Query,
+        c: &Compiled,
+    ) -> Result<Vec<(&'a str, &'a Map)>> {
+        let indexes = &self.indexes[&q.collection];
+        // Sets sort last in every index: a matching one makes the query invalid.
+        for s in &c.sort {
+            for e in indexes[&s.field].set_entries() {
+                if let Some(m) = coll.get(e.id()) {
+                    if matches(&c.filter, m) {
+                        return Err(set_sort_error(&s.field, e.id()));
+                    }
+                }
+            }
+        }
+        let k = q.offset.saturating_add(q.limit.unwrap_or(usize::MAX));
+        let rest = &c.sort[1..];
+        let mut out: Vec<(&str, &Map)> = Vec::new();
+        let mut group: Vec<(&str, &Map)> = Vec::new();
+        let mut gkey: Option<&IKey> = None;
+        let iter: Box<dyn Iterator<Item = &Entry>> = if c.sort[0].desc {
+            Box::new(ix.values.iter().rev())
+        } else {
+            Box::new(ix.values.iter())
+        };
+        let flush = |group: &mut Vec<(&'a str, &'a Map)>, out: &mut Vec<(&'a str, &'a Map)>| {
+            if group.len() > 1 {
+                group.sort_unstable_by(|a, b| cmp_items(rest, *a, *b));
+            }
+            out.append(group);
+        };
+        for e in iter {
+            if gkey.is_some_and(|g| *g != e.key) {
+                flush(&mut group, &mut out);
+                if out.len() >= k {
+                    break;
+                }
+            }
+            gkey = Some(&e.key);
+            let id = e.id();
+            if let Some(m) = coll.get(id) {
+                if matches(&c.filter, m) {
+                    group.push((id, m));
+                }
+            }
+        }
+        flush(&mut group, &mut out);
+        Ok(out)
+    }
+
+    /// The plan `run` would use.
+    pub fn explain(&self, state: &State, q: &Query) -> Result<Plan> {
+        q.validate()?;
+        Ok(match state.collection(&q.collection) {
+            None => Self::empty_plan(),
+            Some(coll) => self.plan_for(coll, q).1,
+        })
+    }
+
+    /// Number of items matching `filter` (all items in O(1) without one). A filter that is
+    /// exactly one index range is answered by counting index entries.
+    pub fn count(&self, state: &State, collection: &str, filter: Option<&Filter>) -> Result<usize> {
+        if let Some(f) = filter {
+            f.validate()?;
+        }
+        let Some(coll) = state.collection(collection) else {
+            return Ok(0);
+        };
+        let Some(f) = filter else {
+            return Ok(coll.count());
+        };
+        let indexes = self.indexes.get(collection);
+        if let Some(ixs) = indexes {
+            if let Some(c) = plan::candidates(f, ixs).into_iter().find(|c| c.covers) {
+                return Ok(c.source.count(c.index, usize::MAX));
+            }
+        }
+        let (choice, _) = choose(coll.count(), indexes, Some(f), &[], None);
+        let cf = Some(CFilter::new(f));
+        let mut n = 0;
+        for_each_match(coll, &choice, &cf, |_, _| {
+            n += 1;
+            Ok(true)
+        })?;
+        Ok(n)
+    }
+
+    /// Ids in key order.
+    pub fn keys(&self, state: &State, collection: &str) -> Vec<String> {
+        state
+            .collection(collection)
+            .map(|c| c.iter().map(|(id, _)| id.to_string()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Aggregates: `{"name": value, ..}`, or `{"groups": [{"key": .., "name": ..}, ..]}`.
+    pub fn aggregate(&self, state: &State, q: &AggregateQuery) -> Result<serde_json::Value> {
+        q.validate()?;
+        agg::aggregate(
+            state.collection(&q.collection),
+            self.indexes.get(&q.collection),
+            q,
+        )
+    }
+
+    /// Start a live query; returns its id and initial rows (equal to `run(q).rows`).
+    pub fn subscribe(&mut self, state: &State, q: Query) -> Result<(LiveId, Vec<(String, Map)>)> {
+        let c = Compiled::new(&q)?;
+        let mut found = Vec::new();
+        if let Some(coll) = state.collection(&q.collection) {
+            let (choice, _) = choose(
+                coll.count(),
+                self.indexes.get(&q.collection),
+                q.filter.as_ref(),
+                &[],
+                None,
+            );
+            for_each_match(coll, &choice, &c.filter, |id, m| {
+                check_sortable(&c.sort, id, m)?;
+                found.push((LiveQuery::entry(&c, id, m), c.project(m)));
+                Ok(true)
+            })?;
+        }
+        let id = LiveId(self.next_live);
+        self.next_live += 1;
+        let coll = q.collection.clone();
+        let lq = LiveQuery::new(q, c, found);
+        let rows = lq.rows();
+        self.lives.insert(id, lq);
+        self.live_colls.entry(coll).or_default().push(id);
+        Ok((id, rows))
+    }
+
+    /// Stop a live query; false if it was not subscribed.
+    pub fn unsubscribe(&mut self, id: LiveId) -> bool {
+        let Some(lq) = self.lives.remove(&id) else {
+            return false;
+        };
+        let coll = &lq.query.collection;
+        if let Some(ids) = self.live_colls.get_mut(coll) {
+            ids.retain(|x| *x != id);
+            if ids.is_empty() {
+                self.live_colls.remove(coll);
+            }
+        }
+        true
+    }
+
+    /// The current rows of a live query.
+    pub fn live_rows(&self, id: LiveId) -> Option<Vec<(String, Map)>> {
+        self.lives.get(&id).map(LiveQuery::rows)
+    }
+
+    /// Change sets accumulated since the last call (one per live query that changed), in
+    /// subscription order. Changes from several commits, or several changes to one item,
+    /// are merged.
+    pub fn take_live_changes(&mut self) -> Vec<(LiveId, LiveChange)> {
+        self.lives
+            .iter_mut()
+            .filter_map(|(id, lq)| lq.flush().map(|c| (*id, c)))
+            .collect()
+    }
+
+    /// Rebuild every index (and every live query's match set) from `state` and compare with
+    /// the maintained ones.
+    pub fn verify_indexes(&self, state: &State) -> Result<()> {
+        for (c, ixs) in &self.indexes {
+            for (path, ix) in ixs {
+                let fresh = Index::build(path, state.collection(c));
+                if let Some(d) = ix.diff(&fresh) {
+                    return Err(Error::VerifyFailed {
+                        reason: format!("index on {c}.{path} differs from the state: {d}"),
+                    });
+                }
+            }
+        }
+        for (id, lq) in &self.lives {
+            let mut fresh = Vec::new();
+            if let Some(coll) = state.collection(&lq.query.collection) {
+                for (iid, m) in coll.iter() {
+                    if matches(&lq.compiled.filter, m) {
+                        fresh.push((
+                            LiveQuery::entry(&lq.compiled, iid, m),
+                            lq.compiled.project(m),
+                        ));
+                    }
+                }
+            }
+            fresh.sort_by(|a, b| lq.tree.cmp(&a.0, &b.0));
+            let held = lq.tree.entries();
+            let same = held.len() == fresh.len()
+                && held
+                    .iter()
+                    .zip(&fresh)
+                    .all(|(a, b)| *a.0 == b.0 && *a.1 == b.1);
+            if !same {
+                let first = held
+                    .iter()
+                    .zip(&fresh)
+                    .position(|(a, b)| *a.0 != b.0 || *a.1 != b.1)
+                    .unwrap_or(held.len().min(fresh.len()));
+                return Err(Error::VerifyFailed {
+                    reason: format!(
+                        "live query {} on {:?} holds {} matches, the state has {}; first \
+                         difference at position {first}",
+                        id.0,
+                        lq.query.collection,
+                        held.len(),
+                        fresh.len()
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ChangeSink for QueryEngine {
+    fn watches(&self, collection: &str) -> bool {
+        self.indexes.contains_key(collection) || self.live_colls.contains_key(collection)
+    }
+
+    fn changed(&mut self, collection: &str, id: &str, old: Option<&Map>, new: Option<&Map>) {
+        if let Some(ixs) = self.indexes.get_mut(collection) {
+            for ix in ixs.values_mut() {
+                ix.changed(id, old, new);
+            }
+        }
+        if let Some(ids) = self.live_colls.get(collection) {
+            for lid in ids {
+                if let Some(lq) = self.lives.get_mut(lid) {
+                    lq.changed(id, old, new);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

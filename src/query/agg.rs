@@ -1,0 +1,285 @@
+//! Aggregates: one pass over the matches, borrowing values (no clones until the output).
+
+use super::ast::{AggOp, AggregateQuery};
+use super::eval::{cmp_opt, CFilter, CPath};
+use super::for_each_match;
+use super::index::{range, IKey, Index};
+use super::plan::{candidates, choose, tighter, type_bounds, Source};
+use crate::error::Result;
+use crate::state::Collection;
+use crate::value::{Map, Value};
+use serde_json::Value as J;
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+#[derive(Debug, Clone, Default)]
+struct Acc<'a> {
+    n: u64,
+    sum: f64,
+    nums: u64,
+    min: Option<&'a Value>,
+    max: Option<&'a Value>,
+}
+
+impl<'a> Acc<'a> {
+    #[inline]
+    fn add(&mut self, op: &AggOp, v: Option<&'a Value>) {
+        match op {
+            AggOp::Count(None) => self.n += 1,
+            AggOp::Count(Some(_)) => {
+                if v.is_some_and(|v| !matches!(v, Value::Null)) {
+                    self.n += 1
+                }
+            }
+            AggOp::Sum(_) | AggOp::Avg(_) => {
+                if let Some(Value::Number(x)) = v {
+                    self.sum += x;
+                    self.nums += 1;
+                }
+            }
+            AggOp::Min(_) => {
+                if let Some(v) = v.filter(|v| !matches!(v, Value::Null)) {
+                    if self.min.is_none_or(|m| v.total_cmp(m) == Ordering::Less) {
+                        self.min = Some(v);
+                    }
+                }
+            }
+            AggOp::Max(_) => {
+                if let Some(v) = v.filter(|v| !matches!(v, Value::Null)) {
+                    if self.max.is_none_or(|m| v.total_cmp(m) == Ordering::Greater) {
+                        self.max = Some(v);
+                    }
+                }
+            }
+        }
+    }
+
+    fn result(&self, op: &AggOp) -> J {
+        match op {
+            AggOp::Count(_) => J::from(self.n),
+            AggOp::Sum(_) => Value::Number(self.sum).to_json(),
+            AggOp::Avg(_) if self.nums == 0 => J::Null,
+            AggOp::Avg(_) => Value::Number(self.sum / self.nums as f64).to_json(),
+            AggOp::Min(_) => self.min.map_or(J::Null, Value::to_json),
+            AggOp::Max(_) => self.max.map_or(J::Null, Value::to_json),
+        }
+    }
+}
+
+/// Group key: missing and null form one group (printed as null).
+#[derive(Debug, Clone, Copy)]
+struct GKey<'a>(Option<&'a Value>);
+impl Ord for GKey<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        cmp_opt(self.0, other.0)
+    }
+}
+impl PartialOrd for GKey<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl PartialEq for GKey<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for GKey<'_> {}
+
+fn output(q: &AggregateQuery, accs: &[Acc]) -> serde_json::Map<String, J> {
+    q.aggregates
+        .iter()
+        .zip(accs)
+        .map(|((name, op), a)| (name.clone(), a.result(op)))
+        .collect()
+}
+
+/// If every aggregate reads one indexed path (or is `count: true`), and the filter is absent or
+/// exactly a range on that path, the answer comes from the index alone: min and max from the
+/// ends of the range, counts and sums from the maintained stats (no filter) or one tight pass
+/// over the range's entries.
+fn index_fast_path<'a>(
+    q: &AggregateQuery,
+    indexes: &'a BTreeMap<String, Index>,
+) -> Option<Vec<Acc<'a>>> {
+    if q.group_by.is_some() {
+        return None;
+    }
+    let mut path: Option<&str> = None;
+    for (_, op) in &q.aggregates {
+        if let Some(p) = op.path() {
+            if path.is_some_and(|x| x != p) {
+                return None;
+            }
+            path = Some(p);
+        }
+    }
+    let ix = indexes.get(path?)?;
+    let (lo, hi) = match &q.filter {
+        None => (Bound::Unbounded, Bound::Unbounded),
+        Some(f) => {
+            let c = candidates(f, indexes)
+                .into_iter()
+                .find(|c| c.covers && std::ptr::eq(c.index, ix))?;
+            let Source::Range { lo, hi } = c.source else {
+                return None;
+            };
+            (lo, hi)
+        }
+    };
+    let whole = q.filter.is_none();
+    // Present, non-null values: keys above null.
+    let null = Bound::Excluded(IKey::Val(Value::Null));
+    let nn_lo = tighter(lo.clone(), null, true);
+    let present = || range(&ix.values, &nn_lo, &hi);
+    let (num_lo, num_hi) = type_bounds(&Value::Number(0.0));
+    let numbers = || {
+        range(
+            &ix.values,
+            &tighter(lo.clone(), num_lo.clone(), true),
+            &tighter(hi.clone(), num_hi.clone(), false),
+        )
+    };
+    let mut all: Option<u64> = None;
+    let mut sums: Option<(f64, u64)> = None;
+    let mut accs = Vec::with_capacity(q.aggregates.len());
+    for (_, op) in &q.aggregates {
+        let mut a = Acc::default();
+        match op {
+            AggOp::Count(None) => {
+                a.n = *all.get_or_insert_with(|| {
+                    if whole {
+                        ix.values.len() as u64
+                    } else {
+                        range(&ix.values, &lo, &hi).count() as u64
+                    }
+                })
+            }
+            AggOp::Count(Some(_)) => a.n = present().count() as u64,
+            AggOp::Sum(_) | AggOp::Avg(_) => {
+                let (sum, n) = *sums.get_or_insert_with(|| match ix.stats.sum() {
+                    Some(s) if whole => s,
+                    _ => numbers().fold((0.0, 0), |(s, n), e| match &e.key {
+                        IKey::Val(Value::Number(x)) => (s + x, n + 1),
+                        _ => (s, n),
+                    }),
+                });
+                a.sum = sum;
+                a.nums = n;
+            }
+            AggOp::Min(_) => a.min = present().next().and_then(|e| e.key.as_opt()),
+            AggOp::Max(_) => a.max = present().next_back().and_then(|e| e.key.as_opt()),
+        }
+        accs.push(a);
+    }
+    Some(accs)
+}
+
+/// The distinct paths the aggregates read, and which one each reads.
+struct Reads {
+    paths: Vec<CPath>,
+    which: Vec<Option<usize>>,
+}
+
+impl Reads {
+    fn new(q: &AggregateQuery) -> Reads {
+        let mut names: Vec<&str> = Vec::new();
+        let which = q
+            .aggregates
+            .iter()
+            .map(|(_, op)| {
+                op.path().map(|p| {
+                    names.iter().position(|x| *x == p).unwrap_or_else(|| {
+                        names.push(p);
+                        names.len() - 1
+                    })
+                })
+            })
+            .collect();
+        Reads {
+            paths: names.into_iter().map(CPath::new).collect(),
+            which,
+        }
+    }
+}
+
+/// Add one item to the accumulators, reading each distinct path once.
+#[inline]
+fn feed<'a>(
+    accs: &mut [Acc<'a>],
+    aggs: &[(String, AggOp)],
+    reads: &Reads,
+    buf: &mut Vec<Option<&'a Value>>,
+    m: &'a Map,
+) {
+    buf.clear();
+    buf.extend(reads.paths.iter().map(|p| p.get(m)));
+    for ((a, (_, op)), w) in accs.iter_mut().zip(aggs).zip(&reads.which) {
+        a.add(op, w.and_then(|i| buf[i]));
+    }
+}
+
+pub(crate) fn aggregate<'a>(
+    coll: Option<&'a Collection>,
+    indexes: Option<&'a BTreeMap<String, Index>>,
+    q: &AggregateQuery,
+) -> Result<J> {
+    let empty_groups = || serde_json::json!({ "groups": [] });
+    let Some(coll) = coll else {
+        return Ok(match q.group_by {
+            Some(_) => empty_groups(),
+            None => J::Object(output(q, &vec![Acc::default(); q.aggregates.len()])),
+        });
+    };
+    if q.group_by.is_none() {
+        if q.filter.is_none() && q.aggregates.iter().all(|(_, op)| *op == AggOp::Count(None)) {
+            let a = Acc {
+                n: coll.count() as u64,
+                ..Acc::default()
+            };
+            return Ok(J::Object(output(q, &vec![a; q.aggregates.len()])));
+        }
+        if let Some(accs) = indexes.and_then(|ix| index_fast_path(q, ix)) {
+            return Ok(J::Object(output(q, &accs)));
+        }
+    }
+    let reads = Reads::new(q);
+    let mut buf = Vec::with_capacity(reads.paths.len());
+    let filter: Option<CFilter> = q.filter.as_ref().map(CFilter::new);
+    let (choice, _) = choose(coll.count(), indexes, q.filter.as_ref(), &[], None);
+    let mut feed =
+        |accs: &mut [Acc<'a>], m: &'a Map| feed(accs, &q.aggregates, &reads, &mut buf, m);
+    match &q.group_by {
+        None => {
+            let mut accs = vec![Acc::default(); q.aggregates.len()];
+            for_each_match(coll, &choice, &filter, |_, m| {
+                feed(&mut accs, m);
+                Ok(true)
+            })?;
+            Ok(J::Object(output(q, &accs)))
+        }
+        Some(g) => {
+            let gp = CPath::new(g);
+            let mut groups: BTreeMap<GKey, Vec<Acc>> = BTreeMap::new();
+            for_each_match(coll, &choice, &filter, |_, m| {
+                let k = GKey(gp.get(m).filter(|v| !matches!(v, Value::Null)));
+                let accs = groups
+                    .entry(k)
+                    .or_insert_with(|| vec![Acc::default(); q.aggregates.len()]);
+                feed(accs, m);
+                Ok(true)
+            })?;
+            let out: Vec<J> = groups
+                .iter()
+                .map(|(k, accs)| {
+                    let mut o = serde_json::Map::new();
+                    o.insert("key".into(), k.0.map_or(J::Null, Value::to_json));
+                    o.extend(output(q, accs));
+                    J::Object(o)
+                })
+                .collect();
+            Ok(serde_json::json!({ "groups": out }))
+        }
+    }
+}

@@ -1,0 +1,297 @@
+//! Sorted secondary indexes.
+//!
+//! An index on a path holds one entry `(key, id)` per visible item, where `key` is the value at
+//! the path or [`IKey::Missing`] (sorting first), ordered by [`Value::total_cmp`] then id. It
+//! serves equality, ranges, prefixes and sort order. For sets (and lists) it also holds one
+//! `(element, id)` entry per string element, serving `contains`.
+
+use super::eval::CPath;
+use crate::state::Collection;
+use crate::value::{Map, Value};
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
+use std::ops::Bound;
+
+/// An index key: the value at the path, or missing.
+#[derive(Debug, Clone)]
+pub(crate) enum IKey {
+    Missing,
+    Val(Value),
+}
+
+impl Ord for IKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            (IKey::Val(a), IKey::Val(b)) => a.total_cmp(b),
+            (IKey::Missing, IKey::Missing) => Ordering::Equal,
+            (IKey::Missing, _) => Ordering::Less,
+            (_, IKey::Missing) => Ordering::Greater,
+        }
+    }
+}
+impl PartialOrd for IKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl PartialEq for IKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for IKey {}
+
+impl IKey {
+    pub fn as_opt(&self) -> Option<&Value> {
+        match self {
+            IKey::Missing => None,
+            IKey::Val(v) => Some(v),
+        }
+    }
+}
+
+/// An id position inside one key: `Lo`/`Hi` bracket every id (for range bounds).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum IdPos {
+    Lo,
+    At(String),
+    Hi,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Entry {
+    pub key: IKey,
+    pub id: IdPos,
+}
+
+impl Entry {
+    fn new(key: IKey, id: &str) -> Entry {
+        Entry {
+            key,
+            id: IdPos::At(id.to_string()),
+        }
+    }
+    pub fn id(&self) -> &str {
+        match &self.id {
+            IdPos::At(s) => s,
+            _ => "",
+        }
+    }
+}
+
+/// The entry bounds covering keys in `(lo, hi)`, or `None` when the range is empty.
+pub(crate) fn entry_bounds(
+    lo: &Bound<IKey>,
+    hi: &Bound<IKey>,
+) -> Option<(Bound<Entry>, Bound<Entry>)> {
+    let e = |k: &IKey, id: IdPos| Entry { key: k.clone(), id };
+    let l = match lo {
+        Bound::Included(k) => Bound::Included(e(k, IdPos::Lo)),
+        Bound::Excluded(k) => Bound::Excluded(e(k, IdPos::Hi)),
+        Bound::Unbounded => Bound::Unbounded,
+    };
+    let h = match hi {
+        Bound::Included(k) => Bound::Included(e(k, IdPos::Hi)),
+        Bound::Excluded(k) => Bound::Excluded(e(k, IdPos::Lo)),
+        Bound::Unbounded => Bound::Unbounded,
+    };
+    if let (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) =
+        (&l, &h)
+    {
+        match a.cmp(b) {
+            Ordering::Greater => return None,
+            Ordering::Equal if !matches!((&l, &h), (Bound::Included(_), Bound::Included(_))) => {
+                return None
+            }
+            _ => {}
+        }
+    }
+    Some((l, h))
+}
+
+/// Iterate the entries of `set` with keys in `(lo, hi)`.
+pub(crate) fn range<'a>(
+    set: &'a BTreeSet<Entry>,
+    lo: &Bound<IKey>,
+    hi: &Bound<IKey>,
+) -> impl DoubleEndedIterator<Item = &'a Entry> + 'a {
+    let r = entry_bounds(lo, hi).map(|b| set.range(b));
+    r.into_iter().flatten()
+}
+
+/// One secondary index.
+#[derive(Debug, Clone)]
+pub(crate) struct Index {
+    pub path: String,
+    cpath: CPath,
+    /// One entry per visible item: the whole value (or missing) at the path.
+    pub values: BTreeSet<Entry>,
+    /// One entry per string element of a set or list at the path.
+    pub elems: BTreeSet<Entry>,
+    /// Running numeric stats over the values (for aggregates without a scan).
+    pub stats: NumStats,
+}
+
+/// Count and exact sum of the numbers at an index's path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct NumStats {
+    /// Number-valued items.
+    pub nums: u64,
+    /// Sum of the integral ones (exact).
+    pub int_sum: i128,
+    /// Numbers that are not integers in the i64 range (their sum is not tracked).
+    pub non_int: u64,
+}
+
+impl NumStats {
+    fn update(&mut self, v: Option<&Value>, add: bool) {
+        let Some(Value::Number(x)) = v else { return };
+        let d = if add { 1 } else { -1i64 };
+        self.nums = self.nums.wrapping_add_signed(d);
+        if x.fract() == 0.0 && x.abs() < 9.2e18 {
+            self.int_sum += d as i128 * (*x as i64) as i128;
+        } else {
+            self.non_int = self.non_int.wrapping_add_signed(d);
+        }
+    }
+
+    /// (sum, count) of the numbers, when exactly known.
+    pub fn sum(&self) -> Option<(f64, u64)> {
+        (self.non_int == 0).then_some((self.int_sum as f64, self.nums))
+    }
+}
+
+impl PartialEq for Index {
+    fn eq(&self, other: &Self) -> bool {
+        self.path == other.path
+            && self.values == other.values
+            && self.elems == other.elems
+            && self.stats == other.stats
+    }
+}
+
+fn elements(v: &Value) -> Box<dyn Iterator<Item = &String> + '_> {
+    match v {
+        Value::Set(s) => Box::new(s.iter()),
+        Value::List(l) => Box::new(l.iter().filter_map(|x| match x {
+            Value::String(s) => Some(s),
+            _ => None,
+        })),
+        _ => Box::new(std::iter::empty()),
+    }
+}
+
+impl Index {
+    pub fn build(path: &str, coll: Option<&Collection>) -> Index {
+        let cpath = CPath::new(path);
+        let mut values = Vec::new();
+        let mut elems = Vec::new();
+        let mut stats = NumStats::default();
+        if let Some(c) = coll {
+            values.reserve(c.count());
+            for (id, m) in c.iter() {
+                let v = cpath.get(m);
+                stats.update(v, true);
+                if let Some(v) = v {
+                    for e in elements(v) {
+                        elems.push(Entry::new(IKey::Val(Value::String(e.clone())), id));
+                    }
+                }
+                values.push(Entry::new(
+                    v.map_or(IKey::Missing, |v| IKey::Val(v.clone())),
+                    id,
+                ));
+            }
+        }
+        // Sorted first (unstable sort is faster), the sets bulk-build from sorted input.
+        values.sort_unstable();
+        elems.sort_unstable();
+        elems.dedup();
+        Index {
+            path: path.to_string(),
+            cpath,
+            values: values.into_iter().collect(),
+            elems: elems.into_iter().collect(),
+            stats,
+        }
+    }
+
+    fn add(&mut self, id: &str, v: Option<&Value>) {
+        self.stats.update(v, true);
+        if let Some(v) = v {
+            for e in elements(v) {
+                self.elems
+                    .insert(Entry::new(IKey::Val(Value::String(e.clone())), id));
+            }
+        }
+        self.values.insert(Entry::new(
+            v.map_or(IKey::Missing, |v| IKey::Val(v.clone())),
+            id,
+        ));
+    }
+
+    fn remove(&mut self, id: &str, v: Option<&Value>) {
+        self.stats.update(v, false);
+        if let Some(v) = v {
+            for e in elements(v) {
+                self.elems
+                    .remove(&Entry::new(IKey::Val(Value::String(e.clone())), id));
+            }
+        }
+        self.values.remove(&Entry::new(
+            v.map_or(IKey::Missing, |v| IKey::Val(v.clone())),
+            id,
+        ));
+    }
+
+    /// Apply one item's change (`None` = absent or deleted).
+    pub fn changed(&mut self, id: &str, old: Option<&Map>, new: Option<&Map>) {
+        let ov = old.and_then(|m| self.cpath.get(m));
+        let nv = new.and_then(|m| self.cpath.get(m));
+        if old.is_some() && new.is_some() && ov == nv {
+            return;
+        }
+        if old.is_some() {
+            self.remove(id, ov);
+        }
+        if new.is_some() {
+            self.add(id, nv);
+        }
+    }
+
+    /// The value-entry range holding sets (they sort last).
+    pub fn set_entries(&self) -> impl Iterator<Item = &Entry> {
+        range(
+            &self.values,
+            &Bound::Included(IKey::Val(Value::Set(Default::default()))),
+            &Bound::Unbounded,
+        )
+    }
+
+    /// Describe the first difference from `other` (a rebuilt index), if any.
+    pub fn diff(&self, other: &Index) -> Option<String> {
+        for (what, a, b) in [
+            ("value", &self.values, &other.values),
+            ("element", &self.elems, &other.elems),
+        ] {
+            if a != b {
+                let extra = a.difference(b).next();
+                let missing = b.difference(a).next();
+                return Some(format!(
+                    "{} {what} entries maintained, {} expected; first extra: {:?}; first missing: {:?}",
+                    a.len(),
+                    b.len(),
+                    extra.map(|e| (e.id(), e.key.as_opt())),
+                    missing.map(|e| (e.id(), e.key.as_opt())),
+                ));
+            }
+        }
+        if self.stats != other.stats {
+            return Some(format!(
+                "numeric stats {:?} maintained, {:?} expected",
+                self.stats, other.stats
+            ));
+        }
+        None
+    }
+}

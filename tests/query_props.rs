@@ -1,0 +1,1002 @@
+//! Property tests for queries, indexes and live queries.
+//!
+//! Seeded loops: every case prints its seed when it fails; rerun one case with
+//! `QUERY_PROPS_SEED=<seed> QUERY_PROPS_CASES=1 cargo test --release --test query_props`.
+
+use ibexdb::commit::{Change, Commit, CommitId, FieldOp, Op};
+use ibexdb::crypto::Identity;
+use ibexdb::query::{AggregateQuery, Filter, LiveChange, Query, QueryEngine};
+use ibexdb::state::{ChangeSink, NoSink, State};
+use ibexdb::value::{Map, Value};
+use ibexdb::Error;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value as J};
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+const COLL: &str = "items";
+const PATHS: [&str; 7] = ["a", "b", "s", "n.x", "n.y", "m", "n"];
+const INDEXED: [&str; 6] = ["a", "b", "s", "n.x", "m", "n"];
+
+fn seeds(default_base: u64, default_cases: u64) -> Vec<u64> {
+    let base = std::env::var("QUERY_PROPS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default_base);
+    let cases = std::env::var("QUERY_PROPS_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default_cases);
+    (0..cases).map(|i| base + i).collect()
+}
+
+fn run_cases(name: &str, seeds: Vec<u64>, case: impl Fn(u64)) {
+    for seed in seeds {
+        if let Err(e) = catch_unwind(AssertUnwindSafe(|| case(seed))) {
+            eprintln!(
+                "{name}: case failed with seed {seed} \
+                 (rerun: QUERY_PROPS_SEED={seed} QUERY_PROPS_CASES=1)"
+            );
+            std::panic::resume_unwind(e);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random data
+
+const STRS: [&str; 9] = ["", "a", "ab", "abc", "b", "ba", "x7", "7", "Ab"];
+const ELEMS: [&str; 5] = ["a", "b", "c", "x", "ab"];
+
+fn rnd_scalar(r: &mut StdRng) -> Value {
+    match r.random_range(0..10) {
+        0 => Value::Null,
+        1 => Value::Bool(r.random_bool(0.5)),
+        2..=5 => Value::from([-1.0, 0.0, 1.0, 2.0, 2.5, 3.0, 10.0][r.random_range(0..7)]),
+        _ => Value::from(STRS[r.random_range(0..STRS.len())]),
+    }
+}
+
+fn rnd_set(r: &mut StdRng) -> Value {
+    let n = r.random_range(0..4);
+    Value::set((0..n).map(|_| ELEMS[r.random_range(0..ELEMS.len())]))
+}
+
+fn rnd_value(r: &mut StdRng, depth: u32) -> Value {
+    match r.random_range(0..12) {
+        0 if depth < 2 => Value::List(
+            (0..r.random_range(0..3))
+                .map(|_| rnd_value(r, depth + 1))
+                .collect(),
+        ),
+        1 if depth < 2 => {
+            let mut m = Map::new();
+            for k in ["x", "y"] {
+                if r.random_bool(0.7) {
+                    m.insert(k.into(), rnd_value(r, depth + 1));
+                }
+            }
+            Value::Map(m)
+        }
+        2 => rnd_set(r),
+        _ => rnd_scalar(r),
+    }
+}
+
+/// Field values by field, with the types each field mostly holds.
+fn rnd_field(r: &mut StdRng, field: &str) -> Value {
+    let mixed = r.random_bool(0.15);
+    match field {
+        "a" if !mixed => {
+            Value::from(r.random_range(-3..8) as f64 / if r.random_bool(0.2) { 2.0 } else { 1.0 })
+        }
+        "b" if !mixed => Value::from(STRS[r.random_range(0..STRS.len())]),
+        "s" if !mixed => rnd_set(r),
+        "s" => Value::List(
+            (0..r.random_range(0..3))
+                .map(|_| Value::from(ELEMS[r.random_range(0..ELEMS.len())]))
+                .collect(),
+        ),
+        "n" if !mixed => {
+            let mut m = Map::new();
+            if r.random_bool(0.8) {
+                m.insert("x".into(), Value::from(r.random_range(0..4) as i64));
+            }
+            if r.random_bool(0.5) {
+                m.insert("y".into(), rnd_scalar(r));
+            }
+            Value::Map(m)
+        }
+        _ => rnd_value(r, 0),
+    }
+}
+
+fn rnd_item(r: &mut StdRng) -> Map {
+    let mut m = Map::new();
+    for f in ["a", "b", "s", "n", "m"] {
+        if r.random_bool(0.8) {
+            m.insert(f.into(), rnd_field(r, f));
+        }
+    }
+    m
+}
+
+fn author() -> ibexdb::crypto::PublicKey {
+    Identity::from_entropy(&[1; 48]).public()
+}
+
+/// Apply one commit of `changes` (distinct ids).
+fn commit(state: &mut State, sink: &mut dyn ChangeSink, hlc: u64, changes: Vec<(String, Op)>) {
+    let c = Commit {
+        trusted: true,
+        author: author(),
+        hlc,
+        parents: vec![],
+        changes: changes
+            .into_iter()
+            .map(|(id, op)| Change {
+                collection: COLL.into(),
+                id,
+                op,
+            })
+            .collect(),
+    };
+    let id = CommitId::of(&c.encode());
+    state.apply(&c, &id, hlc as u32, sink);
+}
+
+/// A random op for item `id`: puts, deletes, field assigns, unsets, set adds and removes.
+fn rnd_op(r: &mut StdRng, state: &State, id: &str) -> Op {
+    let exists = state.get(COLL, id).is_some();
+    match r.random_range(0..10) {
+        0..=2 => Op::Put(rnd_item(r)),
+        3 if exists => Op::Delete,
+        _ if !exists => Op::Put(rnd_item(r)),
+        _ => {
+            let mut p = BTreeMap::new();
+            for _ in 0..r.random_range(1..3) {
+                let f = ["a", "b", "s", "n", "m"][r.random_range(0..5)];
+                let fop = match r.random_range(0..6) {
+                    0 => FieldOp::Unset,
+                    1 | 2 if f == "s" => {
+                        let add = (0..r.random_range(1..3))
+                            .map(|_| ELEMS[r.random_range(0..ELEMS.len())].to_string())
+                            .collect();
+                        FieldOp::SetEdit {
+                            add,
+                            remove: BTreeMap::new(),
+                        }
+                    }
+                    3 if f == "s" => {
+                        // Remove an element with the dots this replica has observed.
+                        let meta = state.item(COLL, id).unwrap().expanded_meta();
+                        let remove = meta
+                            .get("s")
+                            .and_then(|fm| fm.dots.clone())
+                            .and_then(|d| d.into_iter().next())
+                            .into_iter()
+                            .collect();
+                        FieldOp::SetEdit {
+                            add: BTreeSet::new(),
+                            remove,
+                        }
+                    }
+                    _ => FieldOp::Assign(rnd_field(r, f)),
+                };
+                p.insert(f.to_string(), fop);
+            }
+            Op::Patch(p)
+        }
+    }
+}
+
+fn rnd_commit(r: &mut StdRng, state: &State, pool: usize) -> Vec<(String, Op)> {
+    let mut ids = BTreeSet::new();
+    for _ in 0..r.random_range(1..5) {
+        ids.insert(format!("k{:02}", r.random_range(0..pool)));
+    }
+    ids.into_iter()
+        .map(|id| {
+            let op = rnd_op(r, state, &id);
+            (id, op)
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random queries (JSON, as the page would send them)
+
+fn rnd_operand_for(r: &mut StdRng, path: &str) -> Value {
+    match r.random_range(0..4) {
+        0 => rnd_value(r, 1),
+        _ => match path {
+            "s" => Value::from(ELEMS[r.random_range(0..ELEMS.len())]),
+            "n" => rnd_field(r, "n"),
+            "n.x" => Value::from(r.random_range(0..4) as i64),
+            p => rnd_field(r, p),
+        },
+    }
+}
+
+fn rnd_range_operand(r: &mut StdRng, path: &str) -> J {
+    match (path, r.random_range(0..5)) {
+        (_, 0) => json!(STRS[r.random_range(0..STRS.len())]),
+        (_, 1) => json!(r.random_bool(0.5)),
+        ("b", _) => json!(STRS[r.random_range(0..STRS.len())]),
+        _ => json!(r.random_range(-3..8) as f64 / 2.0),
+    }
+}
+
+fn rnd_cond(r: &mut StdRng, path: &str) -> (String, J) {
+    let s = |r: &mut StdRng| {
+        json!(ELEMS
+            .iter()
+            .chain(STRS.iter())
+            .nth(r.random_range(0..14))
+            .unwrap())
+    };
+    match r.random_range(0..11) {
+        0 => ("eq".into(), rnd_operand_for(r, path).to_json()),
+        1 => ("ne".into(), rnd_operand_for(r, path).to_json()),
+        2 => ("lt".into(), rnd_range_operand(r, path)),
+        3 => ("lte".into(), rnd_range_operand(r, path)),
+        4 => ("gt".into(), rnd_range_operand(r, path)),
+        5 => ("gte".into(), rnd_range_operand(r, path)),
+        6 => (
+            "in".into(),
+            J::Array(
+                (0..r.random_range(0..4))
+                    .map(|_| rnd_operand_for(r, path).to_json())
+                    .collect(),
+            ),
+        ),
+        7 => ("contains".into(), s(r)),
+        8 => ("prefix".into(), s(r)),
+        9 => ("includes".into(), s(r)),
+        _ => ("=".into(), rnd_operand_for(r, path).to_json()), // literal shorthand
+    }
+}
+
+fn rnd_where(r: &mut StdRng, depth: u32) -> J {
+    let mut o = serde_json::Map::new();
+    for _ in 0..r.random_range(1..3) {
+        match r.random_range(0..8) {
+            0 if depth < 2 => {
+                let subs: Vec<J> = (0..r.random_range(0..3))
+                    .map(|_| rnd_where(r, depth + 1))
+                    .collect();
+                o.insert("or".into(), J::Array(subs));
+            }
+            1 if depth < 2 => {
+                let subs: Vec<J> = (0..r.random_range(1..3))
+                    .map(|_| rnd_where(r, depth + 1))
+                    .collect();
+                o.insert("and".into(), J::Array(subs));
+            }
+            2 if depth < 2 => {
+                o.insert("not".into(), rnd_where(r, depth + 1));
+            }
+            _ => {
+                let path = PATHS[r.random_range(0..PATHS.len())];
+                let mut ops = serde_json::Map::new();
+                let mut literal = None;
+                for _ in 0..r.random_range(1..3) {
+                    let (op, v) = rnd_cond(r, path);
+                    if op == "=" {
+                        // `{path: literal}` cannot hold an object literal (read as operators).
+                        if !v.is_object() || v.get("$set").is_some() {
+                            literal = Some(v);
+                        }
+                    } else {
+                        ops.insert(op, v);
+                    }
+                }
+                match literal {
+                    Some(l) if ops.is_empty() => o.insert(path.into(), l),
+                    _ if ops.is_empty() => o.insert(path.into(), json!({"ne": 99})),
+                    _ => o.insert(path.into(), J::Object(ops)),
+                };
+            }
+        }
+    }
+    J::Object(o)
+}
+
+fn rnd_query(r: &mut StdRng, allow_set_sort: bool) -> J {
+    let mut q = serde_json::Map::new();
+    q.insert("collection".into(), json!(COLL));
+    if r.random_bool(0.8) {
+        q.insert("where".into(), rnd_where(r, 0));
+    }
+    if r.random_bool(0.7) {
+        let keys: Vec<J> = (0..r.random_range(1..3))
+            .map(|_| {
+                let paths: &[&str] = if allow_set_sort {
+                    &PATHS
+                } else {
+                    &["a", "b", "n.x", "n.y"]
+                };
+                json!({"field": paths[r.random_range(0..paths.len())], "desc": r.random_bool(0.5)})
+            })
+            .collect();
+        q.insert("sort".into(), J::Array(keys));
+    }
+    if r.random_bool(0.6) {
+        q.insert("limit".into(), json!(r.random_range(0..8)));
+    }
+    if r.random_bool(0.4) {
+        q.insert("offset".into(), json!(r.random_range(0..5)));
+    }
+    if r.random_bool(0.3) {
+        let sel: Vec<&str> = PATHS
+            .iter()
+            .copied()
+            .filter(|_| r.random_bool(0.4))
+            .collect();
+        q.insert("select".into(), json!(sel));
+    }
+    J::Object(q)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reference evaluator: interprets the JSON query directly, by brute force.
+
+fn lookup<'a>(m: &'a Map, path: &str) -> Option<&'a Value> {
+    let mut parts = path.split('.');
+    let mut v = m.get(parts.next().unwrap())?;
+    for p in parts {
+        match v {
+            Value::Map(inner) => v = inner.get(p)?,
+            _ => return None,
+        }
+    }
+    Some(v)
+}
+
+fn same_type(a: &Value, b: &Value) -> bool {
+    std::mem::discriminant(a) == std::mem::discriminant(b)
+}
+
+fn ref_op(op: &str, operand: &J, v: Option<&Value>) -> bool {
+    let x = || Value::from_json(operand).unwrap();
+    let eq = |v: Option<&Value>, x: &Value| v.is_some_and(|v| v.total_cmp(x) == Ordering::Equal);
+    let s = || operand.as_str().unwrap().to_string();
+    match op {
+        "eq" => eq(v, &x()),
+        "ne" => !eq(v, &x()),
+        "lt" | "lte" | "gt" | "gte" => {
+            let x = x();
+            let Some(v) = v.filter(|v| same_type(v, &x)) else {
+                return false;
+            };
+            let o = v.total_cmp(&x);
+            match op {
+                "lt" => o == Ordering::Less,
+                "lte" => o != Ordering::Greater,
+                "gt" => o == Ordering::Greater,
+                _ => o != Ordering::Less,
+            }
+        }
+        "in" => operand
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| eq(v, &Value::from_json(o).unwrap())),
+        "contains" => match v {
+            Some(Value::Set(set)) => set.contains(&s()),
+            Some(Value::List(l)) => l.contains(&Value::String(s())),
+            _ => false,
+        },
+        "prefix" => matches!(v, Some(Value::String(t)) if t.starts_with(&s())),
+        "includes" => matches!(v, Some(Value::String(t)) if t.contains(&s())),
+        _ => panic!("reference: unknown op {op}"),
+    }
+}
+
+fn ref_match(w: &J, m: &Map) -> bool {
+    w.as_object()
+        .unwrap()
+        .iter()
+        .all(|(k, v)| match k.as_str() {
+            "and" => v.as_array().unwrap().iter().all(|w| ref_match(w, m)),
+            "or" => v.as_array().unwrap().iter().any(|w| ref_match(w, m)),
+            "not" => !ref_match(v, m),
+            path => {
+                let val = lookup(m, path);
+                match v {
+                    J::Object(ops) if ops.get("$set").is_none() => {
+                        ops.iter().all(|(op, operand)| ref_op(op, operand, val))
+                    }
+                    lit => ref_op("eq", lit, val),
+                }
+            }
+        })
+}
+
+fn ref_cmp_opt(a: Option<&Value>, b: Option<&Value>) -> Ordering {
+    match (a, b) {
+        (None, None) => Ordering::Equal,
+        (None, _) => Ordering::Less,
+        (_, None) => Ordering::Greater,
+        (Some(a), Some(b)) => a.total_cmp(b),
+    }
+}
+
+fn ref_project(m: &Map, select: Option<&Vec<J>>) -> Map {
+    let Some(sel) = select else { return m.clone() };
+    let mut out = Map::new();
+    for p in sel {
+        let p = p.as_str().unwrap();
+        if let Some(v) = lookup(m, p) {
+            let parts: Vec<&str> = p.split('.').collect();
+            let mut cur = &mut out;
+            for part in &parts[..parts.len() - 1] {
+                let e = cur
+                    .entry(part.to_string())
+                    .or_insert_with(|| Value::Map(Map::new()));
+                let Value::Map(inner) = e else { unreachable!() };
+                cur = inner;
+            }
+            cur.insert(parts[parts.len() - 1].to_string(), v.clone());
+        }
+    }
+    out
+}
+
+/// Rows, or Err(()) when the query must fail (a matching item holds a set at a sort path).
+fn reference(state: &State, q: &J) -> Result<Vec<(String, Map)>, ()> {
+    let Some(c) = state.collection(q["collection"].as_str().unwrap()) else {
+        return Ok(vec![]);
+    };
+    let mut hits: Vec<(&str, &Map)> = c
+        .iter()
+        .filter(|(_, m)| q.get("where").is_none_or(|w| ref_match(w, m)))
+        .collect();
+    let sort: Vec<(String, bool)> = q
+        .get("sort")
+        .and_then(J::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|k| {
+                    (
+                        k["field"].as_str().unwrap().to_string(),
+                        k["desc"].as_bool().unwrap_or(false),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    for (_, m) in &hits {
+        if sort
+            .iter()
+            .any(|(f, _)| matches!(lookup(m, f), Some(Value::Set(_))))
+        {
+            return Err(());
+        }
+    }
+    hits.sort_by(|a, b| {
+        for (f, desc) in &sort {
+            let o = ref_cmp_opt(lookup(a.1, f), lookup(b.1, f));
+            if o != Ordering::Equal {
+                return if *desc { o.reverse() } else { o };
+            }
+        }
+        a.0.cmp(b.0)
+    });
+    let offset = q.get("offset").and_then(J::as_u64).unwrap_or(0) as usize;
+    let limit = q
+        .get("limit")
+        .and_then(J::as_u64)
+        .map_or(usize::MAX, |l| l as usize);
+    let select = q.get("select").and_then(J::as_array);
+    Ok(hits
+        .into_iter()
+        .skip(offset)
+        .take(limit)
+        .map(|(id, m)| (id.to_string(), ref_project(m, select)))
+        .collect())
+}
+
+fn ref_count(state: &State, w: Option<&J>) -> usize {
+    state.collection(COLL).map_or(0, |c| {
+        c.iter()
+            .filter(|(_, m)| w.is_none_or(|w| ref_match(w, m)))
+            .count()
+    })
+}
+
+fn indexed_paths() -> Vec<String> {
+    INDEXED.iter().map(|s| s.to_string()).collect()
+}
+
+fn outcome(r: ibexdb::Result<ibexdb::query::QueryResult>) -> Result<Vec<(String, Map)>, ()> {
+    match r {
+        Ok(r) => Ok(r.rows),
+        Err(Error::InvalidQuery { reason }) => {
+            assert!(reason.contains("set"), "unexpected query error: {reason}");
+            Err(())
+        }
+        Err(e) => panic!("unexpected error {e:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Properties
+
+/// Indexed results == full-scan results == the reference, for random data and queries; plus
+/// counts and aggregates.
+#[test]
+fn queries_agree_with_reference_and_across_plans() {
+    let plans = std::sync::Mutex::new(BTreeMap::<String, usize>::new());
+    run_cases("queries", seeds(1000, 250), |seed| {
+        let mut r = StdRng::seed_from_u64(seed);
+        let mut state = State::new();
+        // `maintained` has its indexes from the start and sees every change; `rebuilt` builds
+        // them at the end; `plain` has none.
+        let mut maintained = QueryEngine::new();
+        maintained.set_indexes(COLL, &indexed_paths(), &state);
+        let pool = r.random_range(5..60);
+        for hlc in 1..r.random_range(2..40) {
+            let ch = rnd_commit(&mut r, &state, pool);
+            commit(&mut state, &mut maintained, hlc, ch);
+        }
+        maintained.verify_indexes(&state).unwrap();
+        let mut rebuilt = QueryEngine::new();
+        rebuilt.set_indexes(COLL, &indexed_paths(), &state);
+        let plain = QueryEngine::new();
+        for _ in 0..60 {
+            let qj = rnd_query(&mut r, true);
+            let q = Query::from_json(&qj).unwrap_or_else(|e| panic!("{qj}: {e}"));
+            assert_eq!(
+                Query::from_json(&q.to_json()).unwrap(),
+                q,
+                "round trip of {qj}"
+            );
+            let want = reference(&state, &qj);
+            for (name, e) in [
+                ("plain", &plain),
+                ("maintained", &maintained),
+                ("rebuilt", &rebuilt),
+            ] {
+                let got = outcome(e.run(&state, &q));
+                assert_eq!(
+                    got,
+                    want,
+                    "{name} engine, query {qj}\nplan {:?}",
+                    e.explain(&state, &q)
+                );
+            }
+            let pj = maintained.explain(&state, &q).unwrap().to_json();
+            let kind = format!("{} {}", pj["access"], pj["op"]);
+            *plans.lock().unwrap().entry(kind).or_default() += 1;
+            // count
+            let n = ref_count(&state, qj.get("where"));
+            for e in [&plain, &maintained] {
+                assert_eq!(
+                    e.count(&state, COLL, q.filter.as_ref()).unwrap(),
+                    n,
+                    "count {qj}"
+                );
+            }
+            // aggregates over a random path, sometimes grouped
+            let path = PATHS[r.random_range(0..PATHS.len())];
+            let mut aj = json!({"collection": COLL, "aggregates": {
+                "n": {"count": true}, "c": {"count": path}, "s": {"sum": path},
+                "lo": {"min": path}, "hi": {"max": path}, "m": {"avg": path}}});
+            if let Some(w) = qj.get("where") {
+                aj["where"] = w.clone();
+            }
+            if r.random_bool(0.3) {
+                aj["groupBy"] = json!(PATHS[r.random_range(0..PATHS.len())]);
+            }
+            let aq = AggregateQuery::from_json(&aj).unwrap();
+            let a1 = plain.aggregate(&state, &aq).unwrap();
+            let a2 = maintained.aggregate(&state, &aq).unwrap();
+            assert_eq!(a1, a2, "aggregate {aj}");
+            if aj.get("groupBy").is_none() {
+                assert_eq!(
+                    a1,
+                    ref_aggregate(&state, qj.get("where"), path),
+                    "aggregate {aj}"
+                );
+            }
+        }
+        // Single-field conditions on indexed paths are served by their index unless it would
+        // visit a quarter of the collection or more (then a scan is cheaper).
+        let n = state.collection(COLL).map_or(0, |c| c.count());
+        for (j, path) in [
+            (json!({"a": 1}), "a"),
+            (json!({"b": {"prefix": "a"}}), "b"),
+            (json!({"s": {"contains": "a"}}), "s"),
+            (json!({"n.x": {"gte": 1, "lt": 3}}), "n.x"),
+        ] {
+            let f = Filter::from_json(&j).unwrap();
+            let q = Query {
+                filter: Some(f.clone()),
+                ..Query::all(COLL)
+            };
+            let plan = maintained.explain(&state, &q).unwrap();
+            let hits = maintained.count(&state, COLL, Some(&f)).unwrap();
+            if plan.index().is_none() {
+                assert!(n == 0 || hits * 4 >= n, "{j}: {hits} of {n} rows, {plan:?}");
+            } else {
+                assert_eq!(plan.index(), Some(path), "{j}: {plan:?}");
+                assert!(!plan.residual_filter, "{j}: {plan:?}");
+                assert_eq!(plan.estimated_rows, hits, "{j}: {plan:?}");
+            }
+        }
+    });
+    // The random queries must have exercised every access path.
+    let plans = plans.into_inner().unwrap();
+    eprintln!("plans used: {plans:?}");
+    if std::env::var("QUERY_PROPS_CASES").is_err() {
+        for op in ["range", "in", "prefix", "contains", "order", "order desc"] {
+            let k = format!("\"index\" \"{op}\"");
+            assert!(
+                plans.get(&k).is_some_and(|n| *n > 0),
+                "no {k} plan in {plans:?}"
+            );
+        }
+        assert!(plans.get("\"scan\" null").is_some_and(|n| *n > 0));
+    }
+}
+
+fn ref_aggregate(state: &State, w: Option<&J>, path: &str) -> J {
+    let mut n = 0u64;
+    let mut c = 0u64;
+    let mut sum = 0.0;
+    let mut nums = 0u64;
+    let mut lo: Option<&Value> = None;
+    let mut hi: Option<&Value> = None;
+    if let Some(coll) = state.collection(COLL) {
+        for (_, m) in coll
+            .iter()
+            .filter(|(_, m)| w.is_none_or(|w| ref_match(w, m)))
+        {
+            n += 1;
+            let v = lookup(m, path).filter(|v| **v != Value::Null);
+            if let Some(v) = v {
+                c += 1;
+                if let Value::Number(x) = v {
+                    sum += x;
+                    nums += 1;
+                }
+                if lo.is_none_or(|l| v.total_cmp(l) == Ordering::Less) {
+                    lo = Some(v);
+                }
+                if hi.is_none_or(|h| v.total_cmp(h) == Ordering::Greater) {
+                    hi = Some(v);
+                }
+            }
+        }
+    }
+    json!({"n": n, "c": c, "s": Value::from(sum).to_json(),
+           "lo": lo.map_or(J::Null, Value::to_json), "hi": hi.map_or(J::Null, Value::to_json),
+           "m": if nums == 0 { J::Null } else { Value::from(sum / nums as f64).to_json() }})
+}
+
+/// After every commit, each live query's rows (initial rows + every change set applied in
+/// order) equal a fresh run of the same query, including sort + limit + offset windows.
+#[test]
+fn live_queries_track_fresh_runs() {
+    let kinds = std::sync::Mutex::new([0usize; 4]);
+    run_cases("live", seeds(5000, 200), |seed| {
+        let mut r = StdRng::seed_from_u64(seed);
+        let mut state = State::new();
+        let mut engine = QueryEngine::new();
+        if r.random_bool(0.7) {
+            engine.set_indexes(COLL, &indexed_paths(), &state);
+        }
+        let pool = r.random_range(4..40);
+        let mut hlc = 1;
+        for _ in 0..r.random_range(0..15) {
+            let ch = rnd_commit(&mut r, &state, pool);
+            commit(&mut state, &mut engine, hlc, ch);
+            hlc += 1;
+        }
+        // Live queries: random ones plus a sort + limit window that must refill.
+        let mut lives = Vec::new();
+        let mut specs: Vec<J> = (0..4).map(|_| rnd_query(&mut r, false)).collect();
+        specs.push(json!({"collection": COLL, "sort": [{"field": "a", "desc": true}], "limit": 3, "offset": 1}));
+        specs.push(json!({"collection": COLL, "where": {"a": {"gte": 0}}, "sort": ["a", {"field": "b", "desc": true}], "limit": 4}));
+        for qj in specs {
+            let q = Query::from_json(&qj).unwrap();
+            let Ok((id, rows)) = engine.subscribe(&state, q.clone()) else {
+                continue; // a set at a sort path: rejected like run() would
+            };
+            assert_eq!(
+                Ok(rows.clone()),
+                outcome(engine.run(&state, &q)),
+                "initial rows of {qj}"
+            );
+            lives.push((id, q, qj, rows));
+        }
+        for step in 0..60 {
+            let ch = rnd_commit(&mut r, &state, pool);
+            commit(&mut state, &mut engine, hlc, ch);
+            hlc += 1;
+            if r.random_bool(0.3) {
+                continue; // let changes from several commits merge
+            }
+            let changes: BTreeMap<_, LiveChange> = engine.take_live_changes().into_iter().collect();
+            for (id, q, qj, rows) in lives.iter_mut() {
+                if let Some(c) = changes.get(id) {
+                    let mut k = kinds.lock().unwrap();
+                    k[0] += c.added.len();
+                    k[1] += c.removed.len();
+                    k[2] += c.changed.len();
+                    k[3] += c.moved.len();
+                    drop(k);
+                    c.apply(rows);
+                    let back = serde_json::to_string(&c.to_json()).unwrap();
+                    assert!(!back.is_empty());
+                }
+                assert_eq!(
+                    Some(rows.clone()),
+                    engine.live_rows(*id),
+                    "step {step}: {qj}"
+                );
+                // (An error means a set reached a sort path of a matching item: nothing to
+                // compare until it leaves.)
+                if let Ok(fresh) = outcome(engine.run(&state, q)) {
+                    assert_eq!(
+                        *rows,
+                        fresh,
+                        "step {step}: {qj}\nchange {:?}",
+                        changes.get(id)
+                    );
+                }
+            }
+            if step % 10 == 0 {
+                engine.verify_indexes(&state).unwrap();
+            }
+        }
+        assert!(engine.watches(COLL));
+        for (id, ..) in &lives {
+            assert!(engine.unsubscribe(*id));
+        }
+    });
+    let k = kinds.into_inner().unwrap();
+    eprintln!(
+        "live changes: added {} removed {} changed {} moved {}",
+        k[0], k[1], k[2], k[3]
+    );
+    assert!(k.iter().all(|n| *n > 0), "{k:?}");
+}
+
+/// Bulk commits: many items enter and leave a small window in one commit.
+#[test]
+fn live_window_survives_bulk_commits() {
+    let mut state = State::new();
+    let mut engine = QueryEngine::new();
+    engine.set_indexes(COLL, &["a".to_string()], &state);
+    let put = |i: usize, a: i64| {
+        (
+            format!("k{i:04}"),
+            Op::Put([("a".to_string(), Value::from(a))].into_iter().collect()),
+        )
+    };
+    commit(
+        &mut state,
+        &mut engine,
+        1,
+        (0..500).map(|i| put(i, i as i64)).collect(),
+    );
+    let q = Query::from_json(&json!({"collection": COLL, "sort": [{"field": "a", "desc": true}], "limit": 10, "offset": 5})).unwrap();
+    let (_, mut rows) = engine.subscribe(&state, q.clone()).unwrap();
+    let mut r = StdRng::seed_from_u64(7);
+    for hlc in 2..40 {
+        let ids: BTreeSet<usize> = (0..r.random_range(1..200))
+            .map(|_| r.random_range(0..600))
+            .collect();
+        let ch = ids
+            .into_iter()
+            .map(|i| {
+                if r.random_bool(0.3) {
+                    (format!("k{i:04}"), Op::Delete)
+                } else {
+                    put(i, r.random_range(0..700))
+                }
+            })
+            .collect();
+        commit(&mut state, &mut engine, hlc, ch);
+        for (_, c) in engine.take_live_changes() {
+            c.apply(&mut rows);
+        }
+        assert_eq!(rows, engine.run(&state, &q).unwrap().rows, "commit {hlc}");
+    }
+    engine.verify_indexes(&state).unwrap();
+}
+
+#[test]
+fn bad_queries_fail_with_a_reason() {
+    let cases = [
+        (
+            json!({"collection": COLL, "where": {"a": {"like": "x"}}}),
+            vec!["unknown operator", "like", "\"a\""],
+        ),
+        (
+            json!({"collection": COLL, "where": {"a": {"lt": {"x": 1}}}}),
+            vec!["lt", "\"a\"", "object"],
+        ),
+        (
+            json!({"collection": COLL, "where": {"a": {"gte": null}}}),
+            vec!["gte", "null"],
+        ),
+        (
+            json!({"collection": COLL, "where": {"a": {"in": "x"}}}),
+            vec!["in", "array"],
+        ),
+        (
+            json!({"collection": COLL, "where": {"s": {"contains": 1}}}),
+            vec!["contains", "string"],
+        ),
+        (
+            json!({"collection": COLL, "where": {"b": {"prefix": ["a"]}}}),
+            vec!["prefix", "string"],
+        ),
+        (
+            json!({"collection": COLL, "where": {"b": {"includes": null}}}),
+            vec!["includes", "string"],
+        ),
+        (
+            json!({"collection": COLL, "where": {"or": {"a": 1}}}),
+            vec!["or", "array"],
+        ),
+        (
+            json!({"collection": COLL, "where": [1]}),
+            vec!["where", "object"],
+        ),
+        (
+            json!({"collection": COLL, "where": {"a": {"eq": {"$set": [1]}}}}),
+            vec!["eq", "\"a\""],
+        ),
+        (
+            json!({"collection": COLL, "sort": "a"}),
+            vec!["sort", "array"],
+        ),
+        (
+            json!({"collection": COLL, "sort": [{"field": ""}]}),
+            vec!["sort"],
+        ),
+        (
+            json!({"collection": COLL, "select": ["a."]}),
+            vec!["select"],
+        ),
+        (json!({"collection": COLL, "offset": 1.5}), vec!["offset"]),
+        (json!({"collection": 3}), vec!["collection"]),
+        (
+            json!({"collection": COLL, "filter": {}}),
+            vec!["unknown", "filter"],
+        ),
+    ];
+    for (j, words) in cases {
+        match Query::from_json(&j) {
+            Err(Error::InvalidQuery { reason }) => {
+                for w in words {
+                    assert!(reason.contains(w), "{j}: reason {reason:?} lacks {w:?}");
+                }
+            }
+            other => panic!("{j}: expected InvalidQuery, got {other:?}"),
+        }
+    }
+    for (j, w) in [
+        (
+            json!({"collection": COLL, "aggregates": {"x": {"median": "a"}}}),
+            "median",
+        ),
+        (
+            json!({"collection": COLL, "aggregates": {"x": {"sum": 1}}}),
+            "sum",
+        ),
+        (
+            json!({"collection": COLL, "aggregates": {"key": {"count": true}}, "groupBy": "a"}),
+            "key",
+        ),
+    ] {
+        match AggregateQuery::from_json(&j) {
+            Err(Error::InvalidQuery { reason }) => assert!(reason.contains(w), "{reason}"),
+            other => panic!("{j}: {other:?}"),
+        }
+    }
+
+    // Sort on a set: with and without an index on the set field, in run and subscribe.
+    let mut state = State::new();
+    let item = |s: &[&str]| {
+        let mut m = Map::new();
+        m.insert("s".into(), Value::set(s.iter().copied()));
+        m.insert("a".into(), Value::from(1i64));
+        Op::Put(m)
+    };
+    commit(
+        &mut state,
+        &mut NoSink,
+        1,
+        vec![("x".into(), item(&["p"])), ("y".into(), item(&[]))],
+    );
+    let q = Query::from_json(&json!({"collection": COLL, "sort": [{"field": "s"}], "limit": 1}))
+        .unwrap();
+    let mut plain = QueryEngine::new();
+    let mut indexed = QueryEngine::new();
+    indexed.set_indexes(COLL, &["s".to_string()], &state);
+    for e in [&mut plain, &mut indexed] {
+        for r in [
+            e.run(&state, &q).map(|_| ()),
+            e.subscribe(&state, q.clone()).map(|_| ()),
+        ] {
+            match r {
+                Err(Error::InvalidQuery { reason }) => {
+                    assert!(
+                        reason.contains("set") && reason.contains("\"s\""),
+                        "{reason}"
+                    )
+                }
+                other => panic!("expected a sort-on-set error, got {other:?}"),
+            }
+        }
+    }
+    // ... but not when no matching item holds a set there.
+    let q2 = Query::from_json(
+        &json!({"collection": COLL, "where": {"a": 2}, "sort": ["s"], "limit": 1}),
+    )
+    .unwrap();
+    assert!(indexed.run(&state, &q2).unwrap().rows.is_empty());
+
+    // An unknown collection is empty, not an error.
+    let e = QueryEngine::new();
+    let unknown =
+        Query::from_json(&json!({"collection": "nope", "where": {"a": 1}, "sort": ["a"]})).unwrap();
+    assert!(e.run(&state, &unknown).unwrap().rows.is_empty());
+    assert_eq!(e.count(&state, "nope", unknown.filter.as_ref()).unwrap(), 0);
+    assert!(e.keys(&state, "nope").is_empty());
+    assert_eq!(
+        e.explain(&state, &unknown).unwrap().to_json()["access"],
+        "empty"
+    );
+    let agg = AggregateQuery::from_json(
+        &json!({"collection": "nope", "aggregates": {"n": {"count": true}, "s": {"sum": "a"}}}),
+    )
+    .unwrap();
+    assert_eq!(e.aggregate(&state, &agg).unwrap(), json!({"n": 0, "s": 0}));
+}
+
+#[test]
+fn verify_detects_a_stale_index_and_live_query() {
+    let mut state = State::new();
+    let mut engine = QueryEngine::new();
+    engine.set_indexes(COLL, &["a".to_string()], &state);
+    let put = |a: i64| Op::Put([("a".to_string(), Value::from(a))].into_iter().collect());
+    commit(
+        &mut state,
+        &mut engine,
+        1,
+        vec![("x".into(), put(1)), ("y".into(), put(2))],
+    );
+    engine.verify_indexes(&state).unwrap();
+    // A change the engine never saw: the index is now stale.
+    commit(&mut state, &mut NoSink, 2, vec![("x".into(), put(5))]);
+    match engine.verify_indexes(&state) {
+        Err(Error::VerifyFailed { reason }) => assert!(reason.contains("items.a"), "{reason}"),
+        other => panic!("expected VerifyFailed, got {other:?}"),
+    }
+    // Rebuilt: fine again. Then a stale live query.
+    let mut engine = QueryEngine::new();
+    engine.set_indexes(COLL, &["a".to_string()], &state);
+    engine.verify_indexes(&state).unwrap();
+    let q = Query::from_json(&json!({"collection": COLL, "sort": ["a"]})).unwrap();
+    engine.subscribe(&state, q).unwrap();
+    engine.verify_indexes(&state).unwrap();
+    commit(&mut state, &mut engine, 3, vec![("z".into(), put(0))]);
+    engine.verify_indexes(&state).unwrap();
+    engine.set_indexes(COLL, &[], &state); // drop indexes; the live query remains
+    commit(&mut state, &mut NoSink, 4, vec![("w".into(), put(9))]);
+    match engine.verify_indexes(&state) {
+        Err(Error::VerifyFailed { reason }) => assert!(reason.contains("live query"), "{reason}"),
+        other => panic!("expected VerifyFailed, got {other:?}"),
+    }
+    // Watches only what it must.
+    let e = QueryEngine::new();
+    assert!(!e.watches(COLL));
+}
