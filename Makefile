@@ -1,0 +1,89 @@
+# ibexdb developer entry points.
+#
+#   make setup   install toolchain pieces (idempotent; see scripts/setup.sh)
+#   make check   rustfmt, clippy (native + wasm32), wasm32 cargo check
+#   make test    setup + check + cargo tests + wasm build + tsc + Playwright (what .ci/run runs)
+#   make wasm    release wasm build of bindings/wasm into pkg/
+#   make bench   setup + wasm + browser benchmark (BENCH_SIZES, BENCH_SUITES, BENCH_ENGINES, BENCH_ASSERT;
+#                SKIP_WASM=1 skips the wasm build)
+#   make serve   static server with COOP/COEP on http://127.0.0.1:$${PORT:-8080}/
+#
+# Steps print "--- <what>" before they run.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := test
+
+# binaryen@132 from npm provides a wasm-opt that works (Debian's v108 breaks wasm-bindgen output at
+# init, and wasm-pack's own download fails here). It must come first on PATH for wasm-pack.
+export PATH := $(CURDIR)/node_modules/binaryen/bin:$(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
+
+BINDINGS_TOML := bindings/wasm/Cargo.toml
+step = @printf '\n--- %s\n' "$(1)"
+
+.PHONY: setup check test test-rust wasm tsc browser-test bench serve clean-bench
+
+setup:
+	$(call step,setup: install missing tools (scripts/setup.sh))
+	@bash scripts/setup.sh
+
+check:
+	$(call step,check: rustfmt (no changes made))
+	cargo fmt --all --check
+	$(call step,check: clippy native on all targets (warnings are errors))
+	cargo clippy --workspace --all-targets -- -D warnings
+	$(call step,check: clippy wasm32 lib targets (warnings are errors))
+	cargo clippy --workspace --target wasm32-unknown-unknown -- -D warnings
+	$(call step,check: core crate builds for wasm32-unknown-unknown)
+	cargo check -p ibexdb --target wasm32-unknown-unknown
+
+test-rust:
+	$(call step,test: cargo test --workspace --release)
+	cargo test --workspace --release
+
+# Release wasm build of the bindings crate into pkg/ (pkg/ibexdb.js + pkg/ibexdb_bg.wasm).
+# Skipped with a message while bindings/wasm does not exist yet, or with SKIP_WASM=1 (e.g.
+# `make bench SKIP_WASM=1` to benchmark the SQLite engines while the bindings don't build).
+wasm:
+	@if [ "$(SKIP_WASM)" = 1 ]; then \
+	  printf '\n--- wasm: skipped (SKIP_WASM=1; pkg/ is used as it is)\n'; \
+	elif [ ! -f $(BINDINGS_TOML) ]; then \
+	  printf '\n--- wasm: skipped (%s does not exist yet)\n' "$(BINDINGS_TOML)"; \
+	else \
+	  printf '\n--- wasm: wasm-pack release build of bindings/wasm -> pkg/ (wasm-opt: %s)\n' "$$(command -v wasm-opt)"; \
+	  wasm-pack build bindings/wasm --target web --release --out-dir ../../pkg --out-name ibexdb; \
+	fi
+
+tsc:
+	@if [ -f www/tsconfig.json ]; then \
+	  printf '\n--- tsc: type-check www/ (tsc --noEmit -p www)\n'; \
+	  npx --no-install tsc --noEmit -p www; \
+	else \
+	  printf '\n--- tsc: skipped (www/tsconfig.json does not exist)\n'; \
+	fi
+
+browser-test:
+	$(call step,browser tests: Playwright in Debian Chromium (tests/browser))
+	npx --no-install playwright test
+
+test: setup check test-rust wasm tsc browser-test
+	$(call step,test: all passed)
+
+# Browser benchmark (scripts/bench.mjs). Exit code 3 from the runner means "the browser benchmark
+# cannot run here" (no Chromium, page failed to load): then fall back to native `cargo bench`.
+# Any other failure (an engine error, a BENCH_ASSERT ceiling) fails the target.
+bench: setup wasm
+	$(call step,bench: browser benchmark (sizes=$${BENCH_SIZES:-100000} engines=$${BENCH_ENGINES:-all available}))
+	@rc=0; node scripts/bench.mjs || rc=$$?; \
+	if [ $$rc -eq 3 ]; then \
+	  printf '\n--- bench: browser benchmark cannot run here; falling back to native cargo bench\n'; \
+	  cargo bench --workspace; \
+	elif [ $$rc -ne 0 ]; then exit $$rc; fi
+
+serve:
+	$(call step,serve: static server with COOP/COEP at http://127.0.0.1:$${PORT:-8080}/ (Ctrl-C to stop))
+	node scripts/serve.mjs
+
+clean-bench:
+	$(call step,clean-bench: remove bench-results/ test-results/)
+	rm -rf bench-results test-results

@@ -1,0 +1,256 @@
+#!/usr/bin/env node
+// Browser benchmark runner (make bench): serves the repo with COOP/COEP, opens www/bench/ in
+// headless Debian Chromium, runs window.runBench(), prints the table and writes
+// bench-results/<YYYY-MM-DD>/{results.json, report.html, report.png}.
+//
+// Environment:
+//   BENCH_SIZES    comma-separated item counts            (default 100000)
+//   BENCH_SUITES   comma-separated suites: core, load      (default core)
+//   BENCH_ENGINES  comma-separated engine ids              (default: every available engine)
+//   BENCH_PLAN     full | quick                            (default full)
+//   BENCH_ASSERT   1 = fail on order-of-magnitude regressions (coarse per-row ceilings below)
+//   BENCH_CEILING_FACTOR  multiplies every ceiling (default 1)
+//   BENCH_OUT      output directory                        (default bench-results/<local date>)
+//   CHROMIUM       browser executable                      (default /usr/bin/chromium)
+//
+// Exit codes: 0 ok; 1 an engine failed, a result was wrong, or a ceiling was exceeded;
+// 2 bad arguments; 3 the browser benchmark cannot run here (no browser, page did not load) -
+// `make bench` then falls back to `cargo bench`.
+
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startServer } from './serve.mjs';
+import { renderReport, tableLines, textTable } from '../www/bench/report.js';
+import { ROWS } from '../www/bench/common.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const CHROMIUM_ARGS = [
+  '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+  '--disable-sync', '--no-first-run', '--disable-quic',
+];
+
+/**
+ * BENCH_ASSERT ceilings: p50 in ms at N = 100,000, set at >= 10x the slowest SQLite configuration
+ * measured on these machines (bench-results/ and DESIGN.md section 9; run-to-run noise here is up
+ * to ~3x because OPFS call costs vary with host load), so only order-of-magnitude regressions fail.
+ * Rows that scale with N ('n' in common.js) get ceiling * N/100k above 100k; below 100k the 100k
+ * ceiling applies unchanged (fixed costs dominate small N). The `ibexdb` overrides cover rows where
+ * a memory-first engine legitimately does more work than SQLite (opening loads the working set).
+ * BENCH_CEILING_FACTOR (default 1) scales every ceiling, e.g. 0.5 to tighten.
+ */
+const CEILINGS = {
+  default: {
+    'create-instance:worker': 4_000, 'create-instance:page': 5_000,
+    'open-empty:worker': 200,
+    'bulk-load:worker': 60_000,
+    'read-by-id:worker': 15, 'read-by-id:page': 20,
+    'bulk-read-100:worker': 50,
+    'read-all:worker': 10_000,
+    'simple-query:worker': 150, 'simple-query:page': 250,
+    'complex-query:worker': 200,
+    'count:worker': 25,
+    'keys:worker': 2_000,
+    'aggregate:worker': 300,
+    'open-n:worker': 150, 'open-n:page': 5_000,
+    'read-by-id-after-open:worker': 25,
+    'create-item:worker': 500, 'create-item:page': 500,
+    'update-item:worker': 500, 'update-item:page': 500,
+    'bulk-create-100:worker': 1_000,
+  },
+  ibexdb: {
+    'open-n:worker': 3_000, 'open-n:page': 5_000,
+  },
+};
+
+const die = (code, msg) => {
+  console.error(`bench: ${msg}`);
+  process.exit(code);
+};
+
+function listEnv(name, fallback) {
+  const v = process.env[name];
+  if (!v || !v.trim()) return fallback;
+  return v.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+function localDate(d = new Date()) {
+  const p = (x) => String(x).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}`;
+}
+
+function machineInfo() {
+  let osName = `${os.type()} ${os.release()}`;
+  try {
+    const rel = execFileSync('sh', ['-c', '. /etc/os-release && echo "$PRETTY_NAME"'], { encoding: 'utf8' }).trim();
+    if (rel) osName = `${rel} (${os.type()} ${os.release()})`;
+  } catch { /* not Linux */ }
+  const cpus = os.cpus();
+  return {
+    os: osName,
+    arch: os.arch(),
+    cpus: cpus.length,
+    cpuModel: cpus[0]?.model ?? 'unknown',
+    memoryBytes: os.totalmem(),
+    node: process.version,
+  };
+}
+
+function gitCommit() {
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return null;
+  }
+}
+
+/** Check every measured line against the ceilings; returns failure strings. */
+function checkCeilings(results) {
+  const ceilingFactor = Number(process.env.BENCH_CEILING_FACTOR ?? 1);
+  const failures = [];
+  for (const size of [...new Set(results.runs.map((r) => r.size))]) {
+    for (const line of tableLines(results, size)) {
+      const row = ROWS.find((r) => r.id === line.rowId);
+      const scale = row.scale === 'n' ? Math.max(1, size / 100_000) : 1;
+      for (const [engineId, cell] of Object.entries(line.cells)) {
+        if (cell.error || !Number.isFinite(cell.p50)) continue;
+        const family = results.engines.find((e) => e.id === engineId)?.family;
+        const key = `${line.rowId}:${line.side}`;
+        const base = CEILINGS[family]?.[key] ?? CEILINGS.default[key];
+        if (base === undefined) continue;
+        const ceiling = base * scale * ceilingFactor;
+        if (cell.p50 > ceiling) {
+          failures.push(`${engineId} N=${size} ${line.label}: p50 ${cell.p50.toFixed(3)} ms > ceiling ${+ceiling.toPrecision(3)} ms`);
+        }
+      }
+    }
+  }
+  return failures;
+}
+
+async function main() {
+  const sizes = listEnv('BENCH_SIZES', ['100000']).map(Number);
+  if (sizes.some((n) => !Number.isInteger(n) || n < 1)) die(2, `BENCH_SIZES must be positive integers, got "${process.env.BENCH_SIZES}"`);
+  const suites = listEnv('BENCH_SUITES', ['core']);
+  const engines = listEnv('BENCH_ENGINES', null);
+  const plan = process.env.BENCH_PLAN || 'full';
+  const assert = process.env.BENCH_ASSERT === '1';
+  const outDir = path.resolve(ROOT, process.env.BENCH_OUT || path.join('bench-results', localDate()));
+  const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
+
+  if (!existsSync(executablePath)) die(3, `${executablePath} not found (install Debian's chromium: make setup)`);
+  let chromium;
+  try {
+    ({ chromium } = await import('@playwright/test'));
+  } catch (err) {
+    die(3, `@playwright/test is not installed (npm ci): ${err.message}`);
+  }
+
+  const server = await startServer({ port: 0 });
+  let browser;
+  try {
+    try {
+      browser = await chromium.launch({ executablePath, headless: true, args: CHROMIUM_ARGS });
+    } catch (err) {
+      die(3, `cannot launch ${executablePath}: ${err.message.split('\n')[0]}`);
+    }
+    const browserVersion = browser.version();
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+
+    // Forward progress; keep errors for the summary.
+    const pageErrors = [];
+    page.on('console', async (msg) => {
+      const text = msg.text();
+      // 404s of optional engine files (probed for availability) are expected, not errors.
+      if (msg.type() === 'error' && /Failed to load resource/.test(text)) {
+        const expected = await page.evaluate(() => window.benchExpected404 ?? []).catch(() => []);
+        if (expected.includes(msg.location()?.url)) return;
+      }
+      if (msg.type() === 'error') pageErrors.push(text);
+      if (text.startsWith('[bench]') || msg.type() === 'error' || msg.type() === 'warning') {
+        console.log(`  ${msg.type() === 'log' ? '' : `${msg.type()}: `}${text.replace(/^\[bench\] /, '')}`);
+      }
+    });
+    page.on('pageerror', (err) => {
+      pageErrors.push(err.message);
+      console.log(`  pageerror: ${err.message}`);
+    });
+
+    const url = `${server.url}/www/bench/`;
+    try {
+      await page.goto(url, { waitUntil: 'load' });
+      await page.waitForFunction(() => window.benchReady === true, null, { timeout: 30_000 });
+    } catch (err) {
+      die(3, `benchmark page did not load at ${url}: ${err.message.split('\n')[0]}`);
+    }
+
+    console.log(`bench: ${browserVersion}, sizes ${sizes.join(',')}, suites ${suites.join(',')}, engines ${engines ? engines.join(',') : 'all available'}, plan ${plan}`);
+    const t0 = Date.now();
+    const loadAvgAtStart = os.loadavg();
+    let results;
+    try {
+      results = await page.evaluate((o) => window.runBench(o), { sizes, suites, engines, plan });
+    } catch (err) {
+      console.error(`bench: run failed: ${err.message.split('\n')[0]}`);
+      return 1;
+    }
+    const sqlitePkg = JSON.parse(await readFile(path.join(ROOT, 'node_modules/@sqlite.org/sqlite-wasm/package.json'), 'utf8')).version;
+    const machine = machineInfo();
+    machine.loadAvgAtStart = loadAvgAtStart;
+    machine.loadAvgAtEnd = os.loadavg();
+    Object.assign(results.meta, {
+      date: localDate(),
+      browser: `Chromium ${browserVersion} (${executablePath}, headless)`,
+      chromiumArgs: CHROMIUM_ARGS,
+      sqliteWasmPackage: sqlitePkg,
+      sqliteVersion: results.runs.find((r) => r.info?.engine === 'sqlite-wasm')?.info.version ?? null,
+      sizes,
+      machine,
+      gitCommit: gitCommit(),
+      wallSeconds: (Date.now() - t0) / 1000,
+    });
+
+    await mkdir(outDir, { recursive: true });
+    const html = renderReport(results);
+    await writeFile(path.join(outDir, 'results.json'), JSON.stringify(results, null, 1));
+    await writeFile(path.join(outDir, 'report.html'), html);
+    const shot = await browser.newPage({ viewport: { width: 1300, height: 900 } });
+    await shot.setContent(html, { waitUntil: 'load' });
+    await shot.screenshot({ path: path.join(outDir, 'report.png'), fullPage: true });
+
+    console.log('');
+    console.log(textTable(results));
+    console.log(`machine: ${machine.os}, ${machine.cpus} × ${machine.cpuModel}, ${(machine.memoryBytes / 2 ** 30).toFixed(1)} GiB; load avg ${machine.loadAvgAtStart.map((x) => x.toFixed(2)).join(' ')} → ${machine.loadAvgAtEnd.map((x) => x.toFixed(2)).join(' ')}`);
+    console.log(`browser: ${results.meta.browser}; sqlite-wasm ${sqlitePkg} (SQLite ${results.meta.sqliteVersion})`);
+    console.log(`wrote ${path.relative(ROOT, outDir)}/results.json, report.html, report.png (${results.meta.wallSeconds.toFixed(0)} s)`);
+
+    if (pageErrors.length) console.log(`page console errors: ${pageErrors.length} (printed above)`);
+    let failed = false;
+    const engineErrors = results.runs.flatMap((r) => r.errors.map((e) => `${r.engine} N=${r.size}: ${e}`));
+    if (engineErrors.length) {
+      failed = true;
+      console.error(`\nbench: ${engineErrors.length} error(s):\n  ${engineErrors.join('\n  ')}`);
+    }
+    if (assert) {
+      const over = checkCeilings(results);
+      if (over.length) {
+        failed = true;
+        console.error(`\nbench: BENCH_ASSERT: ${over.length} row(s) over their ceiling:\n  ${over.join('\n  ')}`);
+      } else {
+        console.log('BENCH_ASSERT: every row is under its ceiling');
+      }
+    }
+    return failed ? 1 : 0;
+  } finally {
+    await browser?.close();
+    await server.close();
+  }
+}
+
+main().then((code) => process.exit(code), (err) => {
+  console.error(`bench: ${err.stack ?? err}`);
+  process.exit(1);
+});

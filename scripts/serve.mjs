@@ -1,0 +1,153 @@
+#!/usr/bin/env node
+// Static file server for ibexdb development: serves the repository root on 127.0.0.1.
+//
+// Why not `python -m http.server` or `npx serve`: OPFS SyncAccessHandles, SharedArrayBuffer and the
+// 5 µs `performance.now()` resolution all need a cross-origin isolated page, i.e. COOP/COEP headers
+// on every response. No dependencies, so it runs before `npm ci`.
+//
+//   node scripts/serve.mjs            # http://127.0.0.1:8080/  (PORT=9000 to change)
+//   import { startServer } from './serve.mjs'   # programmatic use (port 0 = pick a free port)
+
+import { createServer } from 'node:http';
+import { createReadStream, promises as fs } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+const MIME = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.ts': 'text/plain; charset=utf-8', // served as text: browsers don't run TS; useful for .d.ts viewing
+  '.wasm': 'application/wasm',
+  '.json': 'application/json; charset=utf-8',
+  '.map': 'application/json; charset=utf-8',
+  '.webmanifest': 'application/manifest+json; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.png': 'image/png',
+  '.svg': 'image/svg+xml',
+  '.ico': 'image/x-icon',
+  '.txt': 'text/plain; charset=utf-8',
+  '.md': 'text/plain; charset=utf-8',
+};
+
+// Headers on every response (errors included): cross-origin isolation + no caching, so a rebuilt
+// pkg/ibexdb_bg.wasm is always picked up and benchmark runs never see stale files.
+const COMMON_HEADERS = {
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
+  'Cross-Origin-Resource-Policy': 'same-origin',
+  'Cache-Control': 'no-store',
+  'X-Content-Type-Options': 'nosniff',
+};
+
+function send(res, status, body, headers = {}) {
+  res.writeHead(status, { ...COMMON_HEADERS, 'Content-Type': 'text/plain; charset=utf-8', ...headers });
+  res.end(body);
+}
+
+/**
+ * Map a URL path to a file under `root`, or return null when the path must be refused:
+ * anything that resolves outside the root (`..`, encoded slashes, symlinks pointing out) and
+ * dot-files/dot-directories (.git, .ci, ...).
+ */
+async function resolveFile(root, realRoot, urlPath) {
+  let decoded;
+  try {
+    decoded = decodeURIComponent(urlPath);
+  } catch {
+    return null;
+  }
+  if (decoded.includes('\0')) return null;
+  const segments = decoded.split('/').filter((s) => s !== '');
+  if (segments.some((s) => s === '..' || s.startsWith('.') || s.includes('\\'))) return null;
+  const candidate = path.resolve(root, ...segments);
+  if (candidate !== root && !candidate.startsWith(root + path.sep)) return null;
+  let real;
+  try {
+    real = await fs.realpath(candidate);
+  } catch {
+    return { missing: true };
+  }
+  if (real !== realRoot && !real.startsWith(realRoot + path.sep)) return null;
+  return { file: real };
+}
+
+/** Start the server. Resolves to { server, port, url, close() } once listening. */
+export async function startServer({ root = REPO_ROOT, port = 8080, host = '127.0.0.1', log = false } = {}) {
+  root = path.resolve(root);
+  const realRoot = await fs.realpath(root);
+
+  const server = createServer(async (req, res) => {
+    const started = Date.now();
+    if (log) res.on('finish', () => console.log(`${req.method} ${req.url} ${res.statusCode} ${Date.now() - started}ms`));
+    try {
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        return send(res, 405, 'method not allowed\n', { Allow: 'GET, HEAD' });
+      }
+      const url = new URL(req.url, 'http://localhost');
+      if (url.pathname === '/') {
+        return send(res, 302, 'see /www/\n', { Location: '/www/' });
+      }
+      const target = await resolveFile(root, realRoot, url.pathname);
+      if (target === null) return send(res, 403, 'forbidden\n');
+      if (target.missing) return send(res, 404, `not found: ${url.pathname}\n`);
+
+      let file = target.file;
+      let st = await fs.stat(file);
+      if (st.isDirectory()) {
+        // Directories need a trailing slash so relative URLs inside index.html resolve correctly.
+        if (!url.pathname.endsWith('/')) {
+          return send(res, 301, 'moved\n', { Location: url.pathname + '/' + url.search });
+        }
+        file = path.join(file, 'index.html');
+        try {
+          st = await fs.stat(file);
+        } catch {
+          return send(res, 404, `no index.html in ${url.pathname}\n`);
+        }
+      }
+      if (!st.isFile()) return send(res, 403, 'forbidden\n');
+
+      const type = MIME[path.extname(file).toLowerCase()] ?? 'application/octet-stream';
+      res.writeHead(200, { ...COMMON_HEADERS, 'Content-Type': type, 'Content-Length': st.size });
+      if (req.method === 'HEAD') return res.end();
+      createReadStream(file)
+        .on('error', (err) => res.destroy(err))
+        .pipe(res);
+    } catch (err) {
+      if (!res.headersSent) send(res, 500, `internal error: ${err.message}\n`);
+      else res.destroy(err);
+    }
+  });
+
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, resolve);
+  });
+  const actualPort = server.address().port;
+  return {
+    server,
+    port: actualPort,
+    url: `http://${host}:${actualPort}`,
+    close: () => new Promise((resolve) => { server.closeAllConnections?.(); server.close(() => resolve()); }),
+  };
+}
+
+// Run directly: serve in the foreground until Ctrl-C.
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const port = Number(process.env.PORT ?? 8080);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    console.error(`serve.mjs: invalid PORT=${process.env.PORT}`);
+    process.exit(2);
+  }
+  try {
+    const { url } = await startServer({ port, log: Boolean(process.env.SERVE_LOG) });
+    console.log(`serving ${REPO_ROOT} at ${url}/  (COOP/COEP on; benchmark: ${url}/www/bench/)`);
+  } catch (err) {
+    console.error(`serve.mjs: cannot listen on 127.0.0.1:${port}: ${err.message}`);
+    process.exit(1);
+  }
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(0));
+}

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Install everything ibexdb's build, tests and benchmark need. Idempotent: each step checks first and
+# prints "==> installing X" or "==> X already present". Safe to run as root with CI=true and no stdin.
+#
+# What it may install:
+#   rustup target wasm32-unknown-unknown, rustfmt + clippy components
+#   wasm-pack (cargo install --locked, pinned)
+#   wasm-bindgen-cli at exactly the version of the wasm-bindgen crate in Cargo.lock
+#   Debian chromium (/usr/bin/chromium) - Playwright's browser download does not work here
+#   npm devDependencies (npm ci): @playwright/test, @sqlite.org/sqlite-wasm, binaryen (wasm-opt), typescript
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+WASM_PACK_VERSION=0.15.1
+export PATH="$HOME/.cargo/bin:$PATH"
+export DEBIAN_FRONTEND=noninteractive
+
+say() { printf '==> %s\n' "$*"; }
+die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+have() { command -v "$1" >/dev/null 2>&1; }
+
+# Run a command as root (directly when we are root, else through sudo -n, which never prompts).
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"
+  elif have sudo; then sudo -n "$@"
+  else die "need root for: $*"
+  fi
+}
+
+# --- Rust toolchain pieces -----------------------------------------------------------------------
+have cargo || die "cargo not found: install Rust with rustup first (https://rustup.rs)"
+have rustup || die "rustup not found: the wasm32 target and components are installed with rustup"
+
+if rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  say "rust target wasm32-unknown-unknown already present"
+else
+  say "installing rust target wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+
+for comp in rustfmt clippy; do
+  if rustup component list --installed | grep -q "^${comp}"; then
+    say "rust component ${comp} already present"
+  else
+    say "installing rust component ${comp}"
+    rustup component add "${comp}"
+  fi
+done
+
+# --- wasm-pack -----------------------------------------------------------------------------------
+if have wasm-pack && [ "$(wasm-pack --version 2>/dev/null)" = "wasm-pack ${WASM_PACK_VERSION}" ]; then
+  say "wasm-pack ${WASM_PACK_VERSION} already present"
+else
+  say "installing wasm-pack ${WASM_PACK_VERSION} (cargo install --locked; takes ~4 min on 2 cores)"
+  if ! cargo install --locked --force wasm-pack --version "${WASM_PACK_VERSION}"; then
+    say "cargo install --locked failed (see below for the wasm-bindgen-cli case); retrying wasm-pack without --locked"
+    cargo install --force wasm-pack --version "${WASM_PACK_VERSION}"
+  fi
+fi
+
+# --- wasm-bindgen-cli, pinned to Cargo.lock ------------------------------------------------------
+# wasm-pack refuses mismatched versions and cannot download its helper here, so install the exact
+# CLI version matching the `wasm-bindgen` crate that the bindings resolve to.
+WB_VERSION=""
+if [ -f Cargo.lock ]; then
+  WB_VERSION=$(awk '
+    /^\[\[package\]\]/ { name = ""; next }
+    /^name = / { gsub(/"/, "", $3); name = $3; next }
+    /^version = / && name == "wasm-bindgen" { gsub(/"/, "", $3); print $3; exit }
+  ' Cargo.lock)
+fi
+if [ -z "${WB_VERSION}" ]; then
+  say "wasm-bindgen-cli skipped: Cargo.lock has no wasm-bindgen crate yet (the wasm bindings are not in the workspace)"
+elif have wasm-bindgen && [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" = "${WB_VERSION}" ]; then
+  say "wasm-bindgen-cli ${WB_VERSION} already present"
+else
+  say "installing wasm-bindgen-cli ${WB_VERSION} (matches wasm-bindgen in Cargo.lock; ~2-4 min)"
+  # --locked first for reproducibility. The crates.io mirror here has been seen to lack a crate
+  # version pinned by the CLI's own lock file (webpki-roots 1.0.11 for 0.2.130); then resolve anew.
+  if ! cargo install --locked --force wasm-bindgen-cli --version "${WB_VERSION}"; then
+    say "cargo install --locked failed; retrying wasm-bindgen-cli ${WB_VERSION} without --locked"
+    cargo install --force wasm-bindgen-cli --version "${WB_VERSION}"
+  fi
+fi
+
+# --- Chromium (Debian package) -------------------------------------------------------------------
+if [ -x /usr/bin/chromium ]; then
+  say "chromium already present ($(/usr/bin/chromium --version 2>/dev/null | head -n1))"
+else
+  have apt-get || die "/usr/bin/chromium is missing and apt-get is not available: install Chromium by hand"
+  say "installing chromium (Debian package)"
+  # Refresh the package index only when apt doesn't know the package (fresh containers have no lists).
+  if ! apt-cache policy chromium 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+    say "apt-get update (package index has no chromium candidate)"
+    as_root apt-get update </dev/null
+  fi
+  as_root apt-get install -y --no-install-recommends chromium </dev/null
+fi
+
+# --- npm devDependencies -------------------------------------------------------------------------
+have node || die "node not found (Node 20+ needed)"
+have npm || die "npm not found"
+if [ ! -d node_modules ] || [ ! -f node_modules/.package-lock.json ]; then
+  say "installing npm packages (npm ci: node_modules is missing)"
+  npm ci --no-audit --no-fund </dev/null
+elif [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "installing npm packages (npm ci: package-lock.json is newer than node_modules)"
+  npm ci --no-audit --no-fund </dev/null
+else
+  say "npm packages already present"
+fi
+
+# Sanity checks for the two things that bit us before (DESIGN.md section 11).
+if ! "${ROOT}/node_modules/binaryen/bin/wasm-opt" --version >/dev/null 2>&1; then
+  die "node_modules/binaryen/bin/wasm-opt does not run; try: rm -rf node_modules && npm ci"
+fi
+say "setup done"
