@@ -1,0 +1,94 @@
+//! Core errors as JS `Error` objects with the core's stable `name` (`SchemaError`,
+//! `NotFoundError`, ...) plus the variant's fields as properties. The worker copies `name`,
+//! `message` and these properties into its reply; `www/ibexdb.js` rebuilds the matching
+//! `Error` subclass on the page.
+
+use ibexdb::{Error, SignatureErrorKind, StorageErrorKind};
+use js_sys::Reflect;
+use wasm_bindgen::JsValue;
+
+fn set(o: &JsValue, k: &str, v: JsValue) {
+    // Setting a property on a fresh Error object cannot throw.
+    let _ = Reflect::set(o, &JsValue::from_str(k), &v);
+}
+
+fn s(v: &str) -> JsValue {
+    JsValue::from_str(v)
+}
+
+fn n(v: u64) -> JsValue {
+    JsValue::from_f64(v as f64)
+}
+
+/// A JS error with a stable name and detail properties.
+pub fn to_js(e: &Error) -> JsValue {
+    let err: JsValue = js_sys::Error::new(&e.to_string()).into();
+    set(&err, "name", s(e.name()));
+    match e {
+        Error::InvalidKey { key, .. } => set(&err, "key", s(key)),
+        Error::InvalidValue { path, .. } => set(&err, "path", s(path)),
+        Error::Schema {
+            collection,
+            field,
+            rule,
+        } => {
+            set(&err, "collection", s(collection));
+            set(&err, "field", s(field));
+            set(&err, "rule", s(rule));
+        }
+        Error::InvalidSchema { collection, .. } => set(&err, "collection", s(collection)),
+        Error::TooLarge { size, limit, .. } => {
+            set(&err, "size", n(*size));
+            set(&err, "limit", n(*limit));
+        }
+        Error::NotFound { key } => set(&err, "key", s(key)),
+        Error::Signature { kind, .. } => set(&err, "kind", s(sig_kind(kind))),
+        Error::Corrupt {
+            offset, next_valid, ..
+        } => {
+            set(&err, "offset", n(*offset));
+            if let Some(nv) = next_valid {
+                set(&err, "nextValid", n(*nv));
+            }
+        }
+        Error::Storage(se) => set(&err, "kind", s(storage_kind(&se.kind))),
+        _ => {}
+    }
+    err
+}
+
+fn sig_kind(k: &SignatureErrorKind) -> &'static str {
+    match k {
+        SignatureErrorKind::Tampered => "tampered",
+        SignatureErrorKind::BadSignature => "bad-signature",
+        SignatureErrorKind::WrongKey => "wrong-key",
+        SignatureErrorKind::Missing => "missing",
+        SignatureErrorKind::Malformed => "malformed",
+        SignatureErrorKind::Unsigned => "unsigned",
+        _ => "other",
+    }
+}
+
+fn storage_kind(k: &StorageErrorKind) -> &'static str {
+    match k {
+        StorageErrorKind::Unavailable => "unavailable",
+        StorageErrorKind::QuotaExceeded => "quota-exceeded",
+        StorageErrorKind::OutOfBounds => "out-of-bounds",
+        StorageErrorKind::Io => "io",
+        _ => "other",
+    }
+}
+
+/// `Result` of the exported methods.
+pub type JsResult<T> = Result<T, JsValue>;
+
+/// Convert a core result.
+pub trait IntoJs<T> {
+    fn js(self) -> JsResult<T>;
+}
+
+impl<T> IntoJs<T> for Result<T, Error> {
+    fn js(self) -> JsResult<T> {
+        self.map_err(|e| to_js(&e))
+    }
+}

@@ -1,0 +1,197 @@
+// The public API (www/ibexdb.js) end to end in Chromium with real OPFS: CRUD, transactions,
+// queries, live queries, schemas, identity, storage info, batching.
+import { test, expect, gotoPlayground, uniqueName } from './ibexdb.fixtures';
+
+test.beforeEach(async ({ page, watched }) => {
+  void watched;
+  await gotoPlayground(page);
+});
+
+test('CRUD, getMany, sets and history', async ({ page }) => {
+  const name = uniqueName('crud');
+  const out = await page.evaluate(async (name) => {
+    const { open } = (window as any).ibexdb;
+    const db = await open(name);
+    await db.put('items/1', { title: 'Item 1', count: 1, tags: new Set(['tag 1', 'category 1']), nested: { a: [1, 'x', null, true] } });
+    await db.put('items/2', { title: 'Item 2', count: 2.5 });
+    const one = await db.get('items/1');
+    await db.update('items/2', { count: 3, extra: 'e' });
+    const two = await db.get('items/2');
+    const missing = await db.get('items/nope');
+    const many = await db.getMany(['items/1', 'items/nope', 'items/2']);
+    await db.delete('items/1');
+    const afterDelete = await db.get('items/1');
+    const history = await db.history('items/2');
+    const ident = db.identity;
+    await db.close();
+    return {
+      one: { ...one, tags: [...one.tags].sort(), isSet: one.tags instanceof Set },
+      two,
+      missing: missing === undefined,
+      many: many.map((x: any) => x?.title ?? null),
+      afterDelete: afterDelete === undefined,
+      history: history.map((h: any) => [h.op.type, typeof h.commit, h.author === ident, h.trusted]),
+      ident,
+    };
+  }, name);
+  expect(out.one).toEqual({ title: 'Item 1', count: 1, tags: ['category 1', 'tag 1'], nested: { a: [1, 'x', null, true] }, isSet: true });
+  expect(out.two).toEqual({ title: 'Item 2', count: 3, extra: 'e' });
+  expect(out.missing).toBe(true);
+  expect(out.many).toEqual(['Item 1', null, 'Item 2']);
+  expect(out.afterDelete).toBe(true);
+  expect(out.history).toEqual([
+    ['put', 'string', true, false],
+    ['patch', 'string', true, false],
+  ]);
+  expect(out.ident).toMatch(/^[0-9a-f]{98}$/);
+});
+
+test('transactions are atomic and support set edits', async ({ page }) => {
+  const out = await page.evaluate(async (name) => {
+    const { open } = (window as any).ibexdb;
+    const db = await open(name);
+    const ret = await db.transaction((tx: any) => {
+      tx.put('items/a', { title: 'A', tags: new Set(['x']) });
+      tx.put('items/b', { title: 'B' });
+      tx.setAdd('items/a', 'tags', ['y', 'z']);
+      tx.setRemove('items/a', 'tags', ['x']);
+      return 'done';
+    });
+    let failed = '';
+    try {
+      // The update of a missing item fails the whole transaction: items/c must not appear.
+      await db.transaction((tx: any) => {
+        tx.put('items/c', { title: 'C' });
+        tx.update('items/missing', { title: '?' });
+      });
+    } catch (e: any) {
+      failed = e.name;
+    }
+    await db.transaction((tx: any) => {
+      tx.delete('items/b');
+      tx.unset('items/a', 'title');
+      tx.setAdd('items/a', 'tags', 'w');
+    });
+    const a = await db.get('items/a');
+    const res = { ret, failed, a: { ...a, tags: [...a.tags].sort() }, b: await db.get('items/b'), c: await db.get('items/c') };
+    await db.close();
+    return res;
+  }, uniqueName('txn'));
+  expect(out.ret).toBe('done');
+  expect(out.failed).toBe('NotFoundError');
+  expect(out.a).toEqual({ tags: ['w', 'y', 'z'] });
+  expect(out.b).toBeUndefined();
+  expect(out.c).toBeUndefined();
+});
+
+test('queries, count, keys, aggregate, explain', async ({ page }) => {
+  const out = await page.evaluate(async (name) => {
+    const { open } = (window as any).ibexdb;
+    const db = await open(name, { schemas: { items: { fields: { count: { type: 'number' } }, indexes: ['count'] } } });
+    await db.transaction((tx: any) => {
+      for (let i = 0; i < 50; i++) tx.put(`items/${String(i).padStart(3, '0')}`, { title: `Item ${i}`, count: i, tags: new Set([`tag ${i}`, `category ${i % 5}`]) });
+    });
+    const range = await db.query({ collection: 'items', where: { count: { gte: 10, lt: 20 } }, sort: [{ field: 'count', desc: true }], limit: 3 });
+    const complex = await db.query({ collection: 'items', where: { tags: { contains: 'category 3' } }, sort: [{ field: 'count', desc: true }], limit: 2 });
+    const res = {
+      range: range.map((r: any) => [r.id, r.value.count]),
+      complex: complex.map((r: any) => r.value.count),
+      countAll: await db.count('items'),
+      countWhere: await db.count('items', { count: { lt: 5 } }),
+      keys: (await db.keys('items')).slice(0, 3),
+      agg: await db.aggregate({ collection: 'items', aggregates: { s: { sum: 'count' }, mn: { min: 'count' }, mx: { max: 'count' }, av: { avg: 'count' } } }),
+      plan: await db.explain({ collection: 'items', where: { count: { gte: 10, lt: 20 } } }),
+    };
+    await db.close();
+    return res;
+  }, uniqueName('query'));
+  expect(out.range).toEqual([['019', 19], ['018', 18], ['017', 17]]);
+  expect(out.complex).toEqual([48, 43]);
+  expect(out.countAll).toBe(50);
+  expect(out.countWhere).toBe(5);
+  expect(out.keys).toEqual(['000', '001', '002']);
+  expect(out.agg).toMatchObject({ s: 1225, mn: 0, mx: 49, av: 24.5 });
+  expect(JSON.stringify(out.plan)).toContain('count');
+});
+
+test('live queries update after writes from the same page', async ({ page }) => {
+  const out = await page.evaluate(async (name) => {
+    const { open } = (window as any).ibexdb;
+    const db = await open(name);
+    await db.put('items/1', { title: 'one', count: 1 });
+    const calls: number[] = [];
+    const lq = await db.live({ collection: 'items', sort: [{ field: 'count' }] }, (rows: any[]) => calls.push(rows.length));
+    const initial = lq.results.map((r: any) => r.id);
+    await db.put('items/2', { title: 'two', count: 0 });
+    const afterPut = lq.results.map((r: any) => r.id); // updated before put() resolved
+    await db.update('items/1', { count: -1 });
+    const afterMove = lq.results.map((r: any) => [r.id, r.value.count]);
+    await db.delete('items/2');
+    const afterDelete = lq.results.map((r: any) => r.id);
+    lq.close();
+    await db.put('items/3', { count: 3 });
+    const afterClose = lq.results.map((r: any) => r.id);
+    await db.close();
+    return { initial, afterPut, afterMove, afterDelete, afterClose, calls };
+  }, uniqueName('live'));
+  expect(out.initial).toEqual(['1']);
+  expect(out.afterPut).toEqual(['2', '1']);
+  expect(out.afterMove).toEqual([['1', -1], ['2', 0]]);
+  expect(out.afterDelete).toEqual(['1']);
+  expect(out.afterClose).toEqual(['1']);
+  expect(out.calls).toEqual([1, 2, 2, 1]); // first results, then one call per change
+});
+
+test('calls in one tick are batched; relaxed durability; flush, verify, storageInfo', async ({ page }) => {
+  const out = await page.evaluate(async (name) => {
+    const { open } = (window as any).ibexdb;
+    const db = await open(name, { durability: 'relaxed' });
+    const puts = [];
+    for (let i = 0; i < 200; i++) puts.push(db.put(`items/${i}`, { i }));
+    await Promise.all(puts);
+    const gets = await Promise.all([db.get('items/0'), db.get('items/199'), db.count('items')]);
+    await db.flush();
+    const report = await db.verify();
+    const info = await db.storageInfo();
+    await db.close();
+    return { gets, report, info };
+  }, uniqueName('batch'));
+  expect(out.gets).toEqual([{ i: 0 }, { i: 199 }, 200]);
+  expect(out.report.commits).toBe(200);
+  expect(out.report.items).toBe(200);
+  expect(out.info.quota).toBeGreaterThan(0);
+  expect(out.info.usage).toBeGreaterThanOrEqual(0);
+  expect(typeof out.info.persisted).toBe('boolean');
+  expect(out.info.repository.logBytes).toBeGreaterThan(200 * 20);
+});
+
+test('identity export and import; trusted mode; commit exchange', async ({ page }) => {
+  const out = await page.evaluate(async ([a, b, c]) => {
+    const { open } = (window as any).ibexdb;
+    const dbA = await open(a);
+    const exported = await dbA.exportIdentity();
+    await dbA.put('notes/1', { text: 'from A' });
+    const bundle = await dbA.exportCommits();
+    const idA = dbA.identity;
+    await dbA.close();
+    const dbB = await open(b, { identity: exported });
+    const report = await dbB.receive(bundle);
+    const got = await dbB.get('notes/1');
+    const verified = await dbB.verify();
+    const idB = dbB.identity;
+    await dbB.close();
+    const dbC = await open(c, { trusted: true });
+    await dbC.put('notes/x', { t: 1 });
+    const trustedId = dbC.identity;
+    const trustedVerify = await dbC.verify();
+    await dbC.close();
+    return { same: idA === idB, exportedPrefix: exported.slice(0, 19), report, got, verified, trustedId, trustedVerify };
+  }, [uniqueName('idA'), uniqueName('idB'), uniqueName('idC')]);
+  expect(out.same).toBe(true);
+  expect(out.exportedPrefix).toBe('ibexdb-identity-v1:');
+  expect(out.report.applied).toBe(1);
+  expect(out.got).toEqual({ text: 'from A' });
+  expect(out.verified.signaturesVerified).toBeGreaterThan(0);
+  expect(out.trustedId).toBeNull();
+  expect(out.trustedVerify.trustedCommits).toBe(1);
+});

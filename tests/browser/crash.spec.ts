@@ -1,0 +1,89 @@
+// Kill the browser process (SIGKILL) during a stream of durable writes; relaunch on the same
+// profile: every acknowledged write is there and verify() passes.
+import { chromium, type BrowserContext } from '@playwright/test';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { CHROMIUM_ARGS } from '../../playwright.config';
+import { test, expect, gotoPlayground, uniqueName, watch } from './ibexdb.fixtures';
+
+/** The browser (not renderer/GPU/utility) process launched with `--user-data-dir=<dir>`. */
+function browserPid(dir: string): number {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let cmd: string;
+    try {
+      cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    const args = cmd.split('\0');
+    if (args.includes(`--user-data-dir=${dir}`) && !args.some((a) => a.startsWith('--type='))) return Number(entry);
+  }
+  throw new Error(`no browser process found for ${dir}`);
+}
+
+test('acknowledged durable writes survive a browser kill', async ({ baseURL }) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'ibexdb-crash-'));
+  const name = uniqueName('crash');
+  const launch = () =>
+    chromium.launchPersistentContext(dir, { executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, headless: true, baseURL });
+  let ctx: BrowserContext | null = null;
+  try {
+    ctx = await launch();
+    const page = ctx.pages()[0] ?? (await ctx.newPage());
+    const w = watch(page);
+    const acked = new Set<string>();
+    let resolveEnough: () => void = () => {};
+    const enough = new Promise<void>((r) => (resolveEnough = r));
+    page.on('console', (m) => {
+      const t = m.text();
+      if (!t.startsWith('ack ')) return;
+      for (const k of t.slice(4).split(',')) acked.add(k);
+      if (acked.size >= 400) resolveEnough();
+    });
+    await gotoPlayground(page);
+    // Single writes and groups of 5 in one tick (one group commit), acknowledged when durable.
+    void page.evaluate(async (name) => {
+      const db = await (window as any).ibexdb.open(name, { durability: 'flush' });
+      for (let i = 0; ; i++) {
+        if (i % 2 === 0) {
+          await db.put(`items/s${i}`, { i, text: 'x'.repeat(i % 300) });
+          console.log(`ack s${i}`);
+        } else {
+          const keys = [0, 1, 2, 3, 4].map((j) => `items/g${i}-${j}`);
+          await Promise.all(keys.map((k) => db.put(k, { i })));
+          console.log(`ack ${keys.map((k) => k.slice(6)).join(',')}`);
+        }
+      }
+    }, name).catch(() => {});
+    await enough;
+    expect(w.problems, w.log.join('\n')).toEqual([]);
+    process.kill(browserPid(dir), 'SIGKILL');
+    await ctx.close().catch(() => {});
+    ctx = null;
+    const killedAfter = acked.size;
+
+    ctx = await launch();
+    const page2 = ctx.pages()[0] ?? (await ctx.newPage());
+    const w2 = watch(page2);
+    await gotoPlayground(page2);
+    const keys = [...acked].map((k) => `items/${k}`);
+    const out = await page2.evaluate(async ([name, keys]) => {
+      const db = await (window as any).ibexdb.open(name as string);
+      const got = await db.getMany(keys);
+      const missing = (keys as string[]).filter((_, i) => got[i] === undefined);
+      const verify = await db.verify();
+      const count = await db.count('items');
+      await db.close();
+      return { missing, verify, count };
+    }, [name, keys] as const);
+    expect(w2.problems, w2.log.join('\n')).toEqual([]);
+    expect(out.missing).toEqual([]);
+    expect(out.count).toBeGreaterThanOrEqual(killedAfter);
+    expect(out.verify.items).toBe(out.count);
+  } finally {
+    await ctx?.close().catch(() => {});
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,222 @@
+// Every error class crosses the worker boundary with its stable `name` and is an instance of
+// the class exported by www/ibexdb.js.
+import { test, expect, gotoPlayground, uniqueName } from './ibexdb.fixtures';
+
+test.beforeEach(async ({ page, watched }) => {
+  void watched;
+  await gotoPlayground(page);
+});
+
+/** Runs in the page: `catchName(promise)` -> the error's name (checked against its class). */
+const HELPERS = `
+  window.catchName = async (p) => {
+    try { await p; } catch (e) {
+      const cls = window.ibexdb[e.name];
+      if (typeof cls !== 'function' || !(e instanceof cls) || !(e instanceof window.ibexdb.IbexError)) {
+        return 'not an instance of its class: ' + e.name + ': ' + e.message;
+      }
+      return e.name;
+    }
+    return 'no error';
+  };
+  window.opfsDir = async (name) => {
+    const root = await navigator.storage.getDirectory();
+    return (await root.getDirectoryHandle('ibexdb')).getDirectoryHandle(name);
+  };
+  window.readFile = async (dir, file) => new Uint8Array(await (await (await dir.getFileHandle(file)).getFile()).arrayBuffer());
+  window.writeFile = async (dir, file, bytes) => {
+    const w = await (await dir.getFileHandle(file)).createWritable({ keepExistingData: false });
+    await w.write(bytes);
+    await w.close();
+  };
+  window.crc32 = (bytes) => {
+    let c, crc = 0xffffffff;
+    for (const b of bytes) {
+      c = (crc ^ b) & 0xff;
+      for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0xedb88320 : c >>> 1;
+      crc = (crc >>> 8) ^ c;
+    }
+    return (crc ^ 0xffffffff) >>> 0;
+  };
+`;
+
+test('write, key, value, schema, query and closed errors', async ({ page }) => {
+  await page.evaluate(HELPERS);
+  const out = await page.evaluate(async (name) => {
+    const w = window as any;
+    const { open } = w.ibexdb;
+    const db = await open(name, { schemas: { people: { fields: { name: { type: 'string', required: true } } } } });
+    const r: Record<string, string> = {};
+    r.schema = await w.catchName(db.put('people/1', { age: 3 }));
+    r.schemaField = await db.put('people/1', { name: 5 }).catch((e: any) => e.field);
+    r.invalidSchema = await w.catchName(db.defineSchema('things', { fields: { a: { type: 'nope' } } }));
+    r.notFound = await w.catchName(db.update('people/none', { name: 'x' }));
+    r.invalidKey = await w.catchName(db.get('no-slash'));
+    r.invalidKeyPut = await w.catchName(db.put('bad collection/1', { a: 1 }));
+    r.invalidRepo = await w.catchName(open('../escape'));
+    r.nan = await w.catchName(db.put('x/1', { n: NaN }));
+    r.date = await w.catchName(db.put('x/1', { d: new Date() }));
+    r.dotted = await w.catchName(db.put('x/1', { 'a.b': 1 }));
+    r.setOfNumbers = await w.catchName(db.put('x/1', { s: new Set([1]) }));
+    r.tooLarge = await w.catchName(db.put('x/big', { s: 'x'.repeat(17 << 20) }));
+    r.query = await w.catchName(db.query({ collection: 'x', where: { a: { frobnicate: 1 } } }));
+    r.decode = await w.catchName(db.receive(new Uint8Array([1, 2, 3])));
+    await db.close();
+    r.closed = await w.catchName(db.get('x/1'));
+    return r;
+  }, uniqueName('errors'));
+  expect(out).toEqual({
+    schema: 'SchemaError',
+    schemaField: 'name',
+    invalidSchema: 'InvalidSchemaError',
+    notFound: 'NotFoundError',
+    invalidKey: 'InvalidKeyError',
+    invalidKeyPut: 'InvalidKeyError',
+    invalidRepo: 'InvalidKeyError',
+    nan: 'InvalidValueError',
+    date: 'InvalidValueError',
+    dotted: 'InvalidValueError',
+    setOfNumbers: 'InvalidValueError',
+    tooLarge: 'TooLargeError',
+    query: 'QueryError',
+    decode: 'DecodeError',
+    closed: 'ClosedError',
+  });
+});
+
+test('QuotaExceededError from the engine byte limit; the failed write is not kept', async ({ page }) => {
+  await page.evaluate(HELPERS);
+  const out = await page.evaluate(async (name) => {
+    const w = window as any;
+    const db = await w.ibexdb.open(name, { quotaBytes: 4096 });
+    let i = 0;
+    let err: any = null;
+    for (; i < 1000 && !err; i++) {
+      await db.put(`items/${i}`, { text: 'x'.repeat(200) }).catch((e: any) => (err = e));
+    }
+    const failedKey = `items/${i - 1}`;
+    const res = {
+      name: err?.name,
+      isClass: err instanceof w.ibexdb.QuotaExceededError && err instanceof w.ibexdb.StorageError,
+      written: i - 1,
+      failedVisible: (await db.get(failedKey)) !== undefined,
+      firstStillThere: (await db.get('items/0')) !== undefined,
+    };
+    await db.close().catch(() => {});
+    return res;
+  }, uniqueName('quota'));
+  expect(out.name).toBe('QuotaExceededError');
+  expect(out.isClass).toBe(true);
+  expect(out.written).toBeGreaterThan(3);
+  expect(out.failedVisible).toBe(false);
+  expect(out.firstStillThere).toBe(true);
+});
+
+test('StorageUnavailableError when OPFS is missing', async ({ page }) => {
+  await page.evaluate(HELPERS);
+  const out = await page.evaluate(async (name) => {
+    const w = window as any;
+    delete (StorageManager.prototype as any).getDirectory;
+    return w.catchName(w.ibexdb.open(name));
+  }, uniqueName('unavail'));
+  expect(out).toBe('StorageUnavailableError');
+});
+
+test('CorruptError on mid-log damage; repair mode opens anyway', async ({ page }) => {
+  await page.evaluate(HELPERS);
+  const out = await page.evaluate(async (name) => {
+    const w = window as any;
+    const db = await w.ibexdb.open(name);
+    for (let i = 0; i < 3; i++) await db.put(`items/${i}`, { text: `item ${i}` });
+    await db.close();
+    const dir = await w.opfsDir(name);
+    await dir.removeEntry('snapshot');
+    const log = await w.readFile(dir, 'log');
+    log[16 + 9 + 4] ^= 0xff; // inside the first frame's payload
+    await w.writeFile(dir, 'log', log);
+    const res: any = {};
+    res.open = await w.catchName(w.ibexdb.open(name));
+    const err = await w.ibexdb.open(name).catch((e: any) => e);
+    res.offset = err.offset;
+    const repaired = await w.ibexdb.open(name, { recovery: 'repair' });
+    res.after = (await repaired.getMany(['items/0', 'items/1', 'items/2'])).map((x: any) => x ?? null);
+    await repaired.close();
+    return res;
+  }, uniqueName('corrupt'));
+  expect(out.open).toBe('CorruptError');
+  expect(out.offset).toBe(16);
+  // The later commits descend from the damaged one: they wait for it (a peer may resend it).
+  expect(out.after).toEqual([null, null, null]);
+});
+
+test('SignatureError for unsigned commits; VerifyError for a tampered snapshot', async ({ page }) => {
+  await page.evaluate(HELPERS);
+  const out = await page.evaluate(async ([a, b, c]) => {
+    const w = window as any;
+    const trusted = await w.ibexdb.open(a, { trusted: true });
+    await trusted.put('notes/1', { t: 1 });
+    const bundle = await trusted.exportCommits();
+    await trusted.close();
+    const signed = await w.ibexdb.open(b);
+    const res: any = {};
+    res.signature = await w.catchName(signed.receive(bundle));
+    res.kind = await signed.receive(bundle).catch((e: any) => e.kind);
+    await signed.close();
+
+    const db = await w.ibexdb.open(c);
+    await db.put('notes/1', { text: 'hello' });
+    await db.close(); // writes a snapshot
+    const dir = await w.opfsDir(c);
+    const snap = await w.readFile(dir, 'snapshot');
+    const needle = new TextEncoder().encode('hello');
+    let at = -1;
+    for (let i = 0; i + needle.length <= snap.length && at < 0; i++) {
+      if (needle.every((x: number, j: number) => snap[i + j] === x)) at = i;
+    }
+    snap[at] = 'j'.charCodeAt(0);
+    const body = snap.subarray(0, snap.length - 4);
+    new DataView(snap.buffer).setUint32(snap.length - 4, w.crc32(body), true);
+    await w.writeFile(dir, 'snapshot', snap);
+    const again = await w.ibexdb.open(c);
+    res.tampered = (await again.get('notes/1')).text;
+    res.verify = await w.catchName(again.verify());
+    await again.close();
+    return res;
+  }, [uniqueName('trusted'), uniqueName('signed'), uniqueName('tamper')]);
+  expect(out.signature).toBe('SignatureError');
+  expect(out.kind).toBe('unsigned');
+  expect(out.tampered).toBe('jello');
+  expect(out.verify).toBe('VerifyError');
+});
+
+test('PanicError: the worker survives, reopens from OPFS, and the rest of the batch runs', async ({ page }) => {
+  await page.evaluate(HELPERS);
+  const out = await page.evaluate(async (name) => {
+    const w = window as any;
+    const db = await w.ibexdb.open(name);
+    await db.put('items/before', { n: 1 });
+    const lq = await db.live({ collection: 'items' });
+    // Same tick: one batch holding a write, the panic, and another write.
+    const p1 = db.put('items/a', { n: 2 });
+    const p2 = w.catchName(db._debugPanic('boom'));
+    const p3 = db.put('items/b', { n: 3 });
+    const [, panic] = await Promise.all([p1, p2, p3]);
+    const msg = await db._debugPanic('second').catch((e: any) => e.message);
+    const res = {
+      panic,
+      msg,
+      items: await db.getMany(['items/before', 'items/a', 'items/b']),
+      live: lq.results.map((r: any) => r.id),
+      verify: (await db.verify()).commits,
+    };
+    await db.put('items/c', { n: 4 });
+    res.live = lq.results.map((r: any) => r.id);
+    await db.close();
+    return res;
+  }, uniqueName('panic'));
+  expect(out.panic).toBe('PanicError');
+  expect(out.msg).toContain('second');
+  expect(out.items).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
+  expect(out.verify).toBe(3);
+  expect(out.live).toEqual(['a', 'b', 'before', 'c']);
+});

@@ -1,0 +1,41 @@
+// Shared fixtures for ibexdb's browser specs: every page fails its test on a console error or
+// an uncaught page error, printing everything the page logged.
+import { test as base, expect, type Page, type ConsoleMessage } from '@playwright/test';
+
+export { expect };
+
+/** Collects a page's console output; `problems` are console errors and page errors. */
+export function watch(page: Page, label = 'page') {
+  const log: string[] = [];
+  const problems: string[] = [];
+  page.on('console', (m: ConsoleMessage) => {
+    const line = `[${label} console.${m.type()}] ${m.text()}`;
+    log.push(line);
+    if (m.type() === 'error') problems.push(line);
+  });
+  page.on('pageerror', (e) => {
+    const line = `[${label} pageerror] ${e.stack ?? e.message}`;
+    log.push(line);
+    problems.push(line);
+  });
+  return { log, problems };
+}
+
+export const test = base.extend<{ watched: { log: string[]; problems: string[] } }>({
+  watched: async ({ page }, use) => {
+    const w = watch(page);
+    await use(w);
+    expect(w.problems, `the page logged errors:\n${w.log.join('\n')}`).toEqual([]);
+  },
+});
+
+/** Open the playground page (it puts the module on `window.ibexdb`). */
+export async function gotoPlayground(page: Page, base = '') {
+  await page.goto(`${base}/www/examples/playground.html`);
+  await page.waitForSelector('body[data-ready="1"]');
+}
+
+/** A repository name unique to this run. */
+export function uniqueName(prefix: string) {
+  return `${prefix}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+}

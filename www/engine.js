@@ -1,0 +1,446 @@
+// The ibexdb engine inside a dedicated worker, without the page API: OPFS files, the identity,
+// the wasm instance and panic recovery. `www/worker.js` builds the page protocol on top of it;
+// a benchmark worker can use it directly to time engine cost without messaging:
+//
+//   import { openEngine } from '/www/engine.js';
+//   const eng = await openEngine('bench', { trusted: false });
+//   eng.put('items/1', { title: 'Item 1', count: 1, tags: new Set(['tag 1']) });
+//   eng.flush();                       // durable point (one OPFS write + flush)
+//   eng.get('items/1');                // -> { title, count, tags: Set }
+//   await eng.close();                 // seal, flush, snapshot, release the files
+//
+// Every method except open/close/recover is synchronous. Nothing is flushed, sealed or
+// snapshotted behind the caller's back: call `flush()` for durability, `seal()` (+ `flush()`)
+// to sign, `maybeSnapshot()` when idle. Must run in a dedicated worker (sync access handles).
+
+import { TxnBuilder, decode, decodeMany, decodeRows, encode, encodeObject } from './codec.js';
+export { TxnBuilder };
+import { InvalidKeyError, InvalidValueError, PanicError, QuotaExceededError, StorageUnavailableError, fromWire } from './errors.js';
+
+const PKG_JS = new URL('../pkg/ibexdb.js', import.meta.url);
+const PKG_WASM = new URL('../pkg/ibexdb_bg.wasm', import.meta.url);
+
+/** OPFS directory under which every repository has its own directory. */
+export const ROOT_DIR = 'ibexdb';
+/** Repository names: also OPFS directory names and lock names. */
+const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+/** Identities are exported as this prefix + 96 hex digits (the 48-byte P-384 secret). */
+const IDENTITY_PREFIX = 'ibexdb-identity-v1:';
+/** A snapshot is written when the log tail exceeds max(this, current snapshot size). */
+export const SNAPSHOT_MIN_TAIL = 8 << 20;
+
+let compiled = null; // Promise<WebAssembly.Module>
+let generation = 0;
+let lastPanic = null;
+globalThis.__ibexdbPanic = (msg) => {
+  lastPanic = String(msg);
+};
+
+/**
+ * Load a wasm instance. `fresh` forces a new instance (after a trap the old one is unusable):
+ * the glue module is imported again under a new URL so it holds a new instance, compiled from
+ * the same WebAssembly.Module.
+ * @param {boolean} fresh
+ */
+async function loadWasm(fresh) {
+  if (fresh) generation++;
+  compiled ??= WebAssembly.compileStreaming(fetch(PKG_WASM)).catch((e) => {
+    compiled = null;
+    throw e;
+  });
+  const url = generation === 0 ? PKG_JS.href : `${PKG_JS.href}?instance=${generation}`;
+  const glue = await import(url);
+  await glue.default({ module_or_path: await compiled });
+  return glue;
+}
+
+/** Check that this context can hold OPFS sync access handles. */
+export function checkStorage() {
+  if (typeof navigator === 'undefined' || !navigator.storage || typeof navigator.storage.getDirectory !== 'function') {
+    throw new StorageUnavailableError('OPFS is not available here (navigator.storage.getDirectory is missing; a secure context is required)');
+  }
+  if (typeof globalThis.FileSystemFileHandle === 'undefined' || typeof FileSystemFileHandle.prototype.createSyncAccessHandle !== 'function') {
+    throw new StorageUnavailableError('OPFS sync access handles are not available (they exist only in dedicated workers)');
+  }
+}
+
+/** @param {string} name */
+export function checkName(name) {
+  if (typeof name !== 'string' || !NAME_RE.test(name)) {
+    throw new InvalidKeyError(`invalid repository name ${JSON.stringify(name)}: 1-128 characters of letters, digits, '_', '-', '.', starting with a letter or digit`, { key: String(name) });
+  }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * createSyncAccessHandle, retrying while another context still holds the file (a tab that
+ * just closed releases its handles shortly after its lock).
+ * @param {FileSystemFileHandle} fh
+ */
+async function syncHandle(fh) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await /** @type {any} */ (fh).createSyncAccessHandle();
+    } catch (e) {
+      const name = /** @type {any} */ (e)?.name;
+      if (name === 'NoModificationAllowedError' && attempt < 50) {
+        await sleep(Math.min(10 * (attempt + 1), 100));
+        continue;
+      }
+      if (name === 'QuotaExceededError') throw new QuotaExceededError(`cannot open ${fh.name} in OPFS: ${e?.message ?? e}`);
+      throw new StorageUnavailableError(`cannot open ${fh.name} in OPFS: ${name}: ${e?.message ?? e}`);
+    }
+  }
+}
+
+/** @param {string} text */
+function parseIdentity(text) {
+  if (typeof text !== 'string' || !text.startsWith(IDENTITY_PREFIX) || !/^[0-9a-f]{96}$/i.test(text.slice(IDENTITY_PREFIX.length))) {
+    throw new InvalidValueError(`options.identity must be a string from exportIdentity() ("${IDENTITY_PREFIX}" + 96 hex digits)`, { path: 'options.identity' });
+  }
+  const hex = text.slice(IDENTITY_PREFIX.length);
+  const out = new Uint8Array(48);
+  for (let i = 0; i < 48; i++) out[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+  return out;
+}
+
+/** @param {Uint8Array} secret */
+function formatIdentity(secret) {
+  return IDENTITY_PREFIX + Array.from(secret, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/** Turn a thrown value from the wasm glue into an ibexdb error (traps become PanicError). */
+function rethrow(e, eng) {
+  if (e instanceof WebAssembly.RuntimeError || (e instanceof Error && e.name === 'Error' && /recursive use of an object|unreachable/.test(e.message))) {
+    eng._dead = true;
+    const msg = lastPanic ?? String(e.message ?? e);
+    lastPanic = null;
+    return new PanicError(`the engine panicked: ${msg}`);
+  }
+  if (e && typeof e === 'object' && typeof e.name === 'string' && e.name.endsWith('Error') && e.name !== 'Error') {
+    return fromWire(/** @type {any} */ ({ ...e, name: e.name, message: e.message }));
+  }
+  return e;
+}
+
+/**
+ * @typedef {object} EngineOptions
+ * @property {boolean} [trusted] unsigned commits (no identity)
+ * @property {string} [identity] an exported identity to use (and store) for this repository
+ * @property {'strict'|'repair'} [recovery] what to do with damage in the middle of the log
+ * @property {number} [quotaBytes] byte limit for this repository's files (QuotaExceededError)
+ * @property {boolean} [acceptTrusted] accept unsigned commits from peers
+ * @property {Record<string, object>} [schemas] collection -> schema
+ */
+
+/**
+ * One open repository: the wasm `Engine` plus its OPFS handles.
+ */
+export class EngineHandle {
+  /** @param {string} name @param {EngineOptions} opts */
+  constructor(name, opts) {
+    this.name = name;
+    this.options = opts;
+    /** @type {any} the wasm Engine (JSON-string methods) */
+    this.raw = null;
+    /** @type {any[]} open sync access handles */
+    this._handles = [];
+    /** @type {Map<string, string>} collection -> schema JSON, re-applied after recovery */
+    this.schemas = new Map();
+    this._dead = false;
+    /** @type {string|null} public key hex (null in trusted mode) */
+    this.identity = null;
+  }
+
+  async _open(fresh) {
+    const glue = await loadWasm(fresh);
+    const root = await navigator.storage.getDirectory();
+    const top = await root.getDirectoryHandle(ROOT_DIR, { create: true });
+    const dir = await top.getDirectoryHandle(this.name, { create: true });
+    const opts = this.options;
+    const trusted = !!opts.trusted;
+    const handles = [];
+    try {
+      let secret;
+      if (!trusted) {
+        const idh = await syncHandle(await dir.getFileHandle('identity', { create: true }));
+        handles.push(idh);
+        const size = idh.getSize();
+        if (opts.identity !== undefined) {
+          secret = parseIdentity(opts.identity);
+          glue.Engine.publicKeyOf(secret); // throws SignatureError if out of range
+        } else if (size === 48) {
+          secret = new Uint8Array(48);
+          idh.read(secret, { at: 0 });
+        } else {
+          secret = glue.Engine.identityFromEntropy(crypto.getRandomValues(new Uint8Array(48)));
+        }
+        if (size !== 48 || opts.identity !== undefined) {
+          idh.truncate(0);
+          idh.write(secret, { at: 0 });
+          idh.flush();
+        }
+        idh.close();
+        handles.pop();
+      }
+      const log = await syncHandle(await dir.getFileHandle('log', { create: true }));
+      handles.push(log);
+      const snap = await syncHandle(await dir.getFileHandle('snapshot', { create: true }));
+      handles.push(snap);
+      const engineOpts = JSON.stringify({
+        trusted,
+        acceptTrusted: opts.acceptTrusted ?? trusted,
+        recovery: opts.recovery ?? 'strict',
+        quotaBytes: opts.quotaBytes ?? null,
+      });
+      try {
+        this.raw = glue.Engine.open(log, snap, engineOpts, secret);
+      } catch (e) {
+        throw rethrow(e, this);
+      }
+      this._handles = handles;
+      this._dead = false;
+      this.identity = this.raw.identity() ?? null;
+      for (const [c, s] of this.schemas) this.raw.defineSchema(c, s);
+    } catch (e) {
+      for (const h of handles) {
+        try {
+          h.close();
+        } catch {
+          // already closed
+        }
+      }
+      throw e;
+    }
+  }
+
+  /** Run a synchronous engine call, mapping errors (and traps) to ibexdb errors. */
+  _call(f) {
+    if (this._dead) throw new PanicError('the engine panicked earlier and has not been recovered (await recover())');
+    try {
+      return f(this.raw);
+    } catch (e) {
+      throw rethrow(e, this);
+    }
+  }
+
+  /** Whether a panic left the engine unusable (call `recover()`). */
+  get dead() {
+    return this._dead;
+  }
+
+  /**
+   * After a PanicError: drop the trapped instance, release the files and reopen the
+   * repository from OPFS in a fresh wasm instance (what was not flushed is gone).
+   */
+  async recover() {
+    this._release();
+    this.raw = null;
+    await this._open(true);
+  }
+
+  _release() {
+    for (const h of this._handles) {
+      try {
+        h.close();
+      } catch {
+        // already closed
+      }
+    }
+    this._handles = [];
+  }
+
+  // ----- reads -------------------------------------------------------------------------
+
+  /** @param {string} key */
+  get(key) {
+    return decode(this._call((r) => r.get(key)));
+  }
+  /** @param {string} key */
+  getJson(key) {
+    return this._call((r) => r.get(key));
+  }
+  /** @param {string[]} keys */
+  getMany(keys) {
+    const text = JSON.stringify(keys);
+    return decodeMany(this._call((r) => r.getMany(text)));
+  }
+  /** @param {object} q @returns {{id: string, value: any}[]} */
+  query(q) {
+    const text = encode(q, 'query');
+    return decodeRows(this._call((r) => r.query(text)));
+  }
+  /** @param {object} q */
+  explain(q) {
+    const text = encode(q, 'query');
+    return JSON.parse(this._call((r) => r.explain(text)));
+  }
+  /** @param {string} collection @param {object} [where] */
+  count(collection, where) {
+    const w = where === undefined ? undefined : encode(where, 'where');
+    return this._call((r) => r.count(collection, w));
+  }
+  /** @param {string} collection @returns {string[]} */
+  keys(collection) {
+    return JSON.parse(this._call((r) => r.keys(collection)));
+  }
+  /** @param {object} q */
+  aggregate(q) {
+    const text = encode(q, 'aggregate');
+    return decode(this._call((r) => r.aggregate(text)));
+  }
+  /** @param {string} key */
+  history(key) {
+    return decode(this._call((r) => r.history(key)));
+  }
+
+  // ----- writes (buffered until flush) -------------------------------------------------
+
+  /** @param {string} key @param {object} value */
+  put(key, value) {
+    const text = encodeObject(value, key);
+    this._call((r) => r.put(key, text));
+  }
+  /** @param {string} key @param {object} fields */
+  update(key, fields) {
+    const text = encodeObject(fields, key);
+    this._call((r) => r.update(key, text));
+  }
+  /** @param {string} key */
+  delete(key) {
+    this._call((r) => r.delete(key));
+  }
+  /**
+   * One atomic commit. `ops` is either the JSON text of an op list or a function receiving a
+   * builder with put/update/delete/unset/setAdd/setRemove.
+   * @param {string | ((tx: TxnBuilder) => void)} ops
+   */
+  transaction(ops) {
+    let text = ops;
+    if (typeof ops === 'function') {
+      const tx = new TxnBuilder();
+      ops(tx);
+      text = tx.toJSON();
+    }
+    this._call((r) => r.transact(text));
+  }
+  /** @param {string} collection @param {object} schema */
+  defineSchema(collection, schema) {
+    const text = JSON.stringify(schema);
+    this._call((r) => r.defineSchema(collection, text));
+    this.schemas.set(collection, text);
+  }
+
+  // ----- live queries ------------------------------------------------------------------
+
+  /**
+   * Start a live query. `rowsJson` is `[[id, value], ...]` (decode with codec.decodeRows).
+   * @param {object} q @returns {{id: number, rowsJson: string}}
+   */
+  subscribe(q) {
+    const text = encode(q, 'query');
+    const out = this._call((r) => r.subscribe(text));
+    const i = out.indexOf(',"rows":');
+    return { id: Number(out.slice(6, i)), rowsJson: out.slice(i + 8, -1) };
+  }
+  /** @param {number} id */
+  unsubscribe(id) {
+    return this._call((r) => r.unsubscribe(id));
+  }
+  /** JSON text of pending live changes, or undefined. */
+  takeLiveChanges() {
+    return this._call((r) => r.takeLiveChanges());
+  }
+
+  // ----- durability --------------------------------------------------------------------
+
+  /** Write buffered frames with one OPFS write and flush. */
+  flush() {
+    this._call((r) => r.flush());
+  }
+  hasUnflushed() {
+    return this._call((r) => r.hasUnflushed());
+  }
+  /** Sign unsealed local commits (one signature); returns the number of seals (buffered). */
+  seal() {
+    return this._call((r) => r.seal());
+  }
+  unsealed() {
+    return this._call((r) => r.unsealed());
+  }
+  /** Write a snapshot if the log tail is large enough (or `force` and the tail is non-empty). */
+  maybeSnapshot(force = false) {
+    const s = this.stats();
+    if (s.tailBytes > 0 && (force || s.tailBytes >= Math.max(SNAPSHOT_MIN_TAIL, s.snapshotBytes))) {
+      this._call((r) => r.writeSnapshot());
+      return true;
+    }
+    return false;
+  }
+  verify() {
+    return JSON.parse(this._call((r) => r.verify()));
+  }
+  stats() {
+    return JSON.parse(this._call((r) => r.stats()));
+  }
+  /** @returns {Uint8Array} every commit and seal (for another peer's `receive`) */
+  exportBundle() {
+    // Nothing leaves the device unsigned: seal (and flush the seal) first.
+    if (this.seal() > 0) this.flush();
+    return this._call((r) => r.exportBundle());
+  }
+  /** @param {Uint8Array} bundle */
+  receiveBundle(bundle) {
+    return JSON.parse(this._call((r) => r.receiveBundle(bundle)));
+  }
+  /** The identity secret in exportable form (null in trusted mode). */
+  exportIdentity() {
+    const s = this._call((r) => r.identitySecret());
+    return s ? formatIdentity(s) : null;
+  }
+
+  /** Seal, flush, snapshot (if the tail is non-empty), release the files. */
+  async close() {
+    if (this.raw && !this._dead) {
+      try {
+        if (this.seal() > 0) this.flush();
+        this.maybeSnapshot(true);
+        this._call((r) => r.close());
+      } finally {
+        this._release();
+        try {
+          this.raw.free();
+        } catch {
+          // freed already
+        }
+        this.raw = null;
+      }
+    } else {
+      this._release();
+      this.raw = null;
+    }
+  }
+
+  /** Test hook: make the engine panic. */
+  panicForTest(msg) {
+    this._call((r) => r.panicForTest(msg));
+  }
+}
+
+/**
+ * Open (or create) repository `name` in this worker's OPFS. Only one context may hold a
+ * repository's files at a time (the page API elects an owner with Web Locks; a direct user of
+ * this function must ensure it).
+ * @param {string} name
+ * @param {EngineOptions} [opts]
+ * @returns {Promise<EngineHandle>}
+ */
+export async function openEngine(name, opts = {}) {
+  checkName(name);
+  checkStorage();
+  const eng = new EngineHandle(name, opts);
+  for (const [c, s] of Object.entries(opts.schemas ?? {})) eng.schemas.set(c, JSON.stringify(s));
+  await eng._open(false);
+  return eng;
+}

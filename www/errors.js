@@ -1,0 +1,115 @@
+// Error classes of ibexdb. Every error the database reports is an `IbexError` subclass whose
+// `name` is stable (it is the core's `Error::name()`), so apps can test either
+// `err instanceof NotFoundError` or `err.name === 'NotFoundError'`. Extra details of the error
+// (the schema `field`, the `key`, the log `offset`, ...) are own properties.
+//
+// Errors cross the worker boundary as plain `{name, message, ...details}` objects (structured
+// clone keeps only standard error names); `fromWire` rebuilds the subclass.
+
+export class IbexError extends Error {
+  /**
+   * @param {string} message
+   * @param {Record<string, unknown>} [details]
+   */
+  constructor(message, details) {
+    super(message);
+    if (details) {
+      for (const [k, v] of Object.entries(details)) {
+        if (k !== 'name' && k !== 'message' && k !== 'stack') /** @type {any} */ (this)[k] = v;
+      }
+    }
+  }
+}
+
+/** A write breaks the collection's schema (`field` and `rule` say how). */
+export class SchemaError extends IbexError {}
+/** A schema definition is malformed. */
+export class InvalidSchemaError extends IbexError {}
+/** The item does not exist (e.g. `update` of a missing key). */
+export class NotFoundError extends IbexError {}
+/** A key is not `collection/id` or breaks a limit; or a repository name is invalid. */
+export class InvalidKeyError extends IbexError {}
+/** A value cannot be stored (NaN, Infinity, a Date or Map, a cycle, a bad field name, ...). */
+export class InvalidValueError extends IbexError {}
+/** Something is larger than its limit (an item over 16 MiB, a transaction, ...). */
+export class TooLargeError extends IbexError {}
+/** Any other storage failure. */
+export class StorageError extends IbexError {}
+/** The origin's storage quota (or the repository's `quotaBytes`) is exhausted. */
+export class QuotaExceededError extends StorageError {}
+/** OPFS cannot be used here (missing API, non-secure context, no Worker or Web Locks). */
+export class StorageUnavailableError extends StorageError {}
+/** The database was closed. */
+export class ClosedError extends IbexError {}
+/** The log is damaged in the middle (`offset`, `nextValid`). */
+export class CorruptError extends IbexError {}
+/** A commit or seal failed signature checks (`kind`). */
+export class SignatureError extends IbexError {}
+/** A query is malformed. */
+export class QueryError extends IbexError {}
+/** `verify()` found a mismatch. */
+export class VerifyError extends IbexError {}
+/** The engine panicked (a bug); the worker reopened it from OPFS. */
+export class PanicError extends IbexError {}
+/** Bytes (a bundle, a commit) could not be decoded. */
+export class DecodeError extends IbexError {}
+/** A received commit's clock is too far ahead of local time. */
+export class ClockSkewError extends IbexError {}
+
+/** @type {Record<string, typeof IbexError>} */
+export const ERROR_CLASSES = {
+  IbexError,
+  SchemaError,
+  InvalidSchemaError,
+  NotFoundError,
+  InvalidKeyError,
+  InvalidValueError,
+  TooLargeError,
+  StorageError,
+  QuotaExceededError,
+  StorageUnavailableError,
+  ClosedError,
+  CorruptError,
+  SignatureError,
+  QueryError,
+  VerifyError,
+  PanicError,
+  DecodeError,
+  ClockSkewError,
+};
+
+for (const [name, cls] of Object.entries(ERROR_CLASSES)) {
+  Object.defineProperty(cls.prototype, 'name', { value: name, writable: true, configurable: true });
+}
+
+/**
+ * Plain, cloneable form of any error: `{name, message, ...details}`.
+ * @param {unknown} err
+ * @returns {{name: string, message: string, [k: string]: unknown}}
+ */
+export function toWire(err) {
+  if (err && typeof err === 'object') {
+    const e = /** @type {any} */ (err);
+    /** @type {{name: string, message: string, [k: string]: unknown}} */
+    const out = { name: String(e.name ?? 'Error'), message: String(e.message ?? e) };
+    for (const [k, v] of Object.entries(e)) {
+      if (k !== 'name' && k !== 'message' && k !== 'stack' && (v === null || typeof v !== 'object')) out[k] = v;
+    }
+    return out;
+  }
+  return { name: 'Error', message: String(err) };
+}
+
+/**
+ * Rebuild an error from its wire form. Unknown names become a plain `IbexError` that keeps
+ * the name.
+ * @param {{name: string, message: string, [k: string]: unknown}} w
+ * @returns {Error}
+ */
+export function fromWire(w) {
+  const cls = ERROR_CLASSES[w.name];
+  if (cls) return new cls(w.message, w);
+  const e = new IbexError(w.message, w);
+  Object.defineProperty(e, 'name', { value: w.name, writable: true, configurable: true });
+  return e;
+}

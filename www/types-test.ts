@@ -1,0 +1,73 @@
+// Type-checks www/ibexdb.d.ts the way an app uses it (`tsc --noEmit -p www`). Never run.
+import {
+  open,
+  type Database,
+  type Item,
+  type LiveQuery,
+  type Row,
+  NotFoundError,
+  QuotaExceededError,
+  SchemaError,
+  StorageError,
+  IbexError,
+} from './ibexdb.js';
+
+interface Note extends Item {
+  title: string;
+  done: boolean;
+  tags?: Set<string>;
+}
+
+export async function example(): Promise<void> {
+  const db: Database = await open('notes', {
+    durability: 'relaxed',
+    schemas: { notes: { fields: { title: { type: 'string', required: true } }, indexes: ['title'] } },
+    onError: (e) => console.warn(e.name),
+  });
+  await db.put('notes/1', { title: 'Hello', done: false, tags: new Set(['inbox']) });
+  await db.update('notes/1', { done: true });
+  const note = await db.get<Note>('notes/1');
+  const title: string | undefined = note?.title;
+  const many: (Note | undefined)[] = await db.getMany<Note>(['notes/1', 'notes/2']);
+  const n: number = await db.transaction((tx) => {
+    tx.put('notes/2', { title: 'World', done: false }).setAdd('notes/2', 'tags', ['a', 'b']).setRemove('notes/2', 'tags', 'a');
+    tx.delete('notes/3');
+    return 2;
+  });
+  const rows: Row<Note>[] = await db.query<Note>({
+    collection: 'notes',
+    where: { done: false, title: { prefix: 'W' }, or: [{ tags: { contains: 'b' } }, { not: { done: true } }] },
+    sort: [{ field: 'title', desc: true }, 'done'],
+    limit: 10,
+  });
+  const c: number = await db.count('notes', { done: { eq: true } });
+  const keys: string[] = await db.keys('notes');
+  const agg = await db.aggregate({ collection: 'notes', aggregates: { n: { count: true }, s: { sum: 'count' } } });
+  const lq: LiveQuery<Note> = await db.live<Note>({ collection: 'notes' }, (results, change) => {
+    const first: string | undefined = results[0]?.value.title;
+    void first;
+    void change?.added.length;
+  });
+  const snapshot: Row<Note>[] = lq.results;
+  lq.close();
+  const hist = await db.history('notes/1');
+  if (hist[0]?.op.type === 'put') void hist[0].op.value;
+  await db.flush();
+  const report = await db.verify();
+  const info = await db.storageInfo();
+  const id: string | null = db.identity;
+  const exported = await db.exportIdentity();
+  if (exported) await open('notes-copy', { identity: exported, trusted: false, recovery: 'repair', quotaBytes: 1 << 20 });
+  const bundle: Uint8Array = await db.exportCommits();
+  const rep = await db.receive(bundle);
+  await db.defineSchema('tasks', { fields: { due: { type: 'number', nullable: true } }, allowOtherFields: false });
+  try {
+    await db.update('notes/missing', { done: true });
+  } catch (e) {
+    if (e instanceof NotFoundError) void e.key;
+    else if (e instanceof SchemaError) void e.field;
+    else if (e instanceof QuotaExceededError && e instanceof StorageError && e instanceof IbexError) void e.message;
+  }
+  await db.close();
+  void [title, many, n, rows, c, keys, agg, snapshot, report.commits, info.quota, info.repository.totalBytes, id, rep.applied];
+}
