@@ -161,10 +161,11 @@ impl Core {
         i
     }
 
-    /// Record a commit whose parents are all present and apply it to the state.
+    /// Record a commit whose parents are all present and apply it to the state (consuming
+    /// the commit: its values move into the state).
     fn add_commit(
         &mut self,
-        commit: &Commit,
+        commit: Commit,
         id: CommitId,
         offset: u64,
         sink: &mut dyn ChangeSink,
@@ -190,8 +191,20 @@ impl Core {
             self.heads.remove(p);
         }
         self.heads.insert(id);
-        self.state.apply(commit, &id, idx, sink);
+        self.state.apply_owned(commit, &id, idx, sink);
         idx
+    }
+
+    /// Whether `id` is known to be sealed by `author` (stored commit, or stored seal whose
+    /// commit has not arrived).
+    pub(crate) fn is_sealed_by(&self, id: &CommitId, author: &PublicKey) -> bool {
+        match self.by_id.get(id) {
+            Some(&i) => {
+                let c = &self.commits[i as usize];
+                c.sealed && self.authors[c.author as usize] == *author
+            }
+            None => self.seal_cover.get(id).is_some_and(|a| a.contains(author)),
+        }
     }
 
     /// Record a seal stored at `offset`: mark the commits it covers (by their own author).
@@ -301,14 +314,14 @@ fn replay_frame(
                 wait.defer(commit, id, Stored::InLog(offset), &missing);
                 return Ok(());
             }
-            core.add_commit(&commit, id, offset, &mut NoSink);
+            core.add_commit(commit, id, offset, &mut NoSink);
             let mut stack = vec![id];
             while let Some(a) = stack.pop() {
                 for (c, cid, stored) in wait.ready(&a) {
                     let Stored::InLog(o) = stored else {
                         unreachable!("replay defers only logged commits")
                     };
-                    core.add_commit(&c, cid, o, &mut NoSink);
+                    core.add_commit(c, cid, o, &mut NoSink);
                     stack.push(cid);
                 }
             }
@@ -546,7 +559,14 @@ impl<S: Storage> Repo<S> {
             trusted: self.opts.trusted,
             author: self.author,
             hlc: self.next_hlc(),
-            parents: self.core.heads.iter().copied().collect(),
+            // Heads beyond the decoder's limit stay heads and are merged by later commits.
+            parents: self
+                .core
+                .heads
+                .iter()
+                .take(crate::commit::MAX_PARENTS)
+                .copied()
+                .collect(),
             changes,
         };
         let bytes = commit.encode();
@@ -559,8 +579,9 @@ impl<S: Storage> Repo<S> {
         }
         let id = CommitId::of(&bytes);
         let offset = self.log.append(FRAME_COMMIT, &bytes)?;
-        self.core.add_commit(&commit, id, offset, &mut self.query);
-        if !commit.trusted {
+        let trusted = commit.trusted;
+        self.core.add_commit(commit, id, offset, &mut self.query);
+        if !trusted {
             self.unsealed.push(id);
         }
         Ok(Some(id))
@@ -786,6 +807,16 @@ impl<S: Storage> Repo<S> {
         let mut cover: HashMap<CommitId, Vec<PublicKey>> = HashMap::new();
         for b in seals {
             let seal = Seal::decode(b)?;
+            // A seal that proves nothing new (every id it covers is already sealed here by
+            // the same author, or by an earlier seal in this batch) is neither verified nor
+            // stored again: re-sent seals cost nothing and never pile up in the log.
+            let new_coverage = seal.ids.iter().any(|id| {
+                !cover.get(id).is_some_and(|a| a.contains(&seal.author))
+                    && !self.core.is_sealed_by(id, &seal.author)
+            });
+            if !new_coverage {
+                continue;
+            }
             seal.verify()?;
             for id in &seal.ids {
                 cover.entry(*id).or_default().push(seal.author);
@@ -886,7 +917,7 @@ impl<S: Storage> Repo<S> {
                 Stored::Bytes(b) => self.log.append(FRAME_COMMIT, &b)?,
             };
             self.hlc = self.hlc.max(commit.hlc);
-            self.core.add_commit(&commit, id, offset, &mut self.query);
+            self.core.add_commit(commit, id, offset, &mut self.query);
             n += 1;
             stack.extend(self.wait.ready(&id));
         }
@@ -1001,7 +1032,7 @@ fn first_difference(a: &State, b: &State) -> String {
     let names: BTreeSet<&String> = a.collections.keys().chain(b.collections.keys()).collect();
     for n in names {
         let (ca, cb) = (a.collections.get(n), b.collections.get(n));
-        let ids: BTreeSet<&String> = ca
+        let ids: BTreeSet<&crate::state::ItemId> = ca
             .into_iter()
             .flat_map(|c| c.items.keys())
             .chain(cb.into_iter().flat_map(|c| c.items.keys()))

@@ -9,7 +9,7 @@ use crate::crypto::{PublicKey, PUBLIC_KEY_LEN};
 use crate::error::{Error, Result};
 use crate::log::{probe_frame, HEADER_LEN};
 use crate::repo::{CommitInfo, Core};
-use crate::state::{Collection, FieldMeta, Item};
+use crate::state::{Collection, FieldMeta, History, Item, ItemId};
 use crate::storage::Storage;
 use crate::value::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -155,10 +155,16 @@ fn encode_with_anchor(core: &Core, log_len: u64, anchor_crc: Option<u32>) -> Vec
                 for (k, fm) in m.iter() {
                     w.varint(name_idx[k.as_str()]);
                     stamp(&mut w, &fm.stamp);
+                    // Flags: bit 0 = the field is a set (dots follow), bit 1 = `top` differs
+                    // from `stamp` (its stamp follows first).
+                    let has_top = fm.top != fm.stamp;
+                    w.u8(u8::from(fm.dots.is_some()) | if has_top { 2 } else { 0 });
+                    if has_top {
+                        stamp(&mut w, &fm.top);
+                    }
                     match &fm.dots {
-                        None => w.u8(0),
+                        None => {}
                         Some(d) => {
-                            w.u8(1);
                             w.varint(d.len() as u64);
                             for (e, ds) in d {
                                 w.lp(e.as_bytes());
@@ -327,10 +333,17 @@ pub fn decode(bytes: &[u8]) -> Result<SnapshotData> {
     let ncoll = r.count(2, usize::MAX)?;
     for _ in 0..ncoll {
         let cname = r.str()?.to_owned();
-        let mut coll = Collection::default();
         let ni = r.count(4, usize::MAX)?;
+        let mut items: Vec<(ItemId, Item)> = Vec::with_capacity(ni);
         for _ in 0..ni {
-            let id = r.str()?.to_owned();
+            let id = r.str()?;
+            if items
+                .last()
+                .is_some_and(|(l, _)| l.as_bytes() >= id.as_bytes())
+            {
+                return Err(r.err("item ids not strictly ascending"));
+            }
+            let id = ItemId::new(id);
             let reset = read_stamp(&mut r)?;
             let last = read_stamp(&mut r)?;
             let flags = r.u8()?;
@@ -341,7 +354,7 @@ pub fn decode(bytes: &[u8]) -> Result<SnapshotData> {
                 value.insert(k, Value::decode(&mut r)?);
             }
             let nh = r.count(1, u32::MAX as usize)?;
-            let mut history = Vec::with_capacity(nh);
+            let mut history = History::default();
             let mut prev = 0u64;
             for _ in 0..nh {
                 prev += r.varint()?;
@@ -356,9 +369,18 @@ pub fn decode(bytes: &[u8]) -> Result<SnapshotData> {
                 for _ in 0..nm {
                     let k = name(&mut r)?;
                     let stamp = read_stamp(&mut r)?;
-                    let dots = match r.u8()? {
+                    let flags = r.u8()?;
+                    if flags > 3 {
+                        return Err(r.err("bad field flags"));
+                    }
+                    let top = if flags & 2 != 0 {
+                        read_stamp(&mut r)?
+                    } else {
+                        stamp
+                    };
+                    let dots = match flags & 1 {
                         0 => None,
-                        1 => {
+                        _ => {
                             let ne = r.count(2, usize::MAX)?;
                             let mut d = BTreeMap::new();
                             for _ in 0..ne {
@@ -372,15 +394,14 @@ pub fn decode(bytes: &[u8]) -> Result<SnapshotData> {
                             }
                             Some(d)
                         }
-                        _ => return Err(r.err("bad dots flag")),
                     };
-                    m.insert(k, FieldMeta { stamp, dots });
+                    m.insert(k, FieldMeta { stamp, top, dots });
                 }
                 Some(Box::new(m))
             } else {
                 None
             };
-            coll.insert_item(
+            items.push((
                 id,
                 Item {
                     value,
@@ -390,9 +411,11 @@ pub fn decode(bytes: &[u8]) -> Result<SnapshotData> {
                     meta,
                     history,
                 },
-            );
+            ));
         }
-        core.state.collections.insert(cname, coll);
+        core.state
+            .collections
+            .insert(cname, Collection::from_sorted(items));
     }
     r.finish()?;
     Ok(SnapshotData {

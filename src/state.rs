@@ -19,14 +19,19 @@
 use crate::commit::{Commit, CommitId, FieldOp, Op, Stamp};
 use crate::value::{Map, Value};
 use sha2::{Digest, Sha256};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Per-field merge metadata.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FieldMeta {
-    /// Stamp of the newest assignment (or reset) of this field.
+    /// Stamp of the newest assignment (or reset) of this field: set elements added before it
+    /// are gone.
     pub stamp: Stamp,
-    /// For set fields: each element's add dots (all newer than or equal to `stamp`).
+    /// Stamp of the newest write of any kind (assignment or set add); its kind decides
+    /// whether the field is a scalar or a set. Always `>= stamp`.
+    pub top: Stamp,
+    /// `Some` when the field is a set: each element's add dots (all `>= stamp`).
     pub dots: Option<BTreeMap<String, Vec<Stamp>>>,
 }
 
@@ -44,7 +49,7 @@ pub struct Item {
     /// metadata is implied by `value`. Saves memory for the common put-only item.
     pub meta: Option<Box<BTreeMap<String, FieldMeta>>>,
     /// Indices (in the repository's commit table) of the commits that changed this item.
-    pub history: Vec<u32>,
+    pub history: History,
 }
 
 impl Item {
@@ -55,7 +60,7 @@ impl Item {
             reset_is_delete: false,
             last: Stamp::ZERO,
             meta: None,
-            history: Vec::new(),
+            history: History::default(),
         }
     }
 
@@ -87,6 +92,7 @@ impl Item {
                         k.clone(),
                         FieldMeta {
                             stamp: self.reset,
+                            top: self.reset,
                             dots,
                         },
                     )
@@ -101,6 +107,7 @@ impl Item {
         let implied = m.len() == self.value.len()
             && m.iter().all(|(k, fm)| {
                 fm.stamp == self.reset
+                    && fm.top == self.reset
                     && match (self.value.get(k), &fm.dots) {
                         (Some(Value::Set(s)), Some(d)) => {
                             s.len() == d.len() && d.values().all(|ds| ds == &[self.reset])
@@ -114,38 +121,42 @@ impl Item {
         }
     }
 
-    fn apply(&mut self, op: &Op, s: Stamp) {
+    /// Apply a write. An owned `op` is moved into the item instead of cloned (the common
+    /// put of a new item then costs no allocation).
+    fn apply(&mut self, op: OpIn<'_>, s: Stamp) {
+        let op_ref = op.as_ref();
         if s > self.last {
             self.last = s;
         }
-        match op {
+        match op_ref {
             Op::Put(_) | Op::Delete => {
                 if s < self.reset {
                     return;
                 }
                 self.reset = s;
-                self.reset_is_delete = matches!(op, Op::Delete);
+                self.reset_is_delete = matches!(op_ref, Op::Delete);
                 if self.meta.is_none() {
-                    // Every field is at the old reset < s: all of it goes.
-                    self.value.clear();
-                } else {
-                    let mut meta = self.expanded_meta();
-                    let names: Vec<String> = meta.keys().cloned().collect();
-                    for n in names {
-                        assign(&mut self.value, &mut meta, &n, None, s, self.reset);
+                    // Every field is at the old reset < s: all of it goes. A put replaces the
+                    // whole value: move it in when we own it.
+                    match op {
+                        OpIn::Owned(Op::Put(m)) => self.value = m,
+                        OpIn::Borrowed(Op::Put(m)) => self.value = m.clone(),
+                        _ => self.value.clear(),
+                    }
+                    return;
+                }
+                let mut meta = self.expanded_meta();
+                let names: Vec<String> = meta.keys().cloned().collect();
+                for n in names {
+                    assign(&mut self.value, &mut meta, &n, None, s, self.reset);
+                }
+                self.meta = Some(Box::new(meta));
+                if let Op::Put(m) = op_ref {
+                    let mut meta = *self.meta.take().unwrap();
+                    for (k, v) in m {
+                        assign(&mut self.value, &mut meta, k, Some(v), s, self.reset);
                     }
                     self.meta = Some(Box::new(meta));
-                }
-                if let Op::Put(m) = op {
-                    if self.meta.is_none() {
-                        self.value = m.clone();
-                    } else {
-                        let mut meta = *self.meta.take().unwrap();
-                        for (k, v) in m {
-                            assign(&mut self.value, &mut meta, k, Some(v), s, self.reset);
-                        }
-                        self.meta = Some(Box::new(meta));
-                    }
                 }
             }
             Op::Patch(p) => {
@@ -170,8 +181,125 @@ impl Item {
     }
 }
 
-/// Assign `v` (None = absent) to field `k` at stamp `s`, unless an assignment or reset at least
-/// as new exists. Set adds newer than `s` survive.
+/// The indices (in the repository's commit table) of the commits that changed an item, oldest
+/// first. Most items are changed a few times: up to [`History::INLINE`] indices are held
+/// inline, without an allocation of their own. Reads as a `[u32]`.
+#[derive(Clone)]
+pub struct History(HistRepr);
+
+#[derive(Clone)]
+enum HistRepr {
+    Inline { len: u8, buf: [u32; History::INLINE] },
+    Heap(Vec<u32>),
+}
+
+impl History {
+    /// Indices held without an allocation (the most that keep `History` as small as a `Vec`).
+    pub const INLINE: usize = 3;
+
+    pub fn push(&mut self, index: u32) {
+        match &mut self.0 {
+            HistRepr::Inline { len, buf } if (*len as usize) < Self::INLINE => {
+                buf[*len as usize] = index;
+                *len += 1;
+            }
+            HistRepr::Inline { len, buf } => {
+                let mut v = Vec::with_capacity(2 * Self::INLINE);
+                v.extend_from_slice(&buf[..*len as usize]);
+                v.push(index);
+                self.0 = HistRepr::Heap(v);
+            }
+            HistRepr::Heap(v) => v.push(index),
+        }
+    }
+
+    pub fn as_slice(&self) -> &[u32] {
+        match &self.0 {
+            HistRepr::Inline { len, buf } => &buf[..*len as usize],
+            HistRepr::Heap(v) => v,
+        }
+    }
+}
+
+impl Default for History {
+    fn default() -> History {
+        History(HistRepr::Inline {
+            len: 0,
+            buf: [0; History::INLINE],
+        })
+    }
+}
+
+impl std::ops::Deref for History {
+    type Target = [u32];
+    fn deref(&self) -> &[u32] {
+        self.as_slice()
+    }
+}
+
+impl<'a> IntoIterator for &'a History {
+    type Item = &'a u32;
+    type IntoIter = std::slice::Iter<'a, u32>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.as_slice().iter()
+    }
+}
+
+impl FromIterator<u32> for History {
+    fn from_iter<I: IntoIterator<Item = u32>>(iter: I) -> History {
+        let mut h = History::default();
+        for i in iter {
+            h.push(i);
+        }
+        h
+    }
+}
+
+impl From<Vec<u32>> for History {
+    fn from(v: Vec<u32>) -> History {
+        if v.len() <= Self::INLINE {
+            v.into_iter().collect()
+        } else {
+            History(HistRepr::Heap(v))
+        }
+    }
+}
+
+impl PartialEq for History {
+    fn eq(&self, other: &History) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+impl Eq for History {}
+
+impl std::fmt::Debug for History {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_slice(), f)
+    }
+}
+
+/// A write handed to [`Item::apply`]: borrowed (the caller keeps the commit) or owned (the
+/// commit is consumed, its values move into the state).
+enum OpIn<'a> {
+    Borrowed(&'a Op),
+    Owned(Op),
+}
+
+impl OpIn<'_> {
+    fn as_ref(&self) -> &Op {
+        match self {
+            OpIn::Borrowed(op) => op,
+            OpIn::Owned(op) => op,
+        }
+    }
+}
+
+/// Assign `v` (None = absent) to field `k` at stamp `s`.
+///
+/// Per field, with `clear` = the newest assignment (resets count) and `top` = the newest write
+/// of any kind: the field's kind (scalar or set) is the kind of `top`; set elements are the
+/// add dots at or after `clear` that no remove observed. Each is a max over the set of
+/// writes, so the result does not depend on the order writes arrive in.
 fn assign(
     value: &mut Map,
     meta: &mut BTreeMap<String, FieldMeta>,
@@ -180,31 +308,37 @@ fn assign(
     s: Stamp,
     reset: Stamp,
 ) {
-    let floor = meta.get(k).map_or(reset, |m| m.stamp.max(reset));
-    if s < floor {
+    let (clear, top) = meta
+        .get(k)
+        .map_or((reset, reset), |m| (m.stamp.max(reset), m.top.max(reset)));
+    if s < clear {
         return;
     }
-    let mut newer: BTreeMap<String, Vec<Stamp>> = BTreeMap::new();
-    if let Some(FieldMeta { dots: Some(d), .. }) = meta.get(k) {
-        for (e, ds) in d {
-            let keep: Vec<Stamp> = ds.iter().copied().filter(|x| *x > s).collect();
-            if !keep.is_empty() {
-                newer.insert(e.clone(), keep);
-            }
+    let old_dots = meta.get_mut(k).and_then(|m| m.dots.take());
+    let mut dots = None;
+    if s >= top {
+        // This assignment is the newest write (or the put half of a reset at the same stamp):
+        // it decides the kind.
+        if let Some(Value::Set(elems)) = v {
+            dots = Some(elems.iter().map(|e| (e.clone(), vec![s])).collect());
         }
-    }
-    let dots = match v {
-        Some(Value::Set(elems)) => {
+    } else {
+        // A newer set add exists: the field stays a set; this assignment only clears the
+        // elements added before it (and contributes its own, if it assigns a set).
+        let mut d: BTreeMap<String, Vec<Stamp>> = old_dots.unwrap_or_default();
+        d.retain(|_, ds| {
+            ds.retain(|x| *x > s);
+            !ds.is_empty()
+        });
+        if let Some(Value::Set(elems)) = v {
             for e in elems {
-                let ds = newer.entry(e.clone()).or_default();
+                let ds = d.entry(e.clone()).or_default();
                 ds.push(s);
                 ds.sort();
             }
-            Some(newer)
         }
-        _ if !newer.is_empty() => Some(newer),
-        _ => None,
-    };
+        dots = Some(d);
+    }
     match (&dots, v) {
         (Some(d), _) => {
             value.insert(k.to_owned(), Value::Set(d.keys().cloned().collect()));
@@ -216,7 +350,14 @@ fn assign(
             value.remove(k);
         }
     }
-    meta.insert(k.to_owned(), FieldMeta { stamp: s, dots });
+    meta.insert(
+        k.to_owned(),
+        FieldMeta {
+            stamp: s,
+            top: top.max(s),
+            dots,
+        },
+    );
 }
 
 fn set_edit(
@@ -230,6 +371,7 @@ fn set_edit(
 ) {
     let fm = meta.entry(k.to_owned()).or_insert(FieldMeta {
         stamp: Stamp::ZERO,
+        top: Stamp::ZERO,
         dots: None,
     });
     if let Some(d) = &mut fm.dots {
@@ -242,8 +384,16 @@ fn set_edit(
             }
         }
     }
-    let floor = fm.stamp.max(reset);
-    if !add.is_empty() && s >= floor {
+    if !add.is_empty() && s >= fm.stamp.max(reset) {
+        if s > fm.top.max(reset) {
+            // The newest write is a set add: the field is a set from here on.
+            fm.top = s;
+            if fm.dots.is_none() {
+                fm.dots = Some(BTreeMap::new());
+            }
+        }
+        // Otherwise `top` is itself a set write (an assignment newer than `stamp` would
+        // have raised `stamp`), so `dots` is already `Some`.
         let d = fm.dots.get_or_insert_with(BTreeMap::new);
         for e in add {
             let ds = d.entry(e.clone()).or_default();
@@ -259,7 +409,7 @@ fn set_edit(
         }
         None => {
             // Only removes against a non-set field: nothing changes. Drop an empty placeholder.
-            if fm.stamp == Stamp::ZERO && !value.contains_key(k) {
+            if fm.stamp == Stamp::ZERO && fm.top == Stamp::ZERO && !value.contains_key(k) {
                 meta.remove(k);
             }
         }
@@ -283,10 +433,133 @@ impl ChangeSink for NoSink {
     fn changed(&mut self, _: &str, _: &str, _: Option<&Map>, _: Option<&Map>) {}
 }
 
+/// An item's id inside its collection. Ids of up to [`ItemId::INLINE`] bytes are stored inline,
+/// so a lookup compares bytes held in the tree node itself instead of following a pointer per
+/// comparison (the cache misses that dominate a lookup in a large collection), and a short id
+/// costs no allocation. Ordered bytewise, like `str`; look up with `id.as_bytes()`.
+#[derive(Clone)]
+pub struct ItemId(IdRepr);
+
+#[derive(Clone)]
+enum IdRepr {
+    /// Invariant: `buf[..len]` is a copy of a whole `&str` (valid UTF-8).
+    Inline {
+        len: u8,
+        buf: [u8; ItemId::INLINE],
+    },
+    Heap(Box<str>),
+}
+
+impl ItemId {
+    /// Longest id stored inline.
+    pub const INLINE: usize = 22;
+
+    #[inline]
+    pub fn new(s: &str) -> ItemId {
+        if s.len() <= Self::INLINE {
+            let mut buf = [0u8; Self::INLINE];
+            buf[..s.len()].copy_from_slice(s.as_bytes());
+            ItemId(IdRepr::Inline {
+                len: s.len() as u8,
+                buf,
+            })
+        } else {
+            ItemId(IdRepr::Heap(s.into()))
+        }
+    }
+
+    fn from_cow(s: Cow<'_, str>) -> ItemId {
+        match s {
+            Cow::Owned(o) if o.len() > Self::INLINE => ItemId(IdRepr::Heap(o.into_boxed_str())),
+            s => ItemId::new(&s),
+        }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        match &self.0 {
+            IdRepr::Inline { len, buf } => &buf[..*len as usize],
+            IdRepr::Heap(s) => s.as_bytes(),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            // Always valid (see `IdRepr::Inline`); checked rather than assumed, the check is a
+            // few nanoseconds on a short id.
+            IdRepr::Inline { .. } => {
+                std::str::from_utf8(self.as_bytes()).expect("an ItemId holds UTF-8")
+            }
+            IdRepr::Heap(s) => s,
+        }
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for ItemId {
+    fn borrow(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl PartialEq for ItemId {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+impl Eq for ItemId {}
+impl PartialOrd for ItemId {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for ItemId {
+    #[inline]
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        match (&self.0, &other.0) {
+            // Zero-padded buffers compare like the strings they hold (a shorter string that is
+            // a prefix of the other compares lower either way; equal buffers differ only in
+            // trailing NULs, which the length orders). Two big-endian words, no byte loop.
+            (IdRepr::Inline { len: la, buf: a }, IdRepr::Inline { len: lb, buf: b }) => {
+                let hi =
+                    |x: &[u8; ItemId::INLINE]| u128::from_be_bytes(x[..16].try_into().unwrap());
+                let lo = |x: &[u8; ItemId::INLINE]| {
+                    let mut w = [0u8; 8];
+                    w[..6].copy_from_slice(&x[16..]);
+                    u64::from_be_bytes(w)
+                };
+                hi(a)
+                    .cmp(&hi(b))
+                    .then_with(|| lo(a).cmp(&lo(b)))
+                    .then_with(|| la.cmp(lb))
+            }
+            _ => self.as_bytes().cmp(other.as_bytes()),
+        }
+    }
+}
+impl std::hash::Hash for ItemId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state)
+    }
+}
+impl std::fmt::Debug for ItemId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+impl std::fmt::Display for ItemId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+impl From<&str> for ItemId {
+    fn from(s: &str) -> ItemId {
+        ItemId::new(s)
+    }
+}
+
 /// One collection's items.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Collection {
-    pub items: BTreeMap<String, Item>,
+    pub items: BTreeMap<ItemId, Item>,
     live: usize,
 }
 
@@ -302,16 +575,17 @@ impl Collection {
             .filter_map(|(k, it)| it.visible().map(|v| (k.as_str(), v)))
     }
     pub fn get(&self, id: &str) -> Option<&Map> {
-        self.items.get(id)?.visible()
+        self.items.get(&ItemId::new(id))?.visible()
     }
-    pub(crate) fn insert_item(&mut self, id: String, item: Item) {
-        if item.is_live() {
-            self.live += 1;
-        }
-        if let Some(old) = self.items.insert(id, item) {
-            if old.is_live() {
-                self.live -= 1;
-            }
+
+    /// Build a collection from items in strictly ascending id order (a bulk build: packed
+    /// tree nodes, no per-item search).
+    pub(crate) fn from_sorted(items: Vec<(ItemId, Item)>) -> Collection {
+        debug_assert!(items.windows(2).all(|w| w[0].0 < w[1].0));
+        let live = items.iter().filter(|(_, it)| it.is_live()).count();
+        Collection {
+            items: items.into_iter().collect(),
+            live,
         }
     }
 }
@@ -337,41 +611,86 @@ impl State {
 
     /// Raw item including tombstones and metadata.
     pub fn item(&self, collection: &str, id: &str) -> Option<&Item> {
-        self.collections.get(collection)?.items.get(id)
+        self.collections
+            .get(collection)?
+            .items
+            .get(&ItemId::new(id))
     }
 
     /// Apply a commit. `index` is its position in the commit table (for history).
     pub fn apply(&mut self, commit: &Commit, id: &CommitId, index: u32, sink: &mut dyn ChangeSink) {
         let s = commit.stamp(id);
         for ch in &commit.changes {
-            let coll = match self.collections.get_mut(&ch.collection) {
-                Some(c) => c,
-                None => self.collections.entry(ch.collection.clone()).or_default(),
-            };
-            let watch = sink.watches(&ch.collection);
-            let item = match coll.items.get_mut(&ch.id) {
+            let id = Cow::Borrowed(ch.id.as_str());
+            self.apply_change(&ch.collection, id, OpIn::Borrowed(&ch.op), s, index, sink);
+        }
+    }
+
+    /// [`State::apply`] consuming the commit: its values move into the state instead of being
+    /// cloned.
+    pub fn apply_owned(
+        &mut self,
+        commit: Commit,
+        id: &CommitId,
+        index: u32,
+        sink: &mut dyn ChangeSink,
+    ) {
+        let s = commit.stamp(id);
+        for ch in commit.changes {
+            let id = Cow::Owned(ch.id);
+            self.apply_change(&ch.collection, id, OpIn::Owned(ch.op), s, index, sink);
+        }
+    }
+
+    fn apply_change(
+        &mut self,
+        collection: &str,
+        mut id: Cow<'_, str>,
+        op: OpIn<'_>,
+        s: Stamp,
+        index: u32,
+        sink: &mut dyn ChangeSink,
+    ) {
+        let coll = match self.collections.get_mut(collection) {
+            Some(c) => c,
+            None => self.collections.entry(collection.to_owned()).or_default(),
+        };
+        let watch = sink.watches(collection);
+        let item = if id.len() <= ItemId::INLINE {
+            // Building the key costs no allocation: one search through the entry API.
+            coll.items.entry(ItemId::new(&id)).or_insert_with(Item::new)
+        } else {
+            match coll.items.get_mut(id.as_bytes()) {
                 Some(i) => i,
-                None => coll.items.entry(ch.id.clone()).or_insert_with(Item::new),
-            };
-            let was_live = item.is_live() && item.last != Stamp::ZERO;
-            let old = if watch && was_live {
-                Some(item.value.clone())
-            } else {
-                None
-            };
-            item.apply(&ch.op, s);
-            item.history.push(index);
-            let now_live = item.is_live();
-            match (was_live, now_live) {
-                (false, true) => coll.live += 1,
-                (true, false) => coll.live -= 1,
-                _ => {}
-            }
-            if watch {
-                let new = item.visible();
-                if old.as_ref() != new {
-                    sink.changed(&ch.collection, &ch.id, old.as_ref(), new);
+                None => {
+                    // Move an owned id into the map unless the sink still needs it.
+                    let key = if watch {
+                        ItemId::new(&id)
+                    } else {
+                        ItemId::from_cow(std::mem::take(&mut id))
+                    };
+                    coll.items.entry(key).or_insert_with(Item::new)
                 }
+            }
+        };
+        let was_live = item.is_live() && item.last != Stamp::ZERO;
+        let old = if watch && was_live {
+            Some(item.value.clone())
+        } else {
+            None
+        };
+        item.apply(op, s);
+        item.history.push(index);
+        let now_live = item.is_live();
+        match (was_live, now_live) {
+            (false, true) => coll.live += 1,
+            (true, false) => coll.live -= 1,
+            _ => {}
+        }
+        if watch {
+            let new = item.visible();
+            if old.as_ref() != new {
+                sink.changed(collection, &id, old.as_ref(), new);
             }
         }
     }
@@ -467,6 +786,53 @@ mod tests {
         );
         assert_eq!(s1.get("t", "b"), None);
         assert_eq!(s1.collection("t").unwrap().count(), 1);
+    }
+
+    #[test]
+    fn history_is_a_small_vec() {
+        assert_eq!(std::mem::size_of::<History>(), std::mem::size_of::<Vec<u32>>());
+        let mut h = History::default();
+        let mut v = Vec::new();
+        for i in 0..20u32 {
+            assert_eq!(h.as_slice(), v.as_slice());
+            assert_eq!(h, History::from(v.clone()));
+            h.push(i * 7);
+            v.push(i * 7);
+        }
+        assert_eq!(&*h, v.as_slice());
+        assert_eq!((&h).into_iter().count(), 20);
+    }
+
+    #[test]
+    fn item_ids_are_small_and_ordered_like_str() {
+        assert_eq!(std::mem::size_of::<ItemId>(), 24);
+        let ids = [
+            "",
+            "a",
+            "a\u{0}",
+            "a\u{0}\u{1}",
+            "a\u{1}",
+            "a\u{e9}",
+            "ab",
+            "b",
+            &"x".repeat(15),
+            &"x".repeat(16),
+            &"x".repeat(17),
+            &"x".repeat(22),
+            &"x".repeat(23),
+            &format!("{}a", "x".repeat(21)),
+            "y",
+        ];
+        for a in ids {
+            assert_eq!(ItemId::new(a).as_str(), a);
+            for b in ids {
+                assert_eq!(ItemId::new(a).cmp(&ItemId::new(b)), a.cmp(b), "{a:?} {b:?}");
+                assert_eq!(ItemId::new(a) == ItemId::new(b), a == b);
+            }
+        }
+        let long = "z".repeat(40);
+        assert_eq!(ItemId::from_cow(Cow::Owned(long.clone())).as_str(), long);
+        assert_eq!(ItemId::from_cow(Cow::Borrowed("short")).as_str(), "short");
     }
 
     #[test]
