@@ -617,6 +617,21 @@ impl<S: Storage> Repo<S> {
                             key: format!("{coll}/{id}"),
                         });
                     }
+                    // A patch that creates the item must still give it every required field.
+                    if let (None, Some(s)) = (live, schema) {
+                        for (name, spec) in &s.fields {
+                            let assigned = matches!(fields.get(name), Some(FieldWrite::Assign(_)));
+                            let set_created = spec.ty == crate::schema::FieldType::Set
+                                && matches!(fields.get(name), Some(FieldWrite::SetEdit { .. }));
+                            if spec.required && !assigned && !set_created {
+                                return Err(Error::Schema {
+                                    collection: coll.clone(),
+                                    field: name.clone(),
+                                    rule: "is required (the write creates the item)".into(),
+                                });
+                            }
+                        }
+                    }
                     let meta = item.map(|i| i.expanded_meta());
                     let mut ops = BTreeMap::new();
                     let mut size = 0;

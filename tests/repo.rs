@@ -142,6 +142,11 @@ fn schemas_reject_with_the_field_name() {
     let mut t = Txn::new();
     t.unset("items/1", "title").unwrap();
     assert!(matches!(r.commit(t), Err(Error::Schema { field, .. }) if field == "title"));
+    // A set edit that would create an item without its required title.
+    let mut t = Txn::new();
+    t.set_add("items/new", "tags", ["x"]).unwrap();
+    assert!(matches!(r.commit(t), Err(Error::Schema { field, .. }) if field == "title"));
+    assert_eq!(r.get("items/new").unwrap(), None);
 }
 
 #[test]

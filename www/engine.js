@@ -176,9 +176,16 @@ export class EngineHandle {
         } else {
           secret = glue.Engine.identityFromEntropy(crypto.getRandomValues(new Uint8Array(48)));
         }
-        if (size !== 48 || opts.identity !== undefined) {
-          idh.truncate(0);
+        let stored = null;
+        if (size === 48) {
+          stored = new Uint8Array(48);
+          idh.read(stored, { at: 0 });
+        }
+        if (!stored || stored.some((b, i) => b !== secret[i])) {
+          // Overwrite in place, then trim: never a moment where the file is empty, so a crash
+          // here cannot make the next open mint a new identity.
           idh.write(secret, { at: 0 });
+          idh.truncate(48);
           idh.flush();
         }
         idh.close();
