@@ -97,18 +97,12 @@ impl Txn {
         field: &str,
         elems: I,
     ) -> Result<&mut Self> {
-        crate::value::validate_field_name(field, key)?;
-        let add: BTreeSet<String> = elems.into_iter().map(Into::into).collect();
-        self.field(
+        self.set_edit(
             key,
-            field.to_owned(),
-            FieldWrite::SetEdit {
-                add,
-                remove: BTreeSet::new(),
-            },
-            false,
-        )?;
-        Ok(self)
+            field,
+            elems.into_iter().map(Into::into).collect(),
+            BTreeSet::new(),
+        )
     }
 
     /// Remove elements from a set field (only the adds this replica has seen: add-wins).
@@ -118,15 +112,26 @@ impl Txn {
         field: &str,
         elems: I,
     ) -> Result<&mut Self> {
+        self.set_edit(
+            key,
+            field,
+            BTreeSet::new(),
+            elems.into_iter().map(Into::into).collect(),
+        )
+    }
+
+    fn set_edit(
+        &mut self,
+        key: &str,
+        field: &str,
+        add: BTreeSet<String>,
+        remove: BTreeSet<String>,
+    ) -> Result<&mut Self> {
         crate::value::validate_field_name(field, key)?;
-        let remove: BTreeSet<String> = elems.into_iter().map(Into::into).collect();
         self.field(
             key,
             field.to_owned(),
-            FieldWrite::SetEdit {
-                add: BTreeSet::new(),
-                remove,
-            },
+            FieldWrite::SetEdit { add, remove },
             false,
         )?;
         Ok(self)
