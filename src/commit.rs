@@ -279,8 +279,11 @@ impl Commit {
             let ci = table_index(&mut r, colls.len())?;
             used_colls[ci] = true;
             let id = r.str()?;
-            let key = format!("{}/{}", colls[ci], id);
-            crate::key::split_key(&key).map_err(|e| r.err(e.to_string()))?;
+            if !plain_id(id) {
+                // Let the key rules name the problem (collections were checked above).
+                let key = format!("{}/{}", colls[ci], id);
+                crate::key::split_key(&key).map_err(|e| r.err(e.to_string()))?;
+            }
             if let Some(last) = changes.last() {
                 if (last.collection.as_str(), last.id.as_str()) >= (colls[ci], id) {
                     return Err(r.err("changes not strictly ascending by key"));
@@ -373,6 +376,19 @@ impl Commit {
     }
 }
 
+/// Whether `id` certainly passes [`crate::key::split_key`]'s id rules (1..=MAX_ID bytes, no
+/// control characters), checked without building the `collection/id` string. Anything else
+/// goes through `split_key` itself.
+fn plain_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= crate::key::MAX_ID
+        && if id.is_ascii() {
+            !id.bytes().any(|b| b.is_ascii_control())
+        } else {
+            !id.chars().any(char::is_control)
+        }
+}
+
 fn read_table<'a>(r: &mut Reader<'a>, what: &str) -> Result<Vec<&'a str>> {
     let n = r.count(1, usize::MAX)?;
     let mut t: Vec<&str> = Vec::with_capacity(n);
@@ -432,7 +448,8 @@ impl Seal {
 
     /// Check the signature. A signature made by another key is reported as `WrongKey`.
     pub fn verify(&self) -> Result<()> {
-        PublicKey::from_bytes(&self.author.0)?;
+        // `PublicKey::verify` parses the key first and reports a key that is not a curve point
+        // as `Malformed`; parsing it here too would decompress the point twice.
         self.author
             .verify(&Seal::message(&self.author, &self.ids), &self.signature)
             .map_err(|e| match e {
@@ -490,5 +507,24 @@ impl Seal {
             ids,
             signature,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_id_agrees_with_the_key_rules() {
+        let long = "x".repeat(crate::key::MAX_ID);
+        let too_long = "x".repeat(crate::key::MAX_ID + 1);
+        let ids = [
+            "", "a", "a/b", "a b", "\u{0}", "a\nb", "\u{7f}", "\u{85}", "é", "x\u{9f}", "日本",
+            &long, &too_long,
+        ];
+        for id in ids {
+            let by_key = crate::key::split_key(&format!("c/{id}")).is_ok();
+            assert_eq!(plain_id(id), by_key, "{id:?}");
+        }
     }
 }

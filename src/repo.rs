@@ -597,8 +597,8 @@ impl<S: Storage> Repo<S> {
     }
 
     fn build_changes(&self, txn: Txn) -> Result<Vec<Change>> {
-        let mut changes = Vec::with_capacity(txn.writes.len());
-        for ((coll, id), w) in txn.writes {
+        let mut changes = Vec::with_capacity(txn.len());
+        for ((coll, id), w) in txn.into_writes() {
             let schema = self.schemas.get(&coll);
             let op = match w {
                 Write::Put(mut m) => {

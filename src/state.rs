@@ -189,7 +189,10 @@ pub struct History(HistRepr);
 
 #[derive(Clone)]
 enum HistRepr {
-    Inline { len: u8, buf: [u32; History::INLINE] },
+    Inline {
+        len: u8,
+        buf: [u32; History::INLINE],
+    },
     Heap(Vec<u32>),
 }
 
@@ -790,7 +793,10 @@ mod tests {
 
     #[test]
     fn history_is_a_small_vec() {
-        assert_eq!(std::mem::size_of::<History>(), std::mem::size_of::<Vec<u32>>());
+        assert_eq!(
+            std::mem::size_of::<History>(),
+            std::mem::size_of::<Vec<u32>>()
+        );
         let mut h = History::default();
         let mut v = Vec::new();
         for i in 0..20u32 {

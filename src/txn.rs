@@ -4,6 +4,7 @@
 
 use crate::error::Result;
 use crate::key::split_key;
+use crate::state::ItemId;
 use crate::value::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -34,7 +35,10 @@ pub enum Write {
 /// A set of writes committed atomically as one commit.
 #[derive(Debug, Clone, Default)]
 pub struct Txn {
-    pub(crate) writes: BTreeMap<(String, String), Write>,
+    /// Collection, then id (key order). Ids are [`ItemId`]s: a short id is held inline, so
+    /// adding a write to a large transaction compares bytes in the tree node instead of
+    /// chasing a pointer per comparison, and costs no allocation for the id.
+    pub(crate) writes: BTreeMap<String, BTreeMap<ItemId, Write>>,
 }
 
 impl Txn {
@@ -43,22 +47,32 @@ impl Txn {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.writes.is_empty()
+        self.writes.values().all(BTreeMap::is_empty)
     }
 
     pub fn len(&self) -> usize {
-        self.writes.len()
+        self.writes.values().map(BTreeMap::len).sum()
     }
 
     fn entry(&mut self, key: &str) -> Result<&mut Write> {
         let (c, i) = split_key(key)?;
-        Ok(self
-            .writes
-            .entry((c.to_owned(), i.to_owned()))
-            .or_insert_with(|| Write::Patch {
-                fields: BTreeMap::new(),
-                must_exist: false,
-            }))
+        if !self.writes.contains_key(c) {
+            self.writes.insert(c.to_owned(), BTreeMap::new());
+        }
+        let items = self.writes.get_mut(c).expect("inserted above");
+        Ok(items.entry(ItemId::new(i)).or_insert_with(|| Write::Patch {
+            fields: BTreeMap::new(),
+            must_exist: false,
+        }))
+    }
+
+    /// The writes in key order, as `((collection, id), write)`.
+    pub(crate) fn into_writes(self) -> impl Iterator<Item = ((String, String), Write)> {
+        self.writes.into_iter().flat_map(|(coll, items)| {
+            items
+                .into_iter()
+                .map(move |(id, w)| ((coll.clone(), id.as_str().to_owned()), w))
+        })
     }
 
     /// Replace the whole item at `key`.
