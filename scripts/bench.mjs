@@ -1,12 +1,16 @@
 #!/usr/bin/env node
 // Browser benchmark runner (make bench): serves the repo with COOP/COEP, opens www/bench/ in
 // headless Debian Chromium, runs window.runBench(), prints the table and writes
-// bench-results/<YYYY-MM-DD>/{results.json, report.html, report.png}.
+// bench-results/<YYYY-MM-DD>/{results.json, results.md, report.html, report.png}.
 //
 // Environment:
-//   BENCH_SIZES    comma-separated item counts            (default 100000)
-//   BENCH_SUITES   comma-separated suites: core, load      (default core)
+//   BENCH_SIZES    comma-separated item counts N for the core and writes rows (default 100000);
+//                  also the scaling sizes unless BENCH_SCALING_SIZES is set
+//   BENCH_SCALING_SIZES  item counts for the scaling rows (default 10000,100000,1000000)
+//   BENCH_SUITES   comma-separated suites: core, writes, scaling (alias load), relational, verify
+//                  (default: all)
 //   BENCH_ENGINES  comma-separated engine ids              (default: every available engine)
+//   BENCH_ROWS     comma-separated row ids to restrict to  (default: every row of the suites)
 //   BENCH_PLAN     full | quick                            (default full)
 //   BENCH_ASSERT   1 = fail on order-of-magnitude regressions (coarse per-row ceilings below)
 //   BENCH_CEILING_FACTOR  multiplies every ceiling (default 1)
@@ -24,7 +28,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from './serve.mjs';
-import { renderReport, tableLines, textTable } from '../www/bench/report.js';
+import { markdownTables, renderReport, reportSections, textTable } from '../www/bench/report.js';
 import { ROWS } from '../www/bench/common.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -34,12 +38,14 @@ const CHROMIUM_ARGS = [
 ];
 
 /**
- * BENCH_ASSERT ceilings: p50 in ms at N = 100,000, set at >= 10x the slowest SQLite configuration
- * measured on these machines (bench-results/ and DESIGN.md section 9; run-to-run noise here is up
- * to ~3x because OPFS call costs vary with host load), so only order-of-magnitude regressions fail.
+ * BENCH_ASSERT ceilings: p50 in ms at N = 100,000, set at >= 10x the slowest engine measured on
+ * these machines (bench-results/, docs/benchmarks.md; run-to-run noise here is up to ~3x because
+ * OPFS call costs vary with host load), so only order-of-magnitude regressions fail.
  * Rows that scale with N ('n' in common.js) get ceiling * N/100k above 100k; below 100k the 100k
- * ceiling applies unchanged (fixed costs dominate small N). The `ibexdb` overrides cover rows where
- * a memory-first engine legitimately does more work than SQLite (opening loads the working set).
+ * ceiling applies unchanged (fixed costs dominate small N). The relational and verify rows have
+ * fixed sizes (the full plan's); under another plan they are not checked. The `ibexdb` overrides
+ * cover rows where a memory-first engine legitimately does more work than SQLite (opening loads
+ * the working set; verify re-proves every hash and signature). Bytes (OPFS, memory) are not checked.
  * BENCH_CEILING_FACTOR (default 1) scales every ceiling, e.g. 0.5 to tighten.
  */
 const CEILINGS = {
@@ -53,18 +59,31 @@ const CEILINGS = {
     'simple-query:worker': 150, 'simple-query:page': 250,
     'complex-query:worker': 200,
     'count:worker': 25,
-    'keys:worker': 2_000,
+    'keys:worker': 3_000,
     'aggregate:worker': 300,
     'open-n:worker': 150, 'open-n:page': 5_000,
-    'read-by-id-after-open:worker': 25,
+    'read-by-id-after-open:worker': 50,
     'create-item:worker': 500, 'create-item:page': 500,
     'update-item:worker': 500, 'update-item:page': 500,
-    'bulk-create-100:worker': 1_000,
+    'bulk-create-100:worker': 1_000, 'bulk-create-100:page': 1_000,
+    'writes-single:worker': 500,
+    'writes-batched:worker': 20, 'writes-batched:page': 500,
+    'seal-batch:worker': 500,
+    'rel-simple-insert:worker': 60_000, 'rel-simple-query:worker': 10_000,
+    'rel-real-insert:worker': 60_000, 'rel-real-query:worker': 20_000,
+    'rel-complex-insert:worker': 120_000, 'rel-complex-query:worker': 60_000,
+    'rel-many-10:worker': 50, 'rel-many-100:worker': 100, 'rel-many-1000:worker': 500,
+    'rel-large-50k-insert:worker': 150_000, 'rel-large-50k-query:worker': 30_000,
+    'rel-large-100k-insert:worker': 250_000, 'rel-large-100k-query:worker': 60_000,
+    'rel-large-200k-insert:worker': 400_000, 'rel-large-200k-query:worker': 120_000,
+    'verify:worker': 120_000,
   },
   ibexdb: {
     'open-n:worker': 3_000, 'open-n:page': 5_000,
   },
 };
+/** Rows whose sizes come from the plan, not from N: checked under the full plan only. */
+const FIXED_SIZE_SECTIONS = new Set(['relational', 'verify']);
 
 const die = (code, msg) => {
   console.error(`bench: ${msg}`);
@@ -107,23 +126,49 @@ function gitCommit() {
   }
 }
 
+/** Tracked files modified in the working tree (the wasm may have been built from them). */
+function gitDirty() {
+  try {
+    const out = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    return out.split('\n').filter(Boolean).map((l) => l.slice(3));
+  } catch {
+    return null;
+  }
+}
+
+/** The ibexdb wasm that was benchmarked: size, SHA-256, build time. */
+async function wasmInfo() {
+  try {
+    const file = path.join(ROOT, 'pkg/ibexdb_bg.wasm');
+    const bytes = await readFile(file);
+    const { createHash } = await import('node:crypto');
+    const { mtime } = await import('node:fs').then((fs) => fs.statSync(file));
+    return { bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex'), builtAt: mtime.toISOString() };
+  } catch {
+    return null;
+  }
+}
+
 /** Check every measured line against the ceilings; returns failure strings. */
 function checkCeilings(results) {
   const ceilingFactor = Number(process.env.BENCH_CEILING_FACTOR ?? 1);
   const failures = [];
-  for (const size of [...new Set(results.runs.map((r) => r.size))]) {
-    for (const line of tableLines(results, size)) {
+  for (const sec of reportSections(results)) {
+    if (FIXED_SIZE_SECTIONS.has(sec.key) && results.options.plan !== 'full') continue;
+    for (const line of sec.lines) {
+      if (line.side === 'stat') continue;
       const row = ROWS.find((r) => r.id === line.rowId);
+      const size = line.size ?? (sec.key.startsWith('n') ? Number(sec.key.slice(1)) : 100_000);
       const scale = row.scale === 'n' ? Math.max(1, size / 100_000) : 1;
       for (const [engineId, cell] of Object.entries(line.cells)) {
-        if (cell.error || !Number.isFinite(cell.p50)) continue;
+        if (cell.error || cell.na || !Number.isFinite(cell.p50)) continue;
         const family = results.engines.find((e) => e.id === engineId)?.family;
         const key = `${line.rowId}:${line.side}`;
         const base = CEILINGS[family]?.[key] ?? CEILINGS.default[key];
         if (base === undefined) continue;
         const ceiling = base * scale * ceilingFactor;
         if (cell.p50 > ceiling) {
-          failures.push(`${engineId} N=${size} ${line.label}: p50 ${cell.p50.toFixed(3)} ms > ceiling ${+ceiling.toPrecision(3)} ms`);
+          failures.push(`${engineId} ${sec.title} ${line.label}: p50 ${cell.p50.toFixed(3)} ms > ceiling ${+ceiling.toPrecision(3)} ms`);
         }
       }
     }
@@ -131,11 +176,49 @@ function checkCeilings(results) {
   return failures;
 }
 
+/**
+ * Worker JS heap by worker name, for the page's stats (window.benchWorkerHeap): CDP
+ * Runtime.getHeapUsage on the worker's target. performance.memory and
+ * measureUserAgentSpecificMemory are not exposed in workers, so this is the only way in.
+ */
+async function workerHeapProbe(browser) {
+  const cdp = await browser.newBrowserCDPSession();
+  let nextId = 1;
+  const waiting = new Map();
+  cdp.on('Target.receivedMessageFromTarget', (ev) => {
+    const msg = JSON.parse(ev.message);
+    const w = waiting.get(msg.id);
+    if (w) {
+      waiting.delete(msg.id);
+      w(msg);
+    }
+  });
+  return async (name) => {
+    const { targetInfos } = await cdp.send('Target.getTargets');
+    const t = targetInfos.filter((x) => x.type === 'worker' && x.title === name).pop();
+    if (!t) return null;
+    const { sessionId } = await cdp.send('Target.attachToTarget', { targetId: t.targetId, flatten: false });
+    try {
+      const id = nextId++;
+      const reply = new Promise((resolve) => waiting.set(id, resolve));
+      await cdp.send('Target.sendMessageToTarget', { sessionId, message: JSON.stringify({ id, method: 'Runtime.getHeapUsage' }) });
+      const msg = await Promise.race([reply, new Promise((r) => setTimeout(() => r({ error: { message: 'timeout' } }), 10_000))]);
+      if (msg.error) throw new Error(msg.error.message);
+      return { usedSize: msg.result.usedSize, totalSize: msg.result.totalSize };
+    } finally {
+      await cdp.send('Target.detachFromTarget', { sessionId }).catch(() => {});
+    }
+  };
+}
+
 async function main() {
-  const sizes = listEnv('BENCH_SIZES', ['100000']).map(Number);
-  if (sizes.some((n) => !Number.isInteger(n) || n < 1)) die(2, `BENCH_SIZES must be positive integers, got "${process.env.BENCH_SIZES}"`);
-  const suites = listEnv('BENCH_SUITES', ['core']);
+  const sizes = listEnv('BENCH_SIZES', null)?.map(Number);
+  if (sizes?.some((n) => !Number.isInteger(n) || n < 1)) die(2, `BENCH_SIZES must be positive integers, got "${process.env.BENCH_SIZES}"`);
+  const scalingSizes = listEnv('BENCH_SCALING_SIZES', null)?.map(Number);
+  if (scalingSizes?.some((n) => !Number.isInteger(n) || n < 1)) die(2, `BENCH_SCALING_SIZES must be positive integers, got "${process.env.BENCH_SCALING_SIZES}"`);
+  const suites = listEnv('BENCH_SUITES', null);
   const engines = listEnv('BENCH_ENGINES', null);
+  const rows = listEnv('BENCH_ROWS', null);
   const plan = process.env.BENCH_PLAN || 'full';
   const assert = process.env.BENCH_ASSERT === '1';
   const outDir = path.resolve(ROOT, process.env.BENCH_OUT || path.join('bench-results', localDate()));
@@ -159,6 +242,7 @@ async function main() {
     }
     const browserVersion = browser.version();
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await page.exposeFunction('benchWorkerHeap', await workerHeapProbe(browser));
 
     // Forward progress; keep errors for the summary.
     const pageErrors = [];
@@ -187,12 +271,18 @@ async function main() {
       die(3, `benchmark page did not load at ${url}: ${err.message.split('\n')[0]}`);
     }
 
-    console.log(`bench: ${browserVersion}, sizes ${sizes.join(',')}, suites ${suites.join(',')}, engines ${engines ? engines.join(',') : 'all available'}, plan ${plan}`);
+    console.log(`bench: ${browserVersion}, sizes ${sizes ? sizes.join(',') : 'default'}, scaling sizes ${scalingSizes ? scalingSizes.join(',') : sizes ? 'as sizes' : 'default'}, suites ${suites ? suites.join(',') : 'all'}, engines ${engines ? engines.join(',') : 'all available'}, plan ${plan}`);
     const t0 = Date.now();
     const loadAvgAtStart = os.loadavg();
     let results;
     try {
-      results = await page.evaluate((o) => window.runBench(o), { sizes, suites, engines, plan });
+      const o = { plan };
+      if (sizes) o.sizes = sizes;
+      if (scalingSizes) o.scalingSizes = scalingSizes;
+      if (suites) o.suites = suites;
+      if (engines) o.engines = engines;
+      if (rows) o.rows = rows;
+      results = await page.evaluate((x) => window.runBench(x), o);
     } catch (err) {
       console.error(`bench: run failed: ${err.message.split('\n')[0]}`);
       return 1;
@@ -207,9 +297,12 @@ async function main() {
       chromiumArgs: CHROMIUM_ARGS,
       sqliteWasmPackage: sqlitePkg,
       sqliteVersion: results.runs.find((r) => r.info?.engine === 'sqlite-wasm')?.info.version ?? null,
-      sizes,
+      sizes: results.options.sizes,
+      scalingSizes: results.options.scalingSizes,
       machine,
       gitCommit: gitCommit(),
+      gitDirty: gitDirty(),
+      ibexdbWasm: await wasmInfo(),
       wallSeconds: (Date.now() - t0) / 1000,
     });
 
@@ -217,15 +310,17 @@ async function main() {
     const html = renderReport(results);
     await writeFile(path.join(outDir, 'results.json'), JSON.stringify(results, null, 1));
     await writeFile(path.join(outDir, 'report.html'), html);
-    const shot = await browser.newPage({ viewport: { width: 1300, height: 900 } });
-    await shot.setContent(html, { waitUntil: 'load' });
+    await writeFile(path.join(outDir, 'results.md'), markdownTables(results));
+    // report.png: the summary view (header, ratio overview, tables, scaling charts), readable as one image.
+    const shot = await browser.newPage({ viewport: { width: 1360, height: 900 } });
+    await shot.setContent(renderReport(results, { summary: true }), { waitUntil: 'load' });
     await shot.screenshot({ path: path.join(outDir, 'report.png'), fullPage: true });
 
     console.log('');
     console.log(textTable(results));
     console.log(`machine: ${machine.os}, ${machine.cpus} × ${machine.cpuModel}, ${(machine.memoryBytes / 2 ** 30).toFixed(1)} GiB; load avg ${machine.loadAvgAtStart.map((x) => x.toFixed(2)).join(' ')} → ${machine.loadAvgAtEnd.map((x) => x.toFixed(2)).join(' ')}`);
     console.log(`browser: ${results.meta.browser}; sqlite-wasm ${sqlitePkg} (SQLite ${results.meta.sqliteVersion})`);
-    console.log(`wrote ${path.relative(ROOT, outDir)}/results.json, report.html, report.png (${results.meta.wallSeconds.toFixed(0)} s)`);
+    console.log(`wrote ${path.relative(ROOT, outDir)}/results.json, results.md, report.html, report.png (${results.meta.wallSeconds.toFixed(0)} s)`);
 
     if (pageErrors.length) console.log(`page console errors: ${pageErrors.length} (printed above)`);
     let failed = false;

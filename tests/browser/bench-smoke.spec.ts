@@ -1,15 +1,17 @@
 // Smoke test of the browser benchmark: the real page, real workers, real OPFS, in Debian Chromium,
-// at a tiny size (N = 200) with the 'quick' sample plan. Every available engine must produce every
-// row with finite numbers, and the page must log no error (worker console output included).
-// An engine added later (ibexdb) is picked up automatically once its files are served.
+// at tiny sizes with the 'quick' sample plan, every suite (core, writes, scaling, relational,
+// verify). Every available engine — the SQLite ones and, once pkg/ is built, the ibexdb ones — must
+// produce every planned row: a finite timing (worker, and page where the row has a page side), or
+// an explicit "not available / not applicable" with its reason. The page must log no error (worker
+// console output included).
 import { test, expect, type ConsoleMessage } from '@playwright/test';
 
 type Summary = { n: number; p50: number; p95: number; min: number; max: number; k: number };
-type RowEntry = { worker?: Summary; page?: Summary; error?: string; check?: unknown };
-type Run = { engine: string; size: number; errors: string[]; rows: Record<string, RowEntry> };
+type RowEntry = { worker?: Summary; page?: Summary; error?: string; na?: string; check?: unknown };
+type Run = { engine: string; section: string; size: number | null; errors: string[]; plannedRows: string[]; rows: Record<string, RowEntry> };
 type Results = {
-  options: { rows: string[] };
-  rowCatalogue: { id: string; worker?: string; page?: string }[];
+  options: { rows: string[]; runs: { section: string; n: number; rows: string[] }[] };
+  rowCatalogue: { id: string; worker?: string; page?: string; na?: string }[];
   runs: Run[];
 };
 
@@ -23,13 +25,20 @@ declare global {
 }
 
 const SQLITE_ENGINES = ['sqlite-default', 'sqlite-tuned', 'sqlite-tuned-off'];
+const IBEXDB_ENGINES = ['ibexdb', 'ibexdb-relaxed', 'ibexdb-trusted'];
+
+/** Rows that may be n/a, and for which engines (anything else n/a is a failure). */
+const ALLOWED_NA: Record<string, (engine: string) => boolean> = {
+  'sync-latency': () => true,
+  'seal-batch': (e) => SQLITE_ENGINES.includes(e) || e === 'ibexdb-trusted',
+};
 
 function finiteSummary(s: Summary | undefined): boolean {
   return !!s && s.n > 0 && [s.p50, s.p95, s.min, s.max].every((x) => Number.isFinite(x) && x >= 0) && s.p50 <= s.p95;
 }
 
-test('benchmark page: every available engine produces every row (N=200, quick plan)', async ({ page }) => {
-  test.setTimeout(240_000);
+test('benchmark page: every available engine produces every row (tiny sizes, quick plan)', async ({ page }) => {
+  test.setTimeout(180_000);
   const logged: string[] = [];
   const errors: string[] = [];
 
@@ -54,31 +63,53 @@ test('benchmark page: every available engine produces every row (N=200, quick pl
 
   const engines = await page.evaluate(async () => (await window.listBenchEngines()).filter((e) => e.available).map((e) => e.id));
   for (const id of SQLITE_ENGINES) expect(engines, transcript()).toContain(id);
+  // The ibexdb engines are available as soon as pkg/ is built (make wasm); in `make test` it is.
+  const pkgBuilt = await page.evaluate(async () => (await fetch('/pkg/ibexdb_bg.wasm', { method: 'HEAD' })).ok);
+  if (pkgBuilt) for (const id of IBEXDB_ENGINES) expect(engines, `pkg/ is built, so ${id} must be available\n${transcript()}`).toContain(id);
 
   let results: Results;
+  const t0 = Date.now();
   try {
-    results = await page.evaluate((ids) => window.runBench({ sizes: [200], plan: 'quick', engines: ids }), engines);
+    // N = 200 for the operation rows; scaling at 200 and 500; relational/verify at the quick plan's sizes.
+    results = await page.evaluate((ids) => window.runBench({ sizes: [200], scalingSizes: [200, 500], plan: 'quick', engines: ids }), engines);
   } catch (err) {
     throw new Error(`runBench failed: ${(err as Error).message}\n${transcript()}`);
   }
+  console.log(`bench smoke: ${engines.length} engines, ${results.runs.length} runs in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
   // Absent optional engine files are probed with HEAD; those 404s are expected, anything else is not.
   const expected404 = await page.evaluate(() => window.benchExpected404 ?? []);
   const realErrors = errors.filter((e) => !(e.includes('Failed to load resource') && expected404.some((u) => e.includes(`(${u})`))));
 
   const catalogue = Object.fromEntries(results.rowCatalogue.map((r) => [r.id, r]));
-  expect(results.runs.map((r) => r.engine).sort(), transcript()).toEqual([...engines].sort());
   const problems: string[] = [];
+  // Every planned run (section/size) exists for every engine.
+  for (const plan of results.options.runs) {
+    for (const engine of engines) {
+      const run = results.runs.find((r) => r.engine === engine && r.section === plan.section && (plan.section !== 'dataset' || r.size === plan.n));
+      if (!run) problems.push(`${engine}: no ${plan.section} run${plan.section === 'dataset' ? ` at N=${plan.n}` : ''}`);
+    }
+  }
+  // Every suite ran: the operation rows, writes, scaling, relational and verify.
+  for (const id of ['read-by-id', 'writes-batched', 'seal-batch', 'sync-latency', 'rel-complex-query', 'rel-large-200k-query', 'verify']) {
+    if (!results.options.rows.includes(id)) problems.push(`row ${id} was not planned`);
+  }
   for (const run of results.runs) {
+    const where = `${run.engine} ${run.section}${run.size ? ` N=${run.size}` : ''}`;
     // Run-level errors (row errors are reported per row below).
-    const runErrors = run.errors.filter((e) => !results.options.rows.some((id) => e.startsWith(`${id}: `)));
-    if (runErrors.length) problems.push(`${run.engine}: ${runErrors.join('; ')}`);
-    for (const rowId of results.options.rows) {
+    const runErrors = run.errors.filter((e) => !run.plannedRows.some((id) => e.startsWith(`${id}: `)));
+    if (runErrors.length) problems.push(`${where}: ${runErrors.join('; ')}`);
+    for (const rowId of run.plannedRows) {
       const entry = run.rows[rowId];
-      if (!entry) { problems.push(`${run.engine}: row ${rowId} missing`); continue; }
-      if (entry.error) problems.push(`${run.engine}: row ${rowId}: ${entry.error}`);
-      if (!finiteSummary(entry.worker)) problems.push(`${run.engine}: row ${rowId}: worker timing missing or not finite: ${JSON.stringify(entry.worker)}`);
-      if (catalogue[rowId]?.page && !finiteSummary(entry.page)) problems.push(`${run.engine}: row ${rowId}: page timing missing or not finite: ${JSON.stringify(entry.page)}`);
+      if (!entry) { problems.push(`${where}: row ${rowId} missing`); continue; }
+      if (entry.error) problems.push(`${where}: row ${rowId}: ${entry.error}`);
+      if (entry.na !== undefined) {
+        if (!entry.na || !ALLOWED_NA[rowId]?.(run.engine)) problems.push(`${where}: row ${rowId} unexpectedly n/a: ${JSON.stringify(entry.na)}`);
+        continue;
+      }
+      if (catalogue[rowId]?.na) problems.push(`${where}: row ${rowId} must be n/a (${catalogue[rowId].na}) but has data`);
+      if (!finiteSummary(entry.worker)) problems.push(`${where}: row ${rowId}: worker timing missing or not finite: ${JSON.stringify(entry.worker)}`);
+      if (catalogue[rowId]?.page && !finiteSummary(entry.page)) problems.push(`${where}: row ${rowId}: page timing missing or not finite: ${JSON.stringify(entry.page)}`);
     }
   }
   expect(problems, `${problems.join('\n')}\n${transcript()}`).toEqual([]);

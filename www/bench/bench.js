@@ -1,14 +1,20 @@
 // Benchmark page: runs the rows of www/bench/common.js against each engine, every engine in its own
 // dedicated module worker, and collects the results object described in PROTOCOL.md.
 //
-//   window.runBench({ sizes, suites, engines, plan, seed }) -> Promise<results>
+//   window.runBench({ sizes, scalingSizes, suites, engines, plan, seed }) -> Promise<results>
 //   index.html?autorun=1&sizes=1000&engines=sqlite-tuned&plan=quick  runs from the URL
 //
 // The page orchestrates; the timing loops run in the worker (harness.js) except for the rows marked
-// [page], which the page times around one postMessage round trip per operation.
+// [page], which the page times around one awaited call per operation: for SQLite one op message to
+// its benchmark worker, for ibexdb one call of the public page API (www/ibexdb.js, which talks to
+// its own worker www/worker.js) — see IbexPageClient.
 
-import { ROWS, SUITES, PLANS, expectedChecks, summarize, itemId, makeItem, updatedFields, rng, fmtMs } from './common.js';
+import {
+  ROWS, SUITES, PLANS, DEFAULT_SUITES, DEFAULT_SIZES, DEFAULT_SCALING_SIZES, expectedChecks, summarize,
+  itemId, makeItem, updatedFields, rng, fmtMs, sectionOf, samplesAt,
+} from './common.js';
 import { ENGINES } from './engines.js';
+import { ITEMS_SCHEMA, ibexValue, repoName } from './ibexdb-common.js';
 import { renderReport, tableLines, textTable } from './report.js';
 
 const CALL_TIMEOUT_MS = 15 * 60 * 1000;
@@ -107,6 +113,95 @@ async function retire(w, { reset = false, final = false } = {}) {
   }
 }
 
+// --- page-side clients -----------------------------------------------------------------------------
+/**
+ * ibexdb as an app uses it: the public page API (www/ibexdb.js). open() starts its own worker
+ * (www/worker.js) that owns the OPFS files; calls made in one tick travel as one message. The
+ * benchmark worker must have released the files first ('release' message).
+ */
+class IbexPageClient {
+  static async open(engine) {
+    const { open } = await import('/www/ibexdb.js');
+    const db = await open(repoName(engine.id), {
+      durability: engine.config.durability,
+      trusted: !!engine.config.trusted,
+      schemas: { items: ITEMS_SCHEMA },
+      onError: (e) => console.error(`[bench] ${engine.id} page API background error: ${e.name}: ${e.message}`),
+    });
+    return new IbexPageClient(db);
+  }
+
+  constructor(db) {
+    this.db = db;
+  }
+
+  op({ op, args }) {
+    const db = this.db;
+    switch (op) {
+      case 'get': return db.get(`items/${args.id}`);
+      case 'queryRange': return db.query({ collection: 'items', where: { count: { gte: args.lo, lt: args.hi } }, sort: ['count'] });
+      case 'put': return db.put(`items/${args.item.id}`, ibexValue(args.item));
+      case 'update': return db.update(`items/${args.id}`, ibexValue(args.fields));
+      case 'putMany': return db.transaction((tx) => { for (const it of args.items) tx.put(`items/${it.id}`, ibexValue(it)); });
+      // Issued in one tick: the page API sends them as one batch, the worker group-commits them.
+      case 'putConcurrent': return Promise.all(args.items.map((it) => db.put(`items/${it.id}`, ibexValue(it))));
+      default: throw new Error(`IbexPageClient: unknown op ${op}`);
+    }
+  }
+
+  close() {
+    return this.db.close();
+  }
+}
+
+/** SQLite (and any worker-protocol engine): one op message per awaited call. */
+function workerOp(w, { op, args }) {
+  if (op === 'putConcurrent') {
+    // 100 messages posted at once; the worker handles them one at a time, each its own transaction.
+    return Promise.all(args.items.map((item) => w.call({ type: 'op', op: 'put', args: { item } })));
+  }
+  return w.call({ type: 'op', op, args });
+}
+
+/** Delete an ibexdb benchmark repository from the page (async OPFS API). */
+async function removeIbexRepo(engine) {
+  try {
+    const root = await navigator.storage.getDirectory();
+    const top = await root.getDirectoryHandle('ibexdb');
+    await top.removeEntry(repoName(engine.id), { recursive: true });
+  } catch (err) {
+    if (err?.name !== 'NotFoundError') throw err;
+  }
+}
+
+/**
+ * The timers of the ibexdb runtime (www/worker.js), read from its source so the benchmark worker
+ * emulates exactly what the shipped worker does (see ibexdb-worker.js).
+ */
+let runtimeTimers = null;
+async function ibexRuntimeTimers() {
+  if (runtimeTimers) return runtimeTimers;
+  const src = await (await fetch(new URL('/www/worker.js', import.meta.url), { cache: 'no-store' })).text();
+  const num = (name) => {
+    const m = new RegExp(`export const ${name} = (\\d+);`).exec(src);
+    if (!m) throw new Error(`cannot find ${name} in www/worker.js (the ibexdb adapter emulates its timers)`);
+    return Number(m[1]);
+  };
+  runtimeTimers = { relaxedFlushMs: num('RELAXED_FLUSH_MS'), sealDelayMs: num('SEAL_DELAY_MS') };
+  return runtimeTimers;
+}
+
+/** JS heap of a worker by name, via the runner's CDP hook (scripts/bench.mjs); null when absent. */
+async function workerHeap(name) {
+  if (typeof window.benchWorkerHeap !== 'function') return { jsHeapUsedBytes: null, jsHeapNote: 'not measurable here: worker JS heap needs the runner (CDP Runtime.getHeapUsage); performance.memory and measureUserAgentSpecificMemory are not exposed in workers' };
+  try {
+    const h = await window.benchWorkerHeap(name);
+    return h ? { jsHeapUsedBytes: h.usedSize, jsHeapTotalBytes: h.totalSize } : { jsHeapUsedBytes: null, jsHeapNote: 'worker not found by CDP' };
+  } catch (err) {
+    return { jsHeapUsedBytes: null, jsHeapNote: `CDP failed: ${err.message}` };
+  }
+}
+
 // --- availability ----------------------------------------------------------------------------------
 async function isServed(path) {
   try {
@@ -160,31 +255,62 @@ function summary(samples, k = 1, extra = {}) {
   return { ...summarize(samples), k, samples, ...extra };
 }
 
-// --- one engine at one size -----------------------------------------------------------------------
-async function runEngine(engine, n, rowIds, plan, seed, onRow) {
+// --- one engine, one section (and size) --------------------------------------------------------------
+/** Page-side operation generators per row: each returns an op descriptor {op, args, per?}. */
+function pageOpMakers(n, pageRng, nextNew, plan) {
+  const batch = plan.rows['writes-batched']?.pageBatch ?? 100;
+  return {
+    'read-by-id': () => ({ op: 'get', args: { id: itemId(pageRng.int(n)) } }),
+    'simple-query': () => { const lo = pageRng.int(Math.max(1, n - 1000 + 1)); return { op: 'queryRange', args: { lo, hi: lo + 1000 } }; },
+    'create-item': () => { const i = nextNew(); return { op: 'put', args: { item: { ...makeItem(i), id: `page-item-${i}` } } }; },
+    'update-item': () => { const i = pageRng.int(n); return { op: 'update', args: { id: itemId(i), fields: updatedFields(i, 1_000_000 + nextNew()) } }; },
+    'bulk-create-100': () => ({ op: 'putMany', args: { items: Array.from({ length: 100 }, () => { const i = nextNew(); return { ...makeItem(i), id: `page-item-${i}` }; }) } }),
+    'writes-batched': () => ({ op: 'putConcurrent', per: batch, args: { items: Array.from({ length: batch }, () => { const i = nextNew(); return { ...makeItem(i), id: `page-item-${i}` }; }) } }),
+  };
+}
+
+/**
+ * Run `rowIds` for one engine in one fresh worker. `section` 'dataset': the rows share one database
+ * of N base items; 'relational' / 'verify': the rows build their own databases (n is unused).
+ */
+async function runEngine(engine, section, n, rowIds, plan, seed, onRow) {
   const run = {
-    engine: engine.id, family: engine.family, durability: engine.durability, size: n,
+    engine: engine.id, family: engine.family, durability: engine.durability, section, size: section === 'dataset' ? n : null,
     startedAt: new Date().toISOString(), info: null, init: null, rows: {}, stats: {}, errors: [],
   };
-  const planFor = (id) => ({ targetMs: plan.targetMs, warmupMs: plan.warmupMs, maxK: plan.maxK, ...plan.rows[id] });
   const rowDef = Object.fromEntries(ROWS.map((r) => [r.id, r]));
+  const planFor = (id) => {
+    const p = { targetMs: plan.targetMs, warmupMs: plan.warmupMs, maxK: plan.maxK, ...plan.rows[id] };
+    p.samples = samplesAt(rowDef[id], p.samples, n);
+    if (p.pageSamples) p.pageSamples = samplesAt(rowDef[id], p.pageSamples, n);
+    return p;
+  };
+  const config = { ...engine.config };
+  if (engine.family === 'ibexdb') config.runtime = await ibexRuntimeTimers();
+  const pageApi = engine.pageApi === 'ibexdb';
   let w = null;
 
   const spawnInit = async () => {
     const t0 = performance.now();
     const ew = new EngineWorker(engine);
-    const r = await ew.call({ type: 'init', engine: engine.id, config: engine.config });
+    const r = await ew.call({ type: 'init', engine: engine.id, config });
     return { w: ew, r, pageMs: performance.now() - t0 };
   };
-
   const record = (rowId, entry) => {
     run.rows[rowId] = entry;
     onRow?.(run, rowId);
   };
+  const stats = async (label) => {
+    const st = (await w.call({ type: 'stats' })).stats;
+    Object.assign(st, await workerHeap(engine.id));
+    run.stats[label] = st;
+    // Plans of cost-based planners depend on the data: keep the ones taken after the load.
+    if (label === 'afterLoad' && st.queryPlans && run.info) run.info.queryPlans = { ...run.info.queryPlans, ...st.queryPlans, measuredAt: `after bulk load of ${n} items` };
+  };
 
   try {
     // Clean slate: whatever an earlier (possibly crashed) run left in this engine's OPFS files.
-    setStatus(`${engine.id} N=${n}: cleaning storage`);
+    setStatus(`${engine.id} ${section} N=${n}: cleaning storage`);
     {
       const { w: c, r } = await spawnInit();
       run.info = r.info;
@@ -199,14 +325,26 @@ async function runEngine(engine, n, rowIds, plan, seed, onRow) {
       const parts = [];
       for (let s = 0; s < p.samples; s++) {
         const { w: c, r, pageMs } = await spawnInit();
-        page.push(pageMs);
         worker.push(r.ms.total);
         parts.push(r.ms);
         await retire(c, { reset: true });
+        if (pageApi) {
+          // What an app sees: open() of the public API on empty storage (its worker, wasm, OPFS,
+          // identity), then close and delete (not timed).
+          const t0 = performance.now();
+          const client = await IbexPageClient.open(engine);
+          page.push(performance.now() - t0);
+          await client.close();
+          await removeIbexRepo(engine);
+        } else {
+          page.push(pageMs);
+        }
       }
       record('create-instance', {
         worker: summary(worker), page: summary(page),
-        note: 'fresh worker per sample on empty storage; the worker time covers module import + wasm instantiate + storage + create',
+        note: pageApi
+          ? 'fresh storage per sample; worker: benchmark worker init (import engine.js + wasm compile/instantiate + OPFS + identity + create); page: open() of the public API'
+          : 'fresh worker per sample on empty storage; the worker time covers module import + wasm instantiate + storage + create',
         breakdown: parts,
       });
     }
@@ -221,68 +359,98 @@ async function runEngine(engine, n, rowIds, plan, seed, onRow) {
 
     const pageRng = rng(seed ^ 0x5eed);
     let pageNew = 0;
+    const makers = pageOpMakers(n, pageRng, () => n + pageNew++, plan);
 
     for (const rowId of rowIds) {
       if (rowId === 'create-instance') continue;
       const def = rowDef[rowId];
       const p = planFor(rowId);
-      setStatus(`${engine.id} N=${n}: ${def.label}`);
+      setStatus(`${engine.id} ${section === 'dataset' ? `N=${n}` : section}: ${def.label}`);
       const entry = {};
+      if (def.na) {
+        entry.na = def.na;
+        record(rowId, entry);
+        continue;
+      }
       try {
-        const params = { n, seed: seed + ROWS.indexOf(def), adaptive: !!def.adaptive, ...p };
+        const params = { n, seed: seed + ROWS.indexOf(def), adaptive: !!def.adaptive, ...p, rel: plan.relational, verify: plan.verify };
         const r = await w.call({ type: 'row', row: rowId, params });
+        if (r.na) {
+          entry.na = r.na;
+          record(rowId, entry);
+          continue;
+        }
         entry.worker = summary(r.samples, r.iterationsPerSample, { warmupSamples: r.warmupSamples });
         entry.check = r.check;
         if (r.note) entry.note = r.note;
         const problems = checkMismatches(rowId, r.check, n);
         if (problems.length) throw new Error(`wrong result: ${problems.join('; ')}`);
 
-        if (rowId === 'bulk-load') {
-          run.stats.afterLoad = (await w.call({ type: 'stats' })).stats;
-        }
+        if (rowId === 'bulk-load') await stats('afterLoad');
 
-        // Page-side measurements: one message per operation.
+        // Page-side measurements: one awaited call per operation.
         const ps = p.pageSamples ?? 0;
         if (def.page && ps > 0) {
           const times = [];
           let pageWarm = 0;
           if (rowId === 'open-n') {
             // Cold start as an app sees it: a new worker opens the N-item database and reads one item.
+            const id = itemId(Math.floor(n / 2));
             for (let s = 0; s < ps; s++) {
-              await retire(w);
+              if (w) await retire(w);
               w = null;
               const t0 = performance.now();
-              const ew = new EngineWorker(engine);
-              await ew.call({ type: 'init', engine: engine.id, config: engine.config });
-              const got = await ew.call({ type: 'op', op: 'get', args: { id: itemId(Math.floor(n / 2)) } });
-              times.push(performance.now() - t0);
-              w = ew;
-              if (n > 0 && got.value === undefined) throw new Error('cold open: first read found nothing');
+              let got;
+              if (pageApi) {
+                const client = await IbexPageClient.open(engine);
+                got = await client.op({ op: 'get', args: { id } });
+                times.push(performance.now() - t0);
+                await client.close();
+              } else {
+                const ew = new EngineWorker(engine);
+                await ew.call({ type: 'init', engine: engine.id, config });
+                got = (await ew.call({ type: 'op', op: 'get', args: { id } })).value;
+                times.push(performance.now() - t0);
+                w = ew;
+              }
+              if (n > 0 && got === undefined) throw new Error('cold open: first read found nothing');
             }
+            if (!w) w = (await spawnInit()).w;
           } else {
-            const mk = {
-              'read-by-id': () => ({ op: 'get', args: { id: itemId(pageRng.int(n)) } }),
-              'simple-query': () => { const lo = pageRng.int(Math.max(1, n - 1000 + 1)); return { op: 'queryRange', args: { lo, hi: lo + 1000 } }; },
-              'create-item': () => { const i = n + pageNew++; return { op: 'put', args: { item: { ...makeItem(i), id: `page-item-${i}` } } }; },
-              'update-item': () => { const i = pageRng.int(n); return { op: 'update', args: { id: itemId(i), fields: updatedFields(i, 1_000_000 + pageNew++) } }; },
-            }[rowId];
+            const mk = makers[rowId];
             if (!mk) throw new Error(`no page-side operation defined for ${rowId}`);
             const warm = def.write ? 1 : plan.pageWarmup ?? 1;
             const msgs = Array.from({ length: ps + warm }, mk);
-            for (let s = 0; s < msgs.length; s++) {
-              const t0 = performance.now();
-              await w.call({ type: 'op', ...msgs[s] });
-              const t1 = performance.now();
-              if (s >= warm) times.push(t1 - t0);
+            let client = null;
+            if (pageApi) {
+              await w.call({ type: 'release' });
+              client = await IbexPageClient.open(engine);
+            }
+            try {
+              for (let s = 0; s < msgs.length; s++) {
+                const t0 = performance.now();
+                if (client) await client.op(msgs[s]);
+                else await workerOp(w, msgs[s]);
+                const t1 = performance.now();
+                if (s >= warm) times.push((t1 - t0) / (msgs[s].per ?? 1));
+              }
+            } finally {
+              // Seal, flush, snapshot, release the files; the benchmark worker reopens next row.
+              if (client) await client.close();
             }
             pageWarm = warm;
           }
           entry.page = summary(times, 1, { warmupSamples: pageWarm });
+          if (pageApi) entry.pageVia = 'public API (www/ibexdb.js)';
         }
+        // Footprint of a freshly started engine holding N items: after the cold starts, `w` is a
+        // new worker that opened the database and read one item (or, without page samples, the
+        // worker that just reopened it).
+        if (rowId === 'open-n') await stats('afterOpen');
       } catch (err) {
         entry.error = err.message;
         run.errors.push(`${rowId}: ${err.message}`);
-        console.error(`[bench] ${engine.id} N=${n} ${rowId}: ${err.message}${err.workerStack ? `\n${err.workerStack}` : ''}`);
+        console.error(`[bench] ${engine.id} ${section} N=${n} ${rowId}: ${err.message}${err.workerStack ? `\n${err.workerStack}` : ''}`);
         if (!w || w.dead) {
           record(rowId, entry);
           throw new Error(`${engine.id} worker died during ${rowId}; remaining rows skipped`);
@@ -291,12 +459,12 @@ async function runEngine(engine, n, rowIds, plan, seed, onRow) {
       record(rowId, entry);
     }
 
-    run.stats.end = (await w.call({ type: 'stats' })).stats;
+    await stats('end');
     await retire(w, { reset: true, final: true });
     w = null;
   } catch (err) {
     run.errors.push(err.message);
-    console.error(`[bench] ${engine.id} N=${n}: ${err.message}${err.workerStack ? `\n${err.workerStack}` : ''}`);
+    console.error(`[bench] ${engine.id} ${section} N=${n}: ${err.message}${err.workerStack ? `\n${err.workerStack}` : ''}`);
     if (w) {
       try { await retire(w, { reset: true, final: true }); } catch { /* already reported */ }
     }
@@ -340,13 +508,63 @@ function pageTimerResolutionMs() {
  *   plan    'full'          'full' or 'quick' (PLANS in common.js)
  *   seed    42
  */
+/**
+ * Which runs to make: [{section, n, rows}], in execution order. Dataset runs (one database of N
+ * items per engine) for every size of `sizes` (core + writes rows) and `scalingSizes` (bulk load +
+ * open), merged when a size is in both; then one relational and one verify run per engine. Sizes
+ * that only the scaling suite uses come last (1M is the longest).
+ */
+export function planRuns(opts) {
+  const want = (suite) => opts.suites.includes(suite) || (suite === 'scaling' && opts.suites.includes('load'));
+  const keep = (ids) => (opts.rows ? ids.filter((id) => opts.rows.includes(id)) : ids);
+  const datasetRows = (n) => {
+    let ids = ROWS.filter((r) => sectionOf(r.id) === 'dataset').map((r) => r.id).filter((id) =>
+      (opts.sizes.includes(n) && ((want('core') && SUITES.core.includes(id)) || (want('writes') && SUITES.writes.includes(id))))
+      || (opts.scalingSizes.includes(n) && want('scaling') && SUITES.scaling.includes(id)));
+    ids = keep(ids);
+    // Data rows need the bulk load before them.
+    const needsData = ids.some((id) => !['create-instance', 'open-empty', 'bulk-load', 'sync-latency'].includes(id));
+    if (needsData && !ids.includes('bulk-load')) ids.splice(ids.findIndex((id) => !['create-instance', 'open-empty'].includes(id)), 0, 'bulk-load');
+    return ids;
+  };
+  const runs = [];
+  const sizes = [...new Set([...opts.sizes, ...opts.scalingSizes])].sort((x, y) => x - y);
+  const withCore = sizes.filter((n) => opts.sizes.includes(n));
+  const scalingOnly = sizes.filter((n) => !opts.sizes.includes(n));
+  for (const n of withCore) {
+    const rows = datasetRows(n);
+    if (rows.length) runs.push({ section: 'dataset', n, rows });
+  }
+  for (const section of ['relational', 'verify']) {
+    const rows = keep(ROWS.filter((r) => r.section === section && want(r.suite)).map((r) => r.id));
+    if (rows.length) runs.push({ section, n: 0, rows });
+  }
+  for (const n of scalingOnly) {
+    const rows = datasetRows(n);
+    if (rows.length) runs.push({ section: 'dataset', n, rows });
+  }
+  return runs;
+}
+
+/**
+ * Run the benchmark. Options (all optional):
+ *   sizes         [100000]                  N for the core and writes rows
+ *   scalingSizes  [10000, 100000, 1000000]  N for the scaling rows (bulk load, open); defaults to
+ *                                           `sizes` when `sizes` is given
+ *   suites        all: core, writes, scaling, relational, verify (SUITES in common.js)
+ *   engines       all available             engine ids from engines.js; an unavailable engine named here is an error
+ *   rows          all in suites             restrict to these row ids
+ *   plan          'full'                    'full' or 'quick' (PLANS in common.js)
+ *   seed          42
+ */
 async function runBench(options = {}) {
   if (window.benchRunning) throw new Error('a benchmark run is already in progress');
   window.benchRunning = true;
   try {
     const opts = {
-      sizes: options.sizes ?? [100000],
-      suites: options.suites ?? ['core'],
+      sizes: options.sizes ?? DEFAULT_SIZES,
+      scalingSizes: options.scalingSizes ?? options.sizes ?? DEFAULT_SCALING_SIZES,
+      suites: options.suites ?? DEFAULT_SUITES,
       plan: options.plan ?? 'full',
       seed: options.seed ?? 42,
       engines: options.engines ?? null,
@@ -355,7 +573,7 @@ async function runBench(options = {}) {
     const plan = PLANS[opts.plan];
     if (!plan) throw new Error(`unknown plan "${opts.plan}" (known: ${Object.keys(PLANS).join(', ')})`);
     for (const s of opts.suites) if (!SUITES[s]) throw new Error(`unknown suite "${s}" (known: ${Object.keys(SUITES).join(', ')})`);
-    for (const n of opts.sizes) if (!Number.isInteger(n) || n < 1) throw new Error(`bad size ${n}: sizes are positive integers`);
+    for (const n of [...opts.sizes, ...opts.scalingSizes]) if (!Number.isInteger(n) || n < 1) throw new Error(`bad size ${n}: sizes are positive integers`);
     if (!crossOriginIsolated) throw new Error('page is not cross-origin isolated: serve it with COOP/COEP (node scripts/serve.mjs)');
 
     const all = await listEngines();
@@ -373,14 +591,11 @@ async function runBench(options = {}) {
     }
     if (!engines.length) throw new Error('no engine available');
 
-    // Rows: union of the suites, in catalogue order; data rows need the bulk load before them.
-    let rowIds = ROWS.map((r) => r.id).filter((id) => opts.suites.some((s) => SUITES[s].includes(id)));
-    if (opts.rows) rowIds = rowIds.filter((id) => opts.rows.includes(id));
-    const needsData = rowIds.some((id) => !['create-instance', 'open-empty', 'bulk-load'].includes(id));
-    if (needsData && !rowIds.includes('bulk-load')) rowIds.splice(rowIds.findIndex((id) => !['create-instance', 'open-empty'].includes(id)), 0, 'bulk-load');
+    const runPlan = planRuns(opts);
+    const rowIds = ROWS.map((r) => r.id).filter((id) => runPlan.some((x) => x.rows.includes(id)));
 
     const results = {
-      schema: 'ibexdb-bench/1',
+      schema: 'ibexdb-bench/2',
       meta: {
         startedAt: new Date().toISOString(),
         userAgent: navigator.userAgent,
@@ -389,10 +604,13 @@ async function runBench(options = {}) {
         crossOriginIsolated,
         timerResolutionMs: pageTimerResolutionMs(),
         percentileMethod: 'nearest-rank on sorted samples: value at rank ceil(p/100*n)',
+        memoryMeasurement: typeof window.benchWorkerHeap === 'function'
+          ? 'wasm memory: the engine\'s WebAssembly.Memory size (linear memory, never shrinks); JS heap: the engine worker\'s V8 heap via CDP Runtime.getHeapUsage (performance.memory and measureUserAgentSpecificMemory are not exposed in workers)'
+          : 'wasm memory only: worker JS heap is not measurable without the runner\'s CDP hook',
       },
-      options: { ...opts, engines: engines.map((e) => e.id), rows: rowIds },
+      options: { ...opts, engines: engines.map((e) => e.id), rows: rowIds, runs: runPlan, planParams: { relational: plan.relational, verify: plan.verify } },
       rowCatalogue: ROWS,
-      engines: all.map(({ id, family, durability, description, config, available, missing }) => ({ id, family, durability, description, config, available, missing })),
+      engines: all.map(({ id, family, durability, description, config, available, missing, pageApi }) => ({ id, family, durability, description, config, available, missing, pageApi: pageApi ?? 'worker' })),
       runs: [],
       errors: [],
     };
@@ -400,20 +618,23 @@ async function runBench(options = {}) {
     setStatus('probing OPFS call costs');
     results.meta.opfsProbe = await probeOpfs();
     log(`OPFS probe (p50): ${Object.entries(results.meta.opfsProbe).map(([k, v]) => `${k} ${fmtMs(v.p50)}`).join(', ')}`);
-    log(`engines: ${engines.map((e) => e.id).join(', ')}; sizes: ${opts.sizes.join(', ')}; plan: ${opts.plan}; rows: ${rowIds.length}`);
+    log(`engines: ${engines.map((e) => e.id).join(', ')}; runs: ${runPlan.map((x) => (x.section === 'dataset' ? `N=${x.n} (${x.rows.length} rows)` : `${x.section} (${x.rows.length} rows)`)).join(', ')}; plan: ${opts.plan}`);
 
-    for (const n of opts.sizes) {
+    for (const rp of runPlan) {
+      const where = rp.section === 'dataset' ? `N=${rp.n}` : rp.section;
       for (const engine of engines) {
-        log(`--- ${engine.id}, N=${n}`);
-        const run = await runEngine(engine, n, rowIds, plan, opts.seed, (r, rowId) => {
+        log(`--- ${engine.id}, ${where}`);
+        const run = await runEngine(engine, rp.section, rp.n, rp.rows, plan, opts.seed, (r, rowId) => {
           const e = r.rows[rowId];
           const parts = [];
           if (e.worker) parts.push(`worker p50 ${fmtMs(e.worker.p50)} p95 ${fmtMs(e.worker.p95)} (${e.worker.n}×${e.worker.k})`);
           if (e.page) parts.push(`page p50 ${fmtMs(e.page.p50)} p95 ${fmtMs(e.page.p95)} (${e.page.n})`);
+          if (e.na) parts.push(e.na);
           if (e.error) parts.push(`ERROR ${e.error}`);
-          log(`${r.engine} N=${n} ${rowId}: ${parts.join('; ')}`);
+          log(`${r.engine} ${where} ${rowId}: ${parts.join('; ')}`);
           renderLive(results);
         });
+        run.plannedRows = rp.rows;
         results.runs.push(run);
         renderLive(results);
       }
@@ -467,13 +688,15 @@ async function setupUi() {
   const form = document.getElementById('controls');
   if (q.get('sizes')) form.sizes.value = q.get('sizes');
   if (q.get('plan')) form.plan.value = q.get('plan');
+  if (q.get('suites')) form.suites.value = q.get('suites');
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const chosen = [...box.querySelectorAll('input:checked')].map((x) => x.value);
     const sizes = form.sizes.value.split(',').map((s) => Number(s.trim())).filter(Boolean);
+    const suites = form.suites.value.split(',').map((s) => s.trim()).filter(Boolean);
     form.run.disabled = true;
     try {
-      const r = await runBench({ sizes, engines: chosen, plan: form.plan.value });
+      const r = await runBench({ sizes, suites, engines: chosen, plan: form.plan.value });
       showReport(r);
     } catch (err) {
       console.error(`[bench] ${err.message}`);
@@ -487,6 +710,7 @@ async function setupUi() {
   if (q.get('autorun')) {
     const r = await runBench({
       sizes: q.get('sizes') ? q.get('sizes').split(',').map(Number) : undefined,
+      scalingSizes: q.get('scalingSizes') ? q.get('scalingSizes').split(',').map(Number) : undefined,
       engines: q.get('engines') ? q.get('engines').split(',') : undefined,
       suites: q.get('suites') ? q.get('suites').split(',') : undefined,
       plan: q.get('plan') ?? undefined,

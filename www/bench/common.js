@@ -82,94 +82,189 @@ export function fmtBytes(b) {
  * Sample plans: `samples` timed samples after `warmup` discarded ones; rows marked `adaptive` repeat
  * the operation K times per sample, K chosen per engine so one sample lasts about `targetMs`
  * (performance.now() is 5 µs coarse even when cross-origin isolated).
+ * `suite`: the suite that runs the row (SUITES below). `section`: 'dataset' rows run on one
+ * database holding the N base items (one run per engine and size); 'relational' and 'verify' rows
+ * build their own databases (one run per engine).
  * `scale`: how the row's cost is expected to grow with N ('n' linear, '1' constant) — used by the
- * runner's BENCH_ASSERT ceilings.
+ * runner's BENCH_ASSERT ceilings and to cut sample counts at large N.
+ * `na`: the row cannot be measured for any engine yet (recorded with this reason, never faked).
+ * `comparable: false`: the engines do different work on this row; no ratio is computed.
+ * `rate`: the report also shows the throughput (1000 / per-operation ms) with this unit.
  * Params are documented precisely in www/bench/PROTOCOL.md.
  */
 export const ROWS = [
   {
-    id: 'create-instance', label: 'create instance', scale: '1',
+    id: 'create-instance', suite: 'core', label: 'create instance', scale: '1',
     worker: 'init on empty storage: load the engine module (dynamic import + wasm instantiate), set up OPFS storage, create the empty database and schema',
-    page: 'new Worker() + init message until its reply (worker start-up included)',
+    page: 'SQLite: new Worker() + init message until its reply; ibexdb: open() of the public API (www/ibexdb.js: its worker + wasm + OPFS + identity) on empty storage',
   },
   {
-    id: 'open-empty', label: 'open empty', scale: '1',
+    id: 'open-empty', suite: 'core', label: 'open empty', scale: '1',
     worker: 'close, then open the existing empty database (schema present) + read one id (absent)',
   },
   {
-    id: 'bulk-load', label: 'bulk load N (batches of 1,000)', scale: 'n',
+    id: 'bulk-load', suite: 'core', label: 'bulk load N (batches of 1,000)', scale: 'n',
     worker: 'insert N items in transactions/commits of 1,000 items, each durable per the engine config',
   },
   {
-    id: 'read-by-id', label: 'read item by id', scale: '1', adaptive: true,
+    id: 'read-by-id', suite: 'core', label: 'read item by id', scale: '1', adaptive: true,
     worker: 'get one item by id (random ids over N), returned as a JS object',
-    page: 'one op message per read; the item comes back to the page by structured clone',
+    page: 'one call per read, awaited (SQLite: one op message to its worker; ibexdb: db.get() of the public API); the item comes back to the page by structured clone',
   },
   {
-    id: 'bulk-read-100', label: 'bulk read 100', scale: '1', adaptive: true,
+    id: 'bulk-read-100', suite: 'core', label: 'bulk read 100', scale: '1', adaptive: true,
     worker: 'get 100 items by id (random ids) in one call, as JS objects',
   },
   {
-    id: 'read-all', label: 'read all N', scale: 'n', adaptive: true,
+    id: 'read-all', suite: 'core', label: 'read all N', scale: 'n', adaptive: true,
     worker: 'read all N items as JS objects (array)',
   },
   {
-    id: 'simple-query', label: 'simple query (count range 1,000)', scale: '1', adaptive: true,
+    id: 'simple-query', suite: 'core', label: 'simple query (count range 1,000)', scale: '1', adaptive: true,
     worker: 'items with lo <= count < lo+1000 (random lo), sorted by count, as JS objects',
-    page: 'one op message per query; 1,000 items cloned back to the page',
+    page: 'one call per query (SQLite: op message; ibexdb: db.query()); 1,000 items cloned back to the page',
   },
   {
-    id: 'complex-query', label: 'complex query (tag + substring, sort desc, limit 100)', scale: '1', adaptive: true,
+    id: 'complex-query', suite: 'core', label: 'complex query (tag + substring, sort desc, limit 100)', scale: '1', adaptive: true,
     worker: 'tags contains "category 3" and title contains a digit, sorted by count desc, limit 100, as JS objects',
   },
   {
-    id: 'count', label: 'count', scale: '1', adaptive: true,
+    id: 'count', suite: 'core', label: 'count', scale: '1', adaptive: true,
     worker: 'number of items in the collection',
   },
   {
-    id: 'keys', label: 'keys', scale: 'n', adaptive: true,
+    id: 'keys', suite: 'core', label: 'keys', scale: 'n', adaptive: true,
     worker: 'all N item ids as an array of strings, in key order',
   },
   {
-    id: 'aggregate', label: 'aggregate (sum/min/max/avg)', scale: 'n', adaptive: true,
+    id: 'aggregate', suite: 'core', label: 'aggregate (sum/min/max/avg)', scale: 'n', adaptive: true,
     worker: 'sum, min, max and avg of count over all items',
   },
   {
-    id: 'open-n', label: 'open N items + first read', scale: 'n',
+    id: 'open-n', suite: 'core', label: 'open N items + first read', scale: 'n',
     worker: 'close, then reopen the database holding N items + read one item by id',
-    page: 'cold start: new Worker() + init (opens the N-item database) + one read by id, page-timed',
+    page: 'cold start: SQLite: new Worker() + init (opens the N-item database) + one get op; ibexdb: open() of the public API + one db.get(); page-timed',
   },
   {
-    id: 'read-by-id-after-open', label: 'read item by id, just after open', scale: '1', adaptive: true,
+    id: 'read-by-id-after-open', suite: 'core', label: 'read item by id, just after open', scale: '1', adaptive: true,
     worker: 'close + reopen (not timed), then as "read item by id": the state of an app right after start-up, before its first write',
   },
   {
-    id: 'create-item', label: 'create item (durable)', scale: '1', adaptive: true, write: true,
+    id: 'create-item', suite: 'core', label: 'create item (durable)', scale: '1', adaptive: true, write: true,
     worker: 'insert one new item as its own transaction/commit; returns once durable per the engine config',
-    page: 'one op message per insert, resolved once durable',
+    page: 'one call per insert, awaited, resolved once durable (SQLite: op message; ibexdb: db.put())',
   },
   {
-    id: 'update-item', label: 'update item (3 fields)', scale: '1', adaptive: true, write: true,
+    id: 'update-item', suite: 'core', label: 'update item (3 fields)', scale: '1', adaptive: true, write: true,
     worker: 'set title, count and tags of one existing item (random id), own transaction/commit, durable per config',
-    page: 'one op message per update, resolved once durable',
+    page: 'one call per update, awaited, resolved once durable (SQLite: op message; ibexdb: db.update())',
   },
   {
-    id: 'bulk-create-100', label: 'bulk create 100 (one transaction)', scale: '1', adaptive: true, write: true,
+    id: 'bulk-create-100', suite: 'core', label: 'bulk create 100 (one transaction)', scale: '1', adaptive: true, write: true,
     worker: 'insert 100 new items in one transaction/commit, durable per config',
+    page: 'one call with 100 items, awaited (SQLite: one putMany op = one transaction; ibexdb: db.transaction() with 100 puts = one commit)',
+  },
+  {
+    id: 'writes-single', suite: 'writes', label: 'durable single writes, sustained', scale: '1', adaptive: true, write: true, rate: 'writes/s',
+    worker: 'one-item transactions/commits back to back (~250 ms per sample), durable per config; includes the background work the engine does meanwhile (ibexdb: seals, relaxed flushes, snapshots)',
+  },
+  {
+    id: 'writes-batched', suite: 'writes', label: 'batched writes (100 per transaction), per item', scale: '1', adaptive: true, write: true, rate: 'items/s',
+    worker: 'transactions/commits of 100 new items back to back, durable per config; time per item',
+    page: '100 single-item writes issued concurrently from the page and awaited together, per item (SQLite: 100 op messages, each its own transaction in its worker; ibexdb: 100 db.put() in one tick = one batch, group-committed with one flush)',
+  },
+  {
+    id: 'seal-batch', suite: 'core', label: 'seal (sign) a batch of 100 commits', scale: '1', write: true,
+    worker: 'signed ibexdb only: one ECDSA P-384 signature over the ids of 100 unsealed commits + write and flush of the seal frame (the runtime does this off the write path, 100 ms after a write)',
+  },
+  {
+    id: 'sync-latency', suite: 'core', label: 'sync latency (two pages through the server)', scale: '1',
+    na: 'not available: sync server not built',
+    worker: 'a write on one page until it is visible in a live query on another page, through the sync server',
+  },
+  // --- relational workloads after go-sqlite-bench (fresh database per workload) ---------------
+  {
+    id: 'rel-simple-insert', suite: 'relational', section: 'relational', label: 'simple: insert users (one transaction)', scale: '1',
+    worker: 'insert U users {id, created, email, active} in one transaction, durable per config (go-sqlite-bench "simple")',
+  },
+  {
+    id: 'rel-simple-query', suite: 'relational', section: 'relational', label: 'simple: read all users', scale: '1',
+    worker: 'all users ordered by id, as JS objects (SQLite: SELECT … ORDER BY id; ibexdb: query of the collection in key order)',
+  },
+  {
+    id: 'rel-real-insert', suite: 'relational', section: 'relational', label: 'real: insert 100 users × 20 articles × 20 comments', scale: '1',
+    worker: 'per user one transaction holding the user, its articles and their comments, durable per config (100 transactions)',
+  },
+  {
+    id: 'rel-real-query', suite: 'relational', section: 'relational', label: 'real: per user: find by email, articles, comments', scale: '1',
+    worker: 'for each of the 100 users: find the user by email, its articles and their comments, ordered by created (SQLite: one LEFT JOIN per user; ibexdb: 3 indexed queries per user, app-side join); time for all 100 users',
+  },
+  {
+    id: 'rel-complex-insert', suite: 'relational', section: 'relational', label: 'complex: insert 200 users, 20k articles, 400k comments', scale: '1',
+    worker: 'three transactions (users, articles, comments), each durable per config',
+  },
+  {
+    id: 'rel-complex-query', suite: 'relational', section: 'relational', label: 'complex: read everything joined', scale: '1',
+    worker: 'every user with its articles and their comments, ordered by created at each level (SQLite: one LEFT JOIN over the three tables; ibexdb: 1 + 2×200 indexed queries, app-side join)',
+  },
+  {
+    id: 'rel-many-10', suite: 'relational', section: 'relational', label: 'many: query all of 10 users (per query)', scale: '1',
+    worker: 'all users ordered by id, repeated (1,000 queries in total); time per query',
+  },
+  {
+    id: 'rel-many-100', suite: 'relational', section: 'relational', label: 'many: query all of 100 users (per query)', scale: '1',
+    worker: 'all users ordered by id, repeated (1,000 queries in total); time per query',
+  },
+  {
+    id: 'rel-many-1000', suite: 'relational', section: 'relational', label: 'many: query all of 1,000 users (per query)', scale: '1',
+    worker: 'all users ordered by id, repeated (1,000 queries in total); time per query',
+  },
+  ...[50, 100, 200].flatMap((kb) => [
+    {
+      id: `rel-large-${kb}k-insert`, suite: 'relational', section: 'relational', label: `large: insert users with ${kb} KB text`, scale: '1', largeBytes: kb * 1000,
+      worker: `insert L users whose email is ${kb},000 characters, one transaction, durable per config (ibexdb splits it into commits of <= 48 MiB: its commits are capped at 64 MiB)`,
+    },
+    {
+      id: `rel-large-${kb}k-query`, suite: 'relational', section: 'relational', label: `large: read all users with ${kb} KB text`, scale: '1', largeBytes: kb * 1000,
+      worker: 'all users ordered by id, as JS objects',
+    },
+  ]),
+  // --- verification ------------------------------------------------------------------------------
+  {
+    id: 'verify', suite: 'verify', section: 'verify', label: 'verify at 50,000 commits', scale: '1',
+    comparable: false,
+    worker: 'ibexdb: verify() re-proves the repository (every frame checksum, commit hash, seal signature, the snapshot and every index) after 50,000 single-item commits; SQLite: PRAGMA integrity_check of the 50,000-row database — not the same work (no hashes, no signatures, no history)',
   },
 ];
 
-/** Which suites run which rows. `core` = DESIGN.md section 8 rows; `load` = bulk load + open + sizes. */
+/** Which suites run which rows, in catalogue order. `load` is the old name of `scaling`. */
 export const SUITES = {
-  core: ROWS.map((r) => r.id),
-  load: ['create-instance', 'bulk-load', 'open-n'],
+  core: ROWS.filter((r) => r.suite === 'core').map((r) => r.id),
+  writes: ROWS.filter((r) => r.suite === 'writes').map((r) => r.id),
+  scaling: ['bulk-load', 'open-n'],
+  relational: ROWS.filter((r) => r.suite === 'relational').map((r) => r.id),
+  verify: ['verify'],
 };
+SUITES.load = SUITES.scaling;
+
+/** Suites that run when none are named (every suite; `load` is an alias). */
+export const DEFAULT_SUITES = ['core', 'writes', 'scaling', 'relational', 'verify'];
+/** Default sizes: the core and writes rows at N = 100k; bulk load and open at 10k, 100k and 1M. */
+export const DEFAULT_SIZES = [100000];
+export const DEFAULT_SCALING_SIZES = [10000, 100000, 1000000];
+
+/** The section a row belongs to ('dataset' unless it says otherwise). */
+export function sectionOf(rowId) {
+  return ROWS.find((r) => r.id === rowId)?.section ?? 'dataset';
+}
 
 /**
  * Sample plans. `full` is the real benchmark; `quick` is for the smoke test (tiny N, few samples).
  * targetMs: adaptive rows pick K so that one sample takes about this long (K clamped to [1, maxK]).
  * warmupMs: minimum time spent in discarded warm-up batches before timing (JIT tier-up, caches).
  * pageWarmup: discarded page-side operations before the timed ones.
+ * Rows whose cost grows with N (scale 'n') take fewer samples above N = 100k: max(3, samples × 100k/N).
+ * relational: sizes of the go-sqlite-bench workloads. verify: the commit history verified.
  */
 export const PLANS = {
   full: {
@@ -191,14 +286,44 @@ export const PLANS = {
       // Write rows cap K so a very fast (relaxed) engine does not grow the data set by 100k+ items.
       'create-item': { samples: 30, warmup: 1, pageSamples: 50, maxK: 500 },
       'update-item': { samples: 30, warmup: 1, pageSamples: 50, maxK: 500 },
-      'bulk-create-100': { samples: 20, warmup: 1, maxK: 50 },
+      'bulk-create-100': { samples: 20, warmup: 1, pageSamples: 20, maxK: 50 },
+      'writes-single': { samples: 8, warmup: 1, targetMs: 250, maxK: 5000 },
+      'writes-batched': { samples: 8, warmup: 1, targetMs: 250, maxK: 100, pageSamples: 10, pageBatch: 100 },
+      'seal-batch': { samples: 20, warmup: 1 },
+      'rel-simple-insert': { samples: 3 },
+      'rel-simple-query': { samples: 3, warmup: 1 },
+      'rel-real-insert': { samples: 3 },
+      'rel-real-query': { samples: 5, warmup: 1 },
+      'rel-complex-insert': { samples: 3 },
+      'rel-complex-query': { samples: 3, warmup: 1 },
+      'rel-many-10': { samples: 10, warmup: 1 },
+      'rel-many-100': { samples: 10, warmup: 1 },
+      'rel-many-1000': { samples: 10, warmup: 1 },
+      'rel-large-50k-insert': { samples: 1 },
+      'rel-large-50k-query': { samples: 3, warmup: 1 },
+      'rel-large-100k-insert': { samples: 1 },
+      'rel-large-100k-query': { samples: 3, warmup: 1 },
+      'rel-large-200k-insert': { samples: 1 },
+      'rel-large-200k-query': { samples: 3, warmup: 1 },
+      'verify': { samples: 3, warmup: 0 },
     },
+    // go-sqlite-bench sizes, except: simple inserts 1M users there (here 100k: the benchmark's N;
+    // see docs/benchmarks.md), large inserts 10,000 rows there (here 1,000: 10k × 200 KB = 2 GB
+    // does not fit OPFS quota + a memory-first engine's heap on these machines).
+    relational: {
+      simpleUsers: 100000,
+      real: { users: 100, articles: 20, comments: 20 },
+      complex: { users: 200, articles: 100, comments: 20 },
+      manyQueries: 1000,
+      largeRows: 1000,
+    },
+    verify: { commits: 50000, sealEvery: 100 },
   },
   quick: {
     targetMs: 2, warmupMs: 10, maxK: 200, pageWarmup: 2,
     rows: {
-      'create-instance': { samples: 2, pageOnly: true },
-      'open-empty': { samples: 3, warmup: 1 },
+      'create-instance': { samples: 1, pageOnly: true },
+      'open-empty': { samples: 2, warmup: 1 },
       'bulk-load': { samples: 1, batch: 1000 },
       'read-by-id': { samples: 5, warmup: 1, pageSamples: 20 },
       'bulk-read-100': { samples: 3, warmup: 1 },
@@ -208,14 +333,47 @@ export const PLANS = {
       'count': { samples: 3, warmup: 1 },
       'keys': { samples: 3, warmup: 1 },
       'aggregate': { samples: 3, warmup: 1 },
-      'open-n': { samples: 3, warmup: 1, pageSamples: 2 },
+      'open-n': { samples: 2, warmup: 1, pageSamples: 1 },
       'read-by-id-after-open': { samples: 3, warmup: 1 },
-      'create-item': { samples: 5, warmup: 1, pageSamples: 5 },
-      'update-item': { samples: 5, warmup: 1, pageSamples: 5 },
-      'bulk-create-100': { samples: 3, warmup: 1 },
+      'create-item': { samples: 3, warmup: 1, pageSamples: 3 },
+      'update-item': { samples: 3, warmup: 1, pageSamples: 3 },
+      'bulk-create-100': { samples: 3, warmup: 1, pageSamples: 2, maxK: 5 },
+      'writes-single': { samples: 3, warmup: 1, targetMs: 5, maxK: 20 },
+      'writes-batched': { samples: 3, warmup: 1, targetMs: 5, maxK: 5, pageSamples: 1, pageBatch: 10 },
+      'seal-batch': { samples: 3, warmup: 1 },
+      'rel-simple-insert': { samples: 1 },
+      'rel-simple-query': { samples: 2, warmup: 1 },
+      'rel-real-insert': { samples: 1 },
+      'rel-real-query': { samples: 2, warmup: 1 },
+      'rel-complex-insert': { samples: 1 },
+      'rel-complex-query': { samples: 2, warmup: 1 },
+      'rel-many-10': { samples: 2, warmup: 1 },
+      'rel-many-100': { samples: 2, warmup: 1 },
+      'rel-many-1000': { samples: 2, warmup: 1 },
+      'rel-large-50k-insert': { samples: 1 },
+      'rel-large-50k-query': { samples: 2, warmup: 1 },
+      'rel-large-100k-insert': { samples: 1 },
+      'rel-large-100k-query': { samples: 2, warmup: 1 },
+      'rel-large-200k-insert': { samples: 1 },
+      'rel-large-200k-query': { samples: 2, warmup: 1 },
+      'verify': { samples: 2, warmup: 0 },
     },
+    relational: {
+      simpleUsers: 300,
+      real: { users: 3, articles: 3, comments: 3 },
+      complex: { users: 3, articles: 4, comments: 3 },
+      manyQueries: 10,
+      largeRows: 3,
+    },
+    verify: { commits: 250, sealEvery: 100 },
   },
 };
+
+/** Samples for a row at size n: rows that grow with N take fewer above 100k (at least 3). */
+export function samplesAt(row, samples, n) {
+  if (row?.scale !== 'n' || n <= 100000 || samples <= 3) return samples;
+  return Math.max(3, Math.ceil((samples * 100000) / n));
+}
 
 /**
  * Expected results for the given N, used to check every engine did the same logical work

@@ -7,6 +7,11 @@
 //   durability  'full'    rows return once data is flushed to OPFS (SQLite synchronous=FULL, ibexdb flush)
 //               'relaxed' rows return once applied (SQLite synchronous=OFF, ibexdb relaxed)
 //   The report compares an ibexdb engine with the best SQLite engine of the same durability, per row.
+//   pageApi     how page-side rows reach the engine: 'worker' (default) = op messages to the
+//               engine's benchmark worker (harness.js); 'ibexdb' = the public page API
+//               (www/ibexdb.js open() → its own worker www/worker.js, batching, group commit),
+//               which is how an app talks to ibexdb. Same kind of messaging as the SQLite rows:
+//               one worker round trip per awaited call. See bench.js (IbexPageClient).
 
 export const ENGINES = [
   {
@@ -41,17 +46,29 @@ export const ENGINES = [
     family: 'ibexdb',
     durability: 'full',
     worker: './ibexdb-worker.js',
+    pageApi: 'ibexdb',
     requires: ['./ibexdb-worker.js', '/pkg/ibexdb.js', '/pkg/ibexdb_bg.wasm'],
-    config: { durability: 'flush' },
-    description: 'ibexdb wasm engine, OPFS log, each write resolves after flush',
+    config: { durability: 'flush', trusted: false },
+    description: 'ibexdb wasm engine, OPFS log, signed (P-384 seals off the write path), each write resolves after flush',
   },
   {
     id: 'ibexdb-relaxed',
     family: 'ibexdb',
     durability: 'relaxed',
     worker: './ibexdb-worker.js',
+    pageApi: 'ibexdb',
     requires: ['./ibexdb-worker.js', '/pkg/ibexdb.js', '/pkg/ibexdb_bg.wasm'],
-    config: { durability: 'relaxed' },
-    description: 'ibexdb wasm engine, OPFS log, writes resolve once applied in memory (flushed within a bounded delay)',
+    config: { durability: 'relaxed', trusted: false },
+    description: 'ibexdb wasm engine, OPFS log, signed, writes resolve once applied in memory (flushed within 50 ms)',
+  },
+  {
+    id: 'ibexdb-trusted',
+    family: 'ibexdb',
+    durability: 'full',
+    worker: './ibexdb-worker.js',
+    pageApi: 'ibexdb',
+    requires: ['./ibexdb-worker.js', '/pkg/ibexdb.js', '/pkg/ibexdb_bg.wasm'],
+    config: { durability: 'flush', trusted: true },
+    description: 'ibexdb wasm engine, OPFS log, trusted mode (unsigned commits), each write resolves after flush',
   },
 ];

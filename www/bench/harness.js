@@ -4,12 +4,15 @@
 //
 //   import { serve } from './harness.js';
 //   serve({ init, open, close, reset, stats, get, getMany, put, update, putMany, all,
-//           queryRange, queryComplex, count, keys, aggregate, info });
+//           queryRange, queryComplex, count, keys, aggregate, info,
+//           supports, sealPrepare, sealRun, verifySetup, verify, rel: {...} });
 //
+// `supports(rowId)` (optional) returns true, or a string saying why the row does not apply to this
+// engine ("not applicable: …"); the row is then recorded with that reason instead of a time.
 // Adapter methods may be synchronous or return promises; the loops only await real promises, so a
 // synchronous engine is not charged for a microtask per operation.
 
-import { itemId, makeItem, updatedFields, rng } from './common.js';
+import { ROWS, itemId, makeItem, updatedFields, rng } from './common.js';
 
 const now = () => performance.now();
 const isThenable = (x) => x !== null && typeof x === 'object' && typeof x.then === 'function';
@@ -89,6 +92,74 @@ function distinctIds(r, n, count) {
   return [...picked].map(itemId);
 }
 
+// --- relational workloads (go-sqlite-bench) -----------------------------------------------------
+// Rows: users {id, created, email, active}, articles {id, created, userId, text},
+// comments {id, created, articleId, text}; `created` in ms since the epoch, ids from 1.
+const REL_BASE = Date.UTC(2023, 9, 1, 10, 0, 0);
+const MINUTE = 60_000;
+const email = (id) => `user${String(id).padStart(8, '0')}@example.com`;
+function relUsers(n, emailOf = email) {
+  return Array.from({ length: n }, (_, i) => ({ id: i + 1, created: REL_BASE + i * MINUTE, email: emailOf(i + 1), active: true }));
+}
+/** The complex/real data set: users, articles per user, comments per article; created increases. */
+function relTree({ users, articles, comments }, activeOf = () => true) {
+  const us = [];
+  const as = [];
+  const cs = [];
+  let a = 0;
+  let c = 0;
+  for (let u = 1; u <= users; u++) {
+    us.push({ id: u, created: REL_BASE + u * MINUTE, email: email(u), active: activeOf(u) });
+    for (let j = 0; j < articles; j++) {
+      a++;
+      as.push({ id: a, created: REL_BASE + a * MINUTE, userId: u, text: 'article text' });
+      for (let k = 0; k < comments; k++) {
+        c++;
+        cs.push({ id: c, created: REL_BASE + c * MINUTE, articleId: a, text: 'comment text' });
+      }
+    }
+  }
+  return { users: us, articles: as, comments: cs };
+}
+/**
+ * Check a joined result: expected counts, users in order, articles grouped by user and comments
+ * by article in the users' order, `created` increasing within each group. Returns mismatches.
+ */
+function checkJoined(r, users, articles, comments) {
+  let wrong = 0;
+  if (r.users.length !== users || r.articles.length !== articles || r.comments.length !== comments) wrong++;
+  const userPos = new Map(r.users.map((u, i) => [u.id, i]));
+  for (let i = 1; i < r.users.length; i++) if (r.users[i].created < r.users[i - 1].created) wrong++;
+  const artPos = new Map();
+  for (let i = 0; i < r.articles.length; i++) {
+    const a = r.articles[i];
+    artPos.set(a.id, i);
+    if (i > 0) {
+      const p = r.articles[i - 1];
+      const pu = userPos.get(p.userId);
+      const au = userPos.get(a.userId);
+      if (au === undefined || au < pu || (au === pu && a.created < p.created)) wrong++;
+    }
+  }
+  for (let i = 1; i < r.comments.length; i++) {
+    const p = r.comments[i - 1];
+    const c = r.comments[i];
+    const pa = artPos.get(p.articleId);
+    const ca = artPos.get(c.articleId);
+    if (ca === undefined || ca < pa || (ca === pa && c.created < p.created)) wrong++;
+  }
+  if (r.comments.some((c) => c.text !== 'comment text') || r.articles.some((a) => a.text !== 'article text')) wrong++;
+  return wrong;
+}
+function checkUsers(list, n, emailLen) {
+  let wrong = list.length === n ? 0 : 1;
+  for (let i = 0; i < list.length; i++) {
+    const u = list[i];
+    if (u.id !== i + 1 || u.active !== true || (emailLen ? u.email.length !== emailLen : u.email !== email(i + 1))) wrong++;
+  }
+  return wrong;
+}
+
 /** Start serving the protocol in this worker with the given engine adapter. */
 export function serve(adapter) {
   const state = {
@@ -116,6 +187,46 @@ export function serve(adapter) {
       await call('close');
       state.open = false;
     }
+  }
+  async function relCall(name, ...args) {
+    const rel = adapter.rel;
+    if (!rel || typeof rel[name] !== 'function') throw new Error(`engine adapter has no rel.${name}()`);
+    const r = rel[name](...args);
+    return isThenable(r) ? await r : r;
+  }
+  /** A fresh, empty database with the relational schema (what go-sqlite-bench does per workload). */
+  async function freshRelational() {
+    await ensureClosed();
+    await call('reset', { final: false });
+    await ensureOpen();
+    await relCall('setup');
+    state.relLoaded = null;
+  }
+  /** Time `f` once per sample (K = 1), after `warmup` discarded runs. */
+  async function repeat(p, f) {
+    const out = [];
+    const warmup = p.warmup ?? 0;
+    for (let s = 0; s < warmup + p.samples; s++) {
+      const t0 = now();
+      const r = f();
+      if (isThenable(r)) await r;
+      const t = now() - t0;
+      if (s >= warmup) out.push(t);
+    }
+    return { samples: out, k: 1, warmupSamples: warmup };
+  }
+  const relNote = () => adapter.rel?.note ?? '';
+  /** Insert rows: each sample on a fresh database (go-sqlite-bench makes one; we take p50 of a few). */
+  async function freshSamples(p, f) {
+    const out = [];
+    let last;
+    for (let s = 0; s < Math.max(1, p.samples); s++) {
+      await freshRelational();
+      const t0 = now();
+      last = await f();
+      out.push(now() - t0);
+    }
+    return { samples: out, k: 1, warmupSamples: 0, last };
   }
 
   // --- rows ------------------------------------------------------------------------------------
@@ -275,6 +386,207 @@ export function serve(adapter) {
       );
       return { ...m, check: {} };
     },
+    async 'writes-single'(p) {
+      await ensureOpen();
+      state.nextNew = Math.max(state.nextNew, p.n);
+      let items = [];
+      const m = await measure(
+        p,
+        (total) => { items = Array.from({ length: total }, () => makeItem(state.nextNew++)); },
+        (i) => adapter.put(items[i]),
+      );
+      const perSec = m.samples.map((ms) => 1000 / ms).sort((a, b) => a - b);
+      return { ...m, check: {}, note: `${Math.round(perSec[Math.floor(perSec.length / 2)]).toLocaleString('en-US')} writes/s (median sample); ${m.k} writes per sample` };
+    },
+    async 'writes-batched'(p) {
+      await ensureOpen();
+      state.nextNew = Math.max(state.nextNew, p.n);
+      let batches = [];
+      const m = await measure(
+        p,
+        (total) => {
+          batches = Array.from({ length: total }, () => Array.from({ length: 100 }, () => makeItem(state.nextNew++)));
+        },
+        (i) => adapter.putMany(batches[i]),
+      );
+      // Per item: a sample is K transactions of 100 items.
+      m.samples = m.samples.map((ms) => ms / 100);
+      const perSec = m.samples.map((ms) => 1000 / ms).sort((a, b) => a - b);
+      return { ...m, k: m.k * 100, check: {}, note: `${Math.round(perSec[Math.floor(perSec.length / 2)]).toLocaleString('en-US')} items/s (median sample); ${m.k} transactions of 100 per sample` };
+    },
+    async 'seal-batch'(p) {
+      await ensureOpen();
+      state.nextNew = Math.max(state.nextNew, p.n);
+      let sealed = -1;
+      let prepared = -1;
+      const m = await measure(
+        { ...p, adaptive: false },
+        () => {
+          const items = Array.from({ length: 100 }, () => makeItem(state.nextNew++));
+          prepared = adapter.sealPrepare(items);
+        },
+        () => settle(adapter.sealRun(), (x) => { sealed = x; }),
+      );
+      const check = { sealed };
+      if (prepared !== 100 || sealed !== 100) check.wrong = `prepared ${prepared}, sealed ${sealed} commits (expected 100)`;
+      return { ...m, check, note: '100 single-item commits (made and flushed untimed), then timed: seal() + flush()' };
+    },
+
+    // --- relational (go-sqlite-bench); p.rel = the plan's sizes --------------------------------
+    async 'rel-simple-insert'(p) {
+      const users = relUsers(p.rel.simpleUsers);
+      const m = await freshSamples(p, () => relCall('insert', 'users', users));
+      state.relLoaded = 'simple';
+      return { ...m, check: {}, note: `${users.length.toLocaleString('en-US')} users in one transaction; fresh database per sample; ${relNote()}` };
+    },
+    async 'rel-simple-query'(p) {
+      const n = p.rel.simpleUsers;
+      if (state.relLoaded !== 'simple') {
+        await freshRelational();
+        await relCall('insert', 'users', relUsers(n));
+        state.relLoaded = 'simple';
+      }
+      let last = [];
+      const m = await repeat(p, () => settle(relCall('allUsers'), (x) => { last = x; }));
+      const check = { returned: last.length };
+      const wrong = checkUsers(last, n);
+      if (wrong) check.wrong = wrong;
+      return { ...m, check, note: `${n.toLocaleString('en-US')} users` };
+    },
+    async 'rel-real-insert'(p) {
+      const t = relTree(p.rel.real);
+      const { articles: A, comments: C } = p.rel.real;
+      const parts = t.users.map((u, i) => [u, t.articles.slice(i * A, (i + 1) * A), t.comments.slice(i * A * C, (i + 1) * A * C)]);
+      const m = await freshSamples(p, async () => {
+        for (const [u, a, c] of parts) {
+          const r = relCall('insertUserTree', u, a, c);
+          if (isThenable(r)) await r;
+        }
+      });
+      state.relLoaded = 'real';
+      return { ...m, check: {}, note: `${t.users.length} transactions of 1 user + ${A} articles + ${A * C} comments; fresh database per sample` };
+    },
+    async 'rel-real-query'(p) {
+      const { users: U, articles: A, comments: C } = p.rel.real;
+      if (state.relLoaded !== 'real') {
+        await freshRelational();
+        const t = relTree(p.rel.real);
+        for (let u = 0; u < U; u++) await relCall('insertUserTree', t.users[u], t.articles.slice(u * A, (u + 1) * A), t.comments.slice(u * A * C, (u + 1) * A * C));
+        state.relLoaded = 'real';
+      }
+      let wrong = 0;
+      let comments = 0;
+      const m = await repeat(p, async () => {
+        wrong = 0;
+        comments = 0;
+        for (let u = 1; u <= U; u++) {
+          let r = relCall('userTree', email(u));
+          if (isThenable(r)) r = await r;
+          wrong += checkJoined(r, 1, A, A * C);
+          if (r.users[0]?.email !== email(u)) wrong++;
+          comments += r.comments.length;
+        }
+      });
+      const check = { comments };
+      if (wrong) check.wrong = wrong;
+      return { ...m, check, note: `${U} users, each: find by email + its ${A} articles + their ${A * C} comments; ${relNote()}` };
+    },
+    async 'rel-complex-insert'(p) {
+      const t = relTree(p.rel.complex, (u) => u % 2 === 0);
+      const m = await freshSamples(p, async () => {
+        let commits = 0;
+        for (const table of ['users', 'articles', 'comments']) {
+          const r = await relCall('insert', table, t[table]);
+          commits += r?.commits ?? 1;
+        }
+        return commits;
+      });
+      state.relLoaded = 'complex';
+      return { ...m, check: {}, note: `${t.users.length} users, ${t.articles.length.toLocaleString('en-US')} articles, ${t.comments.length.toLocaleString('en-US')} comments in 3 transactions${m.last > 3 ? ` (${m.last} commits)` : ''}; fresh database per sample` };
+    },
+    async 'rel-complex-query'(p) {
+      const { users: U, articles: A, comments: C } = p.rel.complex;
+      if (state.relLoaded !== 'complex') {
+        await freshRelational();
+        const t = relTree(p.rel.complex, (u) => u % 2 === 0);
+        for (const table of ['users', 'articles', 'comments']) await relCall('insert', table, t[table]);
+        state.relLoaded = 'complex';
+      }
+      let r = null;
+      const m = await repeat(p, () => settle(relCall('allJoined'), (x) => { r = x; }));
+      const check = { users: r.users.length, articles: r.articles.length, comments: r.comments.length };
+      const wrong = checkJoined(r, U, U * A, U * A * C) + r.users.filter((u) => u.active !== (u.id % 2 === 0)).length;
+      if (wrong) check.wrong = wrong;
+      return { ...m, check, note: `${(U * A * C).toLocaleString('en-US')} comments under ${(U * A).toLocaleString('en-US')} articles under ${U} users; ${relNote()}` };
+    },
+  };
+  for (const users of [10, 100, 1000]) {
+    rows[`rel-many-${users}`] = async (p) => {
+      await freshRelational();
+      await relCall('insert', 'users', relUsers(users));
+      const total = p.rel.manyQueries;
+      const per = Math.max(1, Math.ceil(total / p.samples));
+      let last = [];
+      const m = await repeat({ ...p, warmup: p.warmup ?? 1 }, async () => {
+        for (let i = 0; i < per; i++) {
+          let x = relCall('allUsers');
+          if (isThenable(x)) x = await x;
+          last = x;
+        }
+      });
+      m.samples = m.samples.map((ms) => ms / per);
+      m.k = per;
+      const check = { returned: last.length };
+      const wrong = checkUsers(last, users);
+      if (wrong) check.wrong = wrong;
+      return { ...m, check, note: `${users} users; ${per * p.samples} timed queries (${per} per sample), per query` };
+    };
+  }
+  for (const row of ROWS.filter((r) => r.largeBytes)) {
+    const size = row.largeBytes;
+    const insert = row.id.endsWith('-insert');
+    const load = async (p) => {
+      await freshRelational();
+      // One shared string: the engines copy it per row, the page's memory does not grow with L.
+      const text = 'a'.repeat(size);
+      const users = relUsers(p.rel.largeRows, () => text);
+      const t0 = now();
+      const r = await relCall('insert', 'users', users);
+      state.relLoaded = `large-${size}`;
+      return { ms: now() - t0, commits: r?.commits ?? 1 };
+    };
+    rows[row.id] = insert
+      ? async (p) => {
+        const { ms, commits } = await load(p);
+        return { samples: [ms], k: 1, warmupSamples: 0, check: {}, note: `${p.rel.largeRows.toLocaleString('en-US')} users × ${size.toLocaleString('en-US')} characters (${((p.rel.largeRows * size) / 1e6).toFixed(0)} MB) in one transaction${commits > 1 ? `, ${commits} commits` : ''}` };
+      }
+      : async (p) => {
+        if (state.relLoaded !== `large-${size}`) await load(p);
+        let last = [];
+        const m = await repeat(p, () => settle(relCall('allUsers'), (x) => { last = x; }));
+        const check = { returned: last.length };
+        const wrong = checkUsers(last, p.rel.largeRows, size);
+        if (wrong) check.wrong = wrong;
+        return { ...m, check, note: `${p.rel.largeRows.toLocaleString('en-US')} users × ${size.toLocaleString('en-US')} characters` };
+      };
+  }
+
+  rows.verify = async (p) => {
+    await ensureClosed();
+    await call('reset', { final: false });
+    await ensureOpen();
+    const { commits, sealEvery } = p.verify;
+    const items = Array.from({ length: commits }, (_, i) => makeItem(i));
+    const setup = await call('verifySetup', { items, sealEvery });
+    // Verify the repository as an app finds it at start-up: closed and reopened (not timed).
+    await ensureClosed();
+    await ensureOpen();
+    let report = null;
+    const m = await repeat(p, () => settle(adapter.verify(), (x) => { report = x; }));
+    const check = { ...report };
+    if (report?.commits !== undefined && report.commits !== setup.commits) check.wrong = `verified ${report.commits} commits, made ${setup.commits}`;
+    if (report?.ok === false) check.wrong = `integrity check failed: ${report.result}`;
+    return { ...m, check, note: setup.note ?? '' };
   };
 
   /** Apply `f` to a value or to a promise's result (keeps synchronous adapters synchronous). */
@@ -308,6 +620,7 @@ export function serve(adapter) {
   const ops = {
     get: ({ id }) => call('get', id),
     put: ({ item }) => call('put', item),
+    putMany: ({ items }) => call('putMany', items),
     update: ({ id, fields }) => call('update', id, fields),
     queryRange: ({ lo, hi }) => call('queryRange', lo, hi),
     count: () => call('count'),
@@ -336,8 +649,12 @@ export function serve(adapter) {
         if (!fn) throw new Error(`unknown row "${msg.row}"`);
         const p = { ...msg.params, row: msg.row };
         if (!Number.isInteger(p.n) || p.n < 0) throw new Error(`row ${msg.row}: params.n must be a non-negative integer`);
+        const supported = typeof adapter.supports === 'function' ? adapter.supports(msg.row) : true;
+        if (supported !== true) return { na: String(supported || 'not applicable to this engine') };
         const r = await fn(p);
-        return { samples: r.samples, iterationsPerSample: r.k, warmupSamples: r.warmupSamples, check: r.check, note: r.note ?? '' };
+        // What this engine does on the row (plans, shortcuts), from the adapter.
+        const note = [r.note, adapter.rowNotes?.[msg.row]].filter(Boolean).join('; ');
+        return { samples: r.samples, iterationsPerSample: r.k, warmupSamples: r.warmupSamples, check: r.check, note };
       }
       case 'op': {
         const fn = ops[msg.op];
@@ -361,6 +678,12 @@ export function serve(adapter) {
       case 'close': {
         await ensureClosed();
         if (typeof adapter.shutdown === 'function') await call('shutdown');
+        return {};
+      }
+      case 'release': {
+        // Close the database (releasing its OPFS handles) but keep the worker: another context
+        // (the ibexdb page API) is about to open the same files. The next row/op reopens.
+        await ensureClosed();
         return {};
       }
       default:

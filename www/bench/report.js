@@ -1,6 +1,11 @@
 // Turns a results object (see PROTOCOL.md, "Results object") into the console table and the
 // self-contained HTML report with inline SVG charts. Pure functions: used by the benchmark page and
 // by scripts/bench.mjs in Node. No external libraries.
+//
+// The report is organised in sections: the operation rows at each core N (worker and [page]
+// lines), scaling (bulk load, open, storage and memory at each N), the relational workloads and
+// verify. Every line has one cell per engine (p50, p95, samples × K, or "n/a" with its reason) and,
+// per ibexdb engine, the ratio to the best SQLite engine of the same durability.
 
 import { ROWS, fmtMs, fmtBytes } from './common.js';
 
@@ -9,7 +14,8 @@ const COLORS = {
   'sqlite-tuned': '#2f6db5',
   'sqlite-tuned-off': '#7fb0e6',
   ibexdb: '#d9731a',
-  'ibexdb-relaxed': '#f2b26b',
+  'ibexdb-relaxed': '#e8c330',
+  'ibexdb-trusted': '#9c4a0c',
 };
 const FALLBACK_COLORS = ['#6a3d9a', '#33a02c', '#b15928', '#e31a1c', '#1f78b4'];
 
@@ -18,15 +24,41 @@ export function engineColor(id, i = 0) {
 }
 
 const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+const rowDef = (id) => ROWS.find((r) => r.id === id) ?? { id, label: id };
+const nfmt = (n) => Number(n).toLocaleString('en-US');
+
+export function fmtRate(perSec) {
+  if (!Number.isFinite(perSec)) return '—';
+  if (perSec >= 1e6) return `${(perSec / 1e6).toFixed(2)} M`;
+  if (perSec >= 1e4) return `${(perSec / 1e3).toFixed(0)} k`;
+  if (perSec >= 1e3) return `${(perSec / 1e3).toFixed(1)} k`;
+  return perSec.toFixed(0);
+}
+
+/** A cell value for display: time (with rate), bytes, n/a or error. */
+export function fmtCell(line, c, { p95 = false } = {}) {
+  if (!c) return '';
+  if (c.error) return 'ERROR';
+  if (c.na) return 'n/a';
+  if (line.unit === 'bytes') return fmtBytes(c.p50);
+  let s = fmtMs(c.p50);
+  if (p95 && Number.isFinite(c.p95)) s += ` / ${fmtMs(c.p95)}`;
+  if (line.rate) s += ` (${fmtRate(1000 / c.p50)} ${line.rate})`;
+  return s;
+}
+
+function runsOf(results, section, size) {
+  return results.runs.filter((r) => (r.section ?? 'dataset') === section && (section !== 'dataset' || size === undefined || r.size === size));
+}
 
 /**
- * One line per (row, side) that has data, for one size: cells by engine id with the summary stats.
- * side 'worker' = engine cost measured in the worker; 'page' = measured around postMessage.
+ * One line per (row, side) that has data for the given runs: cells by engine id with the summary
+ * stats, `{na}` or `{error}`. side 'worker' = engine cost measured in the worker; 'page' = measured
+ * around one awaited call on the page.
  */
-export function tableLines(results, size) {
-  const runs = results.runs.filter((r) => r.size === size);
+function linesFor(results, runs, rowIds, labelSuffix = '') {
   const lines = [];
-  for (const row of ROWS) {
+  for (const row of ROWS.filter((r) => rowIds.includes(r.id))) {
     for (const side of ['worker', 'page']) {
       const cells = {};
       let any = false;
@@ -36,8 +68,13 @@ export function tableLines(results, size) {
         if (m.error) {
           cells[run.engine] = { error: m.error };
           any = true;
+        } else if (m.na) {
+          if (side === 'worker') {
+            cells[run.engine] = { na: m.na };
+            any = true;
+          }
         } else if (m[side]) {
-          cells[run.engine] = m[side];
+          cells[run.engine] = { ...m[side], note: m.note };
           any = true;
         }
       }
@@ -46,20 +83,89 @@ export function tableLines(results, size) {
       lines.push({
         rowId: row.id,
         side,
-        label: side === 'page' ? `${row.label} [page]` : row.label,
+        label: `${side === 'page' ? `${row.label} [page]` : row.label}${labelSuffix}`,
         what: row[side] ?? '',
         cells,
+        rate: row.rate,
+        comparable: row.comparable !== false,
       });
     }
   }
   return lines;
 }
 
+/** Back-compatible: lines of the dataset run(s) at `size`. */
+export function tableLines(results, size) {
+  const runs = runsOf(results, 'dataset', size);
+  return linesFor(results, runs, ROWS.map((r) => r.id));
+}
+
+const SCALING_ROWS = ['bulk-load', 'open-n'];
+const MEMORY_LINES = [
+  ['afterLoad', 'opfsBytes', 'OPFS bytes after bulk load'],
+  ['afterLoad', 'wasmMemoryBytes', 'wasm memory after bulk load'],
+  ['afterLoad', 'jsHeapUsedBytes', 'worker JS heap after bulk load'],
+  ['afterOpen', 'wasmMemoryBytes', 'wasm memory after reopen'],
+  ['afterOpen', 'jsHeapUsedBytes', 'worker JS heap after reopen'],
+];
+
+/**
+ * The report's sections: [{key, title, subtitle, lines}]. Dataset sizes that run core rows get a
+ * section each; the scaling section holds bulk load + open + storage/memory lines for every size.
+ */
+export function reportSections(results) {
+  const sections = [];
+  const datasetRuns = runsOf(results, 'dataset');
+  const sizes = [...new Set(datasetRuns.map((r) => r.size))].sort((a, b) => a - b);
+  const coreSizes = results.options?.sizes ?? sizes;
+  for (const size of sizes.filter((n) => coreSizes.includes(n))) {
+    const runs = runsOf(results, 'dataset', size);
+    const lines = linesFor(results, runs, ROWS.filter((r) => (r.section ?? 'dataset') === 'dataset').map((r) => r.id));
+    if (lines.length) sections.push({ key: `n${size}`, title: `Operations, N = ${nfmt(size)}`, subtitle: 'item shape {title, count, tags}; engines in their own workers, real OPFS', lines });
+  }
+  const scalingSizes = sizes.filter((n) => datasetRuns.some((r) => r.size === n && SCALING_ROWS.some((id) => r.rows[id])));
+  if (scalingSizes.length > 1 || (scalingSizes.length === 1 && !coreSizes.includes(scalingSizes[0]))) {
+    const lines = [];
+    for (const id of SCALING_ROWS) {
+      for (const size of scalingSizes) {
+        for (const l of linesFor(results, runsOf(results, 'dataset', size), [id], ` — N = ${nfmt(size)}`)) lines.push({ ...l, size });
+      }
+    }
+    for (const [when, key, label] of MEMORY_LINES) {
+      for (const size of scalingSizes) {
+        const cells = {};
+        for (const run of runsOf(results, 'dataset', size)) {
+          const v = run.stats?.[when]?.[key];
+          if (Number.isFinite(v)) cells[run.engine] = { p50: v, n: 1 };
+        }
+        if (Object.keys(cells).length) lines.push({ rowId: `${when}:${key}`, side: 'stat', label: `${label} — N = ${nfmt(size)}`, what: label, cells, unit: 'bytes', comparable: true, size });
+      }
+    }
+    sections.push({ key: 'scaling', title: 'Scaling: bulk load, open + first read, storage and memory', subtitle: `N = ${scalingSizes.map(nfmt).join(', ')}`, lines, scaling: scalingSizes });
+  }
+  const rel = runsOf(results, 'relational');
+  if (rel.length) {
+    const p = results.options?.planParams?.relational;
+    const subtitle = p
+      ? `after go-sqlite-bench; simple ${nfmt(p.simpleUsers)} users; real ${p.real.users}×${p.real.articles}×${p.real.comments}; complex ${p.complex.users} users × ${p.complex.articles} articles × ${p.complex.comments} comments; many: ${nfmt(p.manyQueries)} queries; large: ${nfmt(p.largeRows)} rows`
+      : 'after go-sqlite-bench';
+    sections.push({ key: 'relational', title: 'Relational workloads (go-sqlite-bench)', subtitle, lines: linesFor(results, rel, ROWS.filter((r) => r.section === 'relational').map((r) => r.id)) });
+  }
+  const ver = runsOf(results, 'verify');
+  if (ver.length) {
+    const p = results.options?.planParams?.verify;
+    sections.push({ key: 'verify', title: 'Verification', subtitle: p ? `${nfmt(p.commits)} single-item commits, sealed every ${p.sealEvery} (signed engines)` : '', lines: linesFor(results, ver, ['verify']) });
+  }
+  return sections;
+}
+
 /**
  * Ratio of each ibexdb engine to the best SQLite engine of the same durability on this line
- * (p50 / p50; below 1 means ibexdb is faster). Returns { [ibexEngineId]: {ratio, vs} }.
+ * (p50 / p50; below 1 means ibexdb is faster or smaller). Returns { [ibexEngineId]: {ratio, vs} }.
+ * Lines whose engines do different work (comparable: false) get no ratio.
  */
 export function ratios(results, line) {
+  if (line.comparable === false) return {};
   const byId = Object.fromEntries(results.engines.map((e) => [e.id, e]));
   const out = {};
   for (const [id, cell] of Object.entries(line.cells)) {
@@ -71,67 +177,107 @@ export function ratios(results, line) {
       if (!s || s.family !== 'sqlite' || s.durability !== eng.durability || !Number.isFinite(scell.p50)) continue;
       if (!best || scell.p50 < best.p50) best = { id: sid, p50: scell.p50 };
     }
-    if (best) out[id] = { ratio: cell.p50 / best.p50, vs: best.id };
+    if (best && best.p50 > 0) out[id] = { ratio: cell.p50 / best.p50, vs: best.id };
   }
   return out;
 }
 
-function sizesOf(results) {
-  return [...new Set(results.runs.map((r) => r.size))];
+function enginesIn(results, lines) {
+  const order = results.engines.map((e) => e.id);
+  const set = new Set(lines.flatMap((l) => Object.keys(l.cells)));
+  return order.filter((id) => set.has(id));
 }
+const isIbex = (results, id) => results.engines.find((x) => x.id === id)?.family === 'ibexdb';
+const fmtRatio = (r) => (r >= 100 ? `${r.toFixed(0)}x` : r >= 10 ? `${r.toFixed(1)}x` : r >= 0.1 ? `${r.toFixed(2)}x` : `${r.toPrecision(2)}x`);
 
-function enginesOf(results, size) {
-  return results.runs.filter((r) => r.size === size).map((r) => r.engine);
-}
-
-/** Plain-text table (p50 per engine, ratio columns for ibexdb engines) for the terminal. */
+/** Plain-text tables (p50 per engine, ratio columns for ibexdb engines) for the terminal. */
 export function textTable(results) {
   const out = [];
-  for (const size of sizesOf(results)) {
-    const engines = enginesOf(results, size);
-    const ibex = engines.filter((e) => results.engines.find((x) => x.id === e)?.family === 'ibexdb');
+  for (const sec of reportSections(results)) {
+    const engines = enginesIn(results, sec.lines);
+    const ibex = engines.filter((e) => isIbex(results, e));
     const header = ['operation (p50)', ...engines, ...ibex.map((e) => `${e}/best-sqlite`)];
     const body = [];
-    for (const line of tableLines(results, size)) {
+    const notes = new Map();
+    for (const line of sec.lines) {
       const r = ratios(results, line);
       body.push([
         line.label,
         ...engines.map((e) => {
           const c = line.cells[e];
-          if (!c) return '';
-          if (c.error) return 'ERROR';
-          return fmtMs(c.p50);
+          if (c?.na) {
+            if (!notes.has(c.na)) notes.set(c.na, new Map());
+            const m = notes.get(c.na);
+            m.set(line.label, [...(m.get(line.label) ?? []), e]);
+          }
+          return fmtCell(line, c);
         }),
-        ...ibex.map((e) => (r[e] ? `${r[e].ratio.toFixed(2)}x` : '')),
+        ...ibex.map((e) => (line.comparable === false ? (line.cells[e] ? 'not same work' : '') : r[e] ? fmtRatio(r[e].ratio) : '')),
       ]);
     }
     const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
     const fmt = (cols) => cols.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
-    out.push(`N = ${size.toLocaleString('en-US')}`);
+    out.push(`${sec.title}${sec.subtitle ? ` (${sec.subtitle})` : ''}`);
     out.push(fmt(header));
     out.push(widths.map((w) => '-'.repeat(w)).join('  '));
     for (const b of body) out.push(fmt(b));
+    for (const [reason, rows] of notes) {
+      out.push(`  n/a — ${reason}: ${[...rows].map(([label, es]) => `${label} (${es.length === engines.length ? 'every engine' : es.join(', ')})`).join('; ')}`);
+    }
     out.push('');
   }
   return out.join('\n');
 }
+
+/** Markdown tables (p50, ratio columns), one per section: for docs/benchmarks.md (results.md). */
+export function markdownTables(results) {
+  const out = [];
+  for (const sec of reportSections(results)) {
+    const engines = enginesIn(results, sec.lines);
+    const ibex = engines.filter((e) => isIbex(results, e));
+    out.push(`### ${sec.title}`, '');
+    if (sec.subtitle) out.push(`${sec.subtitle}`, '');
+    out.push(`| operation (p50) | ${engines.join(' | ')} | ${ibex.map((e) => `${e} ÷ best SQLite`).join(' | ')} |`);
+    out.push(`|---|${engines.map(() => '--:').join('|')}|${ibex.map(() => '--:').join('|')}|`);
+    const na = new Map();
+    for (const line of sec.lines) {
+      const r = ratios(results, line);
+      const cells = engines.map((e) => {
+        const c = line.cells[e];
+        if (c?.na) {
+          if (!na.has(c.na)) na.set(c.na, new Set());
+          na.get(c.na).add(line.label);
+        }
+        return fmtCell(line, c).replace(/\|/g, '\\|');
+      });
+      const rs = ibex.map((e) => (line.comparable === false ? (line.cells[e] ? 'not same work' : '') : r[e] ? `**${fmtRatio(r[e].ratio)}**` : ''));
+      out.push(`| ${line.label} | ${cells.join(' | ')} | ${rs.join(' | ')} |`);
+    }
+    for (const [reason, rows] of na) out.push('', `n/a — ${reason}: ${[...rows].join('; ')}.`);
+    out.push('');
+  }
+  return out.join('\n');
+}
+
+// ----- charts ---------------------------------------------------------------------------------------
 
 /** Horizontal log-scale bar chart (p50 bar, p95 whisker) for one line, as an SVG string. */
 export function barChartSvg(results, line) {
   const entries = Object.entries(line.cells).filter(([, c]) => Number.isFinite(c.p50) && c.p50 > 0);
   const width = 600;
   const labelW = 120;
-  const valueW = 130;
-  const barH = 16;
-  const gap = 6;
+  const valueW = 150;
+  const barH = 14;
+  const gap = 5;
   const axisH = 18;
   const height = entries.length * (barH + gap) + axisH + 4;
-  if (!entries.length) return `<svg width="${width}" height="24" xmlns="http://www.w3.org/2000/svg"><text x="4" y="16" font-size="12" fill="#a00">no data</text></svg>`;
+  if (!entries.length) return `<svg width="${width}" height="24" xmlns="http://www.w3.org/2000/svg"><text x="4" y="16" font-size="12" fill="#888">no timings${Object.values(line.cells).some((c) => c.na) ? ' (n/a)' : ''}</text></svg>`;
 
+  const fmtV = line.unit === 'bytes' ? fmtBytes : fmtMs;
   const lo = Math.min(...entries.map(([, c]) => c.p50));
   const hi = Math.max(...entries.map(([, c]) => Math.max(c.p50, c.p95 ?? c.p50)));
   // Whole decades around the data; at least two decades so small differences are not exaggerated.
-  let d0 = Math.floor(Math.log10(lo)) ;
+  const d0 = Math.floor(Math.log10(lo));
   let d1 = Math.ceil(Math.log10(hi));
   if (d1 - d0 < 2) d1 = d0 + 2;
   const plotW = width - labelW - valueW;
@@ -142,15 +288,15 @@ export function barChartSvg(results, line) {
   for (let d = d0; d <= d1; d++) {
     const gx = x(10 ** d).toFixed(1);
     parts.push(`<line x1="${gx}" y1="0" x2="${gx}" y2="${height - axisH}" stroke="#e3e3e3"/>`);
-    parts.push(`<text x="${gx}" y="${height - 5}" text-anchor="middle" fill="#777">${esc(fmtMs(10 ** d))}</text>`);
+    parts.push(`<text x="${gx}" y="${height - 5}" text-anchor="middle" fill="#777">${esc(fmtV(10 ** d))}</text>`);
   }
   const order = results.engines.map((e) => e.id);
   entries.sort((a, b) => order.indexOf(a[0]) - order.indexOf(b[0]));
   entries.forEach(([id, c], i) => {
     const y = i * (barH + gap) + 2;
     const w = Math.max(1, x(c.p50) - labelW);
-    parts.push(`<text x="${labelW - 6}" y="${y + barH - 4}" text-anchor="end" fill="#333">${esc(id)}</text>`);
-    parts.push(`<rect x="${labelW}" y="${y}" width="${w.toFixed(1)}" height="${barH}" fill="${engineColor(id, i)}"><title>${esc(`${id}: p50 ${fmtMs(c.p50)}, p95 ${fmtMs(c.p95)}, n=${c.n}`)}</title></rect>`);
+    parts.push(`<text x="${labelW - 6}" y="${y + barH - 3}" text-anchor="end" fill="#333">${esc(id)}</text>`);
+    parts.push(`<rect x="${labelW}" y="${y}" width="${w.toFixed(1)}" height="${barH}" fill="${engineColor(id, i)}"><title>${esc(`${id}: p50 ${fmtV(c.p50)}, p95 ${fmtV(c.p95)}, n=${c.n}`)}</title></rect>`);
     if (Number.isFinite(c.p95) && c.p95 > c.p50) {
       const x1 = x(c.p50);
       const x2 = x(c.p95);
@@ -158,101 +304,271 @@ export function barChartSvg(results, line) {
       parts.push(`<line x1="${x1.toFixed(1)}" y1="${my}" x2="${x2.toFixed(1)}" y2="${my}" stroke="#222" stroke-width="1"/>`);
       parts.push(`<line x1="${x2.toFixed(1)}" y1="${my - 4}" x2="${x2.toFixed(1)}" y2="${my + 4}" stroke="#222" stroke-width="1"/>`);
     }
-    parts.push(`<text x="${width - valueW + 6}" y="${y + barH - 4}" fill="#111">${esc(fmtMs(c.p50))} <tspan fill="#888">p95 ${esc(fmtMs(c.p95))}</tspan></text>`);
+    const val = line.unit === 'bytes' ? fmtBytes(c.p50) : `${fmtMs(c.p50)}`;
+    parts.push(`<text x="${width - valueW + 6}" y="${y + barH - 3}" fill="#111">${esc(val)}${line.unit === 'bytes' ? '' : ` <tspan fill="#888">p95 ${esc(fmtMs(c.p95))}</tspan>`}</text>`);
   });
   parts.push('</svg>');
   return parts.join('');
 }
 
-/** The complete, self-contained report page. */
-export function renderReport(results) {
+/**
+ * Ratio overview: one row per line, one dot per ibexdb engine at ibexdb p50 / best SQLite p50 of
+ * the same durability, log scale 1/1000× … 1000×; left of the 1× line = ibexdb faster.
+ */
+export function ratioChartSvg(results, lines) {
+  const ibex = results.engines.filter((e) => e.family === 'ibexdb').map((e) => e.id);
+  const rowsData = lines.map((l) => ({ l, r: ratios(results, l) })).filter((x) => Object.keys(x.r).length);
+  if (!rowsData.length) return '';
+  const width = 860;
+  const labelW = 330;
+  const rowH = 17;
+  const top = 22;
+  const height = top + rowsData.length * rowH + 8;
+  const lo = -3;
+  const hi = 3;
+  const plotW = width - labelW - 46;
+  const x = (r) => labelW + ((Math.max(lo, Math.min(hi, Math.log10(r))) - lo) / (hi - lo)) * plotW;
+  const p = [];
+  p.push(`<svg width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" xmlns="http://www.w3.org/2000/svg" font-family="system-ui, sans-serif" font-size="11">`);
+  p.push(`<rect x="${labelW}" y="${top - 4}" width="${(x(1) - labelW).toFixed(1)}" height="${height - top}" fill="#eef7ee"/>`);
+  p.push(`<rect x="${x(1).toFixed(1)}" y="${top - 4}" width="${(labelW + plotW - x(1)).toFixed(1)}" height="${height - top}" fill="#fbefea"/>`);
+  for (let d = lo; d <= hi; d++) {
+    const gx = x(10 ** d).toFixed(1);
+    p.push(`<line x1="${gx}" y1="${top - 4}" x2="${gx}" y2="${height - 4}" stroke="${d === 0 ? '#333' : '#d8d8d8'}" stroke-width="${d === 0 ? 1.5 : 1}"/>`);
+    const lab = d === 0 ? '1× (same)' : d < 0 ? `${10 ** -d}× faster` : `${10 ** d}× slower`;
+    p.push(`<text x="${gx}" y="12" text-anchor="middle" fill="#555">${lab}</text>`);
+  }
+  rowsData.forEach(({ l, r }, i) => {
+    const y = top + i * rowH + rowH / 2;
+    if (i % 2) p.push(`<rect x="0" y="${y - rowH / 2}" width="${labelW}" height="${rowH}" fill="#f7f7f7"/>`);
+    p.push(`<text x="${labelW - 8}" y="${y + 4}" text-anchor="end" fill="#222">${esc(l.label.length > 58 ? `${l.label.slice(0, 56)}…` : l.label)}</text>`);
+    p.push(`<line x1="${labelW}" y1="${y}" x2="${labelW + plotW}" y2="${y}" stroke="#eee"/>`);
+    ibex.forEach((id, j) => {
+      const v = r[id];
+      if (!v) return;
+      const cx = x(v.ratio);
+      p.push(`<circle cx="${cx.toFixed(1)}" cy="${(y + (j - 1) * 3).toFixed(1)}" r="4.5" fill="${engineColor(id, j)}" stroke="#fff" stroke-width="0.8"><title>${esc(`${id}: ${fmtRatio(v.ratio)} vs ${v.vs}`)}</title></circle>`);
+    });
+  });
+  p.push('</svg>');
+  return p.join('');
+}
+
+/** Log-log chart of one scaling row: p50 against N, one line per engine. */
+export function scalingChartSvg(results, lines, title) {
+  const pts = {};
+  for (const l of lines) {
+    for (const [id, c] of Object.entries(l.cells)) {
+      if (!Number.isFinite(c.p50) || c.p50 <= 0) continue;
+      (pts[id] ??= []).push([l.size, c.p50]);
+    }
+  }
+  const ids = results.engines.map((e) => e.id).filter((id) => pts[id]);
+  if (!ids.length) return '';
+  const width = 400;
+  const height = 240;
+  const left = 58;
+  const bottom = 30;
+  const top = 24;
+  const right = 10;
+  const all = ids.flatMap((id) => pts[id]);
+  const nx = all.map((p) => p[0]);
+  const vy = all.map((p) => p[1]);
+  const x0 = Math.floor(Math.log10(Math.min(...nx)));
+  const x1 = Math.max(x0 + 1, Math.ceil(Math.log10(Math.max(...nx))));
+  const y0 = Math.floor(Math.log10(Math.min(...vy)));
+  const y1 = Math.max(y0 + 1, Math.ceil(Math.log10(Math.max(...vy))));
+  const bytes = lines[0]?.unit === 'bytes';
+  const fmtV = bytes ? fmtBytes : fmtMs;
+  // Byte axes: ticks at 1, 10, 100 × KiB/MiB/GiB (decades of 10 bytes would read "97.7 KiB").
+  let yTicks = null;
+  let ylo = y0;
+  let yhi = y1;
+  if (bytes) {
+    const lo = Math.min(...vy);
+    const hi = Math.max(...vy);
+    const cands = [];
+    for (const unit of [1, 1024, 1024 ** 2, 1024 ** 3]) for (const m of [1, 10, 100]) cands.push(unit * m);
+    const below = cands.filter((c) => c <= lo).pop() ?? cands[0];
+    const above = cands.find((c) => c >= hi) ?? cands[cands.length - 1];
+    yTicks = cands.filter((c) => c >= below && c <= above);
+    ylo = Math.log10(below);
+    yhi = Math.max(ylo + 0.5, Math.log10(above));
+  }
+  const X = (n) => left + ((Math.log10(n) - x0) / (x1 - x0)) * (width - left - right);
+  const Y = (v) => height - bottom - ((Math.log10(v) - ylo) / (yhi - ylo)) * (height - top - bottom);
+  const p = [`<svg width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" xmlns="http://www.w3.org/2000/svg" font-family="system-ui, sans-serif" font-size="11">`];
+  p.push(`<text x="${left}" y="14" font-weight="600" fill="#222">${esc(title)}</text>`);
+  for (let d = x0; d <= x1; d++) {
+    p.push(`<line x1="${X(10 ** d)}" y1="${top}" x2="${X(10 ** d)}" y2="${height - bottom}" stroke="#e6e6e6"/>`);
+    p.push(`<text x="${X(10 ** d)}" y="${height - bottom + 14}" text-anchor="middle" fill="#666">${10 ** d >= 1e6 ? `${10 ** (d - 6)}M` : 10 ** d >= 1e3 ? `${10 ** (d - 3)}k` : 10 ** d}</text>`);
+  }
+  for (const v of yTicks ?? Array.from({ length: y1 - y0 + 1 }, (_, i) => 10 ** (y0 + i))) {
+    p.push(`<line x1="${left}" y1="${Y(v)}" x2="${width - right}" y2="${Y(v)}" stroke="#e6e6e6"/>`);
+    p.push(`<text x="${left - 4}" y="${Y(v) + 4}" text-anchor="end" fill="#666">${esc(bytes ? fmtBytes(v).replace('.0 ', ' ') : fmtV(v))}</text>`);
+  }
+  p.push(`<text x="${(left + width - right) / 2}" y="${height - 4}" text-anchor="middle" fill="#444">N (items)</text>`);
+  ids.forEach((id, i) => {
+    const ps = pts[id].sort((a, b) => a[0] - b[0]);
+    const color = engineColor(id, i);
+    p.push(`<polyline fill="none" stroke="${color}" stroke-width="2" points="${ps.map(([n, v]) => `${X(n).toFixed(1)},${Y(v).toFixed(1)}`).join(' ')}"/>`);
+    for (const [n, v] of ps) p.push(`<circle cx="${X(n).toFixed(1)}" cy="${Y(v).toFixed(1)}" r="3" fill="${color}"><title>${esc(`${id} N=${nfmt(n)}: ${fmtV(v)}`)}</title></circle>`);
+  });
+  p.push('</svg>');
+  return p.join('');
+}
+
+// ----- HTML ----------------------------------------------------------------------------------------
+
+function sectionTable(results, sec) {
+  const engines = enginesIn(results, sec.lines);
+  const ibex = engines.filter((e) => isIbex(results, e));
+  const h = [];
+  h.push('<table class="main"><tr><th>operation<br><span class="sub">p50; p95 · samples×K below</span></th>'
+    + engines.map((e) => `<th><i class="sw" style="background:${engineColor(e)}"></i>${esc(e)}</th>`).join('')
+    + ibex.map((e) => `<th class="ratio"><i class="sw" style="background:${engineColor(e)};border-radius:6px"></i>${esc(e)}<br><span class="sub">÷ best SQLite</span></th>`).join('') + '</tr>');
+  for (const line of sec.lines) {
+    const r = ratios(results, line);
+    h.push(`<tr title="${esc(line.what)}"><td>${esc(line.label)}</td>`
+      + engines.map((e) => {
+        const c = line.cells[e];
+        if (!c) return '<td></td>';
+        if (c.error) return `<td class="err" title="${esc(c.error)}">error</td>`;
+        if (c.na) return `<td class="na" title="${esc(c.na)}">n/a</td>`;
+        if (line.unit === 'bytes') return `<td>${esc(fmtBytes(c.p50))}</td>`;
+        const rate = line.rate ? ` <span class="rate">${esc(fmtRate(1000 / c.p50))}/s</span>` : '';
+        return `<td title="${esc(c.note ?? '')}">${esc(fmtMs(c.p50))}${rate}<br><span class="p95">${esc(fmtMs(c.p95))} · ${c.n}×${c.k ?? 1}</span></td>`;
+      }).join('')
+      + ibex.map((e) => {
+        if (line.comparable === false) return line.cells[e] ? '<td class="na" title="the engines do different work on this row">not same work</td>' : '<td></td>';
+        if (!r[e]) return '<td></td>';
+        const cls = r[e].ratio <= 1 ? 'good' : 'bad';
+        return `<td class="${cls}" title="vs ${esc(r[e].vs)}">${fmtRatio(r[e].ratio)}</td>`;
+      }).join('')
+      + '</tr>');
+  }
+  h.push('</table>');
+  // n/a reasons: per reason, the rows and the engines it applies to.
+  const na = new Map();
+  for (const line of sec.lines) {
+    for (const [e, c] of Object.entries(line.cells)) {
+      if (!c.na) continue;
+      if (!na.has(c.na)) na.set(c.na, new Map());
+      const rows = na.get(c.na);
+      if (!rows.has(line.label)) rows.set(line.label, []);
+      rows.get(line.label).push(e);
+    }
+  }
+  if (na.size) {
+    const all = engines.length;
+    h.push(`<p class="what">${[...na].map(([reason, rows]) => `<b>n/a</b> — ${esc(reason)}: ${[...rows].map(([label, es]) => `${esc(label)} (${es.length === all ? 'every engine' : esc(es.join(', '))})`).join('; ')}`).join('<br>')}</p>`);
+  }
+  return h.join('\n');
+}
+
+function whatTable(results, sec) {
+  const seen = new Set();
+  const h = ['<details><summary>What each row times (per engine), and the notes the engines returned</summary><table class="whatt"><tr><th>row</th><th>what is timed</th><th>engine notes</th></tr>'];
+  for (const line of sec.lines) {
+    if (line.side === 'stat') continue;
+    const key = `${line.rowId}:${line.side}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const notes = Object.entries(line.cells).filter(([, c]) => c.note).map(([e, c]) => `${e}: ${c.note}`);
+    h.push(`<tr><td>${esc(line.label)}</td><td class="l">${esc(line.what)}</td><td class="l small">${esc(notes.join(' · '))}</td></tr>`);
+  }
+  h.push('</table></details>');
+  return h.join('\n');
+}
+
+/**
+ * The complete, self-contained report page. `summary: true` leaves out the per-row bar charts and
+ * the details (used for report.png: header, ratio overview, tables, scaling charts).
+ */
+export function renderReport(results, { summary = false } = {}) {
   const m = results.meta ?? {};
   const sqliteInfo = results.runs.find((r) => r.info?.engine === 'sqlite-wasm')?.info;
+  const ibexInfo = results.runs.find((r) => r.info?.engine === 'ibexdb')?.info;
+  const sections = reportSections(results);
   const h = [];
   h.push(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>ibexdb benchmark ${esc(m.date ?? '')}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
- body{font-family:system-ui,sans-serif;margin:24px;color:#111;max-width:1260px}
- h1{font-size:22px;margin:0 0 4px} h2{font-size:18px;margin:28px 0 8px} h3{font-size:14px;margin:18px 0 2px}
+ body{font-family:system-ui,sans-serif;margin:24px;color:#111;max-width:1320px}
+ h1{font-size:22px;margin:0 0 4px} h2{font-size:18px;margin:30px 0 4px;border-top:2px solid #ddd;padding-top:12px} h3{font-size:14px;margin:14px 0 2px}
  .meta{color:#555;font-size:13px;line-height:1.5}
- table{border-collapse:collapse;font-size:13px;margin:8px 0}
- th,td{border-bottom:1px solid #e4e4e4;padding:4px 10px;text-align:right;white-space:nowrap}
+ table{border-collapse:collapse;font-size:12.5px;margin:8px 0}
+ th,td{border-bottom:1px solid #e4e4e4;padding:3px 7px;text-align:right;white-space:nowrap}
+ table.main td{line-height:1.15} table.main td:first-child{white-space:normal;max-width:280px;min-width:200px} th .sub{font-weight:400;color:#777;font-size:11px} th.ratio{background:#f3ece4}
  th:first-child,td:first-child{text-align:left}
  th{background:#f6f6f6}
- td.err{color:#b00}
+ td.err{color:#b00} td.na{color:#888;font-style:italic} td.samples{color:#999;font-size:11px}
+ .p95{color:#999;font-size:10.5px} .rate{color:#2a6a2a;font-size:11px}
  .good{color:#176b1d;font-weight:600} .bad{color:#a3300b;font-weight:600}
- .what{color:#666;font-size:12px;margin:0 0 4px}
- .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(600px,1fr));gap:4px 24px}
- .legend span{display:inline-block;margin-right:14px;font-size:12px}
- .legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-1px}
+ .what{color:#666;font-size:12px;margin:2px 0 6px}
+ .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(600px,1fr));gap:2px 24px}
+ .scal{display:flex;flex-wrap:wrap;gap:12px}
+ .legend{font-size:12px} .legend span{display:inline-block;margin-right:14px;font-size:12px}
+ .legend i,.sw{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px}
  code{background:#f3f3f3;padding:0 3px}
  .errors{color:#b00;font-size:13px}
+ details{margin:6px 0 10px;font-size:12px} td.l{text-align:left;white-space:normal;max-width:520px} td.small{font-size:11px;color:#555;max-width:560px}
 </style></head><body>`);
   h.push(`<h1>ibexdb vs sqlite-wasm — browser benchmark</h1>`);
-  h.push(`<div class="meta">${esc(m.date ?? '')} · ${esc(m.browser ?? m.userAgent ?? '')} · ${esc(m.machine?.os ?? '')} · ${esc(m.machine?.cpus ?? '')} × ${esc(m.machine?.cpuModel ?? '')} · ${m.machine?.memoryBytes ? esc(fmtBytes(m.machine.memoryBytes)) : ''} RAM<br>`
-    + `sqlite-wasm ${esc(m.sqliteWasmPackage ?? '')} (SQLite ${esc(sqliteInfo?.version ?? '?')}, VFS opfs-sahpool) · sizes ${esc(sizesOf(results).join(', '))} · plan <code>${esc(results.options?.plan ?? '')}</code> · cross-origin isolated: ${esc(String(m.crossOriginIsolated))} · timer step ${esc(fmtMs(m.timerResolutionMs))}<br>`
-    + (m.opfsProbe ? `OPFS call costs measured at the start of this run (p50): ${esc(Object.entries(m.opfsProbe).map(([k, v]) => `${k} ${fmtMs(v.p50)}`).join(' · '))} (DESIGN.md §10 reference: write ~0.5 ms, write + flush ~0.84 ms); write rows scale with these.<br>` : '')
-    + `Times are p50 with p95 whiskers, log scale. Percentiles by nearest rank over the recorded samples; micro-operations are timed as loops of K and divided by K. `
-    + `<b>[page]</b> rows are timed on the page around one postMessage round trip per operation (what an app sees); other rows are timed inside the engine's worker. `
-    + `Ratio = ibexdb p50 / p50 of the best SQLite configuration with the same durability (below 1 = ibexdb faster).</div>`);
+  h.push(`<div class="meta">${esc(m.date ?? '')} · ${esc(m.browser ?? m.userAgent ?? '')} · ${esc(m.machine?.os ?? '')} · ${esc(m.machine?.cpus ?? '')} × ${esc(m.machine?.cpuModel ?? '')} · ${m.machine?.memoryBytes ? esc(fmtBytes(m.machine.memoryBytes)) : ''} RAM${m.machine?.loadAvgAtStart ? ` · load avg ${esc(m.machine.loadAvgAtStart.map((x) => x.toFixed(2)).join(' '))} → ${esc((m.machine.loadAvgAtEnd ?? []).map((x) => x.toFixed(2)).join(' '))}` : ''}<br>`
+    + `sqlite-wasm ${esc(m.sqliteWasmPackage ?? '')} (SQLite ${esc(sqliteInfo?.version ?? '?')}, VFS opfs-sahpool) · ibexdb ${esc(ibexInfo?.version ?? '?')}${m.gitCommit ? ` (git ${esc(m.gitCommit)}${m.gitDirty?.length ? ` + ${m.gitDirty.length} modified file(s) in the working tree` : ''}${m.ibexdbWasm ? `; wasm ${esc(fmtBytes(m.ibexdbWasm.bytes))} sha256 ${esc(m.ibexdbWasm.sha256.slice(0, 12))}, built ${esc(m.ibexdbWasm.builtAt.slice(0, 16).replace('T', ' '))} UTC` : ''})` : ''} · plan <code>${esc(results.options?.plan ?? '')}</code> · cross-origin isolated: ${esc(String(m.crossOriginIsolated))} · timer step ${esc(fmtMs(m.timerResolutionMs))}${m.wallSeconds ? ` · wall ${esc(Math.round(m.wallSeconds))} s` : ''}<br>`
+    + (m.opfsProbe ? `OPFS call costs measured at the start of this run (p50): ${esc(Object.entries(m.opfsProbe).map(([k, v]) => `${k} ${fmtMs(v.p50)}`).join(' · '))} (DESIGN.md §10 reference: write ~0.5 ms, write + flush ~0.84 ms); durable write rows scale with these.<br>` : '')
+    + `Times are p50 (p95 after the slash). Percentiles by nearest rank over the recorded samples; micro-operations are timed as loops of K and divided by K. `
+    + `<b>[page]</b> rows are timed on the page around one awaited call per operation (SQLite: an op message to its worker; ibexdb: the public API, www/ibexdb.js); other rows are timed inside the engine's worker. `
+    + `Ratio = ibexdb p50 / p50 of the best SQLite configuration with the same durability (below 1 = ibexdb faster). ${m.memoryMeasurement ? `Memory: ${esc(m.memoryMeasurement)}.` : ''}</div>`);
 
   const legend = results.engines.filter((e) => results.runs.some((r) => r.engine === e.id));
-  h.push(`<p class="legend">${legend.map((e, i) => `<span><i style="background:${engineColor(e.id, i)}"></i>${esc(e.id)} — ${esc(e.description ?? '')}</span>`).join('<br>')}</p>`);
+  h.push(`<p class="legend">${legend.map((e, i) => `<span><i style="background:${engineColor(e.id, i)}"></i><b>${esc(e.id)}</b> (${esc(e.durability)}) — ${esc(e.description ?? '')}</span>`).join('<br>')}</p>`);
 
-  const errs = results.runs.flatMap((r) => r.errors.map((e) => `${r.engine} @ ${r.size}: ${e}`)).concat(results.errors ?? []);
+  const errs = results.runs.flatMap((r) => r.errors.map((e) => `${r.engine} @ ${r.section ?? 'dataset'} ${r.size ?? ''}: ${e}`)).concat(results.errors ?? []);
   if (errs.length) h.push(`<div class="errors"><b>Errors:</b><ul>${errs.map((e) => `<li>${esc(e)}</li>`).join('')}</ul></div>`);
 
-  for (const size of sizesOf(results)) {
-    const engines = enginesOf(results, size);
-    const ibex = engines.filter((e) => results.engines.find((x) => x.id === e)?.family === 'ibexdb');
-    const lines = tableLines(results, size);
-    h.push(`<h2>N = ${size.toLocaleString('en-US')}</h2>`);
-    h.push('<table><tr><th>operation (p50 / p95)</th>' + engines.map((e) => `<th>${esc(e)}</th>`).join('') + ibex.map((e) => `<th>${esc(e)} / best SQLite</th>`).join('') + '<th>samples × K</th></tr>');
-    for (const line of lines) {
-      const r = ratios(results, line);
-      const sampleInfo = engines.map((e) => line.cells[e] && !line.cells[e].error ? `${line.cells[e].n}×${line.cells[e].k ?? 1}` : '–').join(' / ');
-      h.push(`<tr title="${esc(line.what)}"><td>${esc(line.label)}</td>`
-        + engines.map((e) => {
-          const c = line.cells[e];
-          if (!c) return '<td></td>';
-          if (c.error) return `<td class="err" title="${esc(c.error)}">error</td>`;
-          return `<td>${esc(fmtMs(c.p50))} <span style="color:#999">/ ${esc(fmtMs(c.p95))}</span></td>`;
-        }).join('')
-        + ibex.map((e) => {
-          if (!r[e]) return '<td></td>';
-          const cls = r[e].ratio <= 1 ? 'good' : 'bad';
-          return `<td class="${cls}" title="vs ${esc(r[e].vs)}">${r[e].ratio.toFixed(2)}×</td>`;
-        }).join('')
-        + `<td style="color:#888">${esc(sampleInfo)}</td></tr>`);
-    }
-    h.push('</table>');
-
-    // Storage / memory after the bulk load.
-    const statRuns = results.runs.filter((r) => r.size === size && r.stats?.afterLoad);
-    if (statRuns.length) {
-      h.push('<table><tr><th>after bulk load</th>' + statRuns.map((r) => `<th>${esc(r.engine)}</th>`).join('') + '</tr>');
-      for (const [k, label] of [['opfsBytes', 'OPFS bytes'], ['dbBytes', 'database bytes'], ['wasmMemoryBytes', 'wasm memory'], ['jsHeapUsedBytes', 'JS heap (worker)']]) {
-        if (!statRuns.some((r) => r.stats.afterLoad[k] != null)) continue;
-        h.push(`<tr><td>${label}</td>${statRuns.map((r) => `<td>${esc(fmtBytes(r.stats.afterLoad[k]))}</td>`).join('')}</tr>`);
-      }
-      h.push('</table>');
-    }
-
-    h.push('<div class="charts">');
-    for (const line of lines) {
-      h.push(`<div><h3>${esc(line.label)}</h3><p class="what">${esc(line.what)}</p>${barChartSvg(results, line)}</div>`);
-    }
-    h.push('</div>');
+  // At a glance: every ratio of every section.
+  const glance = sections.map((sec) => ({ sec, svg: ratioChartSvg(results, sec.lines.filter((l) => l.side !== 'stat')) })).filter((x) => x.svg);
+  if (glance.length) {
+    h.push('<h2>At a glance: ibexdb / best SQLite of the same durability (p50)</h2>');
+    h.push(`<p class="legend">${results.engines.filter((e) => e.family === 'ibexdb' && results.runs.some((r) => r.engine === e.id)).map((e, i) => `<span><i style="background:${engineColor(e.id, i)};border-radius:6px"></i>${esc(e.id)} vs best ${e.durability === 'full' ? 'of sqlite-default / sqlite-tuned' : 'sqlite-tuned-off'}</span>`).join('')} — green side: ibexdb faster; red side: slower; ratios beyond 1000× are drawn at the edge. Rows marked n/a or "not same work" have no dot.</p>`);
+    for (const { sec, svg } of glance) h.push(`<h3>${esc(sec.title)}</h3>${svg}`);
   }
 
-  const configs = results.runs.filter((r) => r.info?.effective);
+  for (const sec of sections) {
+    h.push(`<h2>${esc(sec.title)}</h2><p class="what">${esc(sec.subtitle ?? '')}</p>`);
+    h.push(sectionTable(results, sec));
+    if (!summary) h.push(whatTable(results, sec));
+    if (sec.scaling) {
+      h.push('<div class="scal">');
+      for (const id of SCALING_ROWS) {
+        for (const side of ['worker', 'page']) {
+          const ls = sec.lines.filter((l) => l.rowId === id && l.side === side);
+          if (ls.length) h.push(scalingChartSvg(results, ls, `${rowDef(id).label}${side === 'page' ? ' [page]' : ''}`));
+        }
+      }
+      for (const [when, key, label] of MEMORY_LINES) {
+        const ls = sec.lines.filter((l) => l.rowId === `${when}:${key}`);
+        if (ls.length) h.push(scalingChartSvg(results, ls, label));
+      }
+      h.push('</div>');
+    } else if (!summary) {
+      h.push('<div class="charts">');
+      for (const line of sec.lines) h.push(`<div><h3>${esc(line.label)}</h3><p class="what">${esc(line.what)}</p>${barChartSvg(results, line)}</div>`);
+      h.push('</div>');
+    }
+  }
+
+  if (summary) h.push('<p class="what">Summary view (report.png). report.html has a bar chart per row, what each row times and the engines\' notes, and the effective settings.</p>');
+  const configs = summary ? [] : results.runs.filter((r) => r.info?.effective);
   if (configs.length) {
     h.push('<h2>Effective engine settings (read back after open)</h2><table><tr><th>engine</th><th>settings</th><th>query plans</th></tr>');
     const seen = new Set();
     for (const r of configs) {
       if (seen.has(r.engine)) continue;
       seen.add(r.engine);
-      h.push(`<tr><td>${esc(r.engine)}</td><td style="text-align:left;white-space:normal;max-width:420px">${esc(JSON.stringify(r.info.effective))}</td><td style="text-align:left;white-space:normal;font-size:11px">${esc(Object.entries(r.info.queryPlans ?? {}).map(([k, v]) => `${k}: ${v}`).join(' | '))}</td></tr>`);
+      h.push(`<tr><td>${esc(r.engine)}</td><td class="l small">${esc(JSON.stringify(r.info.effective))}</td><td class="l small">${esc(Object.entries(r.info.queryPlans ?? {}).map(([k, v]) => `${k}: ${v}`).join(' | '))}</td></tr>`);
     }
     h.push('</table>');
   }

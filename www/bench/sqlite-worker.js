@@ -13,6 +13,12 @@
 // its row (no join table to keep in sync on every write) and the planner walks items_count backwards
 // for `ORDER BY count DESC LIMIT 100`, testing the JSON predicate per row until 100 rows matched.
 // All statements are prepared once per open and reused, as an app would.
+//
+// Relational workloads (go-sqlite-bench): its schema exactly (users, articles, comments; indexes on
+// created, articles.userId, comments.articleId), created by rel.setup() in a fresh database; the
+// queries are its SQL: ORDER BY id, and LEFT JOINs ordered by created at each level. Differences:
+// journal_mode/synchronous follow the engine preset (go-sqlite-bench: DELETE + FULL), and
+// foreign_keys stays off (SQLite's default): ibexdb does no referential checks either.
 
 import { serve } from './harness.js';
 
@@ -56,6 +62,7 @@ let db = null;
 let st = null; // prepared statements, by SQL key
 let inList = new Map(); // "WHERE id IN (?,...)" statements by arity
 let effective = null;
+let rel = null; // relational statements, prepared by rel.setup()
 let plans = null;
 let removed = false;
 
@@ -82,8 +89,81 @@ function pragma(name) {
 function finalizeAll() {
   if (st) for (const s of Object.values(st)) s.finalize();
   for (const s of inList.values()) s.finalize();
+  if (rel) for (const s of Object.values(rel)) s.finalize();
   st = null;
+  rel = null;
   inList = new Map();
+}
+
+const REL_SCHEMA = `
+  CREATE TABLE IF NOT EXISTS users (id INTEGER PRIMARY KEY NOT NULL, created INTEGER NOT NULL, email TEXT NOT NULL, active INTEGER NOT NULL);
+  CREATE INDEX IF NOT EXISTS users_created ON users(created);
+  CREATE TABLE IF NOT EXISTS articles (id INTEGER PRIMARY KEY NOT NULL, created INTEGER NOT NULL, userId INTEGER NOT NULL REFERENCES users(id), text TEXT NOT NULL);
+  CREATE INDEX IF NOT EXISTS articles_created ON articles(created);
+  CREATE INDEX IF NOT EXISTS articles_userId ON articles(userId);
+  CREATE TABLE IF NOT EXISTS comments (id INTEGER PRIMARY KEY NOT NULL, created INTEGER NOT NULL, articleId INTEGER NOT NULL REFERENCES articles(id), text TEXT NOT NULL);
+  CREATE INDEX IF NOT EXISTS comments_created ON comments(created);
+  CREATE INDEX IF NOT EXISTS comments_articleId ON comments(articleId);
+`;
+const JOIN = `SELECT users.id, users.created, users.email, users.active,
+    articles.id, articles.created, articles.userId, articles.text,
+    comments.id, comments.created, comments.articleId, comments.text
+  FROM users
+  LEFT JOIN articles ON articles.userId = users.id
+  LEFT JOIN comments ON comments.articleId = articles.id`;
+const REL_SQL = {
+  users: 'INSERT INTO users(id, created, email, active) VALUES (?, ?, ?, ?)',
+  articles: 'INSERT INTO articles(id, created, userId, text) VALUES (?, ?, ?, ?)',
+  comments: 'INSERT INTO comments(id, created, articleId, text) VALUES (?, ?, ?, ?)',
+  allUsers: 'SELECT id, created, email, active FROM users ORDER BY id',
+  userTree: `${JOIN} WHERE users.email = ? ORDER BY users.created, articles.created, comments.created`,
+  allJoined: `${JOIN} ORDER BY users.created, articles.created, comments.created`,
+};
+const relBind = {
+  users: (u) => [u.id, u.created, u.email, u.active ? 1 : 0],
+  articles: (a) => [a.id, a.created, a.userId, a.text],
+  comments: (c) => [c.id, c.created, c.articleId, c.text],
+};
+
+/** Step a join statement into distinct users, articles, comments (as go-sqlite-bench does). */
+function collectJoined(s) {
+  const users = [];
+  const articles = [];
+  const comments = [];
+  let lastU = null;
+  let lastA = null;
+  try {
+    while (s.step()) {
+      const uid = s.getInt(0);
+      if (uid !== lastU) {
+        users.push({ id: uid, created: s.getInt(1), email: s.getString(2), active: s.getInt(3) !== 0 });
+        lastU = uid;
+      }
+      if (s.get(4) !== null) {
+        const aid = s.getInt(4);
+        if (aid !== lastA) {
+          articles.push({ id: aid, created: s.getInt(5), userId: s.getInt(6), text: s.getString(7) });
+          lastA = aid;
+        }
+        if (s.get(8) !== null) comments.push({ id: s.getInt(8), created: s.getInt(9), articleId: s.getInt(10), text: s.getString(11) });
+      }
+    }
+  } finally {
+    s.reset();
+  }
+  return { users, articles, comments };
+}
+
+/** Run `f` in one transaction (BEGIN … COMMIT; ROLLBACK on error). */
+function inTransaction(f) {
+  db.exec('BEGIN');
+  try {
+    f();
+    db.exec('COMMIT');
+  } catch (err) {
+    db.exec('ROLLBACK');
+    throw err;
+  }
 }
 
 serve({
@@ -204,6 +284,82 @@ serve({
       queryPlans: plans,
       notes: 'tags as a JSON array column, set membership via json_each; statements prepared once per open',
     };
+  },
+
+  supports(row) {
+    if (row === 'seal-batch') return 'not applicable: SQLite does not sign its writes';
+    return true;
+  },
+
+  /** What SQLite does on each row (shown in the report next to the row). */
+  get rowNotes() {
+    const sync = `synchronous=${cfg.synchronous}${cfg.synchronous === 'OFF' ? ' (no flush)' : ' (flush at commit)'}, ${cfg.preset === 'tuned' ? 'WAL' : 'rollback journal'}`;
+    return {
+      'open-n': 'opens the file; pages are read on demand (nothing loaded up front)',
+      'read-by-id': 'prepared SELECT by primary key',
+      'complex-query': 'walks items_count backwards; json_each + GLOB per row until 100 match',
+      count: 'count(*) over the smallest index',
+      aggregate: 'one pass over the items_count index',
+      keys: 'SELECT id ORDER BY id (primary key index)',
+      'bulk-load': `transactions of 1,000 rows, ${sync}`,
+      'create-item': sync,
+      'update-item': sync,
+      'bulk-create-100': `one transaction, ${sync}`,
+      'writes-single': sync,
+      'writes-batched': `one transaction per 100 rows, ${sync}`,
+      verify: 'PRAGMA integrity_check: b-tree and index consistency of the file (no hashes, no signatures, no history)',
+    };
+  },
+
+  // PRAGMA integrity_check is SQLite's nearest equivalent of ibexdb's verify(): b-tree and index
+  // consistency of the database file. Not the same work (no hashes, signatures or history).
+  verifySetup({ items }) {
+    for (let i = 0; i < items.length; i += 1000) this.putMany(items.slice(i, i + 1000));
+    return { commits: undefined, note: `${items.length.toLocaleString('en-US')} rows inserted in transactions of 1,000 (untimed; integrity_check depends on the file, not on how it was written), then PRAGMA integrity_check` };
+  },
+  verify() {
+    const result = db.selectValue('PRAGMA integrity_check');
+    return { ok: result === 'ok', result };
+  },
+
+  rel: {
+    note: 'SQLite: go-sqlite-bench schema and SQL (LEFT JOINs), statements prepared once',
+    setup() {
+      db.exec(REL_SCHEMA);
+      rel = Object.fromEntries(Object.entries(REL_SQL).map(([k, sql]) => [k, db.prepare(sql)]));
+    },
+    insert(table, rows) {
+      const s = rel[table];
+      const b = relBind[table];
+      inTransaction(() => {
+        for (const r of rows) s.bind(b(r)).stepReset();
+      });
+      return { commits: 1 };
+    },
+    insertUserTree(user, articles, comments) {
+      inTransaction(() => {
+        rel.users.bind(relBind.users(user)).stepReset();
+        for (const a of articles) rel.articles.bind(relBind.articles(a)).stepReset();
+        for (const c of comments) rel.comments.bind(relBind.comments(c)).stepReset();
+      });
+    },
+    allUsers() {
+      const s = rel.allUsers;
+      const out = [];
+      try {
+        while (s.step()) out.push({ id: s.getInt(0), created: s.getInt(1), email: s.getString(2), active: s.getInt(3) !== 0 });
+      } finally {
+        s.reset();
+      }
+      return out;
+    },
+    userTree(email) {
+      rel.userTree.bind([email]);
+      return collectJoined(rel.userTree);
+    },
+    allJoined() {
+      return collectJoined(rel.allJoined);
+    },
   },
 
   get(id) {
