@@ -100,7 +100,7 @@ export function encodeObject(v, what) {
  * @param {any} v
  * @returns {any}
  */
-function revive(v) {
+export function revive(v) {
   if (v === null || typeof v !== 'object') return v;
   if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) {

@@ -13,7 +13,7 @@
 // snapshotted behind the caller's back: call `flush()` for durability, `seal()` (+ `flush()`)
 // to sign, `maybeSnapshot()` when idle. Must run in a dedicated worker (sync access handles).
 
-import { TxnBuilder, decode, decodeMany, decodeRows, encode, encodeObject } from './codec.js';
+import { TxnBuilder, decode, decodeMany, decodeRows, encode, encodeObject, revive } from './codec.js';
 export { TxnBuilder };
 import { InvalidKeyError, InvalidValueError, PanicError, QuotaExceededError, StorageUnavailableError, fromWire } from './errors.js';
 
@@ -50,9 +50,11 @@ async function loadWasm(fresh) {
   });
   const url = generation === 0 ? PKG_JS.href : `${PKG_JS.href}?instance=${generation}`;
   const glue = await import(url);
-  await glue.default({ module_or_path: await compiled });
-  return glue;
+  const exports = await glue.default({ module_or_path: await compiled });
+  return { glue, memory: /** @type {WebAssembly.Memory} */ (exports.memory) };
 }
+
+const utf8 = new TextDecoder();
 
 /** Check that this context can hold OPFS sync access handles. */
 export function checkStorage() {
@@ -151,10 +153,17 @@ export class EngineHandle {
     this._dead = false;
     /** @type {string|null} public key hex (null in trusted mode) */
     this.identity = null;
+    /** @type {WebAssembly.Memory | null} the instance's memory (getInto results are read from it) */
+    this._memory = null;
+    /** Views of `_memory` (re-made when a memory.grow detaches them). */
+    this._u8 = new Uint8Array(0);
+    this._u32 = new Uint32Array(0);
+    /** u32 index in memory of the engine's getInto `[ptr, len]` slot */
+    this._slot = 0;
   }
 
   async _open(fresh) {
-    const glue = await loadWasm(fresh);
+    const { glue, memory } = await loadWasm(fresh);
     const root = await navigator.storage.getDirectory();
     const top = await root.getDirectoryHandle(ROOT_DIR, { create: true });
     const dir = await top.getDirectoryHandle(this.name, { create: true });
@@ -208,6 +217,9 @@ export class EngineHandle {
       }
       this._handles = handles;
       this._dead = false;
+      this._memory = memory;
+      this._u8 = new Uint8Array(0);
+      this._slot = this.raw.outSlot() >>> 2;
       this.identity = this.raw.identity() ?? null;
       for (const [c, s] of this.schemas) this.raw.defineSchema(c, s);
     } catch (e) {
@@ -260,13 +272,32 @@ export class EngineHandle {
 
   // ----- reads -------------------------------------------------------------------------
 
-  /** @param {string} key */
-  get(key) {
-    return decode(this._call((r) => r.get(key)));
+  /**
+   * The text `getInto` left in wasm memory (valid until the next engine call): decoded from
+   * the engine's reused buffer, which saves the glue's per-call string allocation and free.
+   */
+  _outText() {
+    let u8 = this._u8;
+    if (u8.byteLength === 0) {
+      // First use, or memory.grow detached the old views.
+      const buf = /** @type {WebAssembly.Memory} */ (this._memory).buffer;
+      u8 = this._u8 = new Uint8Array(buf);
+      this._u32 = new Uint32Array(buf);
+    }
+    const ptr = this._u32[this._slot];
+    return utf8.decode(u8.subarray(ptr, ptr + this._u32[this._slot + 1]));
   }
   /** @param {string} key */
+  get(key) {
+    const st = this._call((r) => r.getInto(key));
+    if (st === 0) return undefined;
+    const v = JSON.parse(this._outText());
+    // 3: the item holds a set (the engine says so; no need to scan the text for "$set").
+    return st === 3 ? revive(v) : v;
+  }
+  /** @param {string} key @returns {string | undefined} the item's JSON text */
   getJson(key) {
-    return this._call((r) => r.get(key));
+    return this._call((r) => r.getInto(key)) === 0 ? undefined : this._outText();
   }
   /** @param {string[]} keys */
   getMany(keys) {

@@ -127,7 +127,7 @@ function unsubscribe(origin, subId) {
 function exec(op, a, origin) {
   switch (op) {
     case 'get':
-      return engine._call((r) => r.get(a[0]));
+      return engine.getJson(a[0]);
     case 'getMany':
       return engine._call((r) => r.getMany(a[0]));
     case 'put':

@@ -15,12 +15,18 @@ use ibexdb::repo::HistoryEntry;
 use ibexdb::value::Value;
 use ibexdb::{CommitId, Error, Identity, Recovery, Repo, RepoOptions, Schema, Txn};
 use serde_json::json;
+use std::cell::{Cell, RefCell};
 use wasm_bindgen::prelude::*;
 
 /// The repository engine of one worker.
 #[wasm_bindgen]
 pub struct Engine {
     repo: Option<Repo<OpfsStorage>>,
+    /// Reused output buffer of `getInto` (JSON text of the last item read).
+    out: RefCell<Vec<u8>>,
+    /// `[ptr, len]` of the text in `out`, at a fixed address (`outSlot`) that JS reads from
+    /// wasm memory: boxed so it does not move with the `Engine`.
+    slot: Box<[Cell<u32>; 2]>,
 }
 
 fn clock() -> ibexdb::repo::Clock {
@@ -208,7 +214,11 @@ impl Engine {
             Some(OpfsStorage::new(snapshot, quota.clone())?)
         };
         let repo = Repo::open(log, snap, opts)?;
-        Ok(Engine { repo: Some(repo) })
+        Ok(Engine {
+            repo: Some(repo),
+            out: RefCell::new(Vec::with_capacity(1024)),
+            slot: Box::new([Cell::new(0), Cell::new(0)]),
+        })
     }
 
     /// Derive an identity from 48 bytes of entropy; returns its 48-byte secret.
@@ -255,6 +265,36 @@ impl Engine {
     pub fn get(&self, key: &str) -> JsResult<Option<String>> {
         let r = self.repo()?;
         Ok(r.get(key).js()?.map(|m| to_string(&JMap(m))))
+    }
+
+    /// Address (in wasm memory) of two u32s, `[ptr, len]`, where `getInto` leaves its text.
+    /// Fixed for the engine's lifetime.
+    #[wasm_bindgen(js_name = outSlot)]
+    pub fn out_slot(&self) -> u32 {
+        self.slot.as_ptr() as u32
+    }
+
+    /// `get` without allocating a JS string in the glue: writes the item's JSON (UTF-8) into a
+    /// buffer reused across calls and its `[ptr, len]` at `outSlot`, for the caller to decode
+    /// straight from wasm memory before the next engine call. Returns 0 when the item does not
+    /// exist, 1 when it does, 3 when it does and holds a set somewhere (so the caller knows
+    /// whether `{"$set": [...]}` objects need reviving without scanning the text).
+    #[wasm_bindgen(js_name = getInto)]
+    pub fn get_into(&self, key: &str) -> JsResult<u32> {
+        let r = self.repo()?;
+        let Some(m) = r.get(key).js()? else {
+            return Ok(0);
+        };
+        let mut out = self.out.borrow_mut();
+        out.clear();
+        if out.capacity() > 1 << 20 {
+            // Don't keep a huge item's buffer forever.
+            out.shrink_to(1024);
+        }
+        crate::json::write(&mut out, &JMap(m));
+        self.slot[0].set(out.as_ptr() as u32);
+        self.slot[1].set(out.len() as u32);
+        Ok(if crate::json::map_has_set(m) { 3 } else { 1 })
     }
 
     /// JSON array of items (null where missing) for a JSON array of keys.

@@ -210,6 +210,26 @@ pub fn to_string<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).expect("serializing a core value to JSON cannot fail")
 }
 
+/// Serialize as JSON into `out` (appending).
+pub fn write<T: Serialize>(out: &mut Vec<u8>, v: &T) {
+    serde_json::to_writer(out, v).expect("serializing a core value to JSON cannot fail")
+}
+
+/// Whether a value holds a set anywhere (its JSON then has `{"$set": [...]}` objects).
+pub fn has_set(v: &Value) -> bool {
+    match v {
+        Value::Set(_) => true,
+        Value::List(l) => l.iter().any(has_set),
+        Value::Map(m) => map_has_set(m),
+        _ => false,
+    }
+}
+
+/// Whether any field of a map holds a set (see [`has_set`]).
+pub fn map_has_set(m: &Map) -> bool {
+    m.values().any(has_set)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,5 +265,22 @@ mod tests {
         let out = to_string(&J(&v));
         let back: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(back, v.to_json());
+        let mut buf = b"old".to_vec();
+        buf.clear();
+        write(&mut buf, &J(&v));
+        assert_eq!(buf, out.as_bytes());
+    }
+
+    #[test]
+    fn finds_sets() {
+        for (text, want) in [
+            (r#"{"a":1,"b":"x"}"#, false),
+            (r#"{"a":{"$set":[]}}"#, true),
+            (r#"{"a":[1,{"b":{"$set":["x"]}}]}"#, true),
+            (r#"{"a":{"b":{"c":null}},"$set":["x"]}"#, false),
+        ] {
+            let v = parse_value(text).unwrap();
+            assert_eq!(has_set(&v), want, "{text}");
+        }
     }
 }
