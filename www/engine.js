@@ -15,6 +15,7 @@
 
 import { TxnBuilder, decode, decodeMany, decodeRows, encode, encodeObject, revive } from './codec.js';
 export { TxnBuilder };
+import * as glue0 from '../pkg/ibexdb.js';
 import { InvalidKeyError, InvalidValueError, PanicError, QuotaExceededError, StorageUnavailableError, fromWire } from './errors.js';
 
 const PKG_JS = new URL('../pkg/ibexdb.js', import.meta.url);
@@ -30,6 +31,8 @@ const IDENTITY_PREFIX = 'ibexdb-identity-v1:';
 export const SNAPSHOT_MIN_TAIL = 8 << 20;
 
 let compiled = null; // Promise<WebAssembly.Module>
+/** @type {Promise<{glue: any, memory: WebAssembly.Memory}> | null} the first instance */
+let first = null;
 let generation = 0;
 let lastPanic = null;
 globalThis.__ibexdbPanic = (msg) => {
@@ -37,19 +40,50 @@ globalThis.__ibexdbPanic = (msg) => {
 };
 
 /**
+ * Use a `WebAssembly.Module` compiled elsewhere (the page compiles it once and sends it with
+ * every `open`, so a worker neither fetches nor compiles). Ignored once a module is in use.
+ * @param {WebAssembly.Module} module
+ */
+export function provideWasmModule(module) {
+  if (compiled === null && module instanceof WebAssembly.Module) compiled = Promise.resolve(module);
+}
+
+/**
+ * Start fetching, compiling and instantiating the wasm now (e.g. while a lock is awaited);
+ * the next open uses it. Errors surface at that open.
+ */
+export function preloadWasm() {
+  loadWasm(false).catch(() => {});
+}
+
+/**
  * Load a wasm instance. `fresh` forces a new instance (after a trap the old one is unusable):
  * the glue module is imported again under a new URL so it holds a new instance, compiled from
  * the same WebAssembly.Module.
  * @param {boolean} fresh
+ * @returns {Promise<{glue: any, memory: WebAssembly.Memory}>}
  */
-async function loadWasm(fresh) {
+function loadWasm(fresh) {
   if (fresh) generation++;
+  if (generation === 0 && first) return first;
   compiled ??= WebAssembly.compileStreaming(fetch(PKG_WASM)).catch((e) => {
     compiled = null;
     throw e;
   });
-  const url = generation === 0 ? PKG_JS.href : `${PKG_JS.href}?instance=${generation}`;
-  const glue = await import(url);
+  const p = instantiate(generation === 0 ? PKG_JS.href : `${PKG_JS.href}?instance=${generation}`);
+  if (generation === 0) {
+    first = p;
+    p.catch(() => {
+      first = null;
+    });
+  }
+  return p;
+}
+
+/** @param {string} url the glue module (one instance per URL) */
+async function instantiate(url) {
+  // The first instance uses the statically imported glue (fetched with this module).
+  const glue = url === PKG_JS.href ? glue0 : await import(url);
   const exports = await glue.default({ module_or_path: await compiled });
   return { glue, memory: /** @type {WebAssembly.Memory} */ (exports.memory) };
 }
@@ -94,6 +128,33 @@ async function syncHandle(fh) {
       throw new StorageUnavailableError(`cannot open ${fh.name} in OPFS: ${name}: ${e?.message ?? e}`);
     }
   }
+}
+
+/**
+ * Sync access handles on files of repository `name` (created if absent), acquired together.
+ * On failure none stays open.
+ * @param {string} name
+ * @param {string[]} files
+ */
+async function openFiles(name, files) {
+  const root = await navigator.storage.getDirectory();
+  const top = await root.getDirectoryHandle(ROOT_DIR, { create: true });
+  const dir = await top.getDirectoryHandle(name, { create: true });
+  const got = await Promise.allSettled(files.map(async (f) => syncHandle(await dir.getFileHandle(f, { create: true }))));
+  const failed = got.find((r) => r.status === 'rejected');
+  if (failed) {
+    for (const r of got) {
+      if (r.status === 'fulfilled') {
+        try {
+          r.value.close();
+        } catch {
+          // already closed
+        }
+      }
+    }
+    throw /** @type {PromiseRejectedResult} */ (failed).reason;
+  }
+  return got.map((r) => /** @type {PromiseFulfilledResult<any>} */ (r).value);
 }
 
 /** @param {string} text */
@@ -163,47 +224,45 @@ export class EngineHandle {
   }
 
   async _open(fresh) {
-    const { glue, memory } = await loadWasm(fresh);
-    const root = await navigator.storage.getDirectory();
-    const top = await root.getDirectoryHandle(ROOT_DIR, { create: true });
-    const dir = await top.getDirectoryHandle(this.name, { create: true });
+    // The wasm instance and the OPFS files are independent: get them at the same time.
+    const wasm = loadWasm(fresh);
+    wasm.catch(() => {}); // awaited below, after the files (then closed on failure)
     const opts = this.options;
     const trusted = !!opts.trusted;
-    const handles = [];
+    const handles = await openFiles(this.name, trusted ? ['log', 'snapshot'] : ['identity', 'log', 'snapshot']);
     try {
+      const { glue, memory } = await wasm;
       let secret;
       if (!trusted) {
-        const idh = await syncHandle(await dir.getFileHandle('identity', { create: true }));
-        handles.push(idh);
+        const idh = /** @type {any} */ (handles.shift());
         const size = idh.getSize();
-        if (opts.identity !== undefined) {
-          secret = parseIdentity(opts.identity);
-          glue.Engine.publicKeyOf(secret); // throws SignatureError if out of range
-        } else if (size === 48) {
-          secret = new Uint8Array(48);
-          idh.read(secret, { at: 0 });
-        } else {
-          secret = glue.Engine.identityFromEntropy(crypto.getRandomValues(new Uint8Array(48)));
+        try {
+          if (opts.identity !== undefined) {
+            secret = parseIdentity(opts.identity);
+            glue.Engine.publicKeyOf(secret); // throws SignatureError if out of range
+          } else if (size === 48) {
+            secret = new Uint8Array(48);
+            idh.read(secret, { at: 0 });
+          } else {
+            secret = glue.Engine.identityFromEntropy(crypto.getRandomValues(new Uint8Array(48)));
+          }
+          let stored = null;
+          if (size === 48) {
+            stored = new Uint8Array(48);
+            idh.read(stored, { at: 0 });
+          }
+          if (!stored || stored.some((b, i) => b !== secret[i])) {
+            // Overwrite in place, then trim: never a moment where the file is empty, so a crash
+            // here cannot make the next open mint a new identity.
+            idh.write(secret, { at: 0 });
+            idh.truncate(48);
+            idh.flush();
+          }
+        } finally {
+          idh.close();
         }
-        let stored = null;
-        if (size === 48) {
-          stored = new Uint8Array(48);
-          idh.read(stored, { at: 0 });
-        }
-        if (!stored || stored.some((b, i) => b !== secret[i])) {
-          // Overwrite in place, then trim: never a moment where the file is empty, so a crash
-          // here cannot make the next open mint a new identity.
-          idh.write(secret, { at: 0 });
-          idh.truncate(48);
-          idh.flush();
-        }
-        idh.close();
-        handles.pop();
       }
-      const log = await syncHandle(await dir.getFileHandle('log', { create: true }));
-      handles.push(log);
-      const snap = await syncHandle(await dir.getFileHandle('snapshot', { create: true }));
-      handles.push(snap);
+      const [log, snap] = handles;
       const engineOpts = JSON.stringify({
         trusted,
         acceptTrusted: opts.acceptTrusted ?? trusted,

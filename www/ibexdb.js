@@ -28,6 +28,26 @@ function checkEnvironment() {
   if (!navigator.locks) throw new StorageUnavailableError('Web Locks (navigator.locks) are not available');
 }
 
+/** @type {Promise<WebAssembly.Module | null> | null} the engine's wasm, compiled once per page */
+let wasmModule = null;
+
+/**
+ * Compile the engine's wasm on the page, once, and hand the module to every worker: a worker
+ * then neither fetches nor compiles it (only instantiates), and the first compile overlaps the
+ * worker's start-up. Null when it can't be done here (the worker then loads it itself, and
+ * reports any real error).
+ */
+function compileWasm() {
+  wasmModule ??= (async () => {
+    try {
+      return await WebAssembly.compileStreaming(fetch(new URL('../pkg/ibexdb_bg.wasm', import.meta.url)));
+    } catch {
+      return null;
+    }
+  })();
+  return wasmModule;
+}
+
 const identity = (x) => x;
 const parseJson = (t) => JSON.parse(t);
 const none = () => undefined;
@@ -439,7 +459,9 @@ export async function open(name, options = {}) {
   checkEnvironment();
   // Ask for persistent storage (the browser may refuse; storageInfo() reports the outcome).
   const persist = navigator.storage.persist ? navigator.storage.persist().catch(() => false) : Promise.resolve(false);
+  const wasm = compileWasm();
   const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: `ibexdb:${name}` });
+  const module = await wasm;
   const info = await new Promise((resolve, reject) => {
     worker.onmessage = (ev) => {
       const m = ev.data;
@@ -450,7 +472,7 @@ export async function open(name, options = {}) {
       ev.preventDefault?.();
       reject(new StorageUnavailableError(`the ibexdb worker failed to start: ${ev.message ?? 'unknown error'}`));
     };
-    worker.postMessage({
+    const msg = {
       type: 'open',
       name,
       options: {
@@ -460,7 +482,15 @@ export async function open(name, options = {}) {
         quotaBytes: options.quotaBytes,
         schemas: options.schemas,
       },
-    });
+      wasm: module,
+    };
+    try {
+      worker.postMessage(msg);
+    } catch (e) {
+      // A module that can't be cloned to the worker: let the worker load the wasm itself.
+      if (/** @type {any} */ (e)?.name !== 'DataCloneError') throw e;
+      worker.postMessage({ ...msg, wasm: null });
+    }
   }).catch((e) => {
     worker.terminate();
     throw e;

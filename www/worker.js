@@ -25,7 +25,7 @@
 // snapshot is written from the same timer when the log tail is large (engine.js
 // SNAPSHOT_MIN_TAIL) and on close.
 
-import { checkName, checkStorage, openEngine } from './engine.js';
+import { checkName, checkStorage, openEngine, preloadWasm, provideWasmModule } from './engine.js';
 import { ClosedError, PanicError, StorageUnavailableError, toWire } from './errors.js';
 
 /** Relaxed writes are flushed at most this long after they were applied (if the worker is not busy). */
@@ -504,6 +504,10 @@ async function handleOpen(m) {
   checkName(repoName);
   checkStorage();
   if (!navigator.locks) throw new StorageUnavailableError('Web Locks (navigator.locks) are not available');
+  // The page sends the module it compiled (once per page); instantiate it while the lock is
+  // requested. A client never uses it (one small instance, no files).
+  if (m.wasm) provideWasmModule(m.wasm);
+  preloadWasm();
   for (const [c, s] of Object.entries(options.schemas ?? {})) localSchemas.set(c, JSON.stringify(s));
   channel = new BroadcastChannel(`ibexdb:${repoName}`);
   channel.onmessage = onChannel;
