@@ -343,7 +343,8 @@ serve({
 
   // ----- items -----------------------------------------------------------------------------
   get(id) {
-    const t = raw.get(`items/${id}`);
+    // The runtime worker's read path (engine.js getJson: the engine's reused output buffer).
+    const t = eng.getJson(`items/${id}`);
     return t === undefined ? undefined : toItem(id, JSON.parse(t));
   },
 
