@@ -7,6 +7,77 @@ test.beforeEach(async ({ page, watched }) => {
   await gotoPlayground(page);
 });
 
+test('reads by id: sets only where stored, unicode, large items, memory growth, a second open on the page, engine.js directly', async ({ page }) => {
+  const name = uniqueName('reads');
+  const out = await page.evaluate(async (name) => {
+    const { open } = (window as any).ibexdb;
+    const show = (v: any): any =>
+      v instanceof Set ? { set: [...v].sort() } : Array.isArray(v) ? v.map(show) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, show(x)])) : v;
+    let db = await open(name);
+    const big = 'ü'.repeat(700_000) + '😀'; // > 1 MiB of UTF-8: the engine's read buffer grows, then shrinks
+    const items: Record<string, any> = {
+      'items/plain': { title: 'no set', n: 1, l: [1, 'x', null], o: { a: { b: true } } },
+      'items/nested': { l: [{ s: new Set(['b', 'a']) }], o: { deep: { s: new Set<string>() } } },
+      'items/lookalike': { o: { $set: 'not a list' }, t: 'has "$set" in a string' },
+      'items/unicode': { 'clé ü': 'ñ 日本 😀', s: new Set(['é', '😀']) },
+      'items/big': { big },
+    };
+    for (const [k, v] of Object.entries(items)) await db.put(k, v);
+    const read = async () => {
+      const r: Record<string, any> = {};
+      for (const k of Object.keys(items)) r[k] = show(await db.get(k));
+      r.missing = (await db.get('items/none')) === undefined;
+      r.afterBig = show(await db.get('items/plain'));
+      return r;
+    };
+    const first = await read();
+    // Many writes grow wasm memory (detaching old views of it) between reads.
+    await db.transaction((tx: any) => {
+      for (let i = 0; i < 2000; i++) tx.put(`fill/${i}`, { pad: 'x'.repeat(500), s: new Set([String(i)]) });
+    });
+    const grown = await read();
+    await db.close();
+    db = await open(name); // second open on this page: the worker gets the page's compiled module
+    const reopened = await read();
+    await db.close();
+    // engine.js in a worker of its own: EngineHandle.get revives sets only where the engine says.
+    const src = `
+      import { openEngine } from '${location.origin}/www/engine.js';
+      const show = ${show.toString()};
+      const eng = await openEngine(${JSON.stringify(name)});
+      const r = {};
+      for (const k of ${JSON.stringify(Object.keys(items))}) r[k] = show(eng.get(k));
+      r.missing = eng.get('items/none') === undefined;
+      r.afterBig = show(eng.get('items/plain'));
+      r.json = eng.getJson('items/unicode');
+      await eng.close();
+      postMessage(r);`;
+    const w = new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })), { type: 'module' });
+    const direct: any = await new Promise((resolve, reject) => {
+      w.onmessage = (ev) => resolve(ev.data);
+      w.onerror = (ev) => reject(new Error(ev.message));
+    });
+    w.terminate();
+    const json = direct.json;
+    delete direct.json;
+    return {
+      first,
+      same: [grown, reopened, direct].every((r) => JSON.stringify(r) === JSON.stringify(first)),
+      bigOk: first['items/big'].big === big,
+      json,
+    };
+  }, name);
+  expect(out.first['items/plain']).toEqual({ title: 'no set', n: 1, l: [1, 'x', null], o: { a: { b: true } } });
+  expect(out.first['items/nested']).toEqual({ l: [{ s: { set: ['a', 'b'] } }], o: { deep: { s: { set: [] } } } });
+  expect(out.first['items/lookalike']).toEqual({ o: { $set: 'not a list' }, t: 'has "$set" in a string' });
+  expect(out.first['items/unicode']).toEqual({ 'clé ü': 'ñ 日本 😀', s: { set: ['é', '😀'] } });
+  expect(out.first.missing).toBe(true);
+  expect(out.first.afterBig).toEqual(out.first['items/plain']);
+  expect(out.bigOk).toBe(true);
+  expect(out.same).toBe(true);
+  expect(JSON.parse(out.json)).toEqual({ 'clé ü': 'ñ 日本 😀', s: { $set: ['é', '😀'] } });
+});
+
 test('CRUD, getMany, sets and history', async ({ page }) => {
   const name = uniqueName('crud');
   const out = await page.evaluate(async (name) => {
