@@ -63,6 +63,8 @@ tsc:
 	fi
 
 browser-test:
+	$(call step,browser tests: build the sync server the sync spec starts (cargo build --release -p ibexdb-server))
+	cargo build --release -p ibexdb-server
 	$(call step,browser tests: Playwright in Debian Chromium (tests/browser))
 	npx --no-install playwright test
 
