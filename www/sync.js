@@ -148,13 +148,7 @@ export class SyncManager {
   }
 
   _onMessage(ws, bytes) {
-    if (this.ws !== ws) return;
-    if (this._raw !== this.hooks.engine()?.raw) {
-      // The engine was reopened (a panic): its sync client is new, so is the connection.
-      this._drop();
-      this._connect();
-      return;
-    }
+    if (this.ws !== ws || this._reopened()) return;
     const engine = this._rawEngine();
     const ev = JSON.parse(engine._call((r) => r.syncHandle(bytes)));
     this.cursor = ev.cursor;
@@ -182,8 +176,20 @@ export class SyncManager {
     this._push();
   }
 
+  /**
+   * The engine was reopened (after a panic) since this connection's Hello: its sync client is
+   * new and not welcomed, so start a new connection (resuming from the cursor). True if so.
+   */
+  _reopened() {
+    if (this._raw === this.hooks.engine()?.raw) return false;
+    this._drop();
+    this._connect();
+    return true;
+  }
+
   _push() {
     if (this.state !== 'connected' || !this.ws || this.ws.readyState !== WebSocket.OPEN) return;
+    if (this._reopened()) return;
     const engine = this._rawEngine();
     let sent = 0;
     for (;;) {
