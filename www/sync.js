@@ -11,7 +11,8 @@
 //   RECONNECT_MAX_MS, reset once the server's Hello arrives), resuming from the cursor.
 // - The cursor lives in memory: a new worker (page reload) starts from 0 and the server
 //   resends everything (received as duplicates). After an engine panic the wasm instance is
-//   new; the client is re-created with the cursor it had and the socket reconnects.
+//   new; the client is re-created from cursor 0 (what was not flushed is gone with the old
+//   instance) and the socket reconnects.
 
 export const RECONNECT_MIN_MS = 100;
 export const RECONNECT_MAX_MS = 10_000;
@@ -96,7 +97,12 @@ export class SyncManager {
     const engine = this.hooks.engine();
     if (!engine || !engine.raw) throw new Error('the repository is not open');
     if (this._raw !== engine.raw) {
-      engine._call((r) => r.syncStart(this.hooks.name, this.cursor, this.pushFrom));
+      // A new wasm instance (first start, or reopened from OPFS after a panic) starts from 0/0:
+      // received commits not yet flushed were lost with the old instance, so the old cursor
+      // may claim commits this engine does not have. The server resends; duplicates are cheap.
+      this.cursor = 0;
+      this.pushFrom = 0;
+      engine._call((r) => r.syncStart(this.hooks.name, 0, 0));
       this._raw = engine.raw;
     }
     return engine;

@@ -151,3 +151,38 @@ test('sync reconnects after the server restarts and resumes', async ({ browser, 
     rmSync(server.dir, { recursive: true, force: true });
   }
 });
+
+test('sync resumes after an engine panic (fresh wasm instance)', async ({ browser, page }) => {
+  const server = await startServer();
+  const ctxB = await browser.newContext();
+  try {
+    const pageB = await ctxB.newPage();
+    const name = uniqueName('panicsync');
+    await gotoPlayground(page);
+    await gotoPlayground(pageB);
+    for (const p of [page, pageB]) {
+      await p.evaluate(
+        async ([name, url]) => {
+          const w = window as any;
+          w.db = await w.ibexdb.open(name, { sync: url });
+        },
+        [name, server.url],
+      );
+    }
+    await page.evaluate(() => (window as any).db.put('items/before', { n: 1 }));
+    await expect.poll(() => pageB.evaluate(() => (window as any).db.get('items/before')), { timeout: 15_000 }).toEqual({ n: 1 });
+    const panic = await page.evaluate(() => (window as any).db._debugPanic('boom').catch((e: any) => e.name));
+    expect(panic).toBe('PanicError');
+    await page.evaluate(() => (window as any).db.put('items/after', { n: 2 }));
+    await expect.poll(() => pageB.evaluate(() => (window as any).db.get('items/after')), { timeout: 15_000 }).toEqual({ n: 2 });
+    await pageB.evaluate(() => (window as any).db.put('items/back', { n: 3 }));
+    await expect.poll(() => page.evaluate(() => (window as any).db.get('items/back')), { timeout: 15_000 }).toEqual({ n: 3 });
+    expect((await page.evaluate(() => (window as any).db.syncStatus())).state).toBe('connected');
+    await page.evaluate(() => (window as any).db.close());
+    await pageB.evaluate(() => (window as any).db.close());
+  } finally {
+    await ctxB.close();
+    server.proc.kill('SIGKILL');
+    rmSync(server.dir, { recursive: true, force: true });
+  }
+});
