@@ -32,8 +32,8 @@ check:
 	cargo fmt --all --check
 	$(call step,check: clippy native on all targets (warnings are errors))
 	cargo clippy --workspace --all-targets -- -D warnings
-	$(call step,check: clippy wasm32 lib targets (warnings are errors))
-	cargo clippy --workspace --target wasm32-unknown-unknown -- -D warnings
+	$(call step,check: clippy wasm32 lib targets of the core and the bindings (the native server is not built for wasm32; warnings are errors))
+	cargo clippy -p ibexdb -p ibexdb-wasm --target wasm32-unknown-unknown -- -D warnings
 	$(call step,check: core crate builds for wasm32-unknown-unknown)
 	cargo check -p ibexdb --target wasm32-unknown-unknown
 
@@ -63,6 +63,8 @@ tsc:
 	fi
 
 browser-test:
+	$(call step,browser tests: build the sync server the sync spec starts (cargo build --release -p ibexdb-server))
+	cargo build --release -p ibexdb-server
 	$(call step,browser tests: Playwright in Debian Chromium (tests/browser))
 	npx --no-install playwright test
 

@@ -75,6 +75,24 @@ pub enum SignatureErrorKind {
     Unsigned,
 }
 
+/// Why a sync protocol message was refused (`crate::sync`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProtocolErrorKind {
+    /// The message's protocol version is not one this peer speaks.
+    Version,
+    /// The message type byte is not a known message type.
+    UnknownType,
+    /// The message body is malformed (truncated, bad varint, bad name, out-of-range field).
+    Malformed,
+    /// Bytes after the end of the message.
+    TrailingBytes,
+    /// The message is larger than `sync::MAX_MESSAGE_BYTES`.
+    TooLarge,
+    /// A message that is not valid in the session's current state (e.g. `Push` before `Hello`).
+    Unexpected,
+}
+
 /// The umbrella error type of the core.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -119,6 +137,11 @@ pub enum Error {
     Storage(StorageError),
     /// The repository was closed.
     Closed,
+    /// A sync protocol message was refused.
+    Protocol {
+        kind: ProtocolErrorKind,
+        detail: String,
+    },
 }
 
 impl Error {
@@ -143,6 +166,7 @@ impl Error {
                 _ => "StorageError",
             },
             Error::Closed => "ClosedError",
+            Error::Protocol { .. } => "ProtocolError",
         }
     }
 
@@ -150,6 +174,13 @@ impl Error {
         Error::Decode {
             what: what.to_string(),
             reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn protocol(kind: ProtocolErrorKind, detail: impl Into<String>) -> Self {
+        Error::Protocol {
+            kind,
+            detail: detail.into(),
         }
     }
 
@@ -208,6 +239,9 @@ impl fmt::Display for Error {
             Error::InvalidQuery { reason } => write!(f, "invalid query: {reason}"),
             Error::Storage(e) => write!(f, "{e}"),
             Error::Closed => write!(f, "the repository is closed"),
+            Error::Protocol { kind, detail } => {
+                write!(f, "sync protocol error ({kind:?}): {detail}")
+            }
         }
     }
 }

@@ -7,7 +7,9 @@ pub mod log;
 pub mod storage;
 pub mod txn;
 
-pub use error::{Error, Result, SignatureErrorKind, StorageError, StorageErrorKind};
+pub use error::{
+    Error, ProtocolErrorKind, Result, SignatureErrorKind, StorageError, StorageErrorKind,
+};
 pub use storage::{MemStorage, Storage};
 pub mod codec;
 pub mod commit;
@@ -18,6 +20,7 @@ pub mod repo;
 pub mod schema;
 pub mod snapshot;
 pub mod state;
+pub mod sync;
 pub mod value;
 
 pub use commit::{CommitId, Seal};

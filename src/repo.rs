@@ -796,6 +796,32 @@ impl<S: Storage> Repo<S> {
             .1)
     }
 
+    /// The stored bytes of the commit at position `i` of the commit table (the order in which
+    /// commits were applied: parents before children). The sync layer numbers commits by it.
+    pub fn commit_bytes_at(&self, i: usize) -> Result<Vec<u8>> {
+        let c = self.core.commits.get(i).ok_or_else(|| Error::NotFound {
+            key: format!("commit #{i}"),
+        })?;
+        Ok(self.log.read_frame(c.offset)?.1)
+    }
+
+    /// Number of stored seals.
+    pub fn seal_count(&self) -> usize {
+        self.core.seal_offsets.len()
+    }
+
+    /// The stored bytes of the `i`-th stored seal (storage order).
+    pub fn seal_bytes(&self, i: usize) -> Result<Vec<u8>> {
+        let &o = self
+            .core
+            .seal_offsets
+            .get(i)
+            .ok_or_else(|| Error::NotFound {
+                key: format!("seal #{i}"),
+            })?;
+        Ok(self.log.read_frame(o)?.1)
+    }
+
     /// Every commit (log order: parents before children) with its id, and every seal, as
     /// stored.
     pub fn export(&self) -> Result<Export> {

@@ -55,6 +55,8 @@ export class PanicError extends IbexError {}
 export class DecodeError extends IbexError {}
 /** A received commit's clock is too far ahead of local time. */
 export class ClockSkewError extends IbexError {}
+/** A sync protocol message was refused (bad version, unknown type, malformed, unexpected). */
+export class ProtocolError extends IbexError {}
 
 /** @type {Record<string, typeof IbexError>} */
 export const ERROR_CLASSES = {
@@ -76,6 +78,7 @@ export const ERROR_CLASSES = {
   PanicError,
   DecodeError,
   ClockSkewError,
+  ProtocolError,
 };
 
 for (const [name, cls] of Object.entries(ERROR_CLASSES)) {

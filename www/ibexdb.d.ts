@@ -96,6 +96,8 @@ export interface OpenOptions {
   recovery?: 'strict' | 'repair';
   /** A byte limit for this repository's files (QuotaExceededError beyond it). */
   quotaBytes?: number;
+  /** Sync with an ibexdb-server at this URL (`ws://127.0.0.1:8787`); see `Database.sync`. */
+  sync?: string;
   /** Errors of background work (a relaxed flush, a seal) — console.warn when absent. */
   onError?: (error: IbexError) => void;
 }
@@ -163,6 +165,28 @@ export interface ReceiveReport {
   pending: number;
 }
 
+export interface SyncStatus {
+  /** 'off' (never started or stopped), 'connecting', 'connected', 'backoff' (waiting to reconnect). */
+  state: 'off' | 'connecting' | 'connected' | 'backoff';
+  url: string | null;
+  /** Last server sequence received. */
+  cursor: number;
+  /** Local commit-table entries before this one are known to the server. */
+  pushFrom: number;
+  /** The server's last sequence, as last heard. */
+  serverHead: number | null;
+  /** Connection attempts so far. */
+  connects: number;
+  /** Commits received and applied. */
+  received: number;
+  /** Push messages sent. */
+  pushed: number;
+  /** Commits the server acknowledged as stored. */
+  acked: number;
+  /** The last error: a server `Error` message ({code, message}) or a local failure ({name, message}). */
+  lastError: { code?: number; name?: string; message: string } | null;
+}
+
 export interface Transaction {
   put(key: Key, value: Item): this;
   update(key: Key, fields: Item): this;
@@ -205,6 +229,9 @@ export declare class Database {
   exportCommits(): Promise<Uint8Array>;
   receive(bundle: Uint8Array): Promise<ReceiveReport>;
   storageInfo(): Promise<StorageInfo>;
+  /** Sync with an ibexdb-server (`ws://host:port`); null stops. */
+  sync(url: string | null): Promise<void>;
+  syncStatus(): Promise<SyncStatus>;
   close(): Promise<void>;
 }
 
@@ -253,3 +280,4 @@ export declare class VerifyError extends IbexError {}
 export declare class PanicError extends IbexError {}
 export declare class DecodeError extends IbexError {}
 export declare class ClockSkewError extends IbexError {}
+export declare class ProtocolError extends IbexError {}

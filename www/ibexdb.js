@@ -387,6 +387,23 @@ export class Database {
     return this._send('receive', [bundle], parseJson);
   }
 
+  /**
+   * Sync this repository with an ibexdb-server (`ws://host:port`; null stops). The tab that owns
+   * the files holds the WebSocket; it pushes local commits (sealed), applies received ones (live
+   * queries update) and reconnects with backoff.
+   */
+  sync(url) {
+    if (url !== null && (typeof url !== 'string' || !/^wss?:\/\//.test(url))) {
+      return Promise.reject(new InvalidValueError(`sync needs a ws:// or wss:// URL, got ${JSON.stringify(url)}`, { path: 'url' }));
+    }
+    return this._send('sync', [url], none);
+  }
+
+  /** Where sync stands: state, cursor, counters, last error. */
+  syncStatus() {
+    return this._send('syncStatus', [], parseJson);
+  }
+
   /** Origin usage and quota, whether storage is persistent, and this repository's bytes. */
   async storageInfo() {
     const [est, persisted, stats] = await Promise.all([
@@ -496,5 +513,14 @@ export async function open(name, options = {}) {
     throw e;
   });
   await persist;
-  return new Database(name, worker, info, durability, options.onError);
+  const db = new Database(name, worker, info, durability, options.onError);
+  if (options.sync != null) {
+    try {
+      await db.sync(options.sync);
+    } catch (e) {
+      await db.close().catch(() => {});
+      throw e;
+    }
+  }
+  return db;
 }

@@ -5,6 +5,8 @@ import {
   type Item,
   type LiveQuery,
   type Row,
+  type SyncStatus,
+  ProtocolError,
   NotFoundError,
   QuotaExceededError,
   SchemaError,
@@ -60,12 +62,18 @@ export async function example(): Promise<void> {
   if (exported) await open('notes-copy', { identity: exported, trusted: false, recovery: 'repair', quotaBytes: 1 << 20 });
   const bundle: Uint8Array = await db.exportCommits();
   const rep = await db.receive(bundle);
+  const synced = await open('notes-synced', { sync: 'ws://127.0.0.1:8787' });
+  await synced.sync(null);
+  await synced.sync('ws://127.0.0.1:8788');
+  const st: SyncStatus = await synced.syncStatus();
+  if (st.state === 'connected' && st.lastError === null) void [st.cursor, st.pushFrom, st.serverHead, st.acked];
   await db.defineSchema('tasks', { fields: { due: { type: 'number', nullable: true } }, allowOtherFields: false });
   try {
     await db.update('notes/missing', { done: true });
   } catch (e) {
     if (e instanceof NotFoundError) void e.key;
     else if (e instanceof SchemaError) void e.field;
+    else if (e instanceof ProtocolError) void e.message;
     else if (e instanceof QuotaExceededError && e instanceof StorageError && e instanceof IbexError) void e.message;
   }
   await db.close();

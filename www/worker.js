@@ -27,6 +27,7 @@
 
 import { checkName, checkStorage, openEngine, preloadWasm, provideWasmModule } from './engine.js';
 import { ClosedError, PanicError, StorageUnavailableError, toWire } from './errors.js';
+import { SyncManager } from './sync.js';
 
 /** Relaxed writes are flushed at most this long after they were applied (if the worker is not busy). */
 export const RELAXED_FLUSH_MS = 50;
@@ -83,6 +84,29 @@ let nextRid = 1;
 /** rid -> {durability, ops} sent to the owner, not answered yet. */
 const pending = new Map();
 let attachResolve = null;
+
+/** Sync with a server (owner only; www/sync.js). */
+const sync = new SyncManager({
+  get name() {
+    return repoName;
+  },
+  engine: () => engine,
+  run: (f) => enqueue(f),
+  afterReceive: () => {
+    scheduleMaintenance();
+    deliverLive();
+  },
+  afterPush: () => scheduleMaintenance(),
+});
+
+/** Send live-query changes made outside a batch (commits received by sync). */
+function deliverLive() {
+  if (subs.size === 0) return;
+  const live = engine.takeLiveChanges();
+  if (!live) return;
+  if (remoteSubs > 0) channel?.postMessage({ type: 'live', epoch, changes: live });
+  if ([...subs.values()].some((s) => s.origin === 'local')) post({ type: 'live', epoch, changes: live });
+}
 
 function post(msg, transfer) {
   self.postMessage(msg, transfer ?? []);
@@ -173,6 +197,12 @@ function exec(op, a, origin) {
       return engine.exportBundle();
     case 'receive':
       return engine._call((r) => r.receiveBundle(a[0]));
+    case 'sync':
+      if (a[0] == null) sync.stop();
+      else sync.start(a[0]);
+      return undefined;
+    case 'syncStatus':
+      return JSON.stringify(sync.status());
     case 'debugPanic':
       return engine.panicForTest(a[0]);
     default:
@@ -228,7 +258,10 @@ async function runBatch(ops, durability, origin) {
       await recover();
       continue;
     }
-    if (wrote) scheduleMaintenance();
+    if (wrote) {
+      scheduleMaintenance();
+      sync.nudge();
+    }
     let live;
     try {
       live = subs.size > 0 ? engine.takeLiveChanges() : undefined;
@@ -546,6 +579,7 @@ async function handleClose() {
   clearTimeout(sealTimer);
   const wasOwner = role === 'owner';
   role = 'closing';
+  sync.stop();
   let error;
   if (wasOwner && engine) {
     try {

@@ -243,7 +243,7 @@ impl Engine {
         self.repo.as_ref().ok_or_else(|| to_js(&Error::Closed))
     }
 
-    fn repo_mut(&mut self) -> JsResult<&mut Repo<OpfsStorage>> {
+    pub(crate) fn repo_mut(&mut self) -> JsResult<&mut Repo<OpfsStorage>> {
         self.repo.as_mut().ok_or_else(|| to_js(&Error::Closed))
     }
 

@@ -13,6 +13,7 @@ pub mod engine;
 pub mod error;
 pub mod json;
 pub mod opfs;
+pub mod sync;
 pub mod txn_ops;
 
 pub use engine::Engine;

@@ -1,0 +1,75 @@
+//! Sync for the worker: the core's `sync::Client` driven from JS, which owns the WebSocket
+//! (`www/sync.js`). Messages cross as `Uint8Array` (the protocol bytes of design §12), events as
+//! JSON text. The client lives beside the engine in this wasm instance; after a panic the
+//! worker gets a fresh instance and calls `syncStart` again (from cursor 0: received commits that
+//! were not flushed died with the old instance).
+
+use crate::engine::Engine;
+use crate::error::{IntoJs, JsResult};
+use ibexdb::sync::{Client, ClientEvent, Message};
+use serde_json::json;
+use std::cell::RefCell;
+use wasm_bindgen::prelude::*;
+
+thread_local! {
+    static CLIENT: RefCell<Option<Client>> = const { RefCell::new(None) };
+}
+
+fn with_client<T>(f: impl FnOnce(&mut Client) -> JsResult<T>) -> JsResult<T> {
+    CLIENT.with(|c| match c.borrow_mut().as_mut() {
+        Some(client) => f(client),
+        None => Err(js_sys::Error::new("sync is not started (call syncStart first)").into()),
+    })
+}
+
+#[wasm_bindgen]
+impl Engine {
+    /// Create the sync state for repository `name` on the server, resuming after server
+    /// sequence `cursor`, with the first `push_from` commit-table entries known to the server.
+    #[wasm_bindgen(js_name = syncStart)]
+    pub fn sync_start(&self, name: &str, cursor: f64, push_from: f64) -> JsResult<()> {
+        let client = Client::new(name, cursor as u64, push_from as usize).js()?;
+        CLIENT.with(|c| *c.borrow_mut() = Some(client));
+        Ok(())
+    }
+
+    /// The `Hello` that starts a connection.
+    #[wasm_bindgen(js_name = syncConnect)]
+    pub fn sync_connect(&self) -> JsResult<Vec<u8>> {
+        with_client(|c| Ok(c.connect().encode()))
+    }
+
+    /// Handle one message from the server; received commits are verified and applied (live
+    /// queries see them; the worker flushes like any write). Returns the event as JSON:
+    /// `{event: 'welcome'|'received'|'acked'|'error', ..., cursor, pushFrom}`.
+    #[wasm_bindgen(js_name = syncHandle)]
+    pub fn sync_handle(&mut self, bytes: &[u8]) -> JsResult<String> {
+        let msg = Message::decode(bytes).js()?;
+        let repo = self.repo_mut()?;
+        with_client(|c| {
+            let ev = match c.handle(repo, msg).js()? {
+                ClientEvent::Welcome { head } => json!({"event": "welcome", "head": head}),
+                ClientEvent::Received {
+                    applied,
+                    duplicates,
+                    ..
+                } => json!({"event": "received", "applied": applied, "duplicates": duplicates}),
+                ClientEvent::Acked { count } => json!({"event": "acked", "count": count}),
+                ClientEvent::ServerError { code, message } => {
+                    json!({"event": "error", "code": code as u32, "message": message})
+                }
+            };
+            let mut ev = ev;
+            ev["cursor"] = json!(c.cursor());
+            ev["pushFrom"] = json!(c.push_from());
+            Ok(ev.to_string())
+        })
+    }
+
+    /// The next `Push` (local commits the server lacks, sealed first), or undefined.
+    #[wasm_bindgen(js_name = syncOutgoing)]
+    pub fn sync_outgoing(&mut self) -> JsResult<Option<Vec<u8>>> {
+        let repo = self.repo_mut()?;
+        with_client(|c| Ok(c.outgoing(repo).js()?.map(|m| m.encode())))
+    }
+}
