@@ -11,6 +11,7 @@ pub use error::{Error, Result, SignatureErrorKind, StorageError, StorageErrorKin
 pub use storage::{MemStorage, Storage};
 pub mod codec;
 pub mod commit;
+pub mod compact;
 pub mod crypto;
 pub mod key;
 pub mod query;

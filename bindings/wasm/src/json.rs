@@ -5,11 +5,10 @@
 //! `ibexdb::Value::from_json` / `to_json`; parsing here must accept the same texts with the same
 //! meaning, only faster (one pass, no `serde_json::Value` allocated per node).
 
-use ibexdb::value::{Map, Value};
+use ibexdb::value::{Map, Set, Value};
 use ibexdb::Error;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
-use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// Parse a JSON text into a value.
@@ -94,7 +93,7 @@ impl<'de> Visitor<'de> for ValueVisitor {
         Ok(Value::List(out))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut m = BTreeMap::new();
+        let mut m = Map::new();
         let Some(first) = map.next_key::<String>()? else {
             return Ok(Value::Map(m));
         };
@@ -104,11 +103,11 @@ impl<'de> Visitor<'de> for ValueVisitor {
                 // Same rule as Value::from_json: a lone "$set" key holding an array is a set,
                 // and its elements must be strings.
                 let Some(k2) = map.next_key::<String>()? else {
-                    let mut s = BTreeSet::new();
+                    let mut s = Set::new();
                     for e in elems {
                         match e {
                             Value::String(x) => {
-                                s.insert(x.clone());
+                                s.insert(x.as_str());
                             }
                             _ => {
                                 return Err(de::Error::custom("$set: set elements must be strings"))
@@ -117,20 +116,20 @@ impl<'de> Visitor<'de> for ValueVisitor {
                     }
                     return Ok(Value::Set(s));
                 };
-                m.insert(first, v);
+                m.insert(first.into(), v);
                 let v2 = map.next_value_seed(ValueSeed)?;
-                m.insert(k2, v2);
+                m.insert(k2.into(), v2);
                 while let Some(k) = map.next_key::<String>()? {
                     let v = map.next_value_seed(ValueSeed)?;
-                    m.insert(k, v);
+                    m.insert(k.into(), v);
                 }
                 return Ok(Value::Map(m));
             }
         }
-        m.insert(first, v);
+        m.insert(first.into(), v);
         while let Some(k) = map.next_key::<String>()? {
             let v = map.next_value_seed(ValueSeed)?;
-            m.insert(k, v);
+            m.insert(k.into(), v);
         }
         Ok(Value::Map(m))
     }
@@ -173,11 +172,11 @@ impl Serialize for J<'_> {
     }
 }
 
-struct SetElems<'a>(&'a BTreeSet<String>);
+struct SetElems<'a>(&'a Set);
 
 impl Serialize for SetElems<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter())
+        s.collect_seq(self.0.iter().map(|e| e.as_str()))
     }
 }
 
@@ -185,7 +184,7 @@ impl Serialize for JMap<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut o = s.serialize_map(Some(self.0.len()))?;
         for (k, v) in self.0 {
-            o.serialize_entry(k, &J(v))?;
+            o.serialize_entry(k.as_str(), &J(v))?;
         }
         o.end()
     }
