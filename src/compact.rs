@@ -275,6 +275,13 @@ impl Map {
             }
         }
     }
+    /// Append an entry whose name the caller has checked is greater than every name held
+    /// (decoders verify canonical order themselves; this skips comparing again).
+    #[inline]
+    pub(crate) fn push_ordered(&mut self, k: Name, v: Value) {
+        debug_assert!(self.0.last().is_none_or(|(l, _)| *l < k));
+        self.0.push((k, v));
+    }
     pub fn remove(&mut self, k: &str) -> Option<Value> {
         self.find(k).ok().map(|i| self.0.remove(i).1)
     }
@@ -520,6 +527,12 @@ impl Set {
                 true
             }
         }
+    }
+    /// Append an element the caller has checked is greater than every element held.
+    #[inline]
+    pub(crate) fn push_ordered(&mut self, e: Name) {
+        debug_assert!(self.0.last().is_none_or(|l| *l < e));
+        self.0.push(e);
     }
     pub fn remove(&mut self, e: &str) -> bool {
         match self.find(e) {

@@ -321,7 +321,12 @@ pub fn decode(bytes: &[u8]) -> Result<SnapshotData> {
     let nn = r.count(1, usize::MAX)?;
     let mut names: Vec<Name> = Vec::with_capacity(nn);
     for _ in 0..nn {
-        names.push(Name::new(r.str()?));
+        let n = Name::new(r.str()?);
+        // The encoder writes a sorted set; field decoding below relies on it.
+        if names.last().is_some_and(|l| *l >= n) {
+            return Err(r.err("field names not strictly ascending"));
+        }
+        names.push(n);
     }
     let name = |r: &mut Reader<'_>| -> Result<Name> {
         let i = r.varint()?;
@@ -349,9 +354,22 @@ pub fn decode(bytes: &[u8]) -> Result<SnapshotData> {
             let flags = r.u8()?;
             let nf = r.count(2, usize::MAX)?;
             let mut value = Map::with_capacity(nf);
+            let mut last_name = None;
             for _ in 0..nf {
-                let k = name(&mut r)?;
-                value.insert(k, Value::decode(&mut r)?);
+                let i = r.varint()?;
+                let k = names
+                    .get(i as usize)
+                    .ok_or_else(|| r.err("name index out of range"))?
+                    .clone();
+                let v = Value::decode(&mut r)?;
+                // The name table is sorted and the encoder writes fields in name order, so
+                // ascending indices are ascending names: append without comparing names.
+                if last_name.is_none_or(|l| l < i) {
+                    value.push_ordered(k, v);
+                } else {
+                    value.insert(k, v);
+                }
+                last_name = Some(i);
             }
             let nh = r.count(1, u32::MAX as usize)?;
             let mut history = History::default();

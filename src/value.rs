@@ -250,7 +250,7 @@ impl Value {
                     }
                     last = Some(k);
                     let v = Self::decode_at(r, depth + 1)?;
-                    m.insert(Name::new(k), v);
+                    m.push_ordered(Name::new(k), v);
                 }
                 Value::Map(m)
             }
@@ -378,7 +378,7 @@ pub(crate) fn decode_str_set(r: &mut Reader<'_>) -> Result<Set> {
             return Err(r.err("set elements not strictly ascending"));
         }
         last = Some(e);
-        s.insert(e);
+        s.push_ordered(Name::new(e));
     }
     Ok(s)
 }
