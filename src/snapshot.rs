@@ -341,14 +341,11 @@ pub fn decode(bytes: &[u8]) -> Result<SnapshotData> {
         let ni = r.count(4, usize::MAX)?;
         let mut items: Vec<(ItemId, Item)> = Vec::with_capacity(ni);
         for _ in 0..ni {
-            let id = r.str()?;
-            if items
-                .last()
-                .is_some_and(|(l, _)| l.as_bytes() >= id.as_bytes())
-            {
+            let id = ItemId::new(r.str()?);
+            // `ItemId`'s order is `str`'s; between inline ids it is two word compares.
+            if items.last().is_some_and(|(l, _)| *l >= id) {
                 return Err(r.err("item ids not strictly ascending"));
             }
-            let id = ItemId::new(id);
             let reset = read_stamp(&mut r)?;
             let last = read_stamp(&mut r)?;
             let flags = r.u8()?;
