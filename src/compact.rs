@@ -219,6 +219,9 @@ fn search<T>(v: &[T], k: &[u8], name: impl Fn(&T) -> &Name) -> Result<usize, usi
 
 /// An item's (or a nested map's) fields: a vector of `(name, value)` sorted strictly ascending
 /// by name, with the `BTreeMap` API the crate uses.
+///
+/// `insert` is O(n) (O(1) when appending in order), so a map of many fields built in arbitrary
+/// order (a parsed JSON object) should be built with `collect` or `extend`, which sort once.
 #[derive(Clone, PartialEq, Default)]
 pub struct Map(Vec<(Name, Value)>);
 
@@ -451,10 +454,11 @@ impl<K: Into<Name>> FromIterator<(K, Value)> for Map {
     }
 }
 impl<K: Into<Name>> Extend<(K, Value)> for Map {
+    /// Appends, then sorts once: O((n + m) log(n + m)) whatever the order of the input
+    /// (inserting one by one into a sorted vector would be quadratic for unsorted input).
     fn extend<I: IntoIterator<Item = (K, Value)>>(&mut self, iter: I) {
-        for (k, v) in iter {
-            self.insert(k.into(), v);
-        }
+        self.0.extend(iter.into_iter().map(|(k, v)| (k.into(), v)));
+        sort_dedup_last(&mut self.0, |e| &e.0);
     }
 }
 impl<K: Into<Name>, const N: usize> From<[(K, Value); N]> for Map {
@@ -595,9 +599,12 @@ impl<S: Into<Name>> FromIterator<S> for Set {
     }
 }
 impl<S: Into<Name>> Extend<S> for Set {
+    /// Appends, then sorts once (see `Extend for Map`).
     fn extend<I: IntoIterator<Item = S>>(&mut self, iter: I) {
-        for e in iter {
-            self.insert(e);
+        self.0.extend(iter.into_iter().map(Into::into));
+        if !self.0.windows(2).all(|w| w[0] < w[1]) {
+            self.0.sort_unstable();
+            self.0.dedup();
         }
     }
 }
@@ -683,6 +690,27 @@ mod tests {
         .into();
         assert_eq!(c.keys().map(|k| k.as_str()).collect::<Vec<_>>(), ["a", "b"]);
         assert_eq!(c.get("b"), Some(&Value::from(2i64)));
+    }
+
+    #[test]
+    fn extend_sorts_once_and_the_last_write_wins() {
+        let mut m: Map = [("m", Value::Null)].into();
+        m.extend(
+            (0..2000i64)
+                .rev()
+                .map(|i| (format!("k{i:05}"), Value::from(i))),
+        );
+        m.extend([("m", Value::from(1i64))]);
+        assert_eq!(m.len(), 2001);
+        assert!(m.keys().zip(m.keys().skip(1)).all(|(a, b)| a < b));
+        assert_eq!(m.get("m"), Some(&Value::from(1i64)));
+        assert_eq!(m.get("k00007"), Some(&Value::from(7i64)));
+        let mut s: Set = ["b"].into();
+        s.extend(["z", "a", "b"]);
+        assert_eq!(
+            s.iter().map(|e| e.as_str()).collect::<Vec<_>>(),
+            ["a", "b", "z"]
+        );
     }
 
     #[test]

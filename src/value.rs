@@ -275,28 +275,26 @@ impl Value {
             serde_json::Value::Object(o) => {
                 if o.len() == 1 {
                     if let Some(serde_json::Value::Array(a)) = o.get("$set") {
-                        let mut s = Set::with_capacity(a.len());
-                        for e in a {
-                            match e {
-                                serde_json::Value::String(x) => {
-                                    s.insert(x.as_str());
-                                }
-                                _ => {
-                                    return Err(Error::invalid_value(
-                                        "$set",
-                                        "set elements must be strings",
-                                    ))
-                                }
-                            }
-                        }
+                        // Collected, not inserted one by one: sorted once.
+                        let s = a
+                            .iter()
+                            .map(|e| match e {
+                                serde_json::Value::String(x) => Ok(x.as_str()),
+                                _ => Err(Error::invalid_value(
+                                    "$set",
+                                    "set elements must be strings",
+                                )),
+                            })
+                            .collect::<Result<Set>>()?;
                         return Ok(Value::Set(s));
                     }
                 }
-                let mut m = Map::with_capacity(o.len());
-                for (k, v) in o {
-                    m.insert(Name::new(k), Value::from_json(v)?);
-                }
-                Value::Map(m)
+                // Collected, not inserted one by one: sorted once whatever the key order.
+                Value::Map(
+                    o.iter()
+                        .map(|(k, v)| Ok((Name::new(k), Value::from_json(v)?)))
+                        .collect::<Result<Map>>()?,
+                )
             }
         })
     }

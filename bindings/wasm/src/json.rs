@@ -5,7 +5,7 @@
 //! `ibexdb::Value::from_json` / `to_json`; parsing here must accept the same texts with the same
 //! meaning, only faster (one pass, no `serde_json::Value` allocated per node).
 
-use ibexdb::value::{Map, Set, Value};
+use ibexdb::value::{Map, Name, Set, Value};
 use ibexdb::Error;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
@@ -93,9 +93,11 @@ impl<'de> Visitor<'de> for ValueVisitor {
         Ok(Value::List(out))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut m = Map::new();
+        // Fields are gathered, then sorted once by `collect` (keys arrive in document order;
+        // inserting one by one into the sorted `Map` would be quadratic for a large object).
+        let mut m: Vec<(Name, Value)> = Vec::new();
         let Some(first) = map.next_key::<String>()? else {
-            return Ok(Value::Map(m));
+            return Ok(Value::Map(Map::new()));
         };
         let v = map.next_value_seed(ValueSeed)?;
         if first == "$set" {
@@ -103,35 +105,34 @@ impl<'de> Visitor<'de> for ValueVisitor {
                 // Same rule as Value::from_json: a lone "$set" key holding an array is a set,
                 // and its elements must be strings.
                 let Some(k2) = map.next_key::<String>()? else {
-                    let mut s = Set::new();
+                    let mut s = Vec::with_capacity(elems.len());
                     for e in elems {
                         match e {
-                            Value::String(x) => {
-                                s.insert(x.as_str());
-                            }
+                            Value::String(x) => s.push(x.as_str()),
                             _ => {
                                 return Err(de::Error::custom("$set: set elements must be strings"))
                             }
                         }
                     }
-                    return Ok(Value::Set(s));
+                    // Collected, not inserted one by one: sorted once.
+                    return Ok(Value::Set(s.into_iter().collect::<Set>()));
                 };
-                m.insert(first.into(), v);
+                m.push((first.into(), v));
                 let v2 = map.next_value_seed(ValueSeed)?;
-                m.insert(k2.into(), v2);
+                m.push((k2.into(), v2));
                 while let Some(k) = map.next_key::<String>()? {
                     let v = map.next_value_seed(ValueSeed)?;
-                    m.insert(k.into(), v);
+                    m.push((k.into(), v));
                 }
-                return Ok(Value::Map(m));
+                return Ok(Value::Map(m.into_iter().collect()));
             }
         }
-        m.insert(first.into(), v);
+        m.push((first.into(), v));
         while let Some(k) = map.next_key::<String>()? {
             let v = map.next_value_seed(ValueSeed)?;
-            m.insert(k.into(), v);
+            m.push((k.into(), v));
         }
-        Ok(Value::Map(m))
+        Ok(Value::Map(m.into_iter().collect()))
     }
 }
 
