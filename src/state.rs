@@ -147,7 +147,10 @@ impl Item {
                 }
                 let mut meta = self.expanded_meta();
                 let names: Vec<Name> = meta.keys().cloned().collect();
-                for n in names {
+                // Last field first: each removal from the sorted vector then shifts only the
+                // fields after it that survived (set elements added after the reset), instead of
+                // the whole rest of the item. Fields are independent; the order is free.
+                for n in names.into_iter().rev() {
                     assign(&mut self.value, &mut meta, &n, None, s, self.reset);
                 }
                 self.meta = Some(Box::new(meta));
