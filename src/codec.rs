@@ -114,6 +114,18 @@ impl<'a> Reader<'a> {
     }
     #[inline]
     pub fn varint(&mut self) -> Result<u64> {
+        // Fast path: most varints (counts, lengths, table indices) are one byte.
+        if let Some(&b) = self.data.get(self.pos) {
+            if b < 0x80 {
+                self.pos += 1;
+                return Ok(u64::from(b));
+            }
+        }
+        self.varint_slow()
+    }
+
+    #[inline(never)]
+    fn varint_slow(&mut self) -> Result<u64> {
         let mut v: u64 = 0;
         let mut shift = 0u32;
         loop {

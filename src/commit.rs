@@ -6,7 +6,7 @@
 use crate::codec::{Reader, Writer};
 use crate::crypto::{hex, PublicKey, Signature, PUBLIC_KEY_LEN, SIGNATURE_LEN};
 use crate::error::{Error, Result, SignatureErrorKind};
-use crate::value::{decode_str_set, Map, Value};
+use crate::value::{decode_str_set, Map, Name, Value};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -146,7 +146,7 @@ impl Commit {
         for c in &self.changes {
             colls.insert(&c.collection);
             match &c.op {
-                Op::Put(m) => names.extend(m.keys().map(String::as_str)),
+                Op::Put(m) => names.extend(m.keys().map(Name::as_str)),
                 Op::Patch(p) => names.extend(p.keys().map(String::as_str)),
                 Op::Delete => {}
             }
@@ -292,7 +292,7 @@ impl Commit {
             let op = match r.u8()? {
                 OP_PUT => {
                     let n = r.count(2, usize::MAX)?;
-                    let mut m = Map::new();
+                    let mut m = Map::with_capacity(n);
                     let mut last = None;
                     for _ in 0..n {
                         let ni = table_index(&mut r, names.len())?;
@@ -301,7 +301,7 @@ impl Commit {
                         }
                         last = Some(ni);
                         used_names[ni] = true;
-                        m.insert(names[ni].to_owned(), Value::decode(&mut r)?);
+                        m.insert(Name::new(names[ni]), Value::decode(&mut r)?);
                     }
                     Op::Put(m)
                 }
@@ -324,7 +324,10 @@ impl Commit {
                             FOP_ASSIGN => FieldOp::Assign(Value::decode(&mut r)?),
                             FOP_UNSET => FieldOp::Unset,
                             FOP_SETEDIT => {
-                                let add = decode_str_set(&mut r)?;
+                                let add = decode_str_set(&mut r)?
+                                    .into_iter()
+                                    .map(String::from)
+                                    .collect();
                                 let nr = r.count(2, usize::MAX)?;
                                 let mut remove = BTreeMap::new();
                                 let mut last_e: Option<&str> = None;

@@ -13,6 +13,7 @@ pub use error::{
 pub use storage::{MemStorage, Storage};
 pub mod codec;
 pub mod commit;
+pub mod compact;
 pub mod crypto;
 pub mod key;
 pub mod query;

@@ -664,12 +664,12 @@ impl<S: Storage> Repo<S> {
                                 }
                                 let dots = meta
                                     .as_ref()
-                                    .and_then(|m| m.get(&name))
+                                    .and_then(|m| m.get(name.as_str()))
                                     .and_then(|fm| fm.dots.as_ref());
                                 let remove: BTreeMap<String, Vec<_>> = remove
                                     .into_iter()
                                     .filter_map(|e| {
-                                        let d = dots?.get(&e)?.clone();
+                                        let d = dots?.get(e.as_str())?.clone();
                                         Some((e, d))
                                     })
                                     .collect();

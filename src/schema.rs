@@ -2,7 +2,7 @@
 //! A write that breaks the schema is rejected with an error naming the field and the rule.
 
 use crate::error::{Error, Result};
-use crate::value::{Map, Value};
+use crate::value::{Map, Name, Value};
 use std::collections::BTreeMap;
 
 /// The type a field must have.
@@ -227,7 +227,7 @@ impl Schema {
         for (name, spec) in &self.fields {
             if !item.contains_key(name) {
                 if let Some(d) = &spec.default {
-                    item.insert(name.clone(), d.clone());
+                    item.insert(Name::new(name), d.clone());
                 } else if spec.required {
                     return Err(Self::err(collection, name, "is required".into()));
                 }

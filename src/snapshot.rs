@@ -11,7 +11,7 @@ use crate::log::{probe_frame, HEADER_LEN};
 use crate::repo::{CommitInfo, Core};
 use crate::state::{Collection, FieldMeta, History, Item, ItemId};
 use crate::storage::Storage;
-use crate::value::{Map, Value};
+use crate::value::{Map, Name, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"IBEXSNP1";
@@ -114,9 +114,9 @@ fn encode_with_anchor(core: &Core, log_len: u64, anchor_crc: Option<u32>) -> Vec
     let mut names: BTreeSet<&str> = BTreeSet::new();
     for c in core.state.collections.values() {
         for it in c.items.values() {
-            names.extend(it.value.keys().map(String::as_str));
+            names.extend(it.value.keys().map(Name::as_str));
             if let Some(m) = &it.meta {
-                names.extend(m.keys().map(String::as_str));
+                names.extend(m.keys().map(Name::as_str));
             }
         }
     }
@@ -319,11 +319,16 @@ pub fn decode(bytes: &[u8]) -> Result<SnapshotData> {
         }
     };
     let nn = r.count(1, usize::MAX)?;
-    let mut names: Vec<String> = Vec::with_capacity(nn);
+    let mut names: Vec<Name> = Vec::with_capacity(nn);
     for _ in 0..nn {
-        names.push(r.str()?.to_owned());
+        let n = Name::new(r.str()?);
+        // The encoder writes a sorted set; field decoding below relies on it.
+        if names.last().is_some_and(|l| *l >= n) {
+            return Err(r.err("field names not strictly ascending"));
+        }
+        names.push(n);
     }
-    let name = |r: &mut Reader<'_>| -> Result<String> {
+    let name = |r: &mut Reader<'_>| -> Result<Name> {
         let i = r.varint()?;
         names
             .get(i as usize)
@@ -336,22 +341,32 @@ pub fn decode(bytes: &[u8]) -> Result<SnapshotData> {
         let ni = r.count(4, usize::MAX)?;
         let mut items: Vec<(ItemId, Item)> = Vec::with_capacity(ni);
         for _ in 0..ni {
-            let id = r.str()?;
-            if items
-                .last()
-                .is_some_and(|(l, _)| l.as_bytes() >= id.as_bytes())
-            {
+            let id = ItemId::new(r.str()?);
+            // `ItemId`'s order is `str`'s; between inline ids it is two word compares.
+            if items.last().is_some_and(|(l, _)| *l >= id) {
                 return Err(r.err("item ids not strictly ascending"));
             }
-            let id = ItemId::new(id);
             let reset = read_stamp(&mut r)?;
             let last = read_stamp(&mut r)?;
             let flags = r.u8()?;
             let nf = r.count(2, usize::MAX)?;
-            let mut value = Map::new();
+            let mut value = Map::with_capacity(nf);
+            let mut last_name = None;
             for _ in 0..nf {
-                let k = name(&mut r)?;
-                value.insert(k, Value::decode(&mut r)?);
+                let i = r.varint()?;
+                let k = names
+                    .get(i as usize)
+                    .ok_or_else(|| r.err("name index out of range"))?
+                    .clone();
+                let v = Value::decode(&mut r)?;
+                // The name table is sorted and the encoder writes fields in name order, so
+                // ascending indices are ascending names: append without comparing names.
+                if last_name.is_none_or(|l| l < i) {
+                    value.push_ordered(k, v);
+                } else {
+                    value.insert(k, v);
+                }
+                last_name = Some(i);
             }
             let nh = r.count(1, u32::MAX as usize)?;
             let mut history = History::default();
@@ -384,7 +399,7 @@ pub fn decode(bytes: &[u8]) -> Result<SnapshotData> {
                             let ne = r.count(2, usize::MAX)?;
                             let mut d = BTreeMap::new();
                             for _ in 0..ne {
-                                let e = r.str()?.to_owned();
+                                let e = Name::new(r.str()?);
                                 let nd = r.count(1, usize::MAX)?;
                                 let mut ds = Vec::with_capacity(nd);
                                 for _ in 0..nd {

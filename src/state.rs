@@ -17,7 +17,7 @@
 //! remove-by-observed-dots rule relies on.
 
 use crate::commit::{Commit, CommitId, FieldOp, Op, Stamp};
-use crate::value::{Map, Value};
+use crate::value::{Map, Name, Value};
 use sha2::{Digest, Sha256};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -32,7 +32,7 @@ pub struct FieldMeta {
     /// whether the field is a scalar or a set. Always `>= stamp`.
     pub top: Stamp,
     /// `Some` when the field is a set: each element's add dots (all `>= stamp`).
-    pub dots: Option<BTreeMap<String, Vec<Stamp>>>,
+    pub dots: Option<BTreeMap<Name, Vec<Stamp>>>,
 }
 
 /// One item: its visible value plus what the merge needs.
@@ -47,7 +47,7 @@ pub struct Item {
     pub last: Stamp,
     /// `None` means "every field was written by the reset at `reset` and nothing else": the
     /// metadata is implied by `value`. Saves memory for the common put-only item.
-    pub meta: Option<Box<BTreeMap<String, FieldMeta>>>,
+    pub meta: Option<Box<BTreeMap<Name, FieldMeta>>>,
     /// Indices (in the repository's commit table) of the commits that changed this item.
     pub history: History,
 }
@@ -75,7 +75,7 @@ impl Item {
     }
 
     /// Metadata made explicit.
-    pub fn expanded_meta(&self) -> BTreeMap<String, FieldMeta> {
+    pub fn expanded_meta(&self) -> BTreeMap<Name, FieldMeta> {
         match &self.meta {
             Some(m) => (**m).clone(),
             None => self
@@ -146,8 +146,11 @@ impl Item {
                     return;
                 }
                 let mut meta = self.expanded_meta();
-                let names: Vec<String> = meta.keys().cloned().collect();
-                for n in names {
+                let names: Vec<Name> = meta.keys().cloned().collect();
+                // Last field first: each removal from the sorted vector then shifts only the
+                // fields after it that survived (set elements added after the reset), instead of
+                // the whole rest of the item. Fields are independent; the order is free.
+                for n in names.into_iter().rev() {
                     assign(&mut self.value, &mut meta, &n, None, s, self.reset);
                 }
                 self.meta = Some(Box::new(meta));
@@ -305,7 +308,7 @@ impl OpIn<'_> {
 /// writes, so the result does not depend on the order writes arrive in.
 fn assign(
     value: &mut Map,
-    meta: &mut BTreeMap<String, FieldMeta>,
+    meta: &mut BTreeMap<Name, FieldMeta>,
     k: &str,
     v: Option<&Value>,
     s: Stamp,
@@ -328,7 +331,7 @@ fn assign(
     } else {
         // A newer set add exists: the field stays a set; this assignment only clears the
         // elements added before it (and contributes its own, if it assigns a set).
-        let mut d: BTreeMap<String, Vec<Stamp>> = old_dots.unwrap_or_default();
+        let mut d: BTreeMap<Name, Vec<Stamp>> = old_dots.unwrap_or_default();
         d.retain(|_, ds| {
             ds.retain(|x| *x > s);
             !ds.is_empty()
@@ -344,17 +347,17 @@ fn assign(
     }
     match (&dots, v) {
         (Some(d), _) => {
-            value.insert(k.to_owned(), Value::Set(d.keys().cloned().collect()));
+            value.insert(Name::new(k), Value::Set(d.keys().cloned().collect()));
         }
         (None, Some(v)) => {
-            value.insert(k.to_owned(), v.clone());
+            value.insert(Name::new(k), v.clone());
         }
         (None, None) => {
             value.remove(k);
         }
     }
     meta.insert(
-        k.to_owned(),
+        Name::new(k),
         FieldMeta {
             stamp: s,
             top: top.max(s),
@@ -365,24 +368,24 @@ fn assign(
 
 fn set_edit(
     value: &mut Map,
-    meta: &mut BTreeMap<String, FieldMeta>,
+    meta: &mut BTreeMap<Name, FieldMeta>,
     k: &str,
     add: &BTreeSet<String>,
     remove: &BTreeMap<String, Vec<Stamp>>,
     s: Stamp,
     reset: Stamp,
 ) {
-    let fm = meta.entry(k.to_owned()).or_insert(FieldMeta {
+    let fm = meta.entry(Name::new(k)).or_insert(FieldMeta {
         stamp: Stamp::ZERO,
         top: Stamp::ZERO,
         dots: None,
     });
     if let Some(d) = &mut fm.dots {
         for (e, observed) in remove {
-            if let Some(ds) = d.get_mut(e) {
+            if let Some(ds) = d.get_mut(e.as_str()) {
                 ds.retain(|x| !observed.contains(x));
                 if ds.is_empty() {
-                    d.remove(e);
+                    d.remove(e.as_str());
                 }
             }
         }
@@ -399,7 +402,7 @@ fn set_edit(
         // have raised `stamp`), so `dots` is already `Some`.
         let d = fm.dots.get_or_insert_with(BTreeMap::new);
         for e in add {
-            let ds = d.entry(e.clone()).or_default();
+            let ds = d.entry(Name::new(e)).or_default();
             if !ds.contains(&s) {
                 ds.push(s);
                 ds.sort();
@@ -408,7 +411,7 @@ fn set_edit(
     }
     match &fm.dots {
         Some(d) => {
-            value.insert(k.to_owned(), Value::Set(d.keys().cloned().collect()));
+            value.insert(Name::new(k), Value::Set(d.keys().cloned().collect()));
         }
         None => {
             // Only removes against a non-set field: nothing changes. Drop an empty placeholder.

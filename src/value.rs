@@ -2,9 +2,9 @@
 //! sorting and indexes, and JSON conversion.
 
 use crate::codec::{Reader, Writer};
+pub use crate::compact::{Map, Name, Set};
 use crate::error::{Error, Result};
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet};
 
 /// Deepest nesting of lists and maps accepted.
 pub const MAX_DEPTH: usize = 32;
@@ -22,12 +22,10 @@ pub enum Value {
     Number(f64),
     String(String),
     List(Vec<Value>),
-    Map(BTreeMap<String, Value>),
+    Map(Map),
     /// A set of strings that merges element-wise (add-wins).
-    Set(BTreeSet<String>),
+    Set(Set),
 }
-
-pub type Map = BTreeMap<String, Value>;
 
 const T_NULL: u8 = 0;
 const T_FALSE: u8 = 1;
@@ -47,7 +45,7 @@ impl Value {
         Ok(Value::Number(if n == 0.0 { 0.0 } else { n }))
     }
 
-    pub fn set<I: IntoIterator<Item = S>, S: Into<String>>(items: I) -> Value {
+    pub fn set<I: IntoIterator<Item = S>, S: Into<Name>>(items: I) -> Value {
         Value::Set(items.into_iter().map(Into::into).collect())
     }
 
@@ -243,7 +241,7 @@ impl Value {
             }
             T_MAP => {
                 let n = r.count(2, usize::MAX)?;
-                let mut m = BTreeMap::new();
+                let mut m = Map::with_capacity(n);
                 let mut last: Option<&str> = None;
                 for _ in 0..n {
                     let k = r.str()?;
@@ -252,7 +250,7 @@ impl Value {
                     }
                     last = Some(k);
                     let v = Self::decode_at(r, depth + 1)?;
-                    m.insert(k.to_owned(), v);
+                    m.push_ordered(Name::new(k), v);
                 }
                 Value::Map(m)
             }
@@ -277,28 +275,26 @@ impl Value {
             serde_json::Value::Object(o) => {
                 if o.len() == 1 {
                     if let Some(serde_json::Value::Array(a)) = o.get("$set") {
-                        let mut s = BTreeSet::new();
-                        for e in a {
-                            match e {
-                                serde_json::Value::String(x) => {
-                                    s.insert(x.clone());
-                                }
-                                _ => {
-                                    return Err(Error::invalid_value(
-                                        "$set",
-                                        "set elements must be strings",
-                                    ))
-                                }
-                            }
-                        }
+                        // Collected, not inserted one by one: sorted once.
+                        let s = a
+                            .iter()
+                            .map(|e| match e {
+                                serde_json::Value::String(x) => Ok(x.as_str()),
+                                _ => Err(Error::invalid_value(
+                                    "$set",
+                                    "set elements must be strings",
+                                )),
+                            })
+                            .collect::<Result<Set>>()?;
                         return Ok(Value::Set(s));
                     }
                 }
-                let mut m = BTreeMap::new();
-                for (k, v) in o {
-                    m.insert(k.clone(), Value::from_json(v)?);
-                }
-                Value::Map(m)
+                // Collected, not inserted one by one: sorted once whatever the key order.
+                Value::Map(
+                    o.iter()
+                        .map(|(k, v)| Ok((Name::new(k), Value::from_json(v)?)))
+                        .collect::<Result<Map>>()?,
+                )
             }
         })
     }
@@ -319,16 +315,18 @@ impl Value {
             }
             Value::String(s) => serde_json::Value::String(s.clone()),
             Value::List(l) => serde_json::Value::Array(l.iter().map(Value::to_json).collect()),
-            Value::Map(m) => {
-                serde_json::Value::Object(m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect())
-            }
+            Value::Map(m) => serde_json::Value::Object(
+                m.iter()
+                    .map(|(k, v)| (k.as_str().to_owned(), v.to_json()))
+                    .collect(),
+            ),
             Value::Set(s) => {
                 let mut o = serde_json::Map::new();
                 o.insert(
                     "$set".into(),
                     serde_json::Value::Array(
                         s.iter()
-                            .map(|e| serde_json::Value::String(e.clone()))
+                            .map(|e| serde_json::Value::String(e.as_str().to_owned()))
                             .collect(),
                     ),
                 );
@@ -368,9 +366,9 @@ fn varint_len(mut v: u64) -> usize {
 }
 
 /// Decode a strictly ascending set of strings.
-pub(crate) fn decode_str_set(r: &mut Reader<'_>) -> Result<BTreeSet<String>> {
+pub(crate) fn decode_str_set(r: &mut Reader<'_>) -> Result<Set> {
     let n = r.count(1, usize::MAX)?;
-    let mut s = BTreeSet::new();
+    let mut s = Set::with_capacity(n);
     let mut last: Option<&str> = None;
     for _ in 0..n {
         let e = r.str()?;
@@ -378,7 +376,7 @@ pub(crate) fn decode_str_set(r: &mut Reader<'_>) -> Result<BTreeSet<String>> {
             return Err(r.err("set elements not strictly ascending"));
         }
         last = Some(e);
-        s.insert(e.to_owned());
+        s.push_ordered(Name::new(e));
     }
     Ok(s)
 }
@@ -434,9 +432,14 @@ impl From<i64> for Value {
         Value::Number(n as f64)
     }
 }
-impl From<BTreeMap<String, Value>> for Value {
-    fn from(m: BTreeMap<String, Value>) -> Self {
+impl From<Map> for Value {
+    fn from(m: Map) -> Self {
         Value::Map(m)
+    }
+}
+impl From<Set> for Value {
+    fn from(s: Set) -> Self {
+        Value::Set(s)
     }
 }
 
@@ -445,8 +448,8 @@ impl From<BTreeMap<String, Value>> for Value {
 macro_rules! map {
     () => { $crate::value::Value::Map(Default::default()) };
     ($($k:expr => $v:expr),+ $(,)?) => {{
-        let mut m = std::collections::BTreeMap::new();
-        $( m.insert(String::from($k), $crate::value::Value::from($v)); )+
+        let mut m = $crate::value::Map::new();
+        $( m.insert($crate::value::Name::from($k), $crate::value::Value::from($v)); )+
         $crate::value::Value::Map(m)
     }};
 }

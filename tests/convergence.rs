@@ -4,8 +4,7 @@
 
 mod common;
 use common::*;
-use ibexdb::{MemStorage, Repo, RepoOptions, Txn, Value};
-use std::collections::BTreeMap;
+use ibexdb::{Map, MemStorage, Repo, RepoOptions, Txn, Value};
 
 const KEYS: u64 = 6;
 const FIELDS: [&str; 4] = ["a", "b", "c", "s"];
@@ -23,9 +22,12 @@ fn random_value(rng: &mut Rng, depth: u32) -> Value {
                 .collect(),
         ),
         _ => {
-            let mut m = BTreeMap::new();
+            let mut m = Map::new();
             for _ in 0..rng.below(3) {
-                m.insert(format!("k{}", rng.below(3)), random_value(rng, depth + 1));
+                m.insert(
+                    format!("k{}", rng.below(3)).into(),
+                    random_value(rng, depth + 1),
+                );
             }
             Value::Map(m)
         }
@@ -40,10 +42,10 @@ fn random_txn(rng: &mut Rng, r: &Repo<MemStorage>) -> Txn {
         let field = FIELDS[rng.below(FIELDS.len() as u64) as usize];
         match rng.below(8) {
             0 | 1 => {
-                let mut m = BTreeMap::new();
+                let mut m = Map::new();
                 for f in FIELDS {
                     if rng.chance(60) {
-                        m.insert(f.to_string(), random_value(rng, 0));
+                        m.insert(f.into(), random_value(rng, 0));
                     }
                 }
                 t.put(&key, m).unwrap();
@@ -52,8 +54,8 @@ fn random_txn(rng: &mut Rng, r: &Repo<MemStorage>) -> Txn {
                 t.delete(&key).unwrap();
             }
             3 if exists => {
-                let mut m = BTreeMap::new();
-                m.insert(field.to_string(), random_value(rng, 0));
+                let mut m = Map::new();
+                m.insert(field.into(), random_value(rng, 0));
                 t.update(&key, m).unwrap();
             }
             4 if exists => {
@@ -223,7 +225,7 @@ fn scalar_and_emptied_set_converge() {
     };
     let mut a = at(1, T0);
     let mut t = Txn::new();
-    t.put("t/a", BTreeMap::new()).unwrap();
+    t.put("t/a", Map::new()).unwrap();
     a.commit(t).unwrap();
     let (base, _) = a.export().unwrap();
     let mut b = at(2, T0 + 1000);

@@ -176,6 +176,7 @@ fn rnd_op(r: &mut StdRng, state: &State, id: &str) -> Op {
                             .get("s")
                             .and_then(|fm| fm.dots.clone())
                             .and_then(|d| d.into_iter().next())
+                            .map(|(e, ds)| (e.to_string(), ds))
                             .into_iter()
                             .collect();
                         FieldOp::SetEdit {
@@ -434,12 +435,12 @@ fn ref_project(m: &Map, select: Option<&Vec<J>>) -> Map {
             let mut cur = &mut out;
             for part in &parts[..parts.len() - 1] {
                 let e = cur
-                    .entry(part.to_string())
+                    .entry((*part).into())
                     .or_insert_with(|| Value::Map(Map::new()));
                 let Value::Map(inner) = e else { unreachable!() };
                 cur = inner;
             }
-            cur.insert(parts[parts.len() - 1].to_string(), v.clone());
+            cur.insert(parts[parts.len() - 1].into(), v.clone());
         }
     }
     out

@@ -3,7 +3,7 @@
 
 use super::ast::{bad, Filter, Pred, Query, SortKey};
 use crate::error::Result;
-use crate::value::{Map, Value};
+use crate::value::{Map, Name, Value};
 use std::cmp::Ordering;
 use std::mem::discriminant;
 
@@ -23,10 +23,10 @@ impl CPath {
     /// The value at this path inside `m` (`None` when missing or crossing a non-map).
     #[inline]
     pub fn get<'a>(&self, m: &'a Map) -> Option<&'a Value> {
-        let mut v = m.get(&*self.segs[0])?;
+        let mut v = m.get(&self.segs[0])?;
         for s in &self.segs[1..] {
             match v {
-                Value::Map(inner) => v = inner.get(&**s)?,
+                Value::Map(inner) => v = inner.get(s)?,
                 _ => return None,
             }
         }
@@ -38,7 +38,7 @@ impl CPath {
         let mut cur = out;
         for s in &self.segs[..self.segs.len() - 1] {
             let slot = cur
-                .entry(s.to_string())
+                .entry(Name::new(s))
                 .or_insert_with(|| Value::Map(Map::new()));
             if !matches!(slot, Value::Map(_)) {
                 *slot = Value::Map(Map::new());
@@ -46,7 +46,7 @@ impl CPath {
             let Value::Map(m) = slot else { unreachable!() };
             cur = m;
         }
-        cur.insert(self.segs[self.segs.len() - 1].to_string(), v);
+        cur.insert(Name::new(&self.segs[self.segs.len() - 1]), v);
     }
 }
 

@@ -7,7 +7,7 @@
 
 use super::eval::CPath;
 use crate::state::Collection;
-use crate::value::{Map, Value};
+use crate::value::{Map, Name, Value};
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
 use std::ops::Bound;
@@ -170,11 +170,11 @@ impl PartialEq for Index {
     }
 }
 
-fn elements(v: &Value) -> Box<dyn Iterator<Item = &String> + '_> {
+fn elements(v: &Value) -> Box<dyn Iterator<Item = &str> + '_> {
     match v {
-        Value::Set(s) => Box::new(s.iter()),
+        Value::Set(s) => Box::new(s.iter().map(Name::as_str)),
         Value::List(l) => Box::new(l.iter().filter_map(|x| match x {
-            Value::String(s) => Some(s),
+            Value::String(s) => Some(s.as_str()),
             _ => None,
         })),
         _ => Box::new(std::iter::empty()),
@@ -194,7 +194,7 @@ impl Index {
                 stats.update(v, true);
                 if let Some(v) = v {
                     for e in elements(v) {
-                        elems.push(Entry::new(IKey::Val(Value::String(e.clone())), id));
+                        elems.push(Entry::new(IKey::Val(Value::String(e.to_owned())), id));
                     }
                 }
                 values.push(Entry::new(
@@ -221,7 +221,7 @@ impl Index {
         if let Some(v) = v {
             for e in elements(v) {
                 self.elems
-                    .insert(Entry::new(IKey::Val(Value::String(e.clone())), id));
+                    .insert(Entry::new(IKey::Val(Value::String(e.to_owned())), id));
             }
         }
         self.values.insert(Entry::new(
@@ -235,7 +235,7 @@ impl Index {
         if let Some(v) = v {
             for e in elements(v) {
                 self.elems
-                    .remove(&Entry::new(IKey::Val(Value::String(e.clone())), id));
+                    .remove(&Entry::new(IKey::Val(Value::String(e.to_owned())), id));
             }
         }
         self.values.remove(&Entry::new(

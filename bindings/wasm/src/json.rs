@@ -5,11 +5,10 @@
 //! `ibexdb::Value::from_json` / `to_json`; parsing here must accept the same texts with the same
 //! meaning, only faster (one pass, no `serde_json::Value` allocated per node).
 
-use ibexdb::value::{Map, Value};
+use ibexdb::value::{Map, Name, Set, Value};
 use ibexdb::Error;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
-use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// Parse a JSON text into a value.
@@ -94,9 +93,11 @@ impl<'de> Visitor<'de> for ValueVisitor {
         Ok(Value::List(out))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut m = BTreeMap::new();
+        // Fields are gathered, then sorted once by `collect` (keys arrive in document order;
+        // inserting one by one into the sorted `Map` would be quadratic for a large object).
+        let mut m: Vec<(Name, Value)> = Vec::new();
         let Some(first) = map.next_key::<String>()? else {
-            return Ok(Value::Map(m));
+            return Ok(Value::Map(Map::new()));
         };
         let v = map.next_value_seed(ValueSeed)?;
         if first == "$set" {
@@ -104,35 +105,34 @@ impl<'de> Visitor<'de> for ValueVisitor {
                 // Same rule as Value::from_json: a lone "$set" key holding an array is a set,
                 // and its elements must be strings.
                 let Some(k2) = map.next_key::<String>()? else {
-                    let mut s = BTreeSet::new();
+                    let mut s = Vec::with_capacity(elems.len());
                     for e in elems {
                         match e {
-                            Value::String(x) => {
-                                s.insert(x.clone());
-                            }
+                            Value::String(x) => s.push(x.as_str()),
                             _ => {
                                 return Err(de::Error::custom("$set: set elements must be strings"))
                             }
                         }
                     }
-                    return Ok(Value::Set(s));
+                    // Collected, not inserted one by one: sorted once.
+                    return Ok(Value::Set(s.into_iter().collect::<Set>()));
                 };
-                m.insert(first, v);
+                m.push((first.into(), v));
                 let v2 = map.next_value_seed(ValueSeed)?;
-                m.insert(k2, v2);
+                m.push((k2.into(), v2));
                 while let Some(k) = map.next_key::<String>()? {
                     let v = map.next_value_seed(ValueSeed)?;
-                    m.insert(k, v);
+                    m.push((k.into(), v));
                 }
-                return Ok(Value::Map(m));
+                return Ok(Value::Map(m.into_iter().collect()));
             }
         }
-        m.insert(first, v);
+        m.push((first.into(), v));
         while let Some(k) = map.next_key::<String>()? {
             let v = map.next_value_seed(ValueSeed)?;
-            m.insert(k, v);
+            m.push((k.into(), v));
         }
-        Ok(Value::Map(m))
+        Ok(Value::Map(m.into_iter().collect()))
     }
 }
 
@@ -173,11 +173,11 @@ impl Serialize for J<'_> {
     }
 }
 
-struct SetElems<'a>(&'a BTreeSet<String>);
+struct SetElems<'a>(&'a Set);
 
 impl Serialize for SetElems<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter())
+        s.collect_seq(self.0.iter().map(|e| e.as_str()))
     }
 }
 
@@ -185,7 +185,7 @@ impl Serialize for JMap<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut o = s.serialize_map(Some(self.0.len()))?;
         for (k, v) in self.0 {
-            o.serialize_entry(k, &J(v))?;
+            o.serialize_entry(k.as_str(), &J(v))?;
         }
         o.end()
     }
