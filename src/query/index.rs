@@ -6,7 +6,7 @@
 //! `(element, id)` entry per string element, serving `contains`.
 
 use super::eval::CPath;
-use crate::state::Collection;
+use crate::state::{Collection, ItemId};
 use crate::value::{Map, Name, Value};
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
@@ -54,7 +54,8 @@ impl IKey {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum IdPos {
     Lo,
-    At(String),
+    /// Held inline for ids up to 22 bytes: no allocation per entry.
+    At(ItemId),
     Hi,
 }
 
@@ -68,12 +69,12 @@ impl Entry {
     fn new(key: IKey, id: &str) -> Entry {
         Entry {
             key,
-            id: IdPos::At(id.to_string()),
+            id: IdPos::At(ItemId::new(id)),
         }
     }
     pub fn id(&self) -> &str {
         match &self.id {
-            IdPos::At(s) => s,
+            IdPos::At(s) => s.as_str(),
             _ => "",
         }
     }
@@ -170,6 +171,33 @@ impl PartialEq for Index {
     }
 }
 
+/// A key ordering "missing" first, then numbers as `f64::total_cmp` does (numbers are finite
+/// and never `-0.0`, see [`Value::number`]).
+fn num_key(v: Option<&Value>) -> u64 {
+    match v {
+        Some(Value::Number(x)) => {
+            let b = x.to_bits();
+            // Flip negatives entirely and set the sign bit of positives: unsigned order then
+            // equals numeric order. Zero maps to 1 << 63, far above 0 (missing).
+            if b >> 63 == 1 {
+                !b
+            } else {
+                b | 1 << 63
+            }
+        }
+        _ => 0,
+    }
+}
+
+fn cmp_opt(a: Option<&Value>, b: Option<&Value>) -> Ordering {
+    match (a, b) {
+        (Some(a), Some(b)) => a.total_cmp(b),
+        (None, None) => Ordering::Equal,
+        (None, _) => Ordering::Less,
+        (_, None) => Ordering::Greater,
+    }
+}
+
 fn elements(v: &Value) -> Box<dyn Iterator<Item = &str> + '_> {
     match v {
         Value::Set(s) => Box::new(s.iter().map(Name::as_str)),
@@ -184,34 +212,58 @@ fn elements(v: &Value) -> Box<dyn Iterator<Item = &str> + '_> {
 impl Index {
     pub fn build(path: &str, coll: Option<&Collection>) -> Index {
         let cpath = CPath::new(path);
-        let mut values = Vec::new();
-        let mut elems = Vec::new();
         let mut stats = NumStats::default();
-        if let Some(c) = coll {
-            values.reserve(c.count());
-            for (id, m) in c.iter() {
-                let v = cpath.get(m);
-                stats.update(v, true);
-                if let Some(v) = v {
-                    for e in elements(v) {
-                        elems.push(Entry::new(IKey::Val(Value::String(e.to_owned())), id));
-                    }
-                }
-                values.push(Entry::new(
-                    v.map_or(IKey::Missing, |v| IKey::Val(v.clone())),
-                    id,
-                ));
+        // Borrow first: (id, value at the path) in id order, so a position in `items` orders
+        // ties exactly as the ids do and sorting never compares or clones id strings.
+        let items: Vec<(&str, Option<&Value>)> = coll
+            .map(|c| c.iter().map(|(id, m)| (id, cpath.get(m))).collect())
+            .unwrap_or_default();
+        for (_, v) in &items {
+            stats.update(*v, true);
+        }
+        let mut order: Vec<u32> = (0..items.len() as u32).collect();
+        if items
+            .iter()
+            .all(|(_, v)| matches!(v, None | Some(Value::Number(_))))
+        {
+            // All numbers (or missing): sort plain integers. `num_key` preserves
+            // `f64::total_cmp`, and missing sorts first, as `IKey` orders them.
+            let mut keyed: Vec<(u64, u32)> = order
+                .iter()
+                .map(|&i| (num_key(items[i as usize].1), i))
+                .collect();
+            keyed.sort_unstable();
+            order = keyed.into_iter().map(|(_, i)| i).collect();
+        } else {
+            order.sort_unstable_by(|&a, &b| {
+                let key = |i: u32| items[i as usize].1;
+                cmp_opt(key(a), key(b)).then(a.cmp(&b))
+            });
+        }
+        let values: Vec<Entry> = order
+            .iter()
+            .map(|&i| {
+                let (id, v) = items[i as usize];
+                Entry::new(v.map_or(IKey::Missing, |v| IKey::Val(v.clone())), id)
+            })
+            .collect();
+        let mut elems: Vec<(&str, u32)> = Vec::new();
+        for (i, (_, v)) in items.iter().enumerate() {
+            if let Some(v) = v {
+                elems.extend(elements(v).map(|e| (e, i as u32)));
             }
         }
-        // Sorted first (unstable sort is faster), the sets bulk-build from sorted input.
-        values.sort_unstable();
         elems.sort_unstable();
         elems.dedup();
+        let elems = elems
+            .into_iter()
+            .map(|(e, i)| Entry::new(IKey::Val(Value::String(e.to_owned())), items[i as usize].0));
         Index {
             path: path.to_string(),
             cpath,
+            // Already in order: the bulk build's own sort only confirms one run.
             values: values.into_iter().collect(),
-            elems: elems.into_iter().collect(),
+            elems: elems.collect(),
             stats,
         }
     }
@@ -293,5 +345,40 @@ impl Index {
             ));
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod build_tests {
+    use super::*;
+
+    #[test]
+    fn num_key_orders_like_total_cmp_with_missing_first() {
+        let xs = [
+            -f64::MAX,
+            -1e300,
+            -2.5,
+            -1.0,
+            -f64::MIN_POSITIVE,
+            -5e-324,
+            0.0,
+            5e-324,
+            1.0,
+            2.5,
+            1e300,
+            f64::MAX,
+        ];
+        let vals: Vec<Option<Value>> = std::iter::once(None)
+            .chain(xs.iter().map(|&x| Some(Value::number(x).unwrap())))
+            .collect();
+        for a in &vals {
+            for b in &vals {
+                assert_eq!(
+                    num_key(a.as_ref()).cmp(&num_key(b.as_ref())),
+                    cmp_opt(a.as_ref(), b.as_ref()),
+                    "{a:?} vs {b:?}"
+                );
+            }
+        }
     }
 }
