@@ -439,126 +439,18 @@ impl ChangeSink for NoSink {
     fn changed(&mut self, _: &str, _: &str, _: Option<&Map>, _: Option<&Map>) {}
 }
 
-/// An item's id inside its collection. Ids of up to [`ItemId::INLINE`] bytes are stored inline,
-/// so a lookup compares bytes held in the tree node itself instead of following a pointer per
-/// comparison (the cache misses that dominate a lookup in a large collection), and a short id
-/// costs no allocation. Ordered bytewise, like `str`; look up with `id.as_bytes()`.
-#[derive(Clone)]
-pub struct ItemId(IdRepr);
+/// An item's id inside its collection: a [`Name`]. Ids of up to [`Name::INLINE`] bytes are
+/// stored inline, so a lookup compares bytes held in the tree node itself instead of following
+/// a pointer per comparison (the cache misses that dominate a lookup in a large collection), and
+/// a short id costs no allocation. Ordered bytewise, like `str`.
+pub type ItemId = Name;
 
-#[derive(Clone)]
-enum IdRepr {
-    /// Invariant: `buf[..len]` is a copy of a whole `&str` (valid UTF-8).
-    Inline {
-        len: u8,
-        buf: [u8; ItemId::INLINE],
-    },
-    Heap(Box<str>),
-}
-
-impl ItemId {
-    /// Longest id stored inline.
-    pub const INLINE: usize = 22;
-
-    #[inline]
-    pub fn new(s: &str) -> ItemId {
-        if s.len() <= Self::INLINE {
-            let mut buf = [0u8; Self::INLINE];
-            buf[..s.len()].copy_from_slice(s.as_bytes());
-            ItemId(IdRepr::Inline {
-                len: s.len() as u8,
-                buf,
-            })
-        } else {
-            ItemId(IdRepr::Heap(s.into()))
-        }
-    }
-
-    fn from_cow(s: Cow<'_, str>) -> ItemId {
-        match s {
-            Cow::Owned(o) if o.len() > Self::INLINE => ItemId(IdRepr::Heap(o.into_boxed_str())),
-            s => ItemId::new(&s),
-        }
-    }
-
-    pub fn as_bytes(&self) -> &[u8] {
-        match &self.0 {
-            IdRepr::Inline { len, buf } => &buf[..*len as usize],
-            IdRepr::Heap(s) => s.as_bytes(),
-        }
-    }
-
-    pub fn as_str(&self) -> &str {
-        match &self.0 {
-            // Always valid (see `IdRepr::Inline`); checked rather than assumed, the check is a
-            // few nanoseconds on a short id.
-            IdRepr::Inline { .. } => {
-                std::str::from_utf8(self.as_bytes()).expect("an ItemId holds UTF-8")
-            }
-            IdRepr::Heap(s) => s,
-        }
-    }
-}
-
-impl std::borrow::Borrow<[u8]> for ItemId {
-    fn borrow(&self) -> &[u8] {
-        self.as_bytes()
-    }
-}
-
-impl PartialEq for ItemId {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_bytes() == other.as_bytes()
-    }
-}
-impl Eq for ItemId {}
-impl PartialOrd for ItemId {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for ItemId {
-    #[inline]
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        match (&self.0, &other.0) {
-            // Zero-padded buffers compare like the strings they hold (a shorter string that is
-            // a prefix of the other compares lower either way; equal buffers differ only in
-            // trailing NULs, which the length orders). Two big-endian words, no byte loop.
-            (IdRepr::Inline { len: la, buf: a }, IdRepr::Inline { len: lb, buf: b }) => {
-                let hi =
-                    |x: &[u8; ItemId::INLINE]| u128::from_be_bytes(x[..16].try_into().unwrap());
-                let lo = |x: &[u8; ItemId::INLINE]| {
-                    let mut w = [0u8; 8];
-                    w[..6].copy_from_slice(&x[16..]);
-                    u64::from_be_bytes(w)
-                };
-                hi(a)
-                    .cmp(&hi(b))
-                    .then_with(|| lo(a).cmp(&lo(b)))
-                    .then_with(|| la.cmp(lb))
-            }
-            _ => self.as_bytes().cmp(other.as_bytes()),
-        }
-    }
-}
-impl std::hash::Hash for ItemId {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.as_bytes().hash(state)
-    }
-}
-impl std::fmt::Debug for ItemId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(self.as_str(), f)
-    }
-}
-impl std::fmt::Display for ItemId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-impl From<&str> for ItemId {
-    fn from(s: &str) -> ItemId {
-        ItemId::new(s)
+/// An id from a borrowed or owned string, reusing an owned string's allocation when the id is
+/// too long to be held inline.
+fn id_from_cow(s: Cow<'_, str>) -> ItemId {
+    match s {
+        Cow::Owned(o) => Name::from_string(o),
+        Cow::Borrowed(b) => Name::new(b),
     }
 }
 
@@ -666,14 +558,14 @@ impl State {
             // Building the key costs no allocation: one search through the entry API.
             coll.items.entry(ItemId::new(&id)).or_insert_with(Item::new)
         } else {
-            match coll.items.get_mut(id.as_bytes()) {
+            match coll.items.get_mut(&*id) {
                 Some(i) => i,
                 None => {
                     // Move an owned id into the map unless the sink still needs it.
                     let key = if watch {
                         ItemId::new(&id)
                     } else {
-                        ItemId::from_cow(std::mem::take(&mut id))
+                        id_from_cow(std::mem::take(&mut id))
                     };
                     coll.items.entry(key).or_insert_with(Item::new)
                 }
@@ -840,8 +732,8 @@ mod tests {
             }
         }
         let long = "z".repeat(40);
-        assert_eq!(ItemId::from_cow(Cow::Owned(long.clone())).as_str(), long);
-        assert_eq!(ItemId::from_cow(Cow::Borrowed("short")).as_str(), "short");
+        assert_eq!(id_from_cow(Cow::Owned(long.clone())).as_str(), long);
+        assert_eq!(id_from_cow(Cow::Borrowed("short")).as_str(), "short");
     }
 
     #[test]
