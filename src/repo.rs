@@ -915,6 +915,7 @@ impl<S: Storage> Repo<S> {
                     ));
                 }
             }
+            check_received(&commit)?;
             let ms = commit.hlc >> 16;
             if ms > now.saturating_add(self.opts.max_clock_skew_ms) {
                 return Err(Error::ClockSkew {
@@ -1056,6 +1057,43 @@ impl<S: Storage> Repo<S> {
         report.items = self.core.state.len();
         Ok(report)
     }
+}
+
+/// The structural and size rules a local write obeys, applied to a received commit, so a peer
+/// cannot make this replica store what it could not have written itself: nested field names,
+/// nesting depth, finite numbers, and [`MAX_ITEM_BYTES`] per change (measured as for a local
+/// write). Schemas are local and not applied (docs/design.md §13).
+fn check_received(commit: &Commit) -> Result<()> {
+    for ch in &commit.changes {
+        let path = |field: &str| format!("{}/{}.{field}", ch.collection, ch.id);
+        let size = match &ch.op {
+            Op::Delete => 0,
+            Op::Put(m) => {
+                for (name, v) in m {
+                    v.validate(&path(name))?;
+                }
+                Value::map_encoded_len(m)
+            }
+            Op::Patch(ops) => {
+                let mut size = 0;
+                for (name, fop) in ops {
+                    match fop {
+                        FieldOp::Assign(v) => {
+                            v.validate(&path(name))?;
+                            size += v.encoded_len();
+                        }
+                        FieldOp::Unset => {}
+                        FieldOp::SetEdit { add, .. } => {
+                            size += add.iter().map(|e| e.len() + 5).sum::<usize>();
+                        }
+                    }
+                }
+                size
+            }
+        };
+        check_size(&ch.collection, &ch.id, size)?;
+    }
+    Ok(())
 }
 
 fn check_size(coll: &str, id: &str, size: usize) -> Result<()> {

@@ -331,3 +331,68 @@ fn keys_round_trip_through_export() {
     id.public().verify(b"m", &sig).unwrap();
     assert!(ibexdb::PublicKey::from_bytes(&[2u8; 10]).is_err());
 }
+
+/// A signed commit and its seal from peer `n`, built directly (a peer's local API would refuse
+/// these values), with the given changes.
+fn crafted(
+    n: u8,
+    changes: Vec<ibexdb::commit::Change>,
+) -> (Vec<(ibexdb::CommitId, Vec<u8>)>, Vec<Vec<u8>>) {
+    let c = Commit {
+        trusted: false,
+        author: ident(n).public(),
+        hlc: T0 << 16,
+        parents: vec![],
+        changes,
+    };
+    let bytes = c.encode();
+    let id = ibexdb::CommitId::of(&bytes);
+    let seal = Seal::create(&ident(n), &[id]).encode();
+    (vec![(id, bytes)], vec![seal])
+}
+
+#[test]
+fn received_commits_obey_the_rules_of_local_writes() {
+    use ibexdb::commit::{Change, FieldOp, Op};
+    let change = |op| Change {
+        collection: "items".into(),
+        id: "1".into(),
+        op,
+    };
+    let mut b = open(2);
+    put(&mut b, "notes/x", map! {"t" => "mine"}.as_map());
+    let before = b.state_hash();
+    let log_before = b.log_len();
+
+    // A nested field name the local API refuses (empty), inside a put.
+    let mut inner = ibexdb::Map::new();
+    inner.insert("".into(), Value::Null);
+    let mut m = ibexdb::Map::new();
+    m.insert("meta".into(), Value::Map(inner.clone()));
+    let (c, s) = crafted(1, vec![change(Op::Put(m))]);
+    match b.receive(&c, &s).unwrap_err() {
+        Error::InvalidValue { path, .. } => assert!(path.starts_with("items/1.meta"), "{path}"),
+        other => panic!("expected InvalidValue, got {other:?}"),
+    }
+    // The same inside a patch.
+    let mut ops = std::collections::BTreeMap::new();
+    ops.insert("meta".to_string(), FieldOp::Assign(Value::Map(inner)));
+    let (c, s) = crafted(1, vec![change(Op::Patch(ops))]);
+    assert!(matches!(b.receive(&c, &s), Err(Error::InvalidValue { .. })));
+
+    // An item over MAX_ITEM_BYTES, though the commit is within the frame limit.
+    let big = "x".repeat(ibexdb::value::MAX_ITEM_BYTES + 1);
+    let mut m = ibexdb::Map::new();
+    m.insert("body".into(), Value::String(big));
+    let (c, s) = crafted(1, vec![change(Op::Put(m))]);
+    assert!(matches!(b.receive(&c, &s), Err(Error::TooLarge { .. })));
+
+    // Nothing was stored or applied.
+    assert_eq!(b.state_hash(), before);
+    assert_eq!(b.log_len(), log_before);
+    assert_eq!(b.get("items/1").unwrap(), None);
+
+    // A well-formed crafted commit is accepted: the checks are not over-broad.
+    let (c, s) = crafted(1, vec![change(Op::Put(item(1)))]);
+    assert_eq!(b.receive(&c, &s).unwrap().applied, 1);
+}
