@@ -334,10 +334,7 @@ fn keys_round_trip_through_export() {
 
 /// A signed commit and its seal from peer `n`, built directly (a peer's local API would refuse
 /// these values), with the given changes.
-fn crafted(
-    n: u8,
-    changes: Vec<ibexdb::commit::Change>,
-) -> (Vec<(ibexdb::CommitId, Vec<u8>)>, Vec<Vec<u8>>) {
+fn crafted(n: u8, changes: Vec<ibexdb::commit::Change>) -> ibexdb::repo::Export {
     let c = Commit {
         trusted: false,
         author: ident(n).public(),
