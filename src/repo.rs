@@ -455,7 +455,8 @@ impl<S: Storage> Repo<S> {
         self.opts.trusted
     }
 
-    /// Declare (or replace) a collection's schema; builds its declared indexes.
+    /// Declare (or replace) a collection's schema and its indexes (built on first use, see
+    /// [`QueryEngine::set_indexes`]).
     pub fn define_schema(&mut self, collection: &str, schema: Schema) -> Result<()> {
         crate::key::validate_collection(collection)?;
         self.query

@@ -538,6 +538,8 @@ fn queries_agree_with_reference_and_across_plans() {
         // them at the end; `plain` has none.
         let mut maintained = QueryEngine::new();
         maintained.set_indexes(COLL, &indexed_paths(), &state);
+        maintained.build_indexes(&state);
+        assert!(maintained.indexes_built(COLL));
         let pool = r.random_range(5..60);
         for hlc in 1..r.random_range(2..40) {
             let ch = rnd_commit(&mut r, &state, pool);
@@ -689,6 +691,10 @@ fn live_queries_track_fresh_runs() {
         let mut engine = QueryEngine::new();
         if r.random_bool(0.7) {
             engine.set_indexes(COLL, &indexed_paths(), &state);
+            // Built now (then maintained by every commit below) or on first use.
+            if r.random_bool(0.5) {
+                engine.build_indexes(&state);
+            }
         }
         let pool = r.random_range(4..40);
         let mut hlc = 1;
@@ -773,6 +779,7 @@ fn live_window_survives_bulk_commits() {
     let mut state = State::new();
     let mut engine = QueryEngine::new();
     engine.set_indexes(COLL, &["a".to_string()], &state);
+    engine.build_indexes(&state);
     let put = |i: usize, a: i64| {
         (
             format!("k{i:04}"),
@@ -975,6 +982,12 @@ fn verify_detects_a_stale_index_and_live_query() {
         1,
         vec![("x".into(), put(1)), ("y".into(), put(2))],
     );
+    // Declared indexes are built on first use, from the state as it is then.
+    assert!(!engine.indexes_built(COLL));
+    let by_a = Query::from_json(&json!({"collection": COLL, "where": {"a": {"gte": 2}}})).unwrap();
+    assert_eq!(engine.run(&state, &by_a).unwrap().rows.len(), 1);
+    assert!(engine.indexes_built(COLL));
+    assert!(engine.watches(COLL));
     engine.verify_indexes(&state).unwrap();
     // A change the engine never saw: the index is now stale.
     commit(&mut state, &mut NoSink, 2, vec![("x".into(), put(5))]);
@@ -985,6 +998,7 @@ fn verify_detects_a_stale_index_and_live_query() {
     // Rebuilt: fine again. Then a stale live query.
     let mut engine = QueryEngine::new();
     engine.set_indexes(COLL, &["a".to_string()], &state);
+    engine.run(&state, &by_a).unwrap();
     engine.verify_indexes(&state).unwrap();
     let q = Query::from_json(&json!({"collection": COLL, "sort": ["a"]})).unwrap();
     engine.subscribe(&state, q).unwrap();

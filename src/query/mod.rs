@@ -135,6 +135,7 @@ use eval::{check_sortable, cmp_items, matches, set_sort_error, CFilter, CSort, C
 use index::{Entry, IKey, Index};
 use live::LiveQuery;
 use plan::{choose, Choice};
+use std::cell::OnceCell;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
 
@@ -165,10 +166,32 @@ pub fn rows_to_json(rows: &[(String, Map)]) -> serde_json::Value {
     )
 }
 
+/// One collection's declared indexes. They are built from the state on first use (a query,
+/// count, aggregate, live query or explain on the collection), not when declared: opening a
+/// repository does not pay for indexes the session never uses, and the build reads the state as
+/// it is then. Once built they are maintained by every applied commit.
+#[derive(Debug, Default)]
+struct Declared {
+    /// Valid, distinct paths, in declaration order.
+    paths: Vec<String>,
+    built: OnceCell<BTreeMap<String, Index>>,
+}
+
+impl Declared {
+    fn get(&self, coll: Option<&Collection>) -> &BTreeMap<String, Index> {
+        self.built.get_or_init(|| {
+            self.paths
+                .iter()
+                .map(|p| (p.clone(), Index::build(p, coll)))
+                .collect()
+        })
+    }
+}
+
 /// Indexes per collection plus live queries. See the module docs.
 #[derive(Debug, Default)]
 pub struct QueryEngine {
-    indexes: BTreeMap<String, BTreeMap<String, Index>>,
+    indexes: BTreeMap<String, Declared>,
     lives: BTreeMap<LiveId, LiveQuery>,
     live_colls: BTreeMap<String, Vec<LiveId>>,
     next_live: u64,
@@ -307,38 +330,81 @@ impl QueryEngine {
         Self::default()
     }
 
-    /// (Re)declare the indexed paths of a collection and build them from the current state.
-    /// Indexes on paths declared before are kept as they are; invalid paths are ignored.
+    /// (Re)declare the indexed paths of a collection; invalid paths are ignored. When the
+    /// collection's indexes were built already, those on paths declared before are kept and
+    /// new ones are built now; otherwise all are built on first use (see [`Declared`]).
     pub fn set_indexes(&mut self, collection: &str, paths: &[String], state: &State) {
-        let mut old = self.indexes.remove(collection).unwrap_or_default();
-        let mut new = BTreeMap::new();
+        let old = self.indexes.remove(collection).unwrap_or_default();
+        let mut valid: Vec<String> = Vec::new();
         for p in paths {
-            if ast::check_path(p, "index").is_err() || new.contains_key(p) {
-                continue;
+            if ast::check_path(p, "index").is_ok() && !valid.contains(p) {
+                valid.push(p.clone());
             }
-            let ix = old
-                .remove(p)
-                .unwrap_or_else(|| Index::build(p, state.collection(collection)));
-            new.insert(p.clone(), ix);
         }
-        if !new.is_empty() {
-            self.indexes.insert(collection.to_string(), new);
+        if valid.is_empty() {
+            return;
+        }
+        let built = OnceCell::new();
+        if let Some(mut old) = old.built.into_inner() {
+            let coll = state.collection(collection);
+            let map = valid
+                .iter()
+                .map(|p| {
+                    let ix = old.remove(p).unwrap_or_else(|| Index::build(p, coll));
+                    (p.clone(), ix)
+                })
+                .collect();
+            let _ = built.set(map);
+        }
+        self.indexes.insert(
+            collection.to_string(),
+            Declared {
+                paths: valid,
+                built,
+            },
+        );
+    }
+
+    /// The indexed paths of a collection, in key order.
+    pub fn indexed_paths(&self, collection: &str) -> Vec<String> {
+        let mut p = self
+            .indexes
+            .get(collection)
+            .map(|d| d.paths.clone())
+            .unwrap_or_default();
+        p.sort();
+        p
+    }
+
+    /// Build every declared index that is not built yet (they are otherwise built on first
+    /// use), e.g. ahead of queries, in idle time.
+    pub fn build_indexes(&self, state: &State) {
+        for (c, d) in &self.indexes {
+            d.get(state.collection(c));
         }
     }
 
-    /// The indexed paths of a collection.
-    pub fn indexed_paths(&self, collection: &str) -> Vec<String> {
+    /// Whether `collection`'s declared indexes have been built (they are on first use).
+    pub fn indexes_built(&self, collection: &str) -> bool {
         self.indexes
             .get(collection)
-            .map(|m| m.keys().cloned().collect())
-            .unwrap_or_default()
+            .is_some_and(|d| d.built.get().is_some())
+    }
+
+    /// The collection's indexes, built now if this is their first use.
+    fn indexes_of(
+        &self,
+        collection: &str,
+        coll: Option<&Collection>,
+    ) -> Option<&BTreeMap<String, Index>> {
+        Some(self.indexes.get(collection)?.get(coll))
     }
 
     fn plan_for<'q, 's>(&'s self, coll: &Collection, q: &'q Query) -> (Choice<'q, 's>, Plan) {
         let k = q.limit.map(|l| q.offset.saturating_add(l));
         choose(
             coll.count(),
-            self.indexes.get(&q.collection),
+            self.indexes_of(&q.collection, Some(coll)),
             q.filter.as_ref(),
             &q.sort,
             k,
@@ -407,7 +473,9 @@ impl QueryEngine {
         q: &Query,
         c: &Compiled,
     ) -> Result<Vec<(&'a str, &'a Map)>> {
-        let indexes = &self.indexes[&q.collection];
+        let indexes = self
+            .indexes_of(&q.collection, Some(coll))
+            .expect("an ordered walk uses an index of this collection");
         // Sets sort last in every index: a matching one makes the query invalid.
         for s in &c.sort {
             for e in indexes[&s.field].set_entries() {
@@ -474,7 +542,7 @@ impl QueryEngine {
         let Some(f) = filter else {
             return Ok(coll.count());
         };
-        let indexes = self.indexes.get(collection);
+        let indexes = self.indexes_of(collection, Some(coll));
         if let Some(ixs) = indexes {
             if let Some(c) = plan::candidates(f, ixs).into_iter().find(|c| c.covers) {
                 return Ok(c.source.count(c.index, usize::MAX));
@@ -501,11 +569,8 @@ impl QueryEngine {
     /// Aggregates: `{"name": value, ..}`, or `{"groups": [{"key": .., "name": ..}, ..]}`.
     pub fn aggregate(&self, state: &State, q: &AggregateQuery) -> Result<serde_json::Value> {
         q.validate()?;
-        agg::aggregate(
-            state.collection(&q.collection),
-            self.indexes.get(&q.collection),
-            q,
-        )
+        let coll = state.collection(&q.collection);
+        agg::aggregate(coll, self.indexes_of(&q.collection, coll), q)
     }
 
     /// Start a live query; returns its id and initial rows (equal to `run(q).rows`).
@@ -515,7 +580,7 @@ impl QueryEngine {
         if let Some(coll) = state.collection(&q.collection) {
             let (choice, _) = choose(
                 coll.count(),
-                self.indexes.get(&q.collection),
+                self.indexes_of(&q.collection, Some(coll)),
                 q.filter.as_ref(),
                 &[],
                 None,
@@ -569,7 +634,13 @@ impl QueryEngine {
     /// Rebuild every index (and every live query's match set) from `state` and compare with
     /// the maintained ones.
     pub fn verify_indexes(&self, state: &State) -> Result<()> {
-        for (c, ixs) in &self.indexes {
+        // Indexes not built yet hold nothing to compare: their first use builds them from the
+        // state.
+        for (c, ixs) in self
+            .indexes
+            .iter()
+            .filter_map(|(c, d)| Some((c, d.built.get()?)))
+        {
             for (path, ix) in ixs {
                 let fresh = Index::build(path, state.collection(c));
                 if let Some(d) = ix.diff(&fresh) {
@@ -622,11 +693,15 @@ impl QueryEngine {
 
 impl ChangeSink for QueryEngine {
     fn watches(&self, collection: &str) -> bool {
-        self.indexes.contains_key(collection) || self.live_colls.contains_key(collection)
+        self.indexes_built(collection) || self.live_colls.contains_key(collection)
     }
 
     fn changed(&mut self, collection: &str, id: &str, old: Option<&Map>, new: Option<&Map>) {
-        if let Some(ixs) = self.indexes.get_mut(collection) {
+        if let Some(ixs) = self
+            .indexes
+            .get_mut(collection)
+            .and_then(|d| d.built.get_mut())
+        {
             for ix in ixs.values_mut() {
                 ix.changed(id, old, new);
             }
