@@ -75,6 +75,8 @@ test: setup check test-rust wasm tsc browser-test
 # cannot run here" (no Chromium, page failed to load): then fall back to native `cargo bench`.
 # Any other failure (an engine error, a BENCH_ASSERT ceiling) fails the target.
 bench: setup wasm
+	$(call step,bench: build the sync server the sync-latency row starts (cargo build --release -p ibexdb-server))
+	cargo build --release -p ibexdb-server
 	$(call step,bench: browser benchmark (sizes=$${BENCH_SIZES:-100000} engines=$${BENCH_ENGINES:-all available}))
 	@rc=0; node scripts/bench.mjs || rc=$$?; \
 	if [ $$rc -eq 3 ]; then \

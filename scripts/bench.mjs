@@ -22,6 +22,7 @@
 // `make bench` then falls back to `cargo bench`.
 
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { fillSyncLatency, SYNC_ROW } from './sync-latency.mjs';
 import { existsSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import os from 'node:os';
@@ -286,6 +287,11 @@ async function main() {
     } catch (err) {
       console.error(`bench: run failed: ${err.message.split('\n')[0]}`);
       return 1;
+    }
+    if (results.options.rows.includes(SYNC_ROW)) {
+      const serverBin = process.env.IBEXDB_SERVER || path.join(ROOT, 'target/release/ibexdb-server');
+      const writes = plan === 'full' ? 100 : 5;
+      for (const line of await fillSyncLatency(results, { browser, baseUrl: server.url, serverBin, writes })) console.log(`  ${line}`);
     }
     const sqlitePkg = JSON.parse(await readFile(path.join(ROOT, 'node_modules/@sqlite.org/sqlite-wasm/package.json'), 'utf8')).version;
     const machine = machineInfo();

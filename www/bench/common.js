@@ -179,8 +179,10 @@ export const ROWS = [
   },
   {
     id: 'sync-latency', suite: 'core', label: 'sync latency (two pages through the server)', scale: '1',
-    na: 'not available: sync server not built',
-    worker: 'a write on one page until it is visible in a live query on another page, through the sync server',
+    // A page cannot start ibexdb-server or a second browser context: the driver measures this
+    // row (scripts/sync-latency.mjs, from scripts/bench.mjs) and replaces the placeholder.
+    na: 'measured by the benchmark driver (make bench), not by this page',
+    page: 'a put on page A until the row is reported by a live query on page B (another browser context, its own OPFS), through ibexdb-server on 127.0.0.1: A\'s durable write, the seal (signed engines), the server\'s verification and fsync before it relays, B\'s verification and apply',
   },
   // --- relational workloads after go-sqlite-bench (fresh database per workload) ---------------
   {
