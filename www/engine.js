@@ -1,6 +1,7 @@
 // The ibexdb engine inside a dedicated worker, without the page API: OPFS files, the identity,
-// the wasm instance and panic recovery. `www/worker.js` builds the page protocol on top of it;
-// a benchmark worker can use it directly to time engine cost without messaging:
+// the wasm instance and panic recovery. `EngineHandle` is the one interface to the wasm engine:
+// the runtime worker (`www/worker.js`), sync (`www/sync.js`) and the benchmark adapter all call
+// its methods; nothing else touches the wasm object. It can be used directly in a worker:
 //
 //   import { openEngine } from '/www/engine.js';
 //   const eng = await openEngine('bench', { trusted: false });
@@ -16,7 +17,7 @@
 import { TxnBuilder, decode, decodeMany, decodeRows, encode, encodeObject, revive } from './codec.js';
 export { TxnBuilder };
 import * as glue0 from '../pkg/ibexdb.js';
-import { InvalidKeyError, InvalidValueError, PanicError, QuotaExceededError, StorageUnavailableError, fromWire } from './errors.js';
+import { ClosedError, InvalidKeyError, InvalidValueError, PanicError, QuotaExceededError, StorageUnavailableError, fromWire } from './errors.js';
 
 const PKG_JS = new URL('../pkg/ibexdb.js', import.meta.url);
 const PKG_WASM = new URL('../pkg/ibexdb_bg.wasm', import.meta.url);
@@ -33,7 +34,8 @@ export const SNAPSHOT_MIN_TAIL = 8 << 20;
 let compiled = null; // Promise<WebAssembly.Module>
 /** @type {Promise<{glue: any, memory: WebAssembly.Memory}> | null} the first instance */
 let first = null;
-let generation = 0;
+/** Fresh instances made so far (each imports the glue under its own URL). */
+let freshInstances = 0;
 let lastPanic = null;
 globalThis.__ibexdbPanic = (msg) => {
   lastPanic = String(msg);
@@ -64,14 +66,14 @@ export function preloadWasm() {
  * @returns {Promise<{glue: any, memory: WebAssembly.Memory}>}
  */
 function loadWasm(fresh) {
-  if (fresh) generation++;
-  if (generation === 0 && first) return first;
+  if (fresh) freshInstances++;
+  if (freshInstances === 0 && first) return first;
   compiled ??= WebAssembly.compileStreaming(fetch(PKG_WASM)).catch((e) => {
     compiled = null;
     throw e;
   });
-  const p = instantiate(generation === 0 ? PKG_JS.href : `${PKG_JS.href}?instance=${generation}`);
-  if (generation === 0) {
+  const p = instantiate(freshInstances === 0 ? PKG_JS.href : `${PKG_JS.href}?instance=${freshInstances}`);
+  if (freshInstances === 0) {
     first = p;
     p.catch(() => {
       first = null;
@@ -198,20 +200,64 @@ function rethrow(e, eng) {
  */
 
 /**
- * One open repository: the wasm `Engine` plus its OPFS handles.
+ * What the engine's sync client made of one server message (`EngineHandle.syncHandle`).
+ * @typedef {object} SyncEvent
+ * @property {'welcome' | 'received' | 'acked' | 'error'} event
+ * @property {number} cursor the last server sequence received
+ * @property {number} pushFrom local commit-table entries before it are known to the server
+ * @property {number} [head] welcome: the server's last sequence
+ * @property {number} [applied] received: commits applied
+ * @property {number} [duplicates] received: commits already held
+ * @property {number} [count] acked: commits the server stored
+ * @property {number} [code] error: the server's error code
+ * @property {string} [message] error: its text
+ */
+
+/**
+ * Sizes and counters of an open repository (`Engine.stats` of the bindings).
+ * @typedef {object} EngineStats
+ * @property {number} logBytes
+ * @property {number} snapshotBytes
+ * @property {number} tailBytes log bytes not covered by the snapshot
+ * @property {number} unsealed
+ * @property {boolean} unflushed
+ * @property {number} commits
+ * @property {number} items
+ * @property {number} pending commits waiting for missing parents
+ * @property {{fromSnapshot: boolean, replayedFrames: number, truncatedTail: number[] | null, repaired: number[][]}} open
+ */
+
+/**
+ * One open repository: the wasm `Engine` plus its OPFS handles, and the only code that touches
+ * the wasm object. Everything the runtime worker (`worker.js`), sync (`sync.js`) and the
+ * benchmark adapter need is a method here, and every call goes through the same error mapping
+ * (core errors become `IbexError` subclasses, traps become `PanicError` and mark the handle dead).
+ *
+ * Two forms of the same operations:
+ * - values: `get`, `getMany`, `put`, `update`, `query`, … take and return JS values (encoded and
+ *   decoded with codec.js);
+ * - JSON text (`…Json`): take and return the engine's JSON text unchanged, as it travels between
+ *   the page and the worker (the worker never decodes what it only passes on).
+ *
+ * Reads, writes and maintenance are synchronous; only `close()` and `recover()` are async.
+ * Nothing is flushed, sealed or snapshotted behind the caller's back: the worker decides when
+ * (policy.js).
  */
 export class EngineHandle {
   /** @param {string} name @param {EngineOptions} opts */
   constructor(name, opts) {
+    /** Repository name (also the OPFS directory). */
     this.name = name;
+    /** @type {EngineOptions} */
     this.options = opts;
-    /** @type {any} the wasm Engine (JSON-string methods) */
-    this.raw = null;
+    /** @type {any} the wasm Engine; touched only through `_call` */
+    this._raw = null;
     /** @type {any[]} open sync access handles */
     this._handles = [];
-    /** @type {Map<string, string>} collection -> schema JSON, re-applied after recovery */
-    this.schemas = new Map();
+    /** @type {Map<string, string>} collection -> schema JSON, re-declared after recovery */
+    this._schemas = new Map();
     this._dead = false;
+    this._generation = 0;
     /** @type {string|null} public key hex (null in trusted mode) */
     this.identity = null;
     /** @type {WebAssembly.Memory | null} the instance's memory (getInto results are read from it) */
@@ -223,6 +269,7 @@ export class EngineHandle {
     this._slot = 0;
   }
 
+  /** @param {boolean} fresh a new wasm instance (after a panic) */
   async _open(fresh) {
     // The wasm instance and the OPFS files are independent: get them at the same time.
     const wasm = loadWasm(fresh);
@@ -270,17 +317,18 @@ export class EngineHandle {
         quotaBytes: opts.quotaBytes ?? null,
       });
       try {
-        this.raw = glue.Engine.open(log, snap, engineOpts, secret);
+        this._raw = glue.Engine.open(log, snap, engineOpts, secret);
       } catch (e) {
         throw rethrow(e, this);
       }
       this._handles = handles;
       this._dead = false;
+      this._generation++;
       this._memory = memory;
       this._u8 = new Uint8Array(0);
-      this._slot = this.raw.outSlot() >>> 2;
-      this.identity = this.raw.identity() ?? null;
-      for (const [c, s] of this.schemas) this.raw.defineSchema(c, s);
+      this._slot = this._raw.outSlot() >>> 2;
+      this.identity = this._raw.identity() ?? null;
+      for (const [c, s] of this._schemas) this._raw.defineSchema(c, s);
     } catch (e) {
       for (const h of handles) {
         try {
@@ -293,11 +341,17 @@ export class EngineHandle {
     }
   }
 
-  /** Run a synchronous engine call, mapping errors (and traps) to ibexdb errors. */
+  /**
+   * Run a synchronous call on the wasm object, mapping errors (and traps) to ibexdb errors.
+   * @template T
+   * @param {(raw: any) => T} f
+   * @returns {T}
+   */
   _call(f) {
     if (this._dead) throw new PanicError('the engine panicked earlier and has not been recovered (await recover())');
+    if (this._raw === null) throw new ClosedError(`repository ${this.name} is closed`);
     try {
-      return f(this.raw);
+      return f(this._raw);
     } catch (e) {
       throw rethrow(e, this);
     }
@@ -309,12 +363,32 @@ export class EngineHandle {
   }
 
   /**
+   * Counts the wasm Engines this handle has opened: 1 after `openEngine`, one more after every
+   * `recover()`. State that lives inside the engine (live queries, the sync client) must be
+   * re-created when it changes.
+   */
+  get generation() {
+    return this._generation;
+  }
+
+  /** Whether the repository was opened in trusted mode (unsigned commits). */
+  get trusted() {
+    return !!this.options.trusted;
+  }
+
+  /** Bytes of the wasm instance's linear memory (a high-water mark: it never shrinks). */
+  get memoryBytes() {
+    return this._memory ? this._memory.buffer.byteLength : 0;
+  }
+
+  /**
    * After a PanicError: drop the trapped instance, release the files and reopen the
-   * repository from OPFS in a fresh wasm instance (what was not flushed is gone).
+   * repository from OPFS in a fresh wasm instance (what was not flushed is gone). Schemas
+   * declared before are declared again.
    */
   async recover() {
     this._release();
-    this.raw = null;
+    this._raw = null;
     await this._open(true);
   }
 
@@ -346,7 +420,7 @@ export class EngineHandle {
     const ptr = this._u32[this._slot];
     return utf8.decode(u8.subarray(ptr, ptr + this._u32[this._slot + 1]));
   }
-  /** @param {string} key */
+  /** @param {string} key @returns {any} the item, or undefined */
   get(key) {
     const st = this._call((r) => r.getInto(key));
     if (st === 0) return undefined;
@@ -358,59 +432,89 @@ export class EngineHandle {
   getJson(key) {
     return this._call((r) => r.getInto(key)) === 0 ? undefined : this._outText();
   }
-  /** @param {string[]} keys */
+  /** @param {string[]} keys @returns {any[]} the items, undefined where missing */
   getMany(keys) {
-    const text = JSON.stringify(keys);
-    return decodeMany(this._call((r) => r.getMany(text)));
+    return decodeMany(this.getManyJson(JSON.stringify(keys)));
+  }
+  /** @param {string} keysJson a JSON array of keys @returns {string} a JSON array, null where missing */
+  getManyJson(keysJson) {
+    return this._call((r) => r.getMany(keysJson));
   }
   /** @param {object} q @returns {{id: string, value: any}[]} */
   query(q) {
-    const text = encode(q, 'query');
-    return decodeRows(this._call((r) => r.query(text)));
+    return decodeRows(this.queryJson(encode(q, 'query')));
   }
-  /** @param {object} q */
+  /** @param {string} qJson @returns {string} `[[id, value], ...]` */
+  queryJson(qJson) {
+    return this._call((r) => r.query(qJson));
+  }
+  /** @param {object} q @returns {Record<string, unknown>} the plan */
   explain(q) {
-    const text = encode(q, 'query');
-    return JSON.parse(this._call((r) => r.explain(text)));
+    return JSON.parse(this.explainJson(encode(q, 'query')));
   }
-  /** @param {string} collection @param {object} [where] */
+  /** @param {string} qJson @returns {string} */
+  explainJson(qJson) {
+    return this._call((r) => r.explain(qJson));
+  }
+  /** @param {string} collection @param {object} [where] @returns {number} */
   count(collection, where) {
-    const w = where === undefined ? undefined : encode(where, 'where');
-    return this._call((r) => r.count(collection, w));
+    return this.countJson(collection, where === undefined ? undefined : encode(where, 'where'));
+  }
+  /** @param {string} collection @param {string | null} [whereJson] @returns {number} */
+  countJson(collection, whereJson) {
+    return this._call((r) => r.count(collection, whereJson ?? undefined));
   }
   /** @param {string} collection @returns {string[]} */
   keys(collection) {
-    return JSON.parse(this._call((r) => r.keys(collection)));
+    return JSON.parse(this.keysJson(collection));
   }
-  /** @param {object} q */
+  /** @param {string} collection @returns {string} a JSON array of ids */
+  keysJson(collection) {
+    return this._call((r) => r.keys(collection));
+  }
+  /** @param {object} q @returns {any} */
   aggregate(q) {
-    const text = encode(q, 'aggregate');
-    return decode(this._call((r) => r.aggregate(text)));
+    return decode(this.aggregateJson(encode(q, 'aggregate')));
   }
-  /** @param {string} key */
+  /** @param {string} qJson @returns {string} */
+  aggregateJson(qJson) {
+    return this._call((r) => r.aggregate(qJson));
+  }
+  /** @param {string} key @returns {any[]} */
   history(key) {
-    return decode(this._call((r) => r.history(key)));
+    return decode(this.historyJson(key));
+  }
+  /** @param {string} key @returns {string} */
+  historyJson(key) {
+    return this._call((r) => r.history(key));
   }
 
   // ----- writes (buffered until flush) -------------------------------------------------
 
   /** @param {string} key @param {object} value */
   put(key, value) {
-    const text = encodeObject(value, key);
-    this._call((r) => r.put(key, text));
+    this.putJson(key, encodeObject(value, key));
+  }
+  /** @param {string} key @param {string} valueJson */
+  putJson(key, valueJson) {
+    this._call((r) => r.put(key, valueJson));
   }
   /** @param {string} key @param {object} fields */
   update(key, fields) {
-    const text = encodeObject(fields, key);
-    this._call((r) => r.update(key, text));
+    this.updateJson(key, encodeObject(fields, key));
+  }
+  /** @param {string} key @param {string} fieldsJson */
+  updateJson(key, fieldsJson) {
+    this._call((r) => r.update(key, fieldsJson));
   }
   /** @param {string} key */
   delete(key) {
     this._call((r) => r.delete(key));
   }
   /**
-   * One atomic commit. `ops` is either the JSON text of an op list or a function receiving a
-   * builder with put/update/delete/unset/setAdd/setRemove.
+   * One atomic commit. `ops` is either the JSON text of an op list (`[["put", key, value], …]`,
+   * what `TxnBuilder.toJSON()` makes) or a function receiving a builder with
+   * put/update/delete/unset/setAdd/setRemove.
    * @param {string | ((tx: TxnBuilder) => void)} ops
    */
   transaction(ops) {
@@ -424,30 +528,37 @@ export class EngineHandle {
   }
   /** @param {string} collection @param {object} schema */
   defineSchema(collection, schema) {
-    const text = JSON.stringify(schema);
-    this._call((r) => r.defineSchema(collection, text));
-    this.schemas.set(collection, text);
+    this.defineSchemaJson(collection, JSON.stringify(schema));
+  }
+  /**
+   * Declare (or replace) a collection's schema. The handle keeps it and declares it again on
+   * every engine it opens (`recover()`).
+   * @param {string} collection @param {string} schemaJson
+   */
+  defineSchemaJson(collection, schemaJson) {
+    this._call((r) => r.defineSchema(collection, schemaJson));
+    this._schemas.set(collection, schemaJson);
   }
 
   // ----- live queries ------------------------------------------------------------------
 
   /**
-   * Start a live query. `rowsJson` is `[[id, value], ...]` (decode with codec.decodeRows).
-   * @param {object} q @returns {{id: number, rowsJson: string}}
+   * Start a live query. `rowsJson` is its first result, `[[id, value], ...]` (decode with
+   * codec.decodeRows); its changes come from `takeLiveChanges()` under `id`.
+   * @param {string} qJson @returns {{id: number, rowsJson: string}}
    */
-  subscribe(q) {
-    const text = encode(q, 'query');
-    const out = this._call((r) => r.subscribe(text));
+  subscribeJson(qJson) {
+    const out = this._call((r) => r.subscribe(qJson));
     const i = out.indexOf(',"rows":');
     return { id: Number(out.slice(6, i)), rowsJson: out.slice(i + 8, -1) };
   }
-  /** @param {number} id */
+  /** @param {number} id @returns {boolean} whether it existed */
   unsubscribe(id) {
     return this._call((r) => r.unsubscribe(id));
   }
-  /** JSON text of pending live changes, or undefined. */
+  /** @returns {string | undefined} JSON text of the live changes since the last call */
   takeLiveChanges() {
-    return this._call((r) => r.takeLiveChanges());
+    return this._call((r) => r.takeLiveChanges()) ?? undefined;
   }
 
   // ----- durability --------------------------------------------------------------------
@@ -456,13 +567,15 @@ export class EngineHandle {
   flush() {
     this._call((r) => r.flush());
   }
+  /** @returns {boolean} whether anything waits to be written or flushed */
   hasUnflushed() {
     return this._call((r) => r.hasUnflushed());
   }
   /** Sign unsealed local commits (one signature); returns the number of seals (buffered). */
   seal() {
-    return this._call((r) => r.seal());
+    return /** @type {number} */ (this._call((r) => r.seal()));
   }
+  /** @returns {number} local commits waiting for a seal */
   unsealed() {
     return this._call((r) => r.unsealed());
   }
@@ -475,21 +588,38 @@ export class EngineHandle {
     }
     return false;
   }
+  /** @returns {import('./ibexdb.js').VerifyReport} */
   verify() {
-    return JSON.parse(this._call((r) => r.verify()));
+    return JSON.parse(this.verifyJson());
   }
+  /** @returns {string} */
+  verifyJson() {
+    return this._call((r) => r.verify());
+  }
+  /** @returns {EngineStats} */
   stats() {
-    return JSON.parse(this._call((r) => r.stats()));
+    return JSON.parse(this.statsJson());
   }
+  /** @returns {string} */
+  statsJson() {
+    return this._call((r) => r.stats());
+  }
+
+  // ----- exchange and identity ---------------------------------------------------------
+
   /** @returns {Uint8Array} every commit and seal (for another peer's `receive`) */
   exportBundle() {
     // Nothing leaves the device unsigned: seal (and flush the seal) first.
     if (this.seal() > 0) this.flush();
     return this._call((r) => r.exportBundle());
   }
-  /** @param {Uint8Array} bundle */
+  /** @param {Uint8Array} bundle @returns {import('./ibexdb.js').ReceiveReport} */
   receiveBundle(bundle) {
-    return JSON.parse(this._call((r) => r.receiveBundle(bundle)));
+    return JSON.parse(this.receiveBundleJson(bundle));
+  }
+  /** @param {Uint8Array} bundle @returns {string} */
+  receiveBundleJson(bundle) {
+    return this._call((r) => r.receiveBundle(bundle));
   }
   /** The identity secret in exportable form (null in trusted mode). */
   exportIdentity() {
@@ -497,9 +627,36 @@ export class EngineHandle {
     return s ? formatIdentity(s) : null;
   }
 
+  // ----- sync (the core's sync client inside the engine; docs/design.md §12.2) ----------
+
+  /**
+   * Create the engine's sync client for repository `name` on a server, resuming at `cursor`
+   * (last server sequence received) and `pushFrom` (local commits before it are known there).
+   * @param {string} name @param {number} cursor @param {number} pushFrom
+   */
+  syncStart(name, cursor, pushFrom) {
+    this._call((r) => r.syncStart(name, cursor, pushFrom));
+  }
+  /** @returns {Uint8Array} the Hello message that opens a connection */
+  syncConnect() {
+    return this._call((r) => r.syncConnect());
+  }
+  /**
+   * Handle one message from the server (received commits are verified and applied).
+   * @param {Uint8Array} bytes
+   * @returns {SyncEvent}
+   */
+  syncHandle(bytes) {
+    return JSON.parse(this._call((r) => r.syncHandle(bytes)));
+  }
+  /** @returns {Uint8Array | undefined} the next message to send (seals unsealed commits first), if any */
+  syncOutgoing() {
+    return this._call((r) => r.syncOutgoing()) ?? undefined;
+  }
+
   /** Seal, flush, snapshot (if the tail is non-empty), release the files. */
   async close() {
-    if (this.raw && !this._dead) {
+    if (this._raw && !this._dead) {
       try {
         if (this.seal() > 0) this.flush();
         this.maybeSnapshot(true);
@@ -507,19 +664,19 @@ export class EngineHandle {
       } finally {
         this._release();
         try {
-          this.raw.free();
+          this._raw.free();
         } catch {
           // freed already
         }
-        this.raw = null;
+        this._raw = null;
       }
     } else {
       this._release();
-      this.raw = null;
+      this._raw = null;
     }
   }
 
-  /** Test hook: make the engine panic. */
+  /** Test hook: make the engine panic. @param {string} msg */
   panicForTest(msg) {
     this._call((r) => r.panicForTest(msg));
   }
@@ -537,7 +694,7 @@ export async function openEngine(name, opts = {}) {
   checkName(name);
   checkStorage();
   const eng = new EngineHandle(name, opts);
-  for (const [c, s] of Object.entries(opts.schemas ?? {})) eng.schemas.set(c, JSON.stringify(s));
+  for (const [c, s] of Object.entries(opts.schemas ?? {})) eng._schemas.set(c, JSON.stringify(s));
   await eng._open(false);
   return eng;
 }

@@ -1,6 +1,6 @@
 // Sync from the worker that owns the repository: one WebSocket to an ibexdb-server, driven by
-// the core's sync client inside the wasm engine (Engine.syncStart/syncConnect/syncHandle/
-// syncOutgoing; protocol in docs/design.md §12).
+// the core's sync client inside the wasm engine (EngineHandle.syncStart/syncConnect/syncHandle/
+// syncOutgoing of engine.js; protocol in docs/design.md §12).
 //
 // - Every engine call runs on the worker's work chain (`hooks.run`), between batches.
 // - Received commits are verified and applied by the engine; `hooks.afterReceive` flushes them
@@ -20,7 +20,7 @@ export const RECONNECT_MAX_MS = 10_000;
 /**
  * @typedef {object} SyncHooks
  * @property {string} name repository name (also the name on the server)
- * @property {() => any} engine the current EngineHandle (or null)
+ * @property {() => import('./engine.js').EngineHandle | null} engine the open engine (or null)
  * @property {(f: () => any) => Promise<any>} run run `f` on the worker's work chain
  * @property {() => void} afterReceive received commits were applied
  * @property {() => void} afterPush local commits were sealed and pushed
@@ -42,7 +42,8 @@ export class SyncManager {
     this.received = 0;
     this.pushed = 0;
     this.acked = 0;
-    this._raw = null;
+    /** The engine generation (EngineHandle.generation) whose sync client this state belongs to. */
+    this._generation = 0;
     this._delay = RECONNECT_MIN_MS;
     this._timer = 0;
   }
@@ -55,7 +56,7 @@ export class SyncManager {
     if (this.url !== url) {
       this.cursor = 0;
       this.pushFrom = 0;
-      this._raw = null;
+      this._generation = 0;
     }
     this.url = url;
     this._drop();
@@ -92,18 +93,18 @@ export class SyncManager {
 
   // ----- internals ----------------------------------------------------------------------
 
-  /** The engine's raw wasm Engine, with a sync client for this connection's state. */
-  _rawEngine() {
+  /** The engine, with a sync client for this connection's state. */
+  _engine() {
     const engine = this.hooks.engine();
-    if (!engine || !engine.raw) throw new Error('the repository is not open');
-    if (this._raw !== engine.raw) {
+    if (!engine || engine.generation === 0) throw new Error('the repository is not open');
+    if (this._generation !== engine.generation) {
       // A new wasm instance (first start, or reopened from OPFS after a panic) starts from 0/0:
       // received commits not yet flushed were lost with the old instance, so the old cursor
       // may claim commits this engine does not have. The server resends; duplicates are cheap.
       this.cursor = 0;
       this.pushFrom = 0;
-      engine._call((r) => r.syncStart(this.hooks.name, 0, 0));
-      this._raw = engine.raw;
+      engine.syncStart(this.hooks.name, 0, 0);
+      this._generation = engine.generation;
     }
     return engine;
   }
@@ -139,8 +140,7 @@ export class SyncManager {
       this.hooks
         .run(() => {
           if (this.ws !== ws) return;
-          const engine = this._rawEngine();
-          ws.send(engine._call((r) => r.syncConnect()));
+          ws.send(this._engine().syncConnect());
         })
         .catch((e) => this._fail(e));
     ws.onmessage = (ev) => {
@@ -155,8 +155,7 @@ export class SyncManager {
 
   _onMessage(ws, bytes) {
     if (this.ws !== ws || this._reopened()) return;
-    const engine = this._rawEngine();
-    const ev = JSON.parse(engine._call((r) => r.syncHandle(bytes)));
+    const ev = this._engine().syncHandle(bytes);
     this.cursor = ev.cursor;
     this.pushFrom = ev.pushFrom;
     switch (ev.event) {
@@ -187,7 +186,7 @@ export class SyncManager {
    * new and not welcomed, so start a new connection (resuming from the cursor). True if so.
    */
   _reopened() {
-    if (this._raw === this.hooks.engine()?.raw) return false;
+    if (this._generation === this.hooks.engine()?.generation) return false;
     this._drop();
     this._connect();
     return true;
@@ -196,10 +195,10 @@ export class SyncManager {
   _push() {
     if (this.state !== 'connected' || !this.ws || this.ws.readyState !== WebSocket.OPEN) return;
     if (this._reopened()) return;
-    const engine = this._rawEngine();
+    const engine = this._engine();
     let sent = 0;
     for (;;) {
-      const m = engine._call((r) => r.syncOutgoing());
+      const m = engine.syncOutgoing();
       if (!m) break;
       this.ws.send(m);
       sent++;

@@ -126,16 +126,14 @@ function subscribe(origin, subId, q) {
   const key = subKey(origin, subId);
   const old = subs.get(key);
   if (old) {
-    engine._call((r) => r.unsubscribe(old.liveId));
+    engine.unsubscribe(old.liveId);
     subs.delete(key);
     if (origin !== 'local') remoteSubs--;
   }
-  const text = engine._call((r) => r.subscribe(q));
-  const i = text.indexOf(',"rows":');
-  const liveId = Number(text.slice(6, i));
+  const { id: liveId, rowsJson } = engine.subscribeJson(q);
   subs.set(key, { origin, subId, q, liveId });
   if (origin !== 'local') remoteSubs++;
-  return [epoch, liveId, text.slice(i + 8, -1)];
+  return [epoch, liveId, rowsJson];
 }
 
 function unsubscribe(origin, subId) {
@@ -144,7 +142,7 @@ function unsubscribe(origin, subId) {
   if (!s) return false;
   subs.delete(key);
   if (origin !== 'local') remoteSubs--;
-  return engine._call((r) => r.unsubscribe(s.liveId));
+  return engine.unsubscribe(s.liveId);
 }
 
 /** Run one op on the engine (synchronously). */
@@ -153,31 +151,29 @@ function exec(op, a, origin) {
     case 'get':
       return engine.getJson(a[0]);
     case 'getMany':
-      return engine._call((r) => r.getMany(a[0]));
+      return engine.getManyJson(a[0]);
     case 'put':
-      return engine._call((r) => r.put(a[0], a[1]));
+      return engine.putJson(a[0], a[1]);
     case 'update':
-      return engine._call((r) => r.update(a[0], a[1]));
+      return engine.updateJson(a[0], a[1]);
     case 'delete':
-      return engine._call((r) => r.delete(a[0]));
+      return engine.delete(a[0]);
     case 'txn':
-      return engine._call((r) => r.transact(a[0]));
+      return engine.transaction(a[0]);
     case 'query':
-      return engine._call((r) => r.query(a[0]));
+      return engine.queryJson(a[0]);
     case 'explain':
-      return engine._call((r) => r.explain(a[0]));
+      return engine.explainJson(a[0]);
     case 'count':
-      return engine._call((r) => r.count(a[0], a[1] ?? undefined));
+      return engine.countJson(a[0], a[1]);
     case 'keys':
-      return engine._call((r) => r.keys(a[0]));
+      return engine.keysJson(a[0]);
     case 'aggregate':
-      return engine._call((r) => r.aggregate(a[0]));
+      return engine.aggregateJson(a[0]);
     case 'history':
-      return engine._call((r) => r.history(a[0]));
+      return engine.historyJson(a[0]);
     case 'defineSchema':
-      engine._call((r) => r.defineSchema(a[0], a[1]));
-      engine.schemas.set(a[0], a[1]);
-      return undefined;
+      return engine.defineSchemaJson(a[0], a[1]);
     case 'subscribe':
       return subscribe(origin, a[0], a[1]);
     case 'unsubscribe':
@@ -186,17 +182,17 @@ function exec(op, a, origin) {
       engine.flush();
       return undefined;
     case 'verify':
-      return engine._call((r) => r.verify());
+      return engine.verifyJson();
     case 'stats':
-      return engine._call((r) => r.stats());
+      return engine.statsJson();
     case 'identity':
-      return { identity: engine.identity, trusted: !!engine.options.trusted };
+      return { identity: engine.identity, trusted: engine.trusted };
     case 'exportIdentity':
       return engine.exportIdentity();
     case 'export':
       return engine.exportBundle();
     case 'receive':
-      return engine._call((r) => r.receiveBundle(a[0]));
+      return engine.receiveBundleJson(a[0]);
     case 'sync':
       if (a[0] == null) sync.stop();
       else sync.start(a[0]);
@@ -368,10 +364,7 @@ function requestLock(ifAvailable) {
 
 async function becomeOwner() {
   engine = await openEngine(repoName, { ...options, schemas: undefined });
-  for (const [c, s] of localSchemas) {
-    engine._call((r) => r.defineSchema(c, s));
-    engine.schemas.set(c, s);
-  }
+  for (const [c, s] of localSchemas) engine.defineSchemaJson(c, s);
   epoch = `${myId}:${++epochGen}`;
   const wasClient = role === 'client';
   role = 'owner';
@@ -472,8 +465,7 @@ async function ownerAttach(m) {
   const errors = [];
   for (const [c, s] of m.schemas ?? []) {
     try {
-      engine._call((r) => r.defineSchema(c, s));
-      engine.schemas.set(c, s);
+      engine.defineSchemaJson(c, s);
     } catch (e) {
       errors.push(wireErr(e));
     }
@@ -491,7 +483,7 @@ async function ownerAttach(m) {
     to: m.from,
     epoch,
     identity: engine.identity,
-    trusted: !!engine.options.trusted,
+    trusted: engine.trusted,
     resets,
     errors,
   });

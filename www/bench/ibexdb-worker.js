@@ -29,17 +29,16 @@
 //   info.queryPlans (explain()).
 //   "title contains a digit" is an `or` of ten `includes` conditions (the query language has
 //   substring match, no regex/GLOB).
-// The adapter talks JSON text to the engine (EngineHandle.raw / transaction(text)), exactly as the
-// runtime worker does with what the page API encoded; results are decoded with one JSON.parse and
-// the set form {"$set": [...]} becomes the protocol's tags array (SQLite: JSON.parse of its tags
-// column). Page-side rows do not use this worker: they go through the public API (www/ibexdb.js),
-// see bench.js.
+// The adapter talks JSON text to the engine (the EngineHandle's `…Json` methods and
+// transaction(text)), exactly as the runtime worker does with what the page API encoded; results
+// are decoded with one JSON.parse and the set form {"$set": [...]} becomes the protocol's tags
+// array (SQLite: JSON.parse of its tags column). Page-side rows do not use this worker: they go
+// through the public API (www/ibexdb.js), see bench.js.
 
 import { serve } from './harness.js';
 import { ITEMS_SCHEMA, repoName } from './ibexdb-common.js';
 
 const ENGINE_MODULE = '/www/engine.js';
-const PKG_MODULE = '/pkg/ibexdb.js';
 
 // Relational workloads (go-sqlite-bench): three collections with exactly the indexes of
 // go-sqlite-bench's SQLite schema: `created` on each, articles.userId, comments.articleId (no index
@@ -55,12 +54,12 @@ const pad = (n) => String(n).padStart(10, '0');
 const MAX_TXN_CHARS = 48 << 20;
 
 let openEngine = null;
-let glue = null;
 let cfg = null;
 let repo = '';
 /** @type {import('../engine.js').EngineHandle | null} */
 let eng = null;
-let raw = null;
+/** wasm memory of the last engine (stats taken after a close) */
+let memoryBytes = null;
 let flushEach = true;
 let signed = true;
 let timers = { relaxedFlushMs: 50, sealDelayMs: 100 };
@@ -159,7 +158,7 @@ function bigCommit(parts) {
 }
 
 function queryRows(text) {
-  return JSON.parse(raw.query(text));
+  return JSON.parse(eng.queryJson(text));
 }
 
 async function repoDir(create = false) {
@@ -180,7 +179,7 @@ const relRow = (id, v) => {
   return v;
 };
 function relQuery(q) {
-  const rows = JSON.parse(raw.query(JSON.stringify(q)));
+  const rows = JSON.parse(eng.queryJson(JSON.stringify(q)));
   const out = new Array(rows.length);
   for (let i = 0; i < rows.length; i++) out[i] = relRow(rows[i][0], rows[i][1]);
   return out;
@@ -219,20 +218,18 @@ serve({
 
   async open() {
     eng = await openEngine(repo, { trusted: !!cfg.trusted, schemas: { items: ITEMS_SCHEMA } });
-    raw = eng.raw;
     unflushedSince = 0;
     unsealedSince = 0;
-    if (!glue) {
-      glue = await import(PKG_MODULE); // the instance engine.js loaded (same URL, same module)
-    }
     plans ??= { get: 'key lookup (in-memory map)', count: 'collection size (no scan)', keys: 'collection in key order' };
   },
 
   async close() {
     // Seal, flush, snapshot (when the log tail is non-empty), release the OPFS handles.
-    if (eng) await eng.close();
+    if (eng) {
+      memoryBytes = eng.memoryBytes;
+      await eng.close();
+    }
     eng = null;
-    raw = null;
   },
 
   async reset() {
@@ -247,17 +244,12 @@ serve({
   },
 
   async stats() {
-    const s = { wasmMemoryBytes: null, dbBytes: null };
-    try {
-      if (glue) s.wasmMemoryBytes = (await glue.default()).memory.buffer.byteLength;
-    } catch {
-      // engine not loaded
-    }
+    const s = { wasmMemoryBytes: eng ? eng.memoryBytes : memoryBytes, dbBytes: null };
     if (eng) {
       const st = eng.stats();
       // The planner is cost-based (collection and index sizes): record its choices for the data
       // as it is now (the page stores them after the bulk load), not for the empty database.
-      if (st.items > 0) s.queryPlans = { range: raw.explain(Q.range(0, 1000)), complex: raw.explain(Q.complex('category 3', 100)) };
+      if (st.items > 0) s.queryPlans = { range: eng.explainJson(Q.range(0, 1000)), complex: eng.explainJson(Q.complex('category 3', 100)) };
       s.dbBytes = st.logBytes + st.snapshotBytes;
       s.logBytes = st.logBytes;
       s.snapshotBytes = st.snapshotBytes;
@@ -349,7 +341,7 @@ serve({
   },
 
   getMany(ids) {
-    const vals = JSON.parse(raw.getMany(JSON.stringify(ids.map((id) => `items/${id}`))));
+    const vals = JSON.parse(eng.getManyJson(JSON.stringify(ids.map((id) => `items/${id}`))));
     const out = [];
     for (let i = 0; i < vals.length; i++) if (vals[i] !== null) out.push(toItem(ids[i], vals[i]));
     return out;
@@ -357,13 +349,13 @@ serve({
 
   put(item) {
     maintenance();
-    raw.put(`items/${item.id}`, itemJson(item));
+    eng.putJson(`items/${item.id}`, itemJson(item));
     written();
   },
 
   update(id, f) {
     maintenance();
-    raw.update(`items/${id}`, itemJson(f));
+    eng.updateJson(`items/${id}`, itemJson(f));
     written();
   },
 
@@ -392,15 +384,15 @@ serve({
   },
 
   count() {
-    return raw.count('items', undefined);
+    return eng.count('items');
   },
 
   keys() {
-    return JSON.parse(raw.keys('items'));
+    return eng.keys('items');
   },
 
   aggregate() {
-    return JSON.parse(raw.aggregate(Q.aggregate));
+    return JSON.parse(eng.aggregateJson(Q.aggregate));
   },
 
   // ----- seal row (signed engines) -------------------------------------------------------
@@ -408,7 +400,7 @@ serve({
   sealPrepare(items) {
     if (eng.seal() > 0) eng.flush();
     unsealedSince = 0;
-    for (const it of items) raw.put(`items/${it.id}`, itemJson(it));
+    for (const it of items) eng.putJson(`items/${it.id}`, itemJson(it));
     eng.flush();
     return eng.unsealed();
   },
@@ -424,7 +416,7 @@ serve({
   /** `commits` single-item commits, flushed every 1,000, sealed every `sealEvery`; not timed. */
   verifySetup({ items, sealEvery }) {
     for (let i = 0; i < items.length; i++) {
-      raw.put(`items/${items[i].id}`, itemJson(items[i]));
+      eng.putJson(`items/${items[i].id}`, itemJson(items[i]));
       if (signed && (i + 1) % sealEvery === 0) eng.seal();
       if ((i + 1) % 1000 === 0) eng.flush();
     }
