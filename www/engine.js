@@ -17,19 +17,15 @@
 import { TxnBuilder, decode, decodeMany, decodeRows, encode, encodeObject, revive } from './codec.js';
 export { TxnBuilder };
 import * as glue0 from '../pkg/ibexdb.js';
-import { ClosedError, InvalidKeyError, InvalidValueError, PanicError, QuotaExceededError, StorageUnavailableError, fromWire } from './errors.js';
+import { ClosedError, InvalidValueError, PanicError, fromWire } from './errors.js';
+import { WASM_URL, checkName, snapshotDue } from './policy.js';
+import { checkStorage, closeAll, openFiles } from './storage.js';
 
-const PKG_JS = new URL('../pkg/ibexdb.js', import.meta.url);
-const PKG_WASM = new URL('../pkg/ibexdb_bg.wasm', import.meta.url);
+/** The wasm-bindgen glue next to the wasm (statically imported above for the first instance). */
+const PKG_JS = new URL('ibexdb.js', WASM_URL);
 
-/** OPFS directory under which every repository has its own directory. */
-export const ROOT_DIR = 'ibexdb';
-/** Repository names: also OPFS directory names and lock names. */
-const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 /** Identities are exported as this prefix + 96 hex digits (the 48-byte P-384 secret). */
 const IDENTITY_PREFIX = 'ibexdb-identity-v1:';
-/** A snapshot is written when the log tail exceeds max(this, current snapshot size). */
-export const SNAPSHOT_MIN_TAIL = 8 << 20;
 
 let compiled = null; // Promise<WebAssembly.Module>
 /** @type {Promise<{glue: any, memory: WebAssembly.Memory}> | null} the first instance */
@@ -68,7 +64,7 @@ export function preloadWasm() {
 function loadWasm(fresh) {
   if (fresh) freshInstances++;
   if (freshInstances === 0 && first) return first;
-  compiled ??= WebAssembly.compileStreaming(fetch(PKG_WASM)).catch((e) => {
+  compiled ??= WebAssembly.compileStreaming(fetch(WASM_URL)).catch((e) => {
     compiled = null;
     throw e;
   });
@@ -91,73 +87,6 @@ async function instantiate(url) {
 }
 
 const utf8 = new TextDecoder();
-
-/** Check that this context can hold OPFS sync access handles. */
-export function checkStorage() {
-  if (typeof navigator === 'undefined' || !navigator.storage || typeof navigator.storage.getDirectory !== 'function') {
-    throw new StorageUnavailableError('OPFS is not available here (navigator.storage.getDirectory is missing; a secure context is required)');
-  }
-  if (typeof globalThis.FileSystemFileHandle === 'undefined' || typeof FileSystemFileHandle.prototype.createSyncAccessHandle !== 'function') {
-    throw new StorageUnavailableError('OPFS sync access handles are not available (they exist only in dedicated workers)');
-  }
-}
-
-/** @param {string} name */
-export function checkName(name) {
-  if (typeof name !== 'string' || !NAME_RE.test(name)) {
-    throw new InvalidKeyError(`invalid repository name ${JSON.stringify(name)}: 1-128 characters of letters, digits, '_', '-', '.', starting with a letter or digit`, { key: String(name) });
-  }
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/**
- * createSyncAccessHandle, retrying while another context still holds the file (a tab that
- * just closed releases its handles shortly after its lock).
- * @param {FileSystemFileHandle} fh
- */
-async function syncHandle(fh) {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await /** @type {any} */ (fh).createSyncAccessHandle();
-    } catch (e) {
-      const name = /** @type {any} */ (e)?.name;
-      if (name === 'NoModificationAllowedError' && attempt < 50) {
-        await sleep(Math.min(10 * (attempt + 1), 100));
-        continue;
-      }
-      if (name === 'QuotaExceededError') throw new QuotaExceededError(`cannot open ${fh.name} in OPFS: ${e?.message ?? e}`);
-      throw new StorageUnavailableError(`cannot open ${fh.name} in OPFS: ${name}: ${e?.message ?? e}`);
-    }
-  }
-}
-
-/**
- * Sync access handles on files of repository `name` (created if absent), acquired together.
- * On failure none stays open.
- * @param {string} name
- * @param {string[]} files
- */
-async function openFiles(name, files) {
-  const root = await navigator.storage.getDirectory();
-  const top = await root.getDirectoryHandle(ROOT_DIR, { create: true });
-  const dir = await top.getDirectoryHandle(name, { create: true });
-  const got = await Promise.allSettled(files.map(async (f) => syncHandle(await dir.getFileHandle(f, { create: true }))));
-  const failed = got.find((r) => r.status === 'rejected');
-  if (failed) {
-    for (const r of got) {
-      if (r.status === 'fulfilled') {
-        try {
-          r.value.close();
-        } catch {
-          // already closed
-        }
-      }
-    }
-    throw /** @type {PromiseRejectedResult} */ (failed).reason;
-  }
-  return got.map((r) => /** @type {PromiseFulfilledResult<any>} */ (r).value);
-}
 
 /** @param {string} text */
 function parseIdentity(text) {
@@ -330,13 +259,7 @@ export class EngineHandle {
       this.identity = this._raw.identity() ?? null;
       for (const [c, s] of this._schemas) this._raw.defineSchema(c, s);
     } catch (e) {
-      for (const h of handles) {
-        try {
-          h.close();
-        } catch {
-          // already closed
-        }
-      }
+      closeAll(handles);
       throw e;
     }
   }
@@ -393,13 +316,7 @@ export class EngineHandle {
   }
 
   _release() {
-    for (const h of this._handles) {
-      try {
-        h.close();
-      } catch {
-        // already closed
-      }
-    }
+    closeAll(this._handles);
     this._handles = [];
   }
 
@@ -579,10 +496,9 @@ export class EngineHandle {
   unsealed() {
     return this._call((r) => r.unsealed());
   }
-  /** Write a snapshot if the log tail is large enough (or `force` and the tail is non-empty). */
+  /** Write a snapshot if one is due (policy.js snapshotDue; `force`: the tail is non-empty). */
   maybeSnapshot(force = false) {
-    const s = this.stats();
-    if (s.tailBytes > 0 && (force || s.tailBytes >= Math.max(SNAPSHOT_MIN_TAIL, s.snapshotBytes))) {
+    if (snapshotDue(this.stats(), force)) {
       this._call((r) => r.writeSnapshot());
       return true;
     }

@@ -11,10 +11,9 @@
 
 import { TxnBuilder, decode, decodeMany, decodeRows, encode, encodeObject } from './codec.js';
 import { ClosedError, InvalidKeyError, InvalidValueError, StorageUnavailableError, fromWire } from './errors.js';
+import { WASM_URL, checkName, isSyncUrl } from './policy.js';
 
 export * from './errors.js';
-
-const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 
 /** Throw StorageUnavailableError when this page cannot run ibexdb. */
 function checkEnvironment() {
@@ -40,7 +39,7 @@ let wasmModule = null;
 function compileWasm() {
   wasmModule ??= (async () => {
     try {
-      return await WebAssembly.compileStreaming(fetch(new URL('../pkg/ibexdb_bg.wasm', import.meta.url)));
+      return await WebAssembly.compileStreaming(fetch(WASM_URL));
     } catch {
       return null;
     }
@@ -393,7 +392,7 @@ export class Database {
    * queries update) and reconnects with backoff.
    */
   sync(url) {
-    if (url !== null && (typeof url !== 'string' || !/^wss?:\/\//.test(url))) {
+    if (url !== null && !isSyncUrl(url)) {
       return Promise.reject(new InvalidValueError(`sync needs a ws:// or wss:// URL, got ${JSON.stringify(url)}`, { path: 'url' }));
     }
     return this._send('sync', [url], none);
@@ -466,9 +465,7 @@ export class Database {
  * @param {object} [options]
  */
 export async function open(name, options = {}) {
-  if (typeof name !== 'string' || !NAME_RE.test(name)) {
-    throw new InvalidKeyError(`invalid repository name ${JSON.stringify(name)}: 1-128 characters of letters, digits, '_', '-', '.', starting with a letter or digit`, { key: String(name) });
-  }
+  checkName(name);
   const durability = options.durability ?? 'flush';
   if (durability !== 'flush' && durability !== 'relaxed') {
     throw new InvalidValueError(`options.durability must be 'flush' or 'relaxed', got ${JSON.stringify(durability)}`, { path: 'options.durability' });

@@ -7,15 +7,14 @@
 //   (group commit with the next batch) and delivers live-query changes to the pages.
 // - Local writes call `nudge()`: the sync client seals unsealed commits (a signed commit never
 //   travels without its seal) and pushes what the server has not acknowledged.
-// - The socket reconnects with exponential backoff (RECONNECT_MIN_MS doubling up to
+// - The socket reconnects with exponential backoff (policy.js RECONNECT_MIN_MS doubling up to
 //   RECONNECT_MAX_MS, reset once the server's Hello arrives), resuming from the cursor.
 // - The cursor lives in memory: a new worker (page reload) starts from 0 and the server
 //   resends everything (received as duplicates). After an engine panic the wasm instance is
 //   new; the client is re-created from cursor 0 (what was not flushed is gone with the old
 //   instance) and the socket reconnects.
 
-export const RECONNECT_MIN_MS = 100;
-export const RECONNECT_MAX_MS = 10_000;
+import { RECONNECT_MAX_MS, RECONNECT_MIN_MS, isSyncUrl } from './policy.js';
 
 /**
  * @typedef {object} SyncHooks
@@ -50,7 +49,7 @@ export class SyncManager {
 
   /** Start (or move to another server). */
   start(url) {
-    if (typeof url !== 'string' || !/^wss?:\/\//.test(url)) {
+    if (!isSyncUrl(url)) {
       throw new TypeError(`sync needs a ws:// or wss:// URL, got ${JSON.stringify(url)}`);
     }
     if (this.url !== url) {

@@ -22,19 +22,17 @@
 // commit), then answered. With 'relaxed' the answer goes out after applying; a timer flushes
 // within RELAXED_FLUSH_MS. Sealing (one P-384 signature over all unsealed commits) runs on a
 // timer SEAL_DELAY_MS after a write, off the critical path, and its frame is flushed too; a
-// snapshot is written from the same timer when the log tail is large (engine.js
-// SNAPSHOT_MIN_TAIL) and on close.
+// snapshot is written from the same timer when one is due and on close. The schedule, its
+// delays and the snapshot rule are policy.js's; this worker only sets the timers.
 
-import { checkName, checkStorage, openEngine, preloadWasm, provideWasmModule } from './engine.js';
+import { openEngine, preloadWasm, provideWasmModule } from './engine.js';
 import { ClosedError, PanicError, StorageUnavailableError, toWire } from './errors.js';
+import {
+  ATTACH_TIMEOUT_MS, MAINTENANCE_RETRY_MS, armMaintenance, channelName, checkName, clientLockName, idleMaintenance,
+  nextDeadline, ownerLockName, runMaintenance,
+} from './policy.js';
+import { checkStorage } from './storage.js';
 import { SyncManager } from './sync.js';
-
-/** Relaxed writes are flushed at most this long after they were applied (if the worker is not busy). */
-export const RELAXED_FLUSH_MS = 50;
-/** Local commits are sealed (signed) this long after a write. */
-export const SEAL_DELAY_MS = 100;
-/** How long a new client waits for the owner to answer before failing `open`. */
-const ATTACH_TIMEOUT_MS = 15_000;
 
 const WRITES = new Set(['put', 'update', 'delete', 'txn', 'receive']);
 
@@ -73,8 +71,6 @@ const localSchemas = new Map();
 /** `${origin}|${subId}` -> {origin, subId, q, liveId}; origin is 'local' or a client id. */
 const subs = new Map();
 let remoteSubs = 0;
-let flushTimer = 0;
-let sealTimer = 0;
 /** Clients whose departure (their lock freed) is being watched. */
 const watched = new Set();
 
@@ -85,6 +81,58 @@ let nextRid = 1;
 const pending = new Map();
 let attachResolve = null;
 
+/**
+ * The background work of policy.js (relaxed flush, seal + flush + snapshot check) on timers:
+ * armed after every batch that wrote, run on the work chain between batches.
+ */
+class MaintenanceTimer {
+  constructor() {
+    /** @type {import('./policy.js').Maintenance} */
+    this.deadlines = idleMaintenance();
+    this.timer = 0;
+    /** The deadline the timer is set for. */
+    this.timerAt = 0;
+    /** A run is queued on the work chain (the timer is set again after it). */
+    this.queued = false;
+  }
+
+  /** After work that may have left writes unflushed or commits unsealed. */
+  schedule() {
+    if (!engine || engine.dead) return;
+    armMaintenance(this.deadlines, engine, performance.now());
+    this._setTimer();
+  }
+
+  _setTimer() {
+    const at = nextDeadline(this.deadlines);
+    if (at === 0 || this.queued || (this.timer && this.timerAt <= at)) return;
+    clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => {
+      this.timer = 0;
+      this.queued = true;
+      // A timer may fire a little before its deadline on the performance.now() clock.
+      enqueue(() => background(() => runMaintenance(this.deadlines, engine, Math.max(performance.now(), at)))).finally(() => {
+        this.queued = false;
+        this._setTimer();
+      });
+    }, Math.max(0, at - performance.now()));
+  }
+
+  /** Forget what is pending (the engine was reopened or is closing). */
+  cancel() {
+    clearTimeout(this.timer);
+    this.timer = 0;
+    this.deadlines = idleMaintenance();
+  }
+
+  /** Arm again later, after background work failed (its frames stay buffered). */
+  retryLater() {
+    setTimeout(() => this.schedule(), MAINTENANCE_RETRY_MS);
+  }
+}
+const maintenance = new MaintenanceTimer();
+
 /** Sync with a server (owner only; www/sync.js). */
 const sync = new SyncManager({
   get name() {
@@ -93,10 +141,10 @@ const sync = new SyncManager({
   engine: () => engine,
   run: (f) => enqueue(f),
   afterReceive: () => {
-    scheduleMaintenance();
+    maintenance.schedule();
     deliverLive();
   },
-  afterPush: () => scheduleMaintenance(),
+  afterPush: () => maintenance.schedule(),
 });
 
 /** Send live-query changes made outside a batch (commits received by sync). */
@@ -255,7 +303,7 @@ async function runBatch(ops, durability, origin) {
       continue;
     }
     if (wrote) {
-      scheduleMaintenance();
+      maintenance.schedule();
       sync.nudge();
     }
     let live;
@@ -270,9 +318,7 @@ async function runBatch(ops, durability, origin) {
 
 /** Reopen the engine from OPFS after a panic (or a failed flush); re-create live queries. */
 async function recover() {
-  clearTimeout(flushTimer);
-  clearTimeout(sealTimer);
-  flushTimer = sealTimer = 0;
+  maintenance.cancel();
   await engine.recover();
   await resubscribeAll();
 }
@@ -301,27 +347,6 @@ async function resubscribeAll() {
   }
 }
 
-function scheduleMaintenance() {
-  if (!engine || engine.dead) return;
-  if (!flushTimer && engine.hasUnflushed()) {
-    flushTimer = setTimeout(() => {
-      flushTimer = 0;
-      enqueue(() => background(() => engine.flush()));
-    }, RELAXED_FLUSH_MS);
-  }
-  if (!sealTimer && engine.unsealed() > 0) {
-    sealTimer = setTimeout(() => {
-      sealTimer = 0;
-      enqueue(() =>
-        background(() => {
-          if (engine.seal() > 0) engine.flush();
-          engine.maybeSnapshot();
-        }),
-      );
-    }, SEAL_DELAY_MS);
-  }
-}
-
 /** Run timer work; failures are reported to the page (the data stays buffered for a retry). */
 async function background(f) {
   if (role !== 'owner' || !engine) return;
@@ -331,9 +356,7 @@ async function background(f) {
     if (e instanceof PanicError) await recover();
     post({ type: 'background-error', error: wireErr(e) });
     // Retry later (a failed write leaves the frames buffered).
-    if (!engine.dead) {
-      setTimeout(() => scheduleMaintenance(), 1000);
-    }
+    if (!engine.dead) maintenance.retryLater();
   }
 }
 
@@ -344,7 +367,7 @@ function requestLock(ifAvailable) {
   return new Promise((resolve, reject) => {
     const opts = ifAvailable ? { ifAvailable: true } : { signal: lockAbort.signal };
     navigator.locks
-      .request(`ibexdb:${repoName}`, opts, (lock) => {
+      .request(ownerLockName(repoName), opts, (lock) => {
         resolve(!!lock);
         if (!lock) return undefined;
         return new Promise((release) => {
@@ -447,7 +470,7 @@ function watchClient(id) {
   watched.add(id);
   // The client holds this lock for its lifetime: it is granted to us when the client is gone.
   navigator.locks
-    .request(`ibexdb-client:${id}`, { signal: lockAbort.signal }, () => {
+    .request(clientLockName(id), { signal: lockAbort.signal }, () => {
       watched.delete(id);
       enqueue(() => dropClient(id));
     })
@@ -534,10 +557,10 @@ async function handleOpen(m) {
   if (m.wasm) provideWasmModule(m.wasm);
   preloadWasm();
   for (const [c, s] of Object.entries(options.schemas ?? {})) localSchemas.set(c, JSON.stringify(s));
-  channel = new BroadcastChannel(`ibexdb:${repoName}`);
+  channel = new BroadcastChannel(channelName(repoName));
   channel.onmessage = onChannel;
   // Held for this worker's lifetime, so an owner can tell when this tab is gone.
-  navigator.locks.request(`ibexdb-client:${myId}`, () => new Promise((release) => {
+  navigator.locks.request(clientLockName(myId), () => new Promise((release) => {
     const prev = releaseLocks;
     releaseLocks = () => {
       prev();
@@ -567,8 +590,7 @@ async function handleOpen(m) {
 async function handleClose() {
   if (closed) return;
   closed = true;
-  clearTimeout(flushTimer);
-  clearTimeout(sealTimer);
+  maintenance.cancel();
   const wasOwner = role === 'owner';
   role = 'closing';
   sync.stop();

@@ -16,6 +16,7 @@ import {
 import { ENGINES } from './engines.js';
 import { ITEMS_SCHEMA, ibexValue, repoName } from './ibexdb-common.js';
 import { renderReport, tableLines, textTable } from './report.js';
+import { removeRepository } from '../storage.js';
 
 const CALL_TIMEOUT_MS = 15 * 60 * 1000;
 
@@ -163,34 +164,6 @@ function workerOp(w, { op, args }) {
   return w.call({ type: 'op', op, args });
 }
 
-/** Delete an ibexdb benchmark repository from the page (async OPFS API). */
-async function removeIbexRepo(engine) {
-  try {
-    const root = await navigator.storage.getDirectory();
-    const top = await root.getDirectoryHandle('ibexdb');
-    await top.removeEntry(repoName(engine.id), { recursive: true });
-  } catch (err) {
-    if (err?.name !== 'NotFoundError') throw err;
-  }
-}
-
-/**
- * The timers of the ibexdb runtime (www/worker.js), read from its source so the benchmark worker
- * emulates exactly what the shipped worker does (see ibexdb-worker.js).
- */
-let runtimeTimers = null;
-async function ibexRuntimeTimers() {
-  if (runtimeTimers) return runtimeTimers;
-  const src = await (await fetch(new URL('/www/worker.js', import.meta.url), { cache: 'no-store' })).text();
-  const num = (name) => {
-    const m = new RegExp(`export const ${name} = (\\d+);`).exec(src);
-    if (!m) throw new Error(`cannot find ${name} in www/worker.js (the ibexdb adapter emulates its timers)`);
-    return Number(m[1]);
-  };
-  runtimeTimers = { relaxedFlushMs: num('RELAXED_FLUSH_MS'), sealDelayMs: num('SEAL_DELAY_MS') };
-  return runtimeTimers;
-}
-
 /** JS heap of a worker by name, via the runner's CDP hook (scripts/bench.mjs); null when absent. */
 async function workerHeap(name) {
   if (typeof window.benchWorkerHeap !== 'function') return { jsHeapUsedBytes: null, jsHeapNote: 'not measurable here: worker JS heap needs the runner (CDP Runtime.getHeapUsage); performance.memory and measureUserAgentSpecificMemory are not exposed in workers' };
@@ -286,7 +259,6 @@ async function runEngine(engine, section, n, rowIds, plan, seed, onRow) {
     return p;
   };
   const config = { ...engine.config };
-  if (engine.family === 'ibexdb') config.runtime = await ibexRuntimeTimers();
   const pageApi = engine.pageApi === 'ibexdb';
   let w = null;
 
@@ -335,7 +307,7 @@ async function runEngine(engine, section, n, rowIds, plan, seed, onRow) {
           const client = await IbexPageClient.open(engine);
           page.push(performance.now() - t0);
           await client.close();
-          await removeIbexRepo(engine);
+          await removeRepository(repoName(engine.id));
         } else {
           page.push(pageMs);
         }

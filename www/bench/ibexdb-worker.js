@@ -7,17 +7,16 @@
 //              'relaxed' : every write returns once applied in memory
 //   trusted    false     : commits are signed (sealed) with the repository's P-384 identity
 //              true      : trusted mode, unsigned commits
-//   runtime    {relaxedFlushMs, sealDelayMs}: the timers of www/worker.js (read from its source by
-//              the page, so the two cannot drift apart)
 //
 // What an app waits for. The shipped runtime (www/worker.js) answers a write after apply (+ flush),
-// and does more work on timers between batches: a relaxed flush `relaxedFlushMs` after the first
+// and does more work on timers between batches: a relaxed flush RELAXED_FLUSH_MS after the first
 // unflushed write, and, in signed mode, a seal (one signature over every unsealed commit) + flush +
-// snapshot check `sealDelayMs` after the first unsealed write. An app issuing writes back to back
-// waits for that work too (the worker is single-threaded). This adapter therefore runs the same
-// background work inline, at the first write after its deadline, inside the timed region: write
-// rows pay its amortized cost (it shows in p95), exactly as an app would. The separate row
-// "seal (sign) a batch" times one seal on its own.
+// snapshot check SEAL_DELAY_MS after the first unsealed write. An app issuing writes back to back
+// waits for that work too (the worker is single-threaded). This adapter therefore runs the
+// runtime's own schedule (www/policy.js: armMaintenance after a write, runMaintenance before the
+// next) inline, at the first write after its deadline, inside the timed region: write rows pay its
+// amortized cost (it shows in p95), exactly as an app would. The separate row "seal (sign) a
+// batch" times one seal on its own.
 //
 // Data model, done the idiomatic ibexdb way:
 //   key `items/<id>`, value {title, count, tags: Set}           (the set travels as {"$set": [...]})
@@ -34,11 +33,15 @@
 // are decoded with one JSON.parse and the set form {"$set": [...]} becomes the protocol's tags
 // array (SQLite: JSON.parse of its tags column). Page-side rows do not use this worker: they go
 // through the public API (www/ibexdb.js), see bench.js.
+//
+// The product's modules are imported in `init` (timed: the create-instance row), not statically.
 
 import { serve } from './harness.js';
 import { ITEMS_SCHEMA, repoName } from './ibexdb-common.js';
 
 const ENGINE_MODULE = '/www/engine.js';
+const POLICY_MODULE = '/www/policy.js';
+const STORAGE_MODULE = '/www/storage.js';
 
 // Relational workloads (go-sqlite-bench): three collections with exactly the indexes of
 // go-sqlite-bench's SQLite schema: `created` on each, articles.userId, comments.articleId (no index
@@ -53,7 +56,12 @@ const pad = (n) => String(n).padStart(10, '0');
 /** Largest transaction the adapter sends (the core refuses commits over 64 MiB). */
 const MAX_TXN_CHARS = 48 << 20;
 
-let openEngine = null;
+/** @type {typeof import('../engine.js').openEngine} */
+let openEngine;
+/** @type {import('../policy.js')} */
+let policy;
+/** @type {import('../storage.js')} */
+let storage;
 let cfg = null;
 let repo = '';
 /** @type {import('../engine.js').EngineHandle | null} */
@@ -62,9 +70,8 @@ let eng = null;
 let memoryBytes = null;
 let flushEach = true;
 let signed = true;
-let timers = { relaxedFlushMs: 50, sealDelayMs: 100 };
-let unflushedSince = 0;
-let unsealedSince = 0;
+/** @type {import('../policy.js').Maintenance} the runtime's maintenance deadlines */
+let deadlines = { flushAt: 0, sealAt: 0 };
 const background = { relaxedFlushes: 0, seals: 0, snapshots: 0 };
 let plans = null;
 let version = null;
@@ -93,33 +100,21 @@ function toItem(id, v) {
 }
 
 /**
- * The runtime's timer work (www/worker.js scheduleMaintenance), run inline at the start of a write
- * once its deadline has passed: relaxed flush, then seal + flush + snapshot check.
+ * The runtime's timer work (policy.js runMaintenance, which the runtime worker runs on timers),
+ * run inline at the start of a write once its deadline has passed: relaxed flush, then seal +
+ * flush + snapshot check.
  */
 function maintenance() {
-  const t = performance.now();
-  if (unflushedSince && t - unflushedSince >= timers.relaxedFlushMs) {
-    unflushedSince = 0;
-    if (eng.hasUnflushed()) {
-      eng.flush();
-      background.relaxedFlushes++;
-    }
-  }
-  if (unsealedSince && t - unsealedSince >= timers.sealDelayMs) {
-    unsealedSince = 0;
-    if (eng.seal() > 0) {
-      eng.flush();
-      background.seals++;
-    }
-    if (eng.maybeSnapshot()) background.snapshots++;
-  }
+  const done = policy.runMaintenance(deadlines, eng, performance.now());
+  if (done.flushed) background.relaxedFlushes++;
+  if (done.sealed > 0) background.seals++;
+  if (done.snapshot) background.snapshots++;
 }
 
-/** After a write: flush (durable engines) and arm the emulated timers as the runtime would. */
+/** After a write: flush (durable engines, as the runtime's group commit) and arm the deadlines as the runtime does. */
 function written() {
   if (flushEach) eng.flush();
-  else if (!unflushedSince) unflushedSince = performance.now();
-  if (signed && !unsealedSince) unsealedSince = performance.now();
+  policy.armMaintenance(deadlines, eng, performance.now());
 }
 
 /** One transaction/commit from a list of op fragments (`["put", key, value]`). */
@@ -159,12 +154,6 @@ function bigCommit(parts) {
 
 function queryRows(text) {
   return JSON.parse(eng.queryJson(text));
-}
-
-async function repoDir(create = false) {
-  const root = await navigator.storage.getDirectory();
-  const top = await root.getDirectoryHandle('ibexdb', { create });
-  return { top, dir: await top.getDirectoryHandle(repo, { create }) };
 }
 
 // ----- relational workloads ------------------------------------------------------------------
@@ -207,10 +196,11 @@ serve({
     if (!['flush', 'relaxed'].includes(cfg.durability)) throw new Error(`ibexdb-worker: bad durability "${cfg.durability}"`);
     flushEach = cfg.durability === 'flush';
     signed = !cfg.trusted;
-    if (cfg.runtime) timers = { ...timers, ...cfg.runtime };
     repo = repoName(cfg.engine);
     const t0 = performance.now();
     ({ openEngine } = await import(ENGINE_MODULE));
+    // Loaded with engine.js already: no fetch.
+    [policy, storage] = await Promise.all([import(POLICY_MODULE), import(STORAGE_MODULE)]);
     const t1 = performance.now();
     // The wasm module is fetched, compiled and instantiated by the first openEngine() (open).
     return { import: t1 - t0 };
@@ -218,8 +208,7 @@ serve({
 
   async open() {
     eng = await openEngine(repo, { trusted: !!cfg.trusted, schemas: { items: ITEMS_SCHEMA } });
-    unflushedSince = 0;
-    unsealedSince = 0;
+    deadlines = policy.idleMaintenance();
     plans ??= { get: 'key lookup (in-memory map)', count: 'collection size (no scan)', keys: 'collection in key order' };
   },
 
@@ -233,14 +222,8 @@ serve({
   },
 
   async reset() {
-    try {
-      const root = await navigator.storage.getDirectory();
-      const top = await root.getDirectoryHandle('ibexdb');
-      await top.removeEntry(repo, { recursive: true });
-    } catch (err) {
-      // Nothing to delete. (`final` changes nothing here: the engine's directory is all there is.)
-      if (err?.name !== 'NotFoundError') throw err;
-    }
+    // `final` changes nothing here: the engine's directory is all there is.
+    await storage.removeRepository(repo);
   },
 
   async stats() {
@@ -259,7 +242,7 @@ serve({
     }
     s.background = { ...background };
     try {
-      const { dir } = await repoDir();
+      const dir = await storage.repositoryDir(repo);
       let bytes = 0;
       let files = 0;
       for await (const h of dir.values()) {
@@ -280,7 +263,7 @@ serve({
   async info() {
     if (version === null) {
       try {
-        version = (await (await fetch('/pkg/package.json')).json()).version;
+        version = (await (await fetch(new URL('package.json', policy.WASM_URL))).json()).version;
       } catch {
         version = 'unknown';
       }
@@ -292,7 +275,7 @@ serve({
         durability: cfg.durability,
         signed,
         identity: eng?.identity ? `${eng.identity.slice(0, 16)}…` : null,
-        runtimeTimers: timers,
+        runtimeTimers: { relaxedFlushMs: policy.RELAXED_FLUSH_MS, sealDelayMs: policy.SEAL_DELAY_MS },
         schema: ITEMS_SCHEMA,
       },
       queryPlans: plans,
@@ -307,8 +290,8 @@ serve({
 
   /** What ibexdb does on each row (shown in the report next to the row). */
   get rowNotes() {
-    const dur = flushEach ? 'each commit flushed (one OPFS write + flush)' : 'applied in memory, flushed by the 50 ms timer';
-    const bg = signed ? '; seals (one P-384 signature per 100 ms of writes) + snapshot checks run inline as the runtime would' : '; trusted: no seals';
+    const dur = flushEach ? 'each commit flushed (one OPFS write + flush)' : `applied in memory, flushed by the ${policy.RELAXED_FLUSH_MS} ms timer`;
+    const bg = signed ? `; seals (one P-384 signature per ${policy.SEAL_DELAY_MS} ms of writes) + snapshot checks run inline as the runtime would` : '; trusted: no seals';
     return {
       'create-instance': 'import engine.js, compile + instantiate wasm, create the OPFS files' + (signed ? ', generate the P-384 identity' : ''),
       'open-empty': 'open the files, load snapshot + replay log tail (empty)',
@@ -399,7 +382,7 @@ serve({
   /** Make exactly `items.length` unsealed commits (one item each), flushed; not timed. */
   sealPrepare(items) {
     if (eng.seal() > 0) eng.flush();
-    unsealedSince = 0;
+    deadlines.sealAt = 0;
     for (const it of items) eng.putJson(`items/${it.id}`, itemJson(it));
     eng.flush();
     return eng.unsealed();

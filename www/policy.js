@@ -1,0 +1,168 @@
+// The runtime's policy, in one module without side effects: where things live, what names are
+// valid, how long writes may wait before they are flushed or sealed, when a snapshot is written,
+// and what background work is due at a given time.
+//
+// The runtime worker (worker.js) drives the maintenance schedule with timers; the benchmark's
+// ibexdb adapter (www/bench/) runs the same functions inline, at the first write after a
+// deadline, so the benchmark times the product's schedule rather than a copy of it. Nothing here
+// starts a timer, touches storage or keeps state between calls: state is passed in.
+
+import { InvalidKeyError } from './errors.js';
+
+// ----- where things live -------------------------------------------------------------------
+
+/** OPFS directory under which every repository has its own directory: `<root>/ibexdb/<name>/`. */
+export const ROOT_DIR = 'ibexdb';
+
+/**
+ * The engine's WebAssembly binary (wasm-pack output in `pkg/`, a sibling of `www/`): the one
+ * place its URL is decided. The page compiles it and hands the module to the worker; the worker
+ * compiles it itself only without one.
+ */
+export const WASM_URL = new URL('../pkg/ibexdb_bg.wasm', import.meta.url);
+
+// ----- names -------------------------------------------------------------------------------
+
+/** Repository names: also OPFS directory names and parts of lock and channel names. */
+export const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+
+/**
+ * Throw InvalidKeyError unless `name` is a valid repository name.
+ * @param {unknown} name
+ * @returns {asserts name is string}
+ */
+export function checkName(name) {
+  if (typeof name !== 'string' || !NAME_RE.test(name)) {
+    throw new InvalidKeyError(`invalid repository name ${JSON.stringify(name)}: 1-128 characters of letters, digits, '_', '-', '.', starting with a letter or digit`, { key: String(name) });
+  }
+}
+
+/** Web Lock held by the worker that owns repository `name`'s files. @param {string} name */
+export const ownerLockName = (name) => `ibexdb:${name}`;
+/** BroadcastChannel between the workers (tabs) that opened repository `name`. @param {string} name */
+export const channelName = (name) => `ibexdb:${name}`;
+/** Web Lock every worker holds for its lifetime, so the owner learns when it is gone. @param {string} id */
+export const clientLockName = (id) => `ibexdb-client:${id}`;
+
+/** Sync server URLs: `ws://` or `wss://`. @param {unknown} url @returns {url is string} */
+export const isSyncUrl = (url) => typeof url === 'string' && /^wss?:\/\//.test(url);
+
+// ----- timers ------------------------------------------------------------------------------
+
+/** Relaxed writes are flushed at most this long after the first unflushed one (if the worker is not busy). */
+export const RELAXED_FLUSH_MS = 50;
+/** Local commits are sealed (signed) this long after the first unsealed one. */
+export const SEAL_DELAY_MS = 100;
+/** Background work that failed (a relaxed flush, a seal) is tried again after this long. */
+export const MAINTENANCE_RETRY_MS = 1000;
+/** How long a new client tab waits for the owner to answer before failing `open`. */
+export const ATTACH_TIMEOUT_MS = 15_000;
+/** Sync reconnects after this long, doubling up to RECONNECT_MAX_MS (reset by the server's Hello). */
+export const RECONNECT_MIN_MS = 100;
+export const RECONNECT_MAX_MS = 10_000;
+
+// ----- snapshots ---------------------------------------------------------------------------
+
+/** A snapshot is written when the log tail exceeds max(this, current snapshot size). */
+export const SNAPSHOT_MIN_TAIL = 8 << 20;
+
+/**
+ * Whether a snapshot is due: the log tail (bytes not covered by the snapshot) is at least
+ * max(SNAPSHOT_MIN_TAIL, snapshot size), so replay on open stays bounded and snapshot writes
+ * stay amortized. `force` (on close): whenever the tail is non-empty.
+ * @param {{tailBytes: number, snapshotBytes: number}} stats
+ * @param {boolean} [force]
+ */
+export function snapshotDue(stats, force = false) {
+  return stats.tailBytes > 0 && (force || stats.tailBytes >= Math.max(SNAPSHOT_MIN_TAIL, stats.snapshotBytes));
+}
+
+// ----- the maintenance schedule ------------------------------------------------------------
+
+/**
+ * Deadlines of the background work, in ms on the `performance.now()` clock; 0 when nothing is
+ * pending. Armed after work that wrote, cleared when the work has run.
+ * @typedef {object} Maintenance
+ * @property {number} flushAt flush relaxed writes at this time
+ * @property {number} sealAt seal local commits (then flush the seal and check for a snapshot) at this time
+ */
+
+/**
+ * What the schedule needs of an engine (an `EngineHandle`).
+ * @typedef {object} MaintainedEngine
+ * @property {() => boolean} hasUnflushed
+ * @property {() => number} unsealed
+ * @property {() => void} flush
+ * @property {() => number} seal
+ * @property {() => boolean} maybeSnapshot
+ */
+
+const NOTHING_DONE = Object.freeze({ flushed: false, sealed: 0, snapshot: false });
+
+/** @returns {Maintenance} nothing pending */
+export function idleMaintenance() {
+  return { flushAt: 0, sealAt: 0 };
+}
+
+/**
+ * After work that may have left frames unflushed or commits unsealed (a batch that wrote,
+ * commits received or pushed by sync): arm the deadlines that are not armed yet. An armed
+ * deadline is kept, so work waits at most the delay after the first write it covers.
+ * @param {Maintenance} m
+ * @param {MaintainedEngine} engine
+ * @param {number} now
+ */
+export function armMaintenance(m, engine, now) {
+  if (!m.flushAt && engine.hasUnflushed()) m.flushAt = now + RELAXED_FLUSH_MS;
+  if (!m.sealAt && engine.unsealed() > 0) m.sealAt = now + SEAL_DELAY_MS;
+}
+
+/**
+ * The earliest armed deadline, or 0 when nothing is pending.
+ * @param {Maintenance} m
+ */
+export function nextDeadline(m) {
+  if (!m.flushAt) return m.sealAt;
+  if (!m.sealAt) return m.flushAt;
+  return Math.min(m.flushAt, m.sealAt);
+}
+
+/**
+ * What maintenance is due at time `now`.
+ * @param {Maintenance} m
+ * @param {number} now
+ * @returns {{flush: boolean, seal: boolean}}
+ */
+export function maintenanceDue(m, now) {
+  return { flush: m.flushAt !== 0 && now >= m.flushAt, seal: m.sealAt !== 0 && now >= m.sealAt };
+}
+
+/**
+ * Run the maintenance due at `now` and clear its deadlines: the relaxed flush; the seal (one
+ * signature over every unsealed local commit), the flush of its frame and the snapshot check.
+ * Cheap when nothing is due (the benchmark calls it before every write). A failure leaves the
+ * frames buffered; the caller re-arms later.
+ * @param {Maintenance} m
+ * @param {MaintainedEngine} engine
+ * @param {number} now
+ * @returns {{flushed: boolean, sealed: number, snapshot: boolean}} what was done
+ */
+export function runMaintenance(m, engine, now) {
+  const due = maintenanceDue(m, now);
+  if (!due.flush && !due.seal) return NOTHING_DONE;
+  const done = { flushed: false, sealed: 0, snapshot: false };
+  if (due.flush) {
+    m.flushAt = 0;
+    if (engine.hasUnflushed()) {
+      engine.flush();
+      done.flushed = true;
+    }
+  }
+  if (due.seal) {
+    m.sealAt = 0;
+    done.sealed = engine.seal();
+    if (done.sealed > 0) engine.flush();
+    done.snapshot = engine.maybeSnapshot();
+  }
+  return done;
+}

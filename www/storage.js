@@ -1,0 +1,101 @@
+// Where a repository lives in OPFS and how its files are opened: `<OPFS root>/ibexdb/<name>/`
+// holds `log`, `snapshot` and (signed mode) `identity` (docs/design.md §11.5). The engine opens
+// the files with sync access handles, which exist only in dedicated workers; finding and
+// removing a repository's directory works on the page too.
+
+import { QuotaExceededError, StorageUnavailableError } from './errors.js';
+import { ROOT_DIR } from './policy.js';
+
+/** Check that this context can hold OPFS sync access handles. */
+export function checkStorage() {
+  if (typeof navigator === 'undefined' || !navigator.storage || typeof navigator.storage.getDirectory !== 'function') {
+    throw new StorageUnavailableError('OPFS is not available here (navigator.storage.getDirectory is missing; a secure context is required)');
+  }
+  if (typeof globalThis.FileSystemFileHandle === 'undefined' || typeof FileSystemFileHandle.prototype.createSyncAccessHandle !== 'function') {
+    throw new StorageUnavailableError('OPFS sync access handles are not available (they exist only in dedicated workers)');
+  }
+}
+
+/**
+ * The directory of repository `name` (created with `create`; otherwise NotFoundError when absent).
+ * @param {string} name
+ * @param {{create?: boolean}} [options]
+ * @returns {Promise<FileSystemDirectoryHandle>}
+ */
+export async function repositoryDir(name, { create = false } = {}) {
+  const root = await navigator.storage.getDirectory();
+  const top = await root.getDirectoryHandle(ROOT_DIR, { create });
+  return top.getDirectoryHandle(name, { create });
+}
+
+/**
+ * Delete repository `name` and its files (nothing to do when it does not exist). Its files must
+ * not be open anywhere.
+ * @param {string} name
+ */
+export async function removeRepository(name) {
+  try {
+    const root = await navigator.storage.getDirectory();
+    const top = await root.getDirectoryHandle(ROOT_DIR);
+    await top.removeEntry(name, { recursive: true });
+  } catch (err) {
+    if (/** @type {any} */ (err)?.name !== 'NotFoundError') throw err;
+  }
+}
+
+/** @param {number} ms */
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * createSyncAccessHandle, retrying while another context still holds the file (a tab that
+ * just closed releases its handles shortly after its lock).
+ * @param {FileSystemFileHandle} fh
+ * @returns {Promise<any>} a FileSystemSyncAccessHandle
+ */
+async function syncHandle(fh) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await /** @type {any} */ (fh).createSyncAccessHandle();
+    } catch (e) {
+      const err = /** @type {any} */ (e);
+      if (err?.name === 'NoModificationAllowedError' && attempt < 50) {
+        await sleep(Math.min(10 * (attempt + 1), 100));
+        continue;
+      }
+      if (err?.name === 'QuotaExceededError') throw new QuotaExceededError(`cannot open ${fh.name} in OPFS: ${err?.message ?? err}`);
+      throw new StorageUnavailableError(`cannot open ${fh.name} in OPFS: ${err?.name}: ${err?.message ?? err}`);
+    }
+  }
+}
+
+/**
+ * Close sync access handles, ignoring ones already closed.
+ * @param {Iterable<{close(): void}>} handles
+ */
+export function closeAll(handles) {
+  for (const h of handles) {
+    try {
+      h.close();
+    } catch {
+      // already closed
+    }
+  }
+}
+
+/**
+ * Sync access handles on files of repository `name` (created if absent), acquired together.
+ * On failure none stays open.
+ * @param {string} name
+ * @param {string[]} files
+ * @returns {Promise<any[]>} FileSystemSyncAccessHandles, in the order of `files`
+ */
+export async function openFiles(name, files) {
+  const dir = await repositoryDir(name, { create: true });
+  const got = await Promise.allSettled(files.map(async (f) => syncHandle(await dir.getFileHandle(f, { create: true }))));
+  const failed = got.find((r) => r.status === 'rejected');
+  if (failed) {
+    closeAll(got.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : [])));
+    throw /** @type {PromiseRejectedResult} */ (failed).reason;
+  }
+  return got.map((r) => /** @type {PromiseFulfilledResult<any>} */ (r).value);
+}
