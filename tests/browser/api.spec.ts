@@ -42,7 +42,7 @@ test('reads by id: sets only where stored, unicode, large items, memory growth, 
     await db.close();
     // engine.js in a worker of its own: EngineHandle.get revives sets only where the engine says.
     const src = `
-      import { openEngine } from '${location.origin}/www/engine.js';
+      import { openEngine } from '${location.origin}/www/lib/engine.js';
       const show = ${show.toString()};
       const eng = await openEngine(${JSON.stringify(name)});
       const r = {};

@@ -7,7 +7,7 @@
 // The page orchestrates; the timing loops run in the worker (harness.js) except for the rows marked
 // [page], which the page times around one awaited call per operation: for SQLite one op message to
 // its benchmark worker, for ibexdb one call of the public page API (www/ibexdb.js, which talks to
-// its own worker www/worker.js) — see IbexPageClient.
+// its own worker www/lib/worker.js) — see IbexPageClient.
 
 import {
   ROWS, SUITES, PLANS, DEFAULT_SUITES, DEFAULT_SIZES, DEFAULT_SCALING_SIZES, expectedChecks, summarize,
@@ -16,7 +16,7 @@ import {
 import { ENGINES } from './engines.js';
 import { ITEMS_SCHEMA, ibexValue, repoName } from './ibexdb-common.js';
 import { renderReport, tableLines, textTable } from './report.js';
-import { removeRepository } from '../storage.js';
+import { removeRepository } from '../lib/storage.js';
 
 const CALL_TIMEOUT_MS = 15 * 60 * 1000;
 
@@ -117,7 +117,7 @@ async function retire(w, { reset = false, final = false } = {}) {
 // --- page-side clients -----------------------------------------------------------------------------
 /**
  * ibexdb as an app uses it: the public page API (www/ibexdb.js). open() starts its own worker
- * (www/worker.js) that owns the OPFS files; calls made in one tick travel as one message. The
+ * (www/lib/worker.js) that owns the OPFS files; calls made in one tick travel as one message. The
  * benchmark worker must have released the files first ('release' message).
  */
 class IbexPageClient {

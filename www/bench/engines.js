@@ -9,7 +9,7 @@
 //   The report compares an ibexdb engine with the best SQLite engine of the same durability, per row.
 //   pageApi     how page-side rows reach the engine: 'worker' (default) = op messages to the
 //               engine's benchmark worker (harness.js); 'ibexdb' = the public page API
-//               (www/ibexdb.js open() → its own worker www/worker.js, batching, group commit),
+//               (www/ibexdb.js open() → its own worker www/lib/worker.js, batching, group commit),
 //               which is how an app talks to ibexdb. Same kind of messaging as the SQLite rows:
 //               one worker round trip per awaited call. See bench.js (IbexPageClient).
 

@@ -1,4 +1,4 @@
-// ibexdb engine for the benchmark: the wasm engine of www/engine.js (openEngine → EngineHandle),
+// ibexdb engine for the benchmark: the wasm engine of www/lib/engine.js (openEngine → EngineHandle),
 // used directly inside this dedicated module worker, so worker-side rows time engine cost without
 // page messaging. One worker per engine id; the page passes the configuration in the init message
 // (www/bench/engines.js):
@@ -8,12 +8,12 @@
 //   trusted    false     : commits are signed (sealed) with the repository's P-384 identity
 //              true      : trusted mode, unsigned commits
 //
-// What an app waits for. The shipped runtime (www/worker.js) answers a write after apply (+ flush),
+// What an app waits for. The shipped runtime (www/lib/worker.js) answers a write after apply (+ flush),
 // and does more work on timers between batches: a relaxed flush RELAXED_FLUSH_MS after the first
 // unflushed write, and, in signed mode, a seal (one signature over every unsealed commit) + flush +
 // snapshot check SEAL_DELAY_MS after the first unsealed write. An app issuing writes back to back
 // waits for that work too (the worker is single-threaded). This adapter therefore runs the
-// runtime's own schedule (www/policy.js: armMaintenance after a write, runMaintenance before the
+// runtime's own schedule (www/lib/policy.js: armMaintenance after a write, runMaintenance before the
 // next) inline, at the first write after its deadline, inside the timed region: write rows pay its
 // amortized cost (it shows in p95), exactly as an app would. The separate row "seal (sign) a
 // batch" times one seal on its own.
@@ -39,9 +39,9 @@
 import { serve } from './harness.js';
 import { ITEMS_SCHEMA, repoName } from './ibexdb-common.js';
 
-const ENGINE_MODULE = '/www/engine.js';
-const POLICY_MODULE = '/www/policy.js';
-const STORAGE_MODULE = '/www/storage.js';
+const ENGINE_MODULE = '/www/lib/engine.js';
+const POLICY_MODULE = '/www/lib/policy.js';
+const STORAGE_MODULE = '/www/lib/storage.js';
 
 // Relational workloads (go-sqlite-bench): three collections with exactly the indexes of
 // go-sqlite-bench's SQLite schema: `created` on each, articles.userId, comments.articleId (no index
@@ -56,21 +56,21 @@ const pad = (n) => String(n).padStart(10, '0');
 /** Largest transaction the adapter sends (the core refuses commits over 64 MiB). */
 const MAX_TXN_CHARS = 48 << 20;
 
-/** @type {typeof import('../engine.js').openEngine} */
+/** @type {typeof import('../lib/engine.js').openEngine} */
 let openEngine;
-/** @type {import('../policy.js')} */
+/** @type {import('../lib/policy.js')} */
 let policy;
-/** @type {import('../storage.js')} */
+/** @type {import('../lib/storage.js')} */
 let storage;
 let cfg = null;
 let repo = '';
-/** @type {import('../engine.js').EngineHandle | null} */
+/** @type {import('../lib/engine.js').EngineHandle | null} */
 let eng = null;
 /** wasm memory of the last engine (stats taken after a close) */
 let memoryBytes = null;
 let flushEach = true;
 let signed = true;
-/** @type {import('../policy.js').Maintenance} the runtime's maintenance deadlines */
+/** @type {import('../lib/policy.js').Maintenance} the runtime's maintenance deadlines */
 let deadlines = { flushAt: 0, sealAt: 0 };
 const background = { relaxedFlushes: 0, seals: 0, snapshots: 0 };
 let plans = null;

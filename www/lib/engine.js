@@ -1,9 +1,9 @@
 // The ibexdb engine inside a dedicated worker, without the page API: OPFS files, the identity,
 // the wasm instance and panic recovery. `EngineHandle` is the one interface to the wasm engine:
-// the runtime worker (`www/worker.js`), sync (`www/sync.js`) and the benchmark adapter all call
+// the runtime worker (`worker.js`), sync (`sync.js`) and the benchmark adapter all call
 // its methods; nothing else touches the wasm object. It can be used directly in a worker:
 //
-//   import { openEngine } from '/www/engine.js';
+//   import { openEngine } from '/www/lib/engine.js';
 //   const eng = await openEngine('bench', { trusted: false });
 //   eng.put('items/1', { title: 'Item 1', count: 1, tags: new Set(['tag 1']) });
 //   eng.flush();                       // durable point (one OPFS write + flush)
@@ -16,7 +16,7 @@
 
 import { TxnBuilder, decode, decodeMany, decodeRows, encode, encodeObject, revive } from './codec.js';
 export { TxnBuilder };
-import * as glue0 from '../pkg/ibexdb.js';
+import * as glue0 from '../../pkg/ibexdb.js';
 import { ClosedError, InvalidValueError, PanicError, fromWire } from './errors.js';
 import { WASM_URL, checkName, snapshotDue } from './policy.js';
 import { checkStorage, closeAll, openFiles } from './storage.js';

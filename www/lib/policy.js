@@ -15,11 +15,12 @@ import { InvalidKeyError } from './errors.js';
 export const ROOT_DIR = 'ibexdb';
 
 /**
- * The engine's WebAssembly binary (wasm-pack output in `pkg/`, a sibling of `www/`): the one
- * place its URL is decided. The page compiles it and hands the module to the worker; the worker
- * compiles it itself only without one.
+ * The engine's WebAssembly binary: the one place its URL is decided, relative to this module
+ * (wasm-pack's output `pkg/` is served as a sibling of `www/`; its glue `ibexdb.js` sits next to
+ * the binary and engine.js imports it from there). The page compiles the binary and hands the
+ * module to the worker; the worker compiles it itself only without one.
  */
-export const WASM_URL = new URL('../pkg/ibexdb_bg.wasm', import.meta.url);
+export const WASM_URL = new URL('../../pkg/ibexdb_bg.wasm', import.meta.url);
 
 // ----- names -------------------------------------------------------------------------------
 

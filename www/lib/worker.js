@@ -1,4 +1,4 @@
-// The dedicated module worker behind one `open()` on the page (www/ibexdb.js).
+// The dedicated module worker behind one `open()` on the page (ibexdb.js).
 //
 // Page <-> worker protocol (one message per batch each way):
 //   page -> worker  {type:'open', name, options}
@@ -9,7 +9,7 @@
 //                   {type:'live', epoch, changes?, resets?}   live-query updates
 //                   {type:'role', role}                      this tab took over ownership
 //                   {type:'background-error', error}         a relaxed flush / seal failed
-// Values, queries and results travel as JSON text (www/codec.js); errors as {name, message, ...}.
+// Values, queries and results travel as JSON text (codec.js); errors as {name, message, ...}.
 //
 // Ownership across tabs: OPFS sync access handles are exclusive, so per repository name one
 // worker holds the Web Lock `ibexdb:<name>` and owns the files (the "owner"). Workers of other
@@ -133,7 +133,7 @@ class MaintenanceTimer {
 }
 const maintenance = new MaintenanceTimer();
 
-/** Sync with a server (owner only; www/sync.js). */
+/** Sync with a server (owner only; sync.js). */
 const sync = new SyncManager({
   get name() {
     return repoName;

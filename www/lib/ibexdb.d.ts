@@ -1,0 +1,283 @@
+// Types of the public module, www/lib/ibexdb.js (re-exported by www/ibexdb.js and
+// www/ibexdb.d.ts); hand-written, type-checked by `tsc --noEmit -p www` against www/types-test.ts.
+
+/** A value that can be stored: JSON plus `Set<string>` (a set that merges element-wise). */
+export type Value = null | boolean | number | string | Value[] | Set<string> | { [field: string]: Value | undefined };
+
+/** An item: a plain object of values. */
+export type Item = { [field: string]: Value | undefined };
+
+/** `collection/id`: collection of `[A-Za-z0-9_-]{1,64}`, id of 1–512 bytes. */
+export type Key = string;
+
+/** One row of a query or live query. */
+export interface Row<T extends Item = Item> {
+  id: string;
+  value: T;
+}
+
+/** A field condition: a literal means `eq`. */
+export type Condition =
+  | Value
+  | {
+      eq?: Value;
+      ne?: Value;
+      lt?: Value;
+      lte?: Value;
+      gt?: Value;
+      gte?: Value;
+      in?: Value[];
+      /** A set (or list) field contains this element. */
+      contains?: Value;
+      /** A string starts with this prefix. */
+      prefix?: string;
+      /** A string contains this substring. */
+      includes?: string;
+      [op: string]: unknown;
+    };
+
+/** A `where` clause: dotted field paths to conditions, combined with and/or/not. */
+export interface Where {
+  and?: Where[];
+  or?: Where[];
+  not?: Where;
+  [path: string]: Condition | Where[] | Where | undefined;
+}
+
+export interface SortKey {
+  field: string;
+  desc?: boolean;
+}
+
+export interface Query {
+  collection: string;
+  where?: Where;
+  /** Sort keys; a bare path sorts ascending. Ties break by id. */
+  sort?: (SortKey | string)[];
+  limit?: number;
+  offset?: number;
+  /** Field paths to return (whole items when absent). */
+  select?: string[];
+}
+
+export type Aggregate = { count: true | string } | { sum: string } | { min: string } | { max: string } | { avg: string };
+
+export interface AggregateQuery {
+  collection: string;
+  where?: Where;
+  /** Output name -> function. */
+  aggregates: Record<string, Aggregate>;
+  groupBy?: string;
+}
+
+export type FieldType = 'any' | 'null' | 'boolean' | 'number' | 'integer' | 'string' | 'list' | 'map' | 'set';
+
+export interface Schema {
+  fields?: Record<string, { type?: FieldType; required?: boolean; nullable?: boolean; default?: Value }>;
+  /** Field paths with a sorted secondary index (equality, range, sort; set elements for `contains`). */
+  indexes?: string[];
+  /** Accept fields not listed in `fields` (default true). */
+  allowOtherFields?: boolean;
+}
+
+export interface OpenOptions {
+  /**
+   * 'flush' (default): a write resolves after it is flushed to OPFS (calls of one tick share
+   * one flush). 'relaxed': a write resolves once applied in memory and is flushed within ~50 ms.
+   */
+  durability?: 'flush' | 'relaxed';
+  /** Unsigned commits (no identity). Default false: commits are signed with ECDSA P-384. */
+  trusted?: boolean;
+  /** An identity from `exportIdentity()` (e.g. from another device) to sign with and keep. */
+  identity?: string;
+  /** Schemas to declare on open (schemas are not stored: declare them on every open). */
+  schemas?: Record<string, Schema>;
+  /** Damage in the middle of the log: 'strict' (default) fails with CorruptError, 'repair' pads over it. */
+  recovery?: 'strict' | 'repair';
+  /** A byte limit for this repository's files (QuotaExceededError beyond it). */
+  quotaBytes?: number;
+  /** Sync with an ibexdb-server at this URL (`ws://127.0.0.1:8787`); see `Database.sync`. */
+  sync?: string;
+  /** Errors of background work (a relaxed flush, a seal) — console.warn when absent. */
+  onError?: (error: IbexError) => void;
+}
+
+export interface LiveChangeRow<T extends Item = Item> {
+  id: string;
+  value: T;
+  pos: number;
+}
+
+/** What changed in a live query's rows (positions index the new rows). */
+export interface LiveChange<T extends Item = Item> {
+  added: LiveChangeRow<T>[];
+  removed: string[];
+  changed: LiveChangeRow<T>[];
+  moved: { id: string; from: number; to: number }[];
+}
+
+export interface LiveQuery<T extends Item = Item> {
+  /** The latest rows; replaced (never mutated) on every change. */
+  readonly results: Row<T>[];
+  readonly closed: boolean;
+  close(): void;
+}
+
+export interface HistoryEntry {
+  commit: string;
+  /** Public key (hex) of the author. */
+  author: string;
+  /** Wall-clock milliseconds of the commit. */
+  time: number;
+  hlc: string;
+  trusted: boolean;
+  op:
+    | { type: 'put'; value: Item }
+    | { type: 'delete' }
+    | { type: 'patch'; fields: Record<string, { assign: Value } | { unset: true } | { add: string[]; remove: string[] }> };
+}
+
+export interface VerifyReport {
+  commits: number;
+  seals: number;
+  signaturesVerified: number;
+  trustedCommits: number;
+  /** Local commits not sealed yet (they will be; not an error). */
+  unsealed: number;
+  items: number;
+  logBytes: number;
+  snapshotChecked: boolean;
+}
+
+export interface StorageInfo {
+  /** `navigator.storage.estimate()` for the whole origin. */
+  usage: number;
+  quota: number;
+  /** Whether the browser granted persistent storage (requested on open). */
+  persisted: boolean;
+  repository: { logBytes: number; snapshotBytes: number; totalBytes: number; items: number; commits: number };
+}
+
+export interface ReceiveReport {
+  applied: number;
+  duplicates: number;
+  /** Commits waiting for missing parents. */
+  pending: number;
+}
+
+export interface SyncStatus {
+  /** 'off' (never started or stopped), 'connecting', 'connected', 'backoff' (waiting to reconnect). */
+  state: 'off' | 'connecting' | 'connected' | 'backoff';
+  url: string | null;
+  /** Last server sequence received. */
+  cursor: number;
+  /** Local commit-table entries before this one are known to the server. */
+  pushFrom: number;
+  /** The server's last sequence, as last heard. */
+  serverHead: number | null;
+  /** Connection attempts so far. */
+  connects: number;
+  /** Commits received and applied. */
+  received: number;
+  /** Push messages sent. */
+  pushed: number;
+  /** Commits the server acknowledged as stored. */
+  acked: number;
+  /** The last error: a server `Error` message ({code, message}) or a local failure ({name, message}). */
+  lastError: { code?: number; name?: string; message: string } | null;
+}
+
+export interface Transaction {
+  put(key: Key, value: Item): this;
+  update(key: Key, fields: Item): this;
+  delete(key: Key): this;
+  unset(key: Key, field: string): this;
+  setAdd(key: Key, field: string, elements: Iterable<string> | string): this;
+  setRemove(key: Key, field: string, elements: Iterable<string> | string): this;
+}
+
+export declare class Database {
+  readonly name: string;
+  /** Public key (hex) signing this repository's commits; null in trusted mode. */
+  readonly identity: string | null;
+  readonly trusted: boolean;
+  readonly durability: 'flush' | 'relaxed';
+  /** 'owner' if this tab's worker holds the files, 'client' if it reaches another tab's. */
+  readonly role: 'owner' | 'client';
+
+  get<T extends Item = Item>(key: Key): Promise<T | undefined>;
+  getMany<T extends Item = Item>(keys: Key[]): Promise<(T | undefined)[]>;
+  put(key: Key, value: Item): Promise<void>;
+  update(key: Key, fields: Item): Promise<void>;
+  delete(key: Key): Promise<void>;
+  transaction<R>(fn: (tx: Transaction) => R): Promise<R>;
+
+  query<T extends Item = Item>(q: Query): Promise<Row<T>[]>;
+  explain(q: Query): Promise<Record<string, unknown>>;
+  count(collection: string, where?: Where): Promise<number>;
+  keys(collection: string): Promise<string[]>;
+  /** `{name: value, ...}`; with `groupBy`, `{groups: [{key, name: value, ...}, ...]}` in key order. */
+  aggregate(q: AggregateQuery): Promise<Record<string, Value>>;
+  /** `onChange` gets the first results (change null), then every update; `results` is the latest snapshot. */
+  live<T extends Item = Item>(q: Query, onChange?: (results: Row<T>[], change: LiveChange<T> | null) => void): Promise<LiveQuery<T>>;
+  history(key: Key): Promise<HistoryEntry[]>;
+
+  defineSchema(collection: string, schema: Schema): Promise<void>;
+  flush(): Promise<void>;
+  verify(): Promise<VerifyReport>;
+  exportIdentity(): Promise<string | null>;
+  exportCommits(): Promise<Uint8Array>;
+  receive(bundle: Uint8Array): Promise<ReceiveReport>;
+  storageInfo(): Promise<StorageInfo>;
+  /** Sync with an ibexdb-server (`ws://host:port`); null stops. */
+  sync(url: string | null): Promise<void>;
+  syncStatus(): Promise<SyncStatus>;
+  close(): Promise<void>;
+}
+
+/** Open (or create) the repository `name` (1–128 of `[A-Za-z0-9_.-]`). */
+export declare function open(name: string, options?: OpenOptions): Promise<Database>;
+
+export declare class IbexError extends Error {
+  constructor(message: string, details?: Record<string, unknown>);
+}
+export declare class SchemaError extends IbexError {
+  readonly collection: string;
+  readonly field: string;
+  readonly rule: string;
+}
+export declare class InvalidSchemaError extends IbexError {
+  readonly collection: string;
+}
+export declare class NotFoundError extends IbexError {
+  readonly key: string;
+}
+export declare class InvalidKeyError extends IbexError {
+  readonly key: string;
+}
+export declare class InvalidValueError extends IbexError {
+  readonly path: string;
+}
+export declare class TooLargeError extends IbexError {
+  readonly size: number;
+  readonly limit: number;
+}
+export declare class StorageError extends IbexError {
+  readonly kind?: string;
+}
+export declare class QuotaExceededError extends StorageError {}
+export declare class StorageUnavailableError extends StorageError {}
+export declare class ClosedError extends IbexError {}
+export declare class CorruptError extends IbexError {
+  readonly offset: number;
+  readonly nextValid?: number;
+}
+export declare class SignatureError extends IbexError {
+  readonly kind: 'tampered' | 'bad-signature' | 'wrong-key' | 'missing' | 'malformed' | 'unsigned' | 'other';
+}
+export declare class QueryError extends IbexError {}
+export declare class VerifyError extends IbexError {}
+export declare class PanicError extends IbexError {}
+export declare class DecodeError extends IbexError {}
+export declare class ClockSkewError extends IbexError {}
+export declare class ProtocolError extends IbexError {}

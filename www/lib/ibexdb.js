@@ -1,0 +1,524 @@
+// ibexdb: a local-first database for the browser. The public ES module (no bundler needed;
+// www/ibexdb.js re-exports it):
+//
+//   import { open } from './ibexdb.js';
+//   const db = await open('notes');
+//   await db.put('notes/1', { title: 'Hello', tags: new Set(['inbox']) });
+//   const note = await db.get('notes/1');
+//
+// The engine (Rust compiled to WebAssembly) runs in a dedicated worker (worker.js) and
+// keeps its files in OPFS. Calls made in the same tick travel to the worker as one message and
+// come back as one (with durability 'flush' they also share one OPFS flush). Types: ibexdb.d.ts.
+
+import { TxnBuilder, decode, decodeMany, decodeRows, encode, encodeObject } from './codec.js';
+import { ClosedError, InvalidKeyError, InvalidValueError, StorageUnavailableError, fromWire } from './errors.js';
+import { WASM_URL, checkName, isSyncUrl } from './policy.js';
+
+export * from './errors.js';
+
+/** Throw StorageUnavailableError when this page cannot run ibexdb. */
+function checkEnvironment() {
+  if (typeof window !== 'undefined' && window.isSecureContext === false) {
+    throw new StorageUnavailableError('ibexdb needs a secure context (https:// or http://localhost) for OPFS');
+  }
+  if (typeof navigator === 'undefined' || !navigator.storage || typeof navigator.storage.getDirectory !== 'function') {
+    throw new StorageUnavailableError('OPFS is not available (navigator.storage.getDirectory is missing)');
+  }
+  if (typeof Worker === 'undefined') throw new StorageUnavailableError('Web Workers are not available');
+  if (!navigator.locks) throw new StorageUnavailableError('Web Locks (navigator.locks) are not available');
+}
+
+/** @type {Promise<WebAssembly.Module | null> | null} the engine's wasm, compiled once per page */
+let wasmModule = null;
+
+/**
+ * Compile the engine's wasm on the page, once, and hand the module to every worker: a worker
+ * then neither fetches nor compiles it (only instantiates), and the first compile overlaps the
+ * worker's start-up. Null when it can't be done here (the worker then loads it itself, and
+ * reports any real error).
+ */
+function compileWasm() {
+  wasmModule ??= (async () => {
+    try {
+      return await WebAssembly.compileStreaming(fetch(WASM_URL));
+    } catch {
+      return null;
+    }
+  })();
+  return wasmModule;
+}
+
+const identity = (x) => x;
+const parseJson = (t) => JSON.parse(t);
+const none = () => undefined;
+
+/**
+ * Apply one live-query change to the previous rows (see LiveChange in the core): replace the
+ * values of `changed`, drop `removed` and `moved`, insert `added` and `moved` at their new
+ * positions in ascending order.
+ */
+function applyChange(rows, ch) {
+  const changed = new Map();
+  for (const [id, value] of ch.changed) changed.set(id, value);
+  const removed = new Set(ch.removed);
+  const moved = new Set();
+  for (const [id] of ch.moved) moved.add(id);
+  const out = [];
+  const moving = new Map();
+  for (const r of rows) {
+    const row = changed.has(r.id) ? { id: r.id, value: changed.get(r.id) } : r;
+    if (moved.has(r.id)) moving.set(r.id, row);
+    else if (!removed.has(r.id)) out.push(row);
+  }
+  const ins = [];
+  for (const [id, value, pos] of ch.added) ins.push([pos, { id, value }]);
+  for (const [id, , to] of ch.moved) ins.push([to, moving.get(id) ?? { id, value: changed.get(id) }]);
+  ins.sort((a, b) => a[0] - b[0]);
+  for (const [p, row] of ins) out.splice(Math.min(p, out.length), 0, row);
+  return out;
+}
+
+/** A live query: `results` is always the latest snapshot (replaced, never mutated). */
+class LiveQuery {
+  constructor(db, subId, onChange) {
+    this._db = db;
+    this._subId = subId;
+    this._onChange = onChange;
+    /** @type {{id: string, value: any}[]} */
+    this.results = [];
+    this._epoch = '';
+    this._liveId = -1;
+    this.closed = false;
+  }
+
+  _set(rows, change) {
+    this.results = rows;
+    if (this._onChange) {
+      try {
+        this._onChange(rows, change);
+      } catch (e) {
+        // An app callback error must not break delivery to other live queries.
+        queueMicrotask(() => {
+          throw e;
+        });
+      }
+    }
+  }
+
+  /** Stop receiving updates. */
+  close() {
+    if (this.closed) return;
+    this.closed = true;
+    this._db._live.delete(this._subId);
+    if (!this._db._closed) this._db._send('unsubscribe', [this._subId], none).catch(() => {});
+  }
+}
+
+/** An open database (one repository). Create with `open()`. */
+export class Database {
+  constructor(name, worker, info, durability, onError) {
+    this.name = name;
+    /** Public key (hex) that signs this repository's commits; null in trusted mode. */
+    this.identity = info.identity ?? null;
+    this.trusted = !!info.trusted;
+    this.durability = durability;
+    this._worker = worker;
+    this._role = info.role;
+    this._onError = onError;
+    this._seq = 0;
+    this._queue = [];
+    /** seq -> [resolve, reject, decode] */
+    this._calls = new Map();
+    /** subId -> LiveQuery */
+    this._live = new Map();
+    this._nextSub = 1;
+    this._closed = false;
+    this._closing = null;
+    this._scheduled = false;
+    worker.onmessage = (ev) => this._onMessage(ev.data);
+    worker.onerror = (ev) => {
+      ev.preventDefault?.();
+      this._fail(new StorageUnavailableError(`the ibexdb worker failed: ${ev.message ?? 'unknown error'}`));
+    };
+    this._onHide = () => worker.postMessage({ type: 'hide' });
+    if (typeof addEventListener === 'function') addEventListener('pagehide', this._onHide);
+  }
+
+  /** Whether this tab's worker holds the repository's files ('owner') or reaches another tab's. */
+  get role() {
+    return this._role;
+  }
+
+  _send(op, args, dec) {
+    if (this._closed) return Promise.reject(new ClosedError(`database ${this.name} is closed`));
+    const seq = ++this._seq;
+    return new Promise((resolve, reject) => {
+      this._calls.set(seq, [resolve, reject, dec]);
+      this._queue.push([seq, op, ...args]);
+      if (!this._scheduled) {
+        this._scheduled = true;
+        queueMicrotask(() => this._flushQueue());
+      }
+    });
+  }
+
+  _flushQueue() {
+    this._scheduled = false;
+    if (this._queue.length === 0) return;
+    const ops = this._queue;
+    this._queue = [];
+    this._worker.postMessage({ type: 'batch', durability: this.durability, ops });
+  }
+
+  _onMessage(m) {
+    switch (m.type) {
+      case 'results':
+        if (m.live) this._applyLive(m.live);
+        for (const [seq, ok, payload] of m.results) {
+          const c = this._calls.get(seq);
+          if (!c) continue;
+          this._calls.delete(seq);
+          if (ok) {
+            let v;
+            try {
+              v = c[2](payload);
+            } catch (e) {
+              c[1](e);
+              continue;
+            }
+            c[0](v);
+          } else {
+            c[1](fromWire(payload));
+          }
+        }
+        break;
+      case 'live':
+        this._applyLive(m);
+        break;
+      case 'role':
+        this._role = m.role;
+        break;
+      case 'background-error': {
+        const err = fromWire(m.error);
+        if (this._onError) this._onError(err);
+        else console.warn('ibexdb background error', err);
+        break;
+      }
+      case 'closed':
+        this._closing?.resolve(m.error);
+        break;
+      default:
+    }
+  }
+
+  _applyLive(m) {
+    for (const [subId, epoch, liveId, rowsJson] of m.resets ?? []) {
+      const lq = this._live.get(subId);
+      if (!lq || rowsJson === null) continue;
+      lq._epoch = epoch;
+      lq._liveId = liveId;
+      lq._set(decodeRows(rowsJson), null);
+    }
+    if (m.changes) {
+      let byId = null;
+      for (const lq of this._live.values()) {
+        if (lq._epoch !== m.epoch) continue;
+        byId ??= new Map(decode(m.changes));
+        const ch = byId.get(lq._liveId);
+        if (!ch) continue;
+        const change = {
+          added: ch.added.map(([id, value, pos]) => ({ id, value, pos })),
+          removed: ch.removed,
+          changed: ch.changed.map(([id, value, pos]) => ({ id, value, pos })),
+          moved: ch.moved.map(([id, from, to]) => ({ id, from, to })),
+        };
+        lq._set(applyChange(lq.results, ch), change);
+      }
+    }
+  }
+
+  _fail(err) {
+    this._closed = true;
+    for (const [, c] of this._calls) c[1](err);
+    this._calls.clear();
+  }
+
+  // ----- reads -------------------------------------------------------------------------
+
+  /** The item at `key` (`collection/id`), or undefined. */
+  get(key) {
+    return this._send('get', [key], decode);
+  }
+
+  /** Items at `keys` (undefined where missing), in order. */
+  getMany(keys) {
+    if (!Array.isArray(keys)) return Promise.reject(new InvalidKeyError('getMany needs an array of keys'));
+    return this._send('getMany', [JSON.stringify(keys)], decodeMany);
+  }
+
+  /** Rows `{id, value}` matching a query. */
+  query(q) {
+    return this._encoded(() => encode(q, 'query'), (t) => this._send('query', [t], decodeRows));
+  }
+
+  /** The plan the engine would use for a query. */
+  explain(q) {
+    return this._encoded(() => encode(q, 'query'), (t) => this._send('explain', [t], parseJson));
+  }
+
+  /** Number of items in `collection` (matching `where`, if given). */
+  count(collection, where) {
+    return this._encoded(
+      () => (where === undefined ? null : encode(where, 'where')),
+      (t) => this._send('count', [collection, t], identity),
+    );
+  }
+
+  /** Ids of the items in `collection`, in order. */
+  keys(collection) {
+    return this._send('keys', [collection], parseJson);
+  }
+
+  /** Aggregates: `{collection, where?, aggregates: {name: {sum|min|max|avg|count: field}}, groupBy?}`. */
+  aggregate(q) {
+    return this._encoded(() => encode(q, 'aggregate'), (t) => this._send('aggregate', [t], decode));
+  }
+
+  /**
+   * A live query. Resolves once its first results are in; `results` then always holds the
+   * latest rows. `onChange(results, change)` is called with the first results (change null),
+   * then after every change.
+   */
+  live(q, onChange) {
+    return this._encoded(
+      () => encode(q, 'query'),
+      (t) => {
+        const subId = this._nextSub++;
+        const lq = new LiveQuery(this, subId, onChange);
+        this._live.set(subId, lq);
+        return this._send('subscribe', [subId, t], identity).then(
+          ([epoch, liveId, rowsJson]) => {
+            lq._epoch = epoch;
+            lq._liveId = liveId;
+            lq._set(decodeRows(rowsJson), null);
+            return lq;
+          },
+          (e) => {
+            this._live.delete(subId);
+            throw e;
+          },
+        );
+      },
+    );
+  }
+
+  /** The commits that changed `key`, oldest first. */
+  history(key) {
+    return this._send('history', [key], decode);
+  }
+
+  // ----- writes ------------------------------------------------------------------------
+
+  /** Replace the item at `key`. */
+  put(key, value) {
+    return this._encoded(() => encodeObject(value, key), (t) => this._send('put', [key, t], none));
+  }
+
+  /** Change some fields of an existing item (NotFoundError if it does not exist). */
+  update(key, fields) {
+    return this._encoded(() => encodeObject(fields, key), (t) => this._send('update', [key, t], none));
+  }
+
+  /** Delete the item at `key`. */
+  delete(key) {
+    return this._send('delete', [key], none);
+  }
+
+  /**
+   * Run `fn(tx)` (synchronously) to collect writes, then commit them atomically as one commit.
+   * Resolves with `fn`'s return value once committed.
+   */
+  transaction(fn) {
+    let tx;
+    let ret;
+    try {
+      tx = new TxnBuilder();
+      ret = fn(tx);
+      if (ret && typeof ret.then === 'function') {
+        throw new TypeError('the transaction callback must be synchronous (collect writes, then await the transaction)');
+      }
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    if (tx.size === 0) return Promise.resolve(ret);
+    return this._send('txn', [tx.toJSON()], () => ret);
+  }
+
+  /** Declare (or replace) a collection's schema: `{fields: {...}, indexes: [...], allowOtherFields}`. */
+  defineSchema(collection, schema) {
+    return this._encoded(() => JSON.stringify(schema), (t) => this._send('defineSchema', [collection, t], none));
+  }
+
+  // ----- durability, integrity, identity, storage --------------------------------------
+
+  /** Make every write so far durable in OPFS. */
+  flush() {
+    return this._send('flush', [], none);
+  }
+
+  /** Re-prove the repository: every hash, signature, snapshot and index. */
+  verify() {
+    return this._send('verify', [], parseJson);
+  }
+
+  /** The identity (secret key) in a form `open(name, {identity})` accepts. Keep it secret. */
+  exportIdentity() {
+    return this._send('exportIdentity', [], identity);
+  }
+
+  /** Every commit and seal of this repository as bytes (for another replica's `receive`). */
+  exportCommits() {
+    return this._send('export', [], identity);
+  }
+
+  /** Verify and apply commits exported by another replica (all or nothing). */
+  receive(bundle) {
+    if (!(bundle instanceof Uint8Array)) return Promise.reject(new InvalidValueError('receive needs a Uint8Array from exportCommits()'));
+    return this._send('receive', [bundle], parseJson);
+  }
+
+  /**
+   * Sync this repository with an ibexdb-server (`ws://host:port`; null stops). The tab that owns
+   * the files holds the WebSocket; it pushes local commits (sealed), applies received ones (live
+   * queries update) and reconnects with backoff.
+   */
+  sync(url) {
+    if (url !== null && !isSyncUrl(url)) {
+      return Promise.reject(new InvalidValueError(`sync needs a ws:// or wss:// URL, got ${JSON.stringify(url)}`, { path: 'url' }));
+    }
+    return this._send('sync', [url], none);
+  }
+
+  /** Where sync stands: state, cursor, counters, last error. */
+  syncStatus() {
+    return this._send('syncStatus', [], parseJson);
+  }
+
+  /** Origin usage and quota, whether storage is persistent, and this repository's bytes. */
+  async storageInfo() {
+    const [est, persisted, stats] = await Promise.all([
+      navigator.storage.estimate(),
+      navigator.storage.persisted ? navigator.storage.persisted() : Promise.resolve(false),
+      this._send('stats', [], parseJson),
+    ]);
+    return {
+      usage: est.usage ?? 0,
+      quota: est.quota ?? 0,
+      persisted,
+      repository: {
+        logBytes: stats.logBytes,
+        snapshotBytes: stats.snapshotBytes,
+        totalBytes: stats.logBytes + stats.snapshotBytes + (this.identity ? 48 : 0),
+        items: stats.items,
+        commits: stats.commits,
+      },
+    };
+  }
+
+  /** Seal, flush, snapshot and release the files (another tab may take over); stop the worker. */
+  async close() {
+    if (this._closing) return this._closing.promise;
+    let resolve;
+    const promise = new Promise((r) => (resolve = r));
+    this._closing = { promise, resolve };
+    this._flushQueue();
+    this._worker.postMessage({ type: 'close' });
+    const error = await promise;
+    this._closed = true;
+    for (const lq of this._live.values()) lq.closed = true;
+    this._live.clear();
+    this._fail(new ClosedError(`database ${this.name} is closed`));
+    if (typeof removeEventListener === 'function') removeEventListener('pagehide', this._onHide);
+    this._worker.terminate();
+    if (error) throw fromWire(error);
+    return undefined;
+  }
+
+  /** @internal Test hook: make the engine panic (the call rejects with PanicError). */
+  _debugPanic(msg = 'panic requested by a test') {
+    return this._send('debugPanic', [msg], none);
+  }
+
+  _encoded(enc, then) {
+    let t;
+    try {
+      t = enc();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return then(t);
+  }
+}
+
+/**
+ * Open (or create) the repository `name`.
+ * @param {string} name 1-128 characters: letters, digits, '_', '-', '.'
+ * @param {object} [options]
+ */
+export async function open(name, options = {}) {
+  checkName(name);
+  const durability = options.durability ?? 'flush';
+  if (durability !== 'flush' && durability !== 'relaxed') {
+    throw new InvalidValueError(`options.durability must be 'flush' or 'relaxed', got ${JSON.stringify(durability)}`, { path: 'options.durability' });
+  }
+  checkEnvironment();
+  // Ask for persistent storage (the browser may refuse; storageInfo() reports the outcome).
+  const persist = navigator.storage.persist ? navigator.storage.persist().catch(() => false) : Promise.resolve(false);
+  const wasm = compileWasm();
+  const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: `ibexdb:${name}` });
+  const module = await wasm;
+  const info = await new Promise((resolve, reject) => {
+    worker.onmessage = (ev) => {
+      const m = ev.data;
+      if (m.type === 'opened') resolve(m);
+      else if (m.type === 'open-failed') reject(fromWire(m.error));
+    };
+    worker.onerror = (ev) => {
+      ev.preventDefault?.();
+      reject(new StorageUnavailableError(`the ibexdb worker failed to start: ${ev.message ?? 'unknown error'}`));
+    };
+    const msg = {
+      type: 'open',
+      name,
+      options: {
+        trusted: !!options.trusted,
+        identity: options.identity,
+        recovery: options.recovery,
+        quotaBytes: options.quotaBytes,
+        schemas: options.schemas,
+      },
+      wasm: module,
+    };
+    try {
+      worker.postMessage(msg);
+    } catch (e) {
+      // A module that can't be cloned to the worker: let the worker load the wasm itself.
+      if (/** @type {any} */ (e)?.name !== 'DataCloneError') throw e;
+      worker.postMessage({ ...msg, wasm: null });
+    }
+  }).catch((e) => {
+    worker.terminate();
+    throw e;
+  });
+  await persist;
+  const db = new Database(name, worker, info, durability, options.onError);
+  if (options.sync != null) {
+    try {
+      await db.sync(options.sync);
+    } catch (e) {
+      await db.close().catch(() => {});
+      throw e;
+    }
+  }
+  return db;
+}
