@@ -1,6 +1,6 @@
 // The ibexdb engine inside a dedicated worker, without the page API: OPFS files, the identity,
 // the wasm instance and panic recovery. `EngineHandle` is the one interface to the wasm engine:
-// the runtime worker (`worker.js`), sync (`sync.js`) and the benchmark adapter all call
+// the runtime worker (`worker.js`, `worker/`), sync (`worker/sync.js`) and the benchmark adapter all call
 // its methods; nothing else touches the wasm object. It can be used directly in a worker:
 //
 //   import { openEngine } from '/www/lib/engine.js';
@@ -158,7 +158,7 @@ function rethrow(e, eng) {
 
 /**
  * One open repository: the wasm `Engine` plus its OPFS handles, and the only code that touches
- * the wasm object. Everything the runtime worker (`worker.js`), sync (`sync.js`) and the
+ * the wasm object. Everything the runtime worker (`worker.js`, `worker/`), sync (`worker/sync.js`) and the
  * benchmark adapter need is a method here, and every call goes through the same error mapping
  * (core errors become `IbexError` subclasses, traps become `PanicError` and mark the handle dead).
  *

@@ -1,6 +1,6 @@
 // Sync from the worker that owns the repository: one WebSocket to an ibexdb-server, driven by
 // the core's sync client inside the wasm engine (EngineHandle.syncStart/syncConnect/syncHandle/
-// syncOutgoing of engine.js; protocol in docs/design.md §12).
+// syncOutgoing of ../engine.js; protocol in docs/design.md §12).
 //
 // - Every engine call runs on the worker's work chain (`hooks.run`), between batches.
 // - Received commits are verified and applied by the engine; `hooks.afterReceive` flushes them
@@ -14,12 +14,12 @@
 //   new; the client is re-created from cursor 0 (what was not flushed is gone with the old
 //   instance) and the socket reconnects.
 
-import { RECONNECT_MAX_MS, RECONNECT_MIN_MS, isSyncUrl } from './policy.js';
+import { RECONNECT_MAX_MS, RECONNECT_MIN_MS, isSyncUrl } from '../policy.js';
 
 /**
  * @typedef {object} SyncHooks
  * @property {string} name repository name (also the name on the server)
- * @property {() => import('./engine.js').EngineHandle | null} engine the open engine (or null)
+ * @property {() => import('../engine.js').EngineHandle | null} engine the open engine (or null)
  * @property {(f: () => any) => Promise<any>} run run `f` on the worker's work chain
  * @property {() => void} afterReceive received commits were applied
  * @property {() => void} afterPush local commits were sealed and pushed

@@ -1,0 +1,165 @@
+// Batches in the worker that owns the files: every op of a batch is applied in order (an error
+// fails only its op); with 'flush' durability a batch that wrote is flushed once, before any
+// result is sent (group commit). A panic fails only the op that caused it: the engine is reopened
+// from OPFS in a fresh wasm instance and the rest of the batch runs again (none of it had been
+// acknowledged). A failed flush fails every write of the batch and reopens the engine, so memory
+// goes back to what is on disk.
+
+import { PanicError, toWire } from '../errors.js';
+
+/** @typedef {import('../worker.js').Runtime} Runtime */
+/** @typedef {import('../worker.js').Op} Op */
+/** @typedef {import('../worker.js').Result} Result */
+
+/** Ops that write: a batch holding one is flushed (durability 'flush') and arms maintenance. */
+const WRITES = new Set(['put', 'update', 'delete', 'txn', 'receive']);
+
+/** After so many panics of its group-commit flush, a batch fails instead of running again. */
+const MAX_FLUSH_RETRIES = 2;
+
+export class Batches {
+  /**
+   * @param {Runtime} rt
+   * @param {object} parts
+   * @param {import('./live.js').LiveQueries} parts.live
+   * @param {import('./sync.js').SyncManager} parts.sync
+   * @param {import('./maintenance.js').Maintenance} parts.maintenance
+   * @param {() => Promise<void>} parts.recover reopen the engine after a panic or a failed flush
+   */
+  constructor(rt, { live, sync, maintenance, recover }) {
+    this.rt = rt;
+    this.live = live;
+    this.sync = sync;
+    this.maintenance = maintenance;
+    this.recover = recover;
+  }
+
+  /**
+   * Apply a batch and group-commit it.
+   * @param {Op[]} ops
+   * @param {'flush' | 'relaxed'} durability
+   * @param {string} origin 'local' (this worker's page) or the client worker that sent it
+   * @returns {Promise<[Result[], string | undefined]>} the results, and the live changes they made (JSON text)
+   */
+  async run(ops, durability, origin) {
+    /** @type {Result[]} */
+    const results = new Array(ops.length);
+    const failed = new Set();
+    for (let round = 0; ; round++) {
+      let panicAt = -1;
+      let wrote = false;
+      for (let i = 0; i < ops.length; i++) {
+        if (failed.has(i)) continue;
+        const [seq, op, ...args] = ops[i];
+        try {
+          results[i] = [seq, 1, this.exec(op, args, origin)];
+          if (WRITES.has(op)) wrote = true;
+        } catch (e) {
+          results[i] = [seq, 0, toWire(e)];
+          if (e instanceof PanicError) {
+            panicAt = i;
+            break;
+          }
+        }
+      }
+      if (panicAt < 0 && wrote && durability === 'flush') {
+        try {
+          this.rt.owned().flush();
+        } catch (e) {
+          if (!(e instanceof PanicError) || round > MAX_FLUSH_RETRIES) {
+            // Not durable: none of this batch's writes is acknowledged.
+            for (let i = 0; i < ops.length; i++) {
+              if (WRITES.has(ops[i][1]) && results[i][1] === 1) results[i] = [ops[i][0], 0, toWire(e)];
+            }
+            await this.recover();
+            return [results, undefined];
+          }
+          panicAt = ops.length; // the flush itself trapped: run the whole batch again
+        }
+      }
+      if (panicAt >= 0) {
+        if (panicAt < ops.length) failed.add(panicAt);
+        await this.recover();
+        continue;
+      }
+      if (wrote) {
+        this.maintenance.schedule();
+        this.sync.nudge();
+      }
+      let changes;
+      try {
+        changes = this.live.take();
+      } catch {
+        changes = undefined;
+      }
+      return [results, changes];
+    }
+  }
+
+  /**
+   * Run one op on the engine (synchronously). Values, queries and results are JSON text.
+   * @param {string} op
+   * @param {any[]} a its arguments
+   * @param {string} origin
+   * @returns {unknown} the result's payload
+   */
+  exec(op, a, origin) {
+    const engine = this.rt.owned();
+    switch (op) {
+      case 'get':
+        return engine.getJson(a[0]);
+      case 'getMany':
+        return engine.getManyJson(a[0]);
+      case 'put':
+        return engine.putJson(a[0], a[1]);
+      case 'update':
+        return engine.updateJson(a[0], a[1]);
+      case 'delete':
+        return engine.delete(a[0]);
+      case 'txn':
+        return engine.transaction(a[0]);
+      case 'query':
+        return engine.queryJson(a[0]);
+      case 'explain':
+        return engine.explainJson(a[0]);
+      case 'count':
+        return engine.countJson(a[0], a[1]);
+      case 'keys':
+        return engine.keysJson(a[0]);
+      case 'aggregate':
+        return engine.aggregateJson(a[0]);
+      case 'history':
+        return engine.historyJson(a[0]);
+      case 'defineSchema':
+        return engine.defineSchemaJson(a[0], a[1]);
+      case 'subscribe':
+        return this.live.subscribe(origin, a[0], a[1]);
+      case 'unsubscribe':
+        return this.live.unsubscribe(origin, a[0]);
+      case 'flush':
+        return engine.flush();
+      case 'verify':
+        return engine.verifyJson();
+      case 'stats':
+        return engine.statsJson();
+      case 'identity':
+        return { identity: engine.identity, trusted: engine.trusted };
+      case 'exportIdentity':
+        return engine.exportIdentity();
+      case 'export':
+        return engine.exportBundle();
+      case 'receive':
+        return engine.receiveBundleJson(a[0]);
+      case 'sync':
+        if (a[0] == null) this.sync.stop();
+        else this.sync.start(a[0]);
+        return undefined;
+      case 'syncStatus':
+        return JSON.stringify(this.sync.status());
+      case 'debugPanic':
+        return engine.panicForTest(a[0]);
+      default:
+        throw new TypeError(`unknown operation ${op}`);
+    }
+  }
+}
