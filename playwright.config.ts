@@ -49,7 +49,7 @@ export default defineConfig({
   webServer: {
     command: 'node scripts/serve.mjs',
     env: { PORT: String(port) },
-    url: `http://127.0.0.1:${port}/www/bench/`,
+    url: `http://127.0.0.1:${port}/www/bench/page/`,
     reuseExistingServer: !process.env.CI,
     timeout: 30_000,
     stdout: 'ignore',

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Browser benchmark runner (make bench): serves the repo with COOP/COEP, opens www/bench/ in
+// Browser benchmark runner (make bench): serves the repo with COOP/COEP, opens www/bench/page/ in
 // headless Debian Chromium, runs window.runBench(), prints the table and writes
 // bench-results/<YYYY-MM-DD>/{results.json, results.md, report.html, report.png}.
 //
@@ -29,8 +29,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from './serve.mjs';
-import { markdownTables, renderReport, reportSections, textTable } from '../www/bench/report.js';
-import { ROWS } from '../www/bench/common.js';
+import { markdownTables, renderReport, reportSections, textTable } from '../www/bench/page/report.js';
+import { ROWS } from '../www/bench/shared/rows.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CHROMIUM_ARGS = [
@@ -42,7 +42,7 @@ const CHROMIUM_ARGS = [
  * BENCH_ASSERT ceilings: p50 in ms at N = 100,000, set at >= 10x the slowest engine measured on
  * these machines (bench-results/, docs/benchmarks.md; run-to-run noise here is up to ~3x because
  * OPFS call costs vary with host load), so only order-of-magnitude regressions fail.
- * Rows that scale with N ('n' in common.js) get ceiling * N/100k above 100k; below 100k the 100k
+ * Rows that scale with N ('n' in www/bench/shared/rows.js) get ceiling * N/100k above 100k; below 100k the 100k
  * ceiling applies unchanged (fixed costs dominate small N). The relational and verify rows have
  * fixed sizes (the full plan's); under another plan they are not checked. The `ibexdb` overrides
  * cover rows where a memory-first engine legitimately does more work than SQLite (opening loads
@@ -264,7 +264,7 @@ async function main() {
       console.log(`  pageerror: ${err.message}`);
     });
 
-    const url = `${server.url}/www/bench/`;
+    const url = `${server.url}/www/bench/page/`;
     try {
       await page.goto(url, { waitUntil: 'load' });
       await page.waitForFunction(() => window.benchReady === true, null, { timeout: 30_000 });

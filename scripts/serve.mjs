@@ -144,7 +144,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   }
   try {
     const { url } = await startServer({ port, log: Boolean(process.env.SERVE_LOG) });
-    console.log(`serving ${REPO_ROOT} at ${url}/  (COOP/COEP on; benchmark: ${url}/www/bench/)`);
+    console.log(`serving ${REPO_ROOT} at ${url}/  (COOP/COEP on; benchmark: ${url}/www/bench/page/)`);
   } catch (err) {
     console.error(`serve.mjs: cannot listen on 127.0.0.1:${port}: ${err.message}`);
     process.exit(1);

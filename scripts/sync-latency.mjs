@@ -12,7 +12,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { summarize } from '../www/bench/common.js';
+import { summarize } from '../www/bench/shared/stats.js';
 
 export const SYNC_ROW = 'sync-latency';
 const NA_SQLITE = 'not applicable: SQLite has no sync';

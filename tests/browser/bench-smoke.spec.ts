@@ -61,7 +61,7 @@ test('benchmark page: every available engine produces every row (tiny sizes, qui
   // Everything the page logged, for failure messages.
   const transcript = () => `page log:\n  ${logged.join('\n  ') || '(nothing)'}`;
 
-  await page.goto('/www/bench/');
+  await page.goto('/www/bench/page/');
   await page.waitForFunction(() => window.benchReady === true, null, { timeout: 30_000 });
   expect(await page.evaluate(() => crossOriginIsolated), 'page must be cross-origin isolated (COOP/COEP)').toBe(true);
 

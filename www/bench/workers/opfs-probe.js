@@ -3,7 +3,7 @@
 // cost varies between machines and with host load, so each run records them next to its results.
 // DESIGN.md section 10 reference on these machines: write 200 B - 64 KiB ~0.5 ms, write + flush
 // 200 B ~0.84 ms.
-import { summarize } from './common.js';
+import { summarize } from '../shared/stats.js';
 
 self.onmessage = async () => {
   const root = await navigator.storage.getDirectory();

@@ -21,6 +21,7 @@
 // foreign_keys stays off (SQLite's default): ibexdb does no referential checks either.
 
 import { serve } from './harness.js';
+import { opfsUsage } from './opfs-usage.js';
 
 const SQLITE_MODULE = '/node_modules/@sqlite.org/sqlite-wasm/dist/index.mjs';
 const DB_FILE = '/bench.sqlite3';
@@ -246,30 +247,7 @@ serve({
     };
     // OPFS footprint of this engine: every file under its pool directory, recursively (database,
     // journal/WAL and the pool's preallocated slot files, each with a 4 KiB header).
-    try {
-      const root = await navigator.storage.getDirectory();
-      const walk = async (dir) => {
-        let bytes = 0;
-        let files = 0;
-        for await (const h of dir.values()) {
-          if (h.kind === 'directory') {
-            const sub = await walk(h);
-            bytes += sub.bytes;
-            files += sub.files;
-          } else {
-            bytes += (await h.getFile()).size;
-            files++;
-          }
-        }
-        return { bytes, files };
-      };
-      const { bytes, files } = await walk(await root.getDirectoryHandle(poolDir));
-      s.opfsBytes = bytes;
-      s.opfsFiles = files;
-    } catch (err) {
-      s.opfsBytes = null;
-      s.opfsError = `${err.name}: ${err.message}`;
-    }
+    Object.assign(s, await opfsUsage(async () => (await navigator.storage.getDirectory()).getDirectoryHandle(poolDir)));
     return s;
   },
 

@@ -8,18 +8,23 @@
 //               'relaxed' rows return once applied (SQLite synchronous=OFF, ibexdb relaxed)
 //   The report compares an ibexdb engine with the best SQLite engine of the same durability, per row.
 //   pageApi     how page-side rows reach the engine: 'worker' (default) = op messages to the
-//               engine's benchmark worker (harness.js); 'ibexdb' = the public page API
+//               engine's benchmark worker (workers/harness.js); 'ibexdb' = the public page API
 //               (www/ibexdb.js open() → its own worker www/lib/worker.js, batching, group commit),
 //               which is how an app talks to ibexdb. Same kind of messaging as the SQLite rows:
-//               one worker round trip per awaited call. See bench.js (IbexPageClient).
+//               one worker round trip per awaited call. See clients.js (IbexPageClient).
+
+import { WASM_URL } from '../../lib/policy.js';
+
+/** The wasm-pack output the ibexdb engines need, where the library looks for it. */
+const IBEXDB_PKG = [new URL('ibexdb.js', WASM_URL).href, WASM_URL.href];
 
 export const ENGINES = [
   {
     id: 'sqlite-default',
     family: 'sqlite',
     durability: 'full',
-    worker: './sqlite-worker.js',
-    requires: ['./sqlite-worker.js', '/node_modules/@sqlite.org/sqlite-wasm/dist/index.mjs'],
+    worker: '../workers/sqlite.js',
+    requires: ['../workers/sqlite.js', '/node_modules/@sqlite.org/sqlite-wasm/dist/index.mjs'],
     config: { preset: 'default', synchronous: 'FULL' },
     description: 'sqlite-wasm, opfs-sahpool, SQLite defaults of this build (rollback journal DELETE, 8 KiB pages, 16 MiB cache), synchronous=FULL',
   },
@@ -27,8 +32,8 @@ export const ENGINES = [
     id: 'sqlite-tuned',
     family: 'sqlite',
     durability: 'full',
-    worker: './sqlite-worker.js',
-    requires: ['./sqlite-worker.js', '/node_modules/@sqlite.org/sqlite-wasm/dist/index.mjs'],
+    worker: '../workers/sqlite.js',
+    requires: ['../workers/sqlite.js', '/node_modules/@sqlite.org/sqlite-wasm/dist/index.mjs'],
     config: { preset: 'tuned', synchronous: 'FULL' },
     description: 'sqlite-wasm, opfs-sahpool, WAL + locking_mode=EXCLUSIVE + page_size=16384 + cache_size=-65536, synchronous=FULL',
   },
@@ -36,8 +41,8 @@ export const ENGINES = [
     id: 'sqlite-tuned-off',
     family: 'sqlite',
     durability: 'relaxed',
-    worker: './sqlite-worker.js',
-    requires: ['./sqlite-worker.js', '/node_modules/@sqlite.org/sqlite-wasm/dist/index.mjs'],
+    worker: '../workers/sqlite.js',
+    requires: ['../workers/sqlite.js', '/node_modules/@sqlite.org/sqlite-wasm/dist/index.mjs'],
     config: { preset: 'tuned', synchronous: 'OFF' },
     description: 'sqlite-wasm, opfs-sahpool, tuned as above with synchronous=OFF (no flush)',
   },
@@ -45,9 +50,9 @@ export const ENGINES = [
     id: 'ibexdb',
     family: 'ibexdb',
     durability: 'full',
-    worker: './ibexdb-worker.js',
+    worker: '../workers/ibexdb.js',
     pageApi: 'ibexdb',
-    requires: ['./ibexdb-worker.js', '/pkg/ibexdb.js', '/pkg/ibexdb_bg.wasm'],
+    requires: ['../workers/ibexdb.js', ...IBEXDB_PKG],
     config: { durability: 'flush', trusted: false },
     description: 'ibexdb wasm engine, OPFS log, signed (P-384 seals off the write path), each write resolves after flush',
   },
@@ -55,9 +60,9 @@ export const ENGINES = [
     id: 'ibexdb-relaxed',
     family: 'ibexdb',
     durability: 'relaxed',
-    worker: './ibexdb-worker.js',
+    worker: '../workers/ibexdb.js',
     pageApi: 'ibexdb',
-    requires: ['./ibexdb-worker.js', '/pkg/ibexdb.js', '/pkg/ibexdb_bg.wasm'],
+    requires: ['../workers/ibexdb.js', ...IBEXDB_PKG],
     config: { durability: 'relaxed', trusted: false },
     description: 'ibexdb wasm engine, OPFS log, signed, writes resolve once applied in memory (flushed within 50 ms)',
   },
@@ -65,9 +70,9 @@ export const ENGINES = [
     id: 'ibexdb-trusted',
     family: 'ibexdb',
     durability: 'full',
-    worker: './ibexdb-worker.js',
+    worker: '../workers/ibexdb.js',
     pageApi: 'ibexdb',
-    requires: ['./ibexdb-worker.js', '/pkg/ibexdb.js', '/pkg/ibexdb_bg.wasm'],
+    requires: ['../workers/ibexdb.js', ...IBEXDB_PKG],
     config: { durability: 'flush', trusted: true },
     description: 'ibexdb wasm engine, OPFS log, trusted mode (unsigned commits), each write resolves after flush',
   },

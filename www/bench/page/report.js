@@ -7,7 +7,8 @@
 // verify. Every line has one cell per engine (p50, p95, samples × K, or "n/a" with its reason) and,
 // per ibexdb engine, the ratio to the best SQLite engine of the same durability.
 
-import { ROWS, fmtMs, fmtBytes } from './common.js';
+import { ROWS } from '../shared/rows.js';
+import { fmtBytes, fmtMs } from '../shared/stats.js';
 
 const COLORS = {
   'sqlite-default': '#8a8f98',

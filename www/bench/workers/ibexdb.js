@@ -1,7 +1,7 @@
 // ibexdb engine for the benchmark: the wasm engine of www/lib/engine.js (openEngine → EngineHandle),
 // used directly inside this dedicated module worker, so worker-side rows time engine cost without
 // page messaging. One worker per engine id; the page passes the configuration in the init message
-// (www/bench/engines.js):
+// (www/bench/page/engines.js):
 //
 //   durability 'flush'   : every write returns after its commit is flushed to OPFS (eng.flush())
 //              'relaxed' : every write returns once applied in memory
@@ -32,16 +32,17 @@
 // transaction(text)), exactly as the runtime worker does with what the page API encoded; results
 // are decoded with one JSON.parse and the set form {"$set": [...]} becomes the protocol's tags
 // array (SQLite: JSON.parse of its tags column). Page-side rows do not use this worker: they go
-// through the public API (www/ibexdb.js), see bench.js.
+// through the public API (www/ibexdb.js), see page/clients.js.
 //
 // The product's modules are imported in `init` (timed: the create-instance row), not statically.
 
 import { serve } from './harness.js';
-import { ITEMS_SCHEMA, repoName } from './ibexdb-common.js';
+import { ITEMS_SCHEMA, repoName } from '../shared/ibexdb.js';
+import { opfsUsage } from './opfs-usage.js';
 
-const ENGINE_MODULE = '/www/lib/engine.js';
-const POLICY_MODULE = '/www/lib/policy.js';
-const STORAGE_MODULE = '/www/lib/storage.js';
+const ENGINE_MODULE = new URL('../../lib/engine.js', import.meta.url).href;
+const POLICY_MODULE = new URL('../../lib/policy.js', import.meta.url).href;
+const STORAGE_MODULE = new URL('../../lib/storage.js', import.meta.url).href;
 
 // Relational workloads (go-sqlite-bench): three collections with exactly the indexes of
 // go-sqlite-bench's SQLite schema: `created` on each, articles.userId, comments.articleId (no index
@@ -56,21 +57,21 @@ const pad = (n) => String(n).padStart(10, '0');
 /** Largest transaction the adapter sends (the core refuses commits over 64 MiB). */
 const MAX_TXN_CHARS = 48 << 20;
 
-/** @type {typeof import('../lib/engine.js').openEngine} */
+/** @type {typeof import('../../lib/engine.js').openEngine} */
 let openEngine;
-/** @type {import('../lib/policy.js')} */
+/** @type {import('../../lib/policy.js')} */
 let policy;
-/** @type {import('../lib/storage.js')} */
+/** @type {import('../../lib/storage.js')} */
 let storage;
 let cfg = null;
 let repo = '';
-/** @type {import('../lib/engine.js').EngineHandle | null} */
+/** @type {import('../../lib/engine.js').EngineHandle | null} */
 let eng = null;
 /** wasm memory of the last engine (stats taken after a close) */
 let memoryBytes = null;
 let flushEach = true;
 let signed = true;
-/** @type {import('../lib/policy.js').Maintenance} the runtime's maintenance deadlines */
+/** @type {import('../../lib/policy.js').Maintenance} the runtime's maintenance deadlines */
 let deadlines = { flushAt: 0, sealAt: 0 };
 const background = { relaxedFlushes: 0, seals: 0, snapshots: 0 };
 let plans = null;
@@ -190,6 +191,18 @@ function commentsOf(articles) {
   return out;
 }
 
+/** Users with their articles (by created, index on userId) and the articles' comments, in join order. */
+function joinUsers(users) {
+  const articles = [];
+  const comments = [];
+  for (const u of users) {
+    const arts = relQuery({ collection: 'articles', where: { userId: u.id }, sort: ['created'] });
+    for (const a of arts) articles.push(a);
+    for (const c of commentsOf(arts)) comments.push(c);
+  }
+  return { users, articles, comments };
+}
+
 serve({
   async init(config) {
     cfg = { durability: 'flush', trusted: false, ...config };
@@ -241,22 +254,7 @@ serve({
       s.openedFromSnapshot = st.open?.fromSnapshot ?? null;
     }
     s.background = { ...background };
-    try {
-      const dir = await storage.repositoryDir(repo);
-      let bytes = 0;
-      let files = 0;
-      for await (const h of dir.values()) {
-        if (h.kind === 'file') {
-          bytes += (await h.getFile()).size;
-          files++;
-        }
-      }
-      s.opfsBytes = bytes;
-      s.opfsFiles = files;
-    } catch (err) {
-      s.opfsBytes = null;
-      s.opfsError = `${err.name}: ${err.message}`;
-    }
+    Object.assign(s, await opfsUsage(() => storage.repositoryDir(repo)));
     return s;
   },
 
@@ -435,28 +433,12 @@ serve({
       return relQuery({ collection: 'users' });
     },
     userTree(email) {
-      const users = relQuery({ collection: 'users', where: { email }, sort: ['created'] });
-      const articles = [];
-      const comments = [];
-      for (const u of users) {
-        const arts = relQuery({ collection: 'articles', where: { userId: u.id }, sort: ['created'] });
-        for (const a of arts) articles.push(a);
-        for (const c of commentsOf(arts)) comments.push(c);
-      }
-      return { users, articles, comments };
+      return joinUsers(relQuery({ collection: 'users', where: { email }, sort: ['created'] }));
     },
     allJoined() {
       // users by created (index walk), then per user its articles by created (index on userId),
       // then their comments (one `in` query per user on the articleId index), grouped per article.
-      const users = relQuery({ collection: 'users', sort: ['created'] });
-      const articles = [];
-      const comments = [];
-      for (const u of users) {
-        const arts = relQuery({ collection: 'articles', where: { userId: u.id }, sort: ['created'] });
-        for (const a of arts) articles.push(a);
-        for (const c of commentsOf(arts)) comments.push(c);
-      }
-      return { users, articles, comments };
+      return joinUsers(relQuery({ collection: 'users', sort: ['created'] }));
     },
   },
 });

@@ -1,0 +1,250 @@
+// Worker-side benchmark harness: implements the message protocol of www/bench/PROTOCOL.md on top of
+// a small engine adapter, so that every engine runs exactly the same timing loops and the same inputs.
+// An engine worker is just:
+//
+//   import { serve } from './harness.js';
+//   serve({ init, open, close, reset, stats, get, getMany, put, update, putMany, all,
+//           queryRange, queryComplex, count, keys, aggregate, info,
+//           supports, sealPrepare, sealRun, verifySetup, verify, rel: {...} });
+//
+// `supports(rowId)` (optional) returns true, or a string saying why the row does not apply to this
+// engine ("not applicable: …"); the row is then recorded with that reason instead of a time.
+// Adapter methods may be synchronous or return promises; the loops only await real promises, so a
+// synchronous engine is not charged for a microtask per operation.
+//
+// The rows live in rows/, one module per family: scaling (bulk load, open), crud (reads and
+// single/100-item writes), queries, writes (sustained durable and batched writes, seal), relational
+// (go-sqlite-bench) and verify. Timing loops: loops.js.
+
+import { makeItem } from '../shared/model.js';
+import { timerResolutionMs } from '../shared/stats.js';
+import { isThenable, now } from './loops.js';
+import { crudRows } from './rows/crud.js';
+import { queryRows } from './rows/queries.js';
+import { relationalRows } from './rows/relational.js';
+import { scalingRows } from './rows/scaling.js';
+import { verifyRows } from './rows/verify.js';
+import { writeRows } from './rows/writes.js';
+
+/**
+ * A benchmark item as the protocol carries it (`tags`: a set, as an array).
+ * @typedef {{id: string, title: string, count: number, tags: string[]}} Item
+ */
+
+/** @typedef {{simpleUsers: number, real: {users: number, articles: number, comments: number}, complex: {users: number, articles: number, comments: number}, manyQueries: number, largeRows: number}} RelationalSizes */
+
+/**
+ * A `row` message's params (PROTOCOL.md §2), plus the row id.
+ * @typedef {object} RowParams
+ * @property {string} row
+ * @property {number} n the base item count N
+ * @property {number} seed
+ * @property {number} samples
+ * @property {number} [warmup]
+ * @property {boolean} [adaptive]
+ * @property {number} [targetMs]
+ * @property {number} [warmupMs]
+ * @property {number} [maxK]
+ * @property {number} [batch] bulk-load: items per transaction
+ * @property {RelationalSizes} [rel]
+ * @property {{commits: number, sealEvery: number}} [verify]
+ */
+
+/**
+ * What a row function returns.
+ * @typedef {object} RowResult
+ * @property {number[]} samples per-operation ms
+ * @property {number} k iterations per sample
+ * @property {number} warmupSamples
+ * @property {Record<string, unknown>} [check]
+ * @property {string} [note]
+ */
+
+/**
+ * The engine adapter a worker serves (PROTOCOL.md §3). Methods may return promises.
+ * @typedef {object} Adapter
+ * @property {(config: Record<string, unknown>) => unknown} init
+ * @property {() => unknown} open
+ * @property {() => unknown} close
+ * @property {(o: {final: boolean}) => unknown} reset
+ * @property {() => unknown} [shutdown]
+ * @property {() => any} stats
+ * @property {() => any} info
+ * @property {(id: string) => any} get
+ * @property {(ids: string[]) => any} getMany
+ * @property {(item: Item) => unknown} put
+ * @property {(id: string, fields: object) => unknown} update
+ * @property {(items: Item[]) => unknown} putMany
+ * @property {() => any} all
+ * @property {(lo: number, hi: number) => any} queryRange
+ * @property {(q: {tag: string, limit: number}) => any} queryComplex
+ * @property {() => any} count
+ * @property {() => any} keys
+ * @property {() => any} aggregate
+ * @property {(row: string) => true | string} [supports]
+ * @property {Record<string, string>} [rowNotes]
+ * @property {(items: Item[]) => unknown} [sealPrepare]
+ * @property {() => unknown} [sealRun]
+ * @property {(o: {items: Item[], sealEvery: number}) => unknown} [verifySetup]
+ * @property {() => unknown} [verify]
+ * @property {Record<string, any> & {note?: string}} [rel]
+ */
+
+/** Serialize an Error for postMessage, keeping name and stack (engine errors have stable names). @param {unknown} err */
+export function serializeError(err) {
+  if (err instanceof Error) return { name: err.name, message: err.message, stack: err.stack };
+  return { name: 'Error', message: String(err) };
+}
+
+/** What the rows run against: the adapter, and whether it is open, and what it holds. */
+export class Session {
+  /** @param {Adapter} adapter */
+  constructor(adapter) {
+    this.adapter = adapter;
+    this.open = false;
+    /** Next index for items created by write rows/ops; above the base N so ids never collide. */
+    this.nextNew = 0;
+    this.updateVersion = 0;
+    /** @type {string | null} which relational data set the database holds */
+    this.relLoaded = null;
+  }
+
+  /**
+   * Call an adapter method, awaiting only a real promise.
+   * @param {string} name @param {...any} args @returns {Promise<any>}
+   */
+  async call(name, ...args) {
+    const f = /** @type {Record<string, any>} */ (this.adapter)[name];
+    if (typeof f !== 'function') throw new Error(`engine adapter has no ${name}()`);
+    const r = f.apply(this.adapter, args);
+    return isThenable(r) ? await r : r;
+  }
+
+  async ensureOpen() {
+    if (!this.open) {
+      await this.call('open');
+      this.open = true;
+    }
+  }
+
+  async ensureClosed() {
+    if (this.open) {
+      await this.call('close');
+      this.open = false;
+    }
+  }
+
+  /**
+   * `count` new items, numbered above the N base items and every item made before.
+   * @param {number} n @param {number} count @returns {Item[]}
+   */
+  newItems(n, count) {
+    this.nextNew = Math.max(this.nextNew, n);
+    return Array.from({ length: count }, () => makeItem(this.nextNew++));
+  }
+}
+
+/**
+ * Start serving the protocol in this worker with the given engine adapter.
+ * @param {Adapter} adapter
+ */
+export function serve(adapter) {
+  const s = new Session(adapter);
+  /** @type {{engine: string | null, config: Record<string, unknown> | null}} */
+  const worker = { engine: null, config: null };
+  /** @type {Record<string, (p: RowParams) => Promise<RowResult>>} */
+  const rows = { ...scalingRows(s), ...crudRows(s), ...queryRows(s), ...writeRows(s), ...relationalRows(s), ...verifyRows(s) };
+
+  /** Single operations for page-side rows. @type {Record<string, (args: any) => Promise<any>>} */
+  const ops = {
+    get: ({ id }) => s.call('get', id),
+    put: ({ item }) => s.call('put', item),
+    putMany: ({ items }) => s.call('putMany', items),
+    update: ({ id, fields }) => s.call('update', id, fields),
+    queryRange: ({ lo, hi }) => s.call('queryRange', lo, hi),
+    count: () => s.call('count'),
+  };
+
+  /** @param {any} msg @returns {Promise<object>} the reply's fields */
+  async function handle(msg) {
+    switch (msg.type) {
+      case 'init': {
+        if (worker.engine) throw new Error(`worker already initialized for ${worker.engine}`);
+        worker.engine = msg.engine;
+        worker.config = msg.config ?? {};
+        const t0 = now();
+        const initTimes = (await s.call('init', { engine: msg.engine, ...worker.config })) ?? {};
+        const t1 = now();
+        await s.ensureOpen();
+        const t2 = now();
+        return {
+          ms: { total: t2 - t0, init: t1 - t0, open: t2 - t1, ...initTimes },
+          info: (await s.call('info')) ?? {},
+          timerResolutionMs: timerResolutionMs(),
+          crossOriginIsolated: self.crossOriginIsolated === true,
+        };
+      }
+      case 'row': {
+        const fn = rows[msg.row];
+        if (!fn) throw new Error(`unknown row "${msg.row}"`);
+        const p = { ...msg.params, row: msg.row };
+        if (!Number.isInteger(p.n) || p.n < 0) throw new Error(`row ${msg.row}: params.n must be a non-negative integer`);
+        const supported = typeof adapter.supports === 'function' ? adapter.supports(msg.row) : true;
+        if (supported !== true) return { na: String(supported || 'not applicable to this engine') };
+        const r = await fn(p);
+        // What this engine does on the row (plans, shortcuts), from the adapter.
+        const note = [r.note, adapter.rowNotes?.[msg.row]].filter(Boolean).join('; ');
+        return { samples: r.samples, iterationsPerSample: r.k, warmupSamples: r.warmupSamples, check: r.check, note };
+      }
+      case 'op': {
+        const fn = ops[msg.op];
+        if (!fn) throw new Error(`unknown op "${msg.op}"`);
+        await s.ensureOpen();
+        return { value: await fn(msg.args ?? {}) };
+      }
+      case 'stats': {
+        const st = (await s.call('stats')) ?? {};
+        // Non-standard Chromium API; absent in some contexts. Reported when available.
+        const mem = /** @type {any} */ (performance).memory;
+        if (mem && st.jsHeapUsedBytes === undefined) st.jsHeapUsedBytes = mem.usedJSHeapSize;
+        return { stats: st };
+      }
+      case 'reset': {
+        await s.ensureClosed();
+        await s.call('reset', { final: !!msg.final });
+        s.nextNew = 0;
+        return {};
+      }
+      case 'close': {
+        await s.ensureClosed();
+        if (typeof adapter.shutdown === 'function') await s.call('shutdown');
+        return {};
+      }
+      case 'release': {
+        // Close the database (releasing its OPFS handles) but keep the worker: another context
+        // (the ibexdb page API) is about to open the same files. The next row/op reopens.
+        await s.ensureClosed();
+        return {};
+      }
+      default:
+        throw new Error(`unknown message type "${msg.type}"`);
+    }
+  }
+
+  // Messages are handled strictly one at a time, in arrival order.
+  let queue = Promise.resolve();
+  self.onmessage = (e) => {
+    const msg = e.data ?? {};
+    queue = queue.then(async () => {
+      try {
+        const reply = await handle(msg);
+        self.postMessage({ id: msg.id, ok: true, ...reply });
+      } catch (err) {
+        self.postMessage({ id: msg.id, ok: false, error: serializeError(err) });
+      }
+    });
+  };
+  self.addEventListener('unhandledrejection', (e) => {
+    self.postMessage({ type: 'fatal', error: serializeError(e.reason) });
+  });
+}

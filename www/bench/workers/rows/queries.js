@@ -1,0 +1,73 @@
+// The query rows (suite `core`): a 1,000-wide range on `count`, the complex query (tag + digit in
+// the title, sorted descending, limit 100), count, keys and the aggregate.
+
+import { rng } from '../../shared/model.js';
+import { measure, settle } from '../loops.js';
+
+/** @typedef {import('../harness.js').Session} Session */
+/** @typedef {import('../harness.js').RowParams} RowParams */
+/** @typedef {import('../harness.js').RowResult} RowResult */
+
+/**
+ * @param {Session} s
+ * @returns {Record<string, (p: RowParams) => Promise<RowResult>>}
+ */
+export function queryRows(s) {
+  const adapter = s.adapter;
+  return {
+    async 'simple-query'(p) {
+      await s.ensureOpen();
+      const r = rng(p.seed);
+      /** @type {number[]} */
+      let los = [];
+      let returned = 0;
+      let bad = 0;
+      const m = await measure(
+        p,
+        (total) => { los = Array.from({ length: total }, () => r.int(Math.max(1, p.n - 1000 + 1))); },
+        (i) => settle(adapter.queryRange(los[i], los[i] + 1000), (x) => {
+          returned = x.length;
+          if (x.length && (x[0].count !== los[i] || x[x.length - 1].count < x[0].count)) bad++;
+        }),
+      );
+      /** @type {Record<string, unknown>} */
+      const check = { returned };
+      if (bad) check.unsorted = bad;
+      return { ...m, check };
+    },
+    async 'complex-query'(p) {
+      await s.ensureOpen();
+      /** @type {import('../harness.js').Item[]} */
+      let last = [];
+      const m = await measure(p, () => {}, () => settle(adapter.queryComplex({ tag: 'category 3', limit: 100 }), (x) => { last = x; }));
+      /** @type {Record<string, unknown>} */
+      const check = { returned: last.length, firstCount: last.length ? last[0].count : -1 };
+      const wrong = last.filter((it, j) => !it.tags.includes('category 3') || !/[0-9]/.test(it.title) || (j > 0 && last[j - 1].count < it.count));
+      if (wrong.length) check.wrong = wrong.length;
+      return { ...m, check };
+    },
+    async count(p) {
+      await s.ensureOpen();
+      let value = -1;
+      const m = await measure(p, () => {}, () => settle(adapter.count(), (x) => { value = x; }));
+      return { ...m, check: { value } };
+    },
+    async keys(p) {
+      await s.ensureOpen();
+      let returned = 0;
+      let typeOk = true;
+      const m = await measure(p, () => {}, () => settle(adapter.keys(), (x) => { returned = x.length; typeOk = typeof x[0] === 'string' || x.length === 0; }));
+      /** @type {Record<string, unknown>} */
+      const check = { returned };
+      if (!typeOk) check.notStrings = true;
+      return { ...m, check };
+    },
+    async aggregate(p) {
+      await s.ensureOpen();
+      /** @type {Record<string, unknown> | null} */
+      let value = null;
+      const m = await measure(p, () => {}, () => settle(adapter.aggregate(), (x) => { value = x; }));
+      return { ...m, check: value ?? undefined };
+    },
+  };
+}
