@@ -4,6 +4,7 @@
 #   make check   rustfmt, clippy (native + wasm32), wasm32 cargo check
 #   make test    setup + check + cargo tests + wasm build + tsc + Playwright (what .ci/run runs)
 #   make wasm    release wasm build of bindings/wasm into pkg/
+#   make tsc     type checks: tests/types (the public .d.ts), www/lib (checkJs, strict), www/bench (checkJs)
 #   make bench   setup + wasm + browser benchmark (BENCH_SIZES, BENCH_SUITES, BENCH_ENGINES, BENCH_ASSERT;
 #                SKIP_WASM=1 skips the wasm build)
 #   make serve   static server with COOP/COEP on http://127.0.0.1:$${PORT:-8080}/
@@ -54,13 +55,14 @@ wasm:
 	  wasm-pack build bindings/wasm --target web --release --out-dir ../../pkg --out-name ibexdb; \
 	fi
 
+# Type checks (pkg/ must be built: the library is checked against the wasm glue's ibexdb.d.ts).
 tsc:
-	@if [ -f www/tsconfig.json ]; then \
-	  printf '\n--- tsc: type-check www/ (tsc --noEmit -p www)\n'; \
-	  npx --no-install tsc --noEmit -p www; \
-	else \
-	  printf '\n--- tsc: skipped (www/tsconfig.json does not exist)\n'; \
-	fi
+	$(call step,tsc: the public types as an app uses them (tests/types))
+	npx --no-install tsc --noEmit -p tests/types
+	$(call step,tsc: the library's JavaScript with checkJs and strict (www/lib))
+	npx --no-install tsc --noEmit -p tests/types/tsconfig.lib.json
+	$(call step,tsc: the benchmark's JavaScript with checkJs (www/bench))
+	npx --no-install tsc --noEmit -p www/bench
 
 browser-test:
 	$(call step,browser tests: build the sync server the sync spec starts (cargo build --release -p ibexdb-server))

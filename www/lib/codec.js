@@ -179,12 +179,12 @@ export class TxnBuilder {
     this.parts.push(`["unset",${JSON.stringify(key)},${JSON.stringify(field)}]`);
     return this;
   }
-  /** @param {string} key @param {string} field @param {Iterable<string>} elems */
+  /** @param {string} key @param {string} field @param {Iterable<string> | string} elems */
   setAdd(key, field, elems) {
     this.parts.push(`["setAdd",${JSON.stringify(key)},${JSON.stringify(field)},${elemsJson(elems, key, field)}]`);
     return this;
   }
-  /** @param {string} key @param {string} field @param {Iterable<string>} elems */
+  /** @param {string} key @param {string} field @param {Iterable<string> | string} elems */
   setRemove(key, field, elems) {
     this.parts.push(`["setRemove",${JSON.stringify(key)},${JSON.stringify(field)},${elemsJson(elems, key, field)}]`);
     return this;
@@ -197,6 +197,12 @@ export class TxnBuilder {
   }
 }
 
+/**
+ * JSON of a set edit's elements (one string, or strings).
+ * @param {Iterable<string> | string | undefined} elems
+ * @param {string} key
+ * @param {string} field
+ */
 function elemsJson(elems, key, field) {
   const arr = typeof elems === 'string' ? [elems] : Array.from(elems ?? []);
   for (const e of arr) {

@@ -27,13 +27,19 @@ const PKG_JS = new URL('ibexdb.js', WASM_URL);
 /** Identities are exported as this prefix + 96 hex digits (the 48-byte P-384 secret). */
 const IDENTITY_PREFIX = 'ibexdb-identity-v1:';
 
-let compiled = null; // Promise<WebAssembly.Module>
-/** @type {Promise<{glue: any, memory: WebAssembly.Memory}> | null} the first instance */
+/** The wasm-bindgen glue module (pkg/ibexdb.js): one wasm instance per imported copy. @typedef {typeof glue0} Glue */
+/** The wasm engine of the bindings (pkg/ibexdb.d.ts); only EngineHandle calls it. @typedef {import('../../pkg/ibexdb.js').Engine} WasmEngine */
+/** @typedef {{glue: Glue, memory: WebAssembly.Memory}} Instance */
+
+/** @type {Promise<WebAssembly.Module> | null} the compiled wasm, shared by every instance */
+let compiled = null;
+/** @type {Promise<Instance> | null} the first instance */
 let first = null;
 /** Fresh instances made so far (each imports the glue under its own URL). */
 let freshInstances = 0;
+/** @type {string | null} the message of the last panic (from the bindings' panic hook) */
 let lastPanic = null;
-globalThis.__ibexdbPanic = (msg) => {
+/** @type {any} */ (globalThis).__ibexdbPanic = (/** @type {unknown} */ msg) => {
   lastPanic = String(msg);
 };
 
@@ -59,7 +65,7 @@ export function preloadWasm() {
  * the glue module is imported again under a new URL so it holds a new instance, compiled from
  * the same WebAssembly.Module.
  * @param {boolean} fresh
- * @returns {Promise<{glue: any, memory: WebAssembly.Memory}>}
+ * @returns {Promise<Instance>}
  */
 function loadWasm(fresh) {
   if (fresh) freshInstances++;
@@ -78,15 +84,27 @@ function loadWasm(fresh) {
   return p;
 }
 
-/** @param {string} url the glue module (one instance per URL) */
+/**
+ * @param {string} url the glue module (one instance per URL)
+ * @returns {Promise<Instance>}
+ */
 async function instantiate(url) {
   // The first instance uses the statically imported glue (fetched with this module).
+  /** @type {Glue} */
   const glue = url === PKG_JS.href ? glue0 : await import(url);
   const exports = await glue.default({ module_or_path: await compiled });
   return { glue, memory: /** @type {WebAssembly.Memory} */ (exports.memory) };
 }
 
 const utf8 = new TextDecoder();
+
+/**
+ * Bytes the glue returned: wasm-bindgen copies them out of wasm memory into a new ArrayBuffer
+ * (never a SharedArrayBuffer), so they can be sent or transferred as they are.
+ * @param {Uint8Array} bytes
+ * @returns {Uint8Array<ArrayBuffer>}
+ */
+const wasmBytes = (bytes) => /** @type {Uint8Array<ArrayBuffer>} */ (bytes);
 
 /** @param {string} text */
 function parseIdentity(text) {
@@ -104,7 +122,13 @@ function formatIdentity(secret) {
   return IDENTITY_PREFIX + Array.from(secret, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
-/** Turn a thrown value from the wasm glue into an ibexdb error (traps become PanicError). */
+/**
+ * Turn a thrown value from the wasm glue into an ibexdb error (traps become PanicError and mark
+ * the handle dead).
+ * @param {any} e
+ * @param {EngineHandle} eng
+ * @returns {unknown}
+ */
 function rethrow(e, eng) {
   if (e instanceof WebAssembly.RuntimeError || (e instanceof Error && e.name === 'Error' && /recursive use of an object|unreachable/.test(e.message))) {
     eng._dead = true;
@@ -179,7 +203,7 @@ export class EngineHandle {
     this.name = name;
     /** @type {EngineOptions} */
     this.options = opts;
-    /** @type {any} the wasm Engine; touched only through `_call` */
+    /** @type {WasmEngine | null} the wasm Engine; touched only through `_call` */
     this._raw = null;
     /** @type {any[]} open sync access handles */
     this._handles = [];
@@ -208,32 +232,34 @@ export class EngineHandle {
     const handles = await openFiles(this.name, trusted ? ['log', 'snapshot'] : ['identity', 'log', 'snapshot']);
     try {
       const { glue, memory } = await wasm;
+      /** @type {Uint8Array | undefined} */
       let secret;
       if (!trusted) {
         const idh = /** @type {any} */ (handles.shift());
         const size = idh.getSize();
         try {
-          if (opts.identity !== undefined) {
-            secret = parseIdentity(opts.identity);
-            glue.Engine.publicKeyOf(secret); // throws SignatureError if out of range
-          } else if (size === 48) {
-            secret = new Uint8Array(48);
-            idh.read(secret, { at: 0 });
-          } else {
-            secret = glue.Engine.identityFromEntropy(crypto.getRandomValues(new Uint8Array(48)));
-          }
+          /** @type {Uint8Array | null} */
           let stored = null;
           if (size === 48) {
             stored = new Uint8Array(48);
             idh.read(stored, { at: 0 });
           }
-          if (!stored || stored.some((b, i) => b !== secret[i])) {
+          /** @type {Uint8Array} */
+          let chosen;
+          if (opts.identity !== undefined) {
+            chosen = parseIdentity(opts.identity);
+            glue.Engine.publicKeyOf(chosen); // throws SignatureError if out of range
+          } else {
+            chosen = stored ?? glue.Engine.identityFromEntropy(crypto.getRandomValues(new Uint8Array(48)));
+          }
+          if (!stored || stored.some((b, i) => b !== chosen[i])) {
             // Overwrite in place, then trim: never a moment where the file is empty, so a crash
             // here cannot make the next open mint a new identity.
-            idh.write(secret, { at: 0 });
+            idh.write(chosen, { at: 0 });
             idh.truncate(48);
             idh.flush();
           }
+          secret = chosen;
         } finally {
           idh.close();
         }
@@ -267,7 +293,7 @@ export class EngineHandle {
   /**
    * Run a synchronous call on the wasm object, mapping errors (and traps) to ibexdb errors.
    * @template T
-   * @param {(raw: any) => T} f
+   * @param {(raw: WasmEngine) => T} f
    * @returns {T}
    */
   _call(f) {
@@ -435,11 +461,14 @@ export class EngineHandle {
    * @param {string | ((tx: TxnBuilder) => void)} ops
    */
   transaction(ops) {
-    let text = ops;
+    /** @type {string} */
+    let text;
     if (typeof ops === 'function') {
       const tx = new TxnBuilder();
       ops(tx);
       text = tx.toJSON();
+    } else {
+      text = ops;
     }
     this._call((r) => r.transact(text));
   }
@@ -553,9 +582,9 @@ export class EngineHandle {
   syncStart(name, cursor, pushFrom) {
     this._call((r) => r.syncStart(name, cursor, pushFrom));
   }
-  /** @returns {Uint8Array} the Hello message that opens a connection */
+  /** @returns {Uint8Array<ArrayBuffer>} the Hello message that opens a connection */
   syncConnect() {
-    return this._call((r) => r.syncConnect());
+    return wasmBytes(this._call((r) => r.syncConnect()));
   }
   /**
    * Handle one message from the server (received commits are verified and applied).
@@ -565,9 +594,10 @@ export class EngineHandle {
   syncHandle(bytes) {
     return JSON.parse(this._call((r) => r.syncHandle(bytes)));
   }
-  /** @returns {Uint8Array | undefined} the next message to send (seals unsealed commits first), if any */
+  /** @returns {Uint8Array<ArrayBuffer> | undefined} the next message to send (seals unsealed commits first), if any */
   syncOutgoing() {
-    return this._call((r) => r.syncOutgoing()) ?? undefined;
+    const m = this._call((r) => r.syncOutgoing());
+    return m ? wasmBytes(m) : undefined;
   }
 
   /** Seal, flush, snapshot (if the tail is non-empty), release the files. */

@@ -86,14 +86,19 @@ for (const [name, cls] of Object.entries(ERROR_CLASSES)) {
 }
 
 /**
+ * An error as it crosses postMessage: `{name, message, ...details}` (primitive details only).
+ * @typedef {{name: string, message: string, [k: string]: unknown}} WireError
+ */
+
+/**
  * Plain, cloneable form of any error: `{name, message, ...details}`.
  * @param {unknown} err
- * @returns {{name: string, message: string, [k: string]: unknown}}
+ * @returns {WireError}
  */
 export function toWire(err) {
   if (err && typeof err === 'object') {
     const e = /** @type {any} */ (err);
-    /** @type {{name: string, message: string, [k: string]: unknown}} */
+    /** @type {WireError} */
     const out = { name: String(e.name ?? 'Error'), message: String(e.message ?? e) };
     for (const [k, v] of Object.entries(e)) {
       if (k !== 'name' && k !== 'message' && k !== 'stack' && (v === null || typeof v !== 'object')) out[k] = v;
@@ -106,7 +111,7 @@ export function toWire(err) {
 /**
  * Rebuild an error from its wire form. Unknown names become a plain `IbexError` that keeps
  * the name.
- * @param {{name: string, message: string, [k: string]: unknown}} w
+ * @param {WireError} w
  * @returns {Error}
  */
 export function fromWire(w) {

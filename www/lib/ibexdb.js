@@ -16,6 +16,28 @@ import { WASM_URL, checkName, isSyncUrl } from './policy.js';
 
 export * from './errors.js';
 
+/** @typedef {import('./ibexdb.js').Item} Item */
+/** @typedef {import('./ibexdb.js').Row} Row */
+/**
+ * @template {Item} [T=Item]
+ * @typedef {import('./ibexdb.js').LiveQuery<T>} PublicLiveQuery
+ */
+/** @typedef {import('./ibexdb.js').Database} PublicDatabase */
+/** @typedef {import('./ibexdb.js').LiveChange} LiveChange */
+/** @typedef {import('./ibexdb.js').OpenOptions} OpenOptions */
+/** @typedef {import('./errors.js').WireError} WireError */
+
+/**
+ * A live-query change as the engine sends it: `[id, value, pos]` rows, `[id, from, to]` moves.
+ * @typedef {object} WireChange
+ * @property {[string, any, number][]} added
+ * @property {string[]} removed
+ * @property {[string, any, number][]} changed
+ * @property {[string, number, number][]} moved
+ */
+
+/** What the worker said when it opened the repository. @typedef {{identity: string | null, trusted: boolean, role: 'owner' | 'client'}} OpenInfo */
+
 /** Throw StorageUnavailableError when this page cannot run ibexdb. */
 function checkEnvironment() {
   if (typeof window !== 'undefined' && window.isSecureContext === false) {
@@ -48,7 +70,9 @@ function compileWasm() {
   return wasmModule;
 }
 
+/** @type {<T>(x: T) => T} */
 const identity = (x) => x;
+/** @param {string} t @returns {any} */
 const parseJson = (t) => JSON.parse(t);
 const none = () => undefined;
 
@@ -56,6 +80,9 @@ const none = () => undefined;
  * Apply one live-query change to the previous rows (see LiveChange in the core): replace the
  * values of `changed`, drop `removed` and `moved`, insert `added` and `moved` at their new
  * positions in ascending order.
+ * @param {Row[]} rows
+ * @param {WireChange} ch
+ * @returns {Row[]}
  */
 function applyChange(rows, ch) {
   const changed = new Map();
@@ -63,13 +90,16 @@ function applyChange(rows, ch) {
   const removed = new Set(ch.removed);
   const moved = new Set();
   for (const [id] of ch.moved) moved.add(id);
+  /** @type {Row[]} */
   const out = [];
+  /** @type {Map<string, Row>} */
   const moving = new Map();
   for (const r of rows) {
     const row = changed.has(r.id) ? { id: r.id, value: changed.get(r.id) } : r;
     if (moved.has(r.id)) moving.set(r.id, row);
     else if (!removed.has(r.id)) out.push(row);
   }
+  /** @type {[number, Row][]} */
   const ins = [];
   for (const [id, value, pos] of ch.added) ins.push([pos, { id, value }]);
   for (const [id, , to] of ch.moved) ins.push([to, moving.get(id) ?? { id, value: changed.get(id) }]);
@@ -78,19 +108,29 @@ function applyChange(rows, ch) {
   return out;
 }
 
-/** A live query: `results` is always the latest snapshot (replaced, never mutated). */
+/**
+ * A live query: `results` is always the latest snapshot (replaced, never mutated).
+ * @template {Item} [T=Item]
+ * @implements {PublicLiveQuery<T>}
+ */
 class LiveQuery {
+  /**
+   * @param {Database} db
+   * @param {number} subId this page's id for it
+   * @param {((rows: import('./ibexdb.js').Row<T>[], change: import('./ibexdb.js').LiveChange<T> | null) => void) | undefined} onChange
+   */
   constructor(db, subId, onChange) {
     this._db = db;
     this._subId = subId;
     this._onChange = onChange;
-    /** @type {{id: string, value: any}[]} */
+    /** @type {import('./ibexdb.js').Row<T>[]} */
     this.results = [];
     this._epoch = '';
     this._liveId = -1;
     this.closed = false;
   }
 
+  /** @param {import('./ibexdb.js').Row<T>[]} rows @param {import('./ibexdb.js').LiveChange<T> | null} change */
   _set(rows, change) {
     this.results = rows;
     if (this._onChange) {
@@ -114,8 +154,18 @@ class LiveQuery {
   }
 }
 
-/** An open database (one repository). Create with `open()`. */
+/**
+ * An open database (one repository). Create with `open()`.
+ * @implements {PublicDatabase}
+ */
 export class Database {
+  /**
+   * @param {string} name
+   * @param {Worker} worker its worker, opened
+   * @param {OpenInfo} info
+   * @param {'flush' | 'relaxed'} durability
+   * @param {OpenOptions['onError']} onError
+   */
   constructor(name, worker, info, durability, onError) {
     this.name = name;
     /** Public key (hex) that signs this repository's commits; null in trusted mode. */
@@ -126,13 +176,15 @@ export class Database {
     this._role = info.role;
     this._onError = onError;
     this._seq = 0;
+    /** @type {[number, string, ...unknown[]][]} calls of this tick, not sent yet */
     this._queue = [];
-    /** seq -> [resolve, reject, decode] */
+    /** @type {Map<number, [(v: any) => void, (e: unknown) => void, (payload: any) => any]>} seq -> [resolve, reject, decode] */
     this._calls = new Map();
-    /** subId -> LiveQuery */
+    /** @type {Map<number, LiveQuery<any>>} subId -> its live query (T is the app's claim about its values) */
     this._live = new Map();
     this._nextSub = 1;
     this._closed = false;
+    /** @type {{promise: Promise<WireError | undefined>, resolve: (error: WireError | undefined) => void} | null} */
     this._closing = null;
     this._scheduled = false;
     worker.onmessage = (ev) => this._onMessage(ev.data);
@@ -149,6 +201,14 @@ export class Database {
     return this._role;
   }
 
+  /**
+   * Queue one call for this tick's batch.
+   * @template T
+   * @param {string} op
+   * @param {unknown[]} args
+   * @param {(payload: any) => T} dec decodes the worker's payload
+   * @returns {Promise<T>}
+   */
   _send(op, args, dec) {
     if (this._closed) return Promise.reject(new ClosedError(`database ${this.name} is closed`));
     const seq = ++this._seq;
@@ -170,6 +230,7 @@ export class Database {
     this._worker.postMessage({ type: 'batch', durability: this.durability, ops });
   }
 
+  /** @param {any} m a message from the worker (worker.js) */
   _onMessage(m) {
     switch (m.type) {
       case 'results':
@@ -211,6 +272,10 @@ export class Database {
     }
   }
 
+  /**
+   * Live-query resets (fresh rows, after the engine was reopened or this tab attached) and changes.
+   * @param {{epoch: string, changes?: string, resets?: [number, string, number, string | null][]}} m
+   */
   _applyLive(m) {
     for (const [subId, epoch, liveId, rowsJson] of m.resets ?? []) {
       const lq = this._live.get(subId);
@@ -220,12 +285,14 @@ export class Database {
       lq._set(decodeRows(rowsJson), null);
     }
     if (m.changes) {
+      /** @type {Map<number, WireChange> | null} */
       let byId = null;
       for (const lq of this._live.values()) {
         if (lq._epoch !== m.epoch) continue;
         byId ??= new Map(decode(m.changes));
         const ch = byId.get(lq._liveId);
         if (!ch) continue;
+        /** @type {LiveChange} */
         const change = {
           added: ch.added.map(([id, value, pos]) => ({ id, value, pos })),
           removed: ch.removed,
@@ -237,6 +304,7 @@ export class Database {
     }
   }
 
+  /** @param {unknown} err */
   _fail(err) {
     this._closed = true;
     for (const [, c] of this._calls) c[1](err);
@@ -245,28 +313,36 @@ export class Database {
 
   // ----- reads -------------------------------------------------------------------------
 
-  /** The item at `key` (`collection/id`), or undefined. */
+  /** The item at `key` (`collection/id`), or undefined. @param {string} key @returns {Promise<any>} */
   get(key) {
     return this._send('get', [key], decode);
   }
 
-  /** Items at `keys` (undefined where missing), in order. */
+  /** Items at `keys` (undefined where missing), in order. @param {string[]} keys @returns {Promise<any[]>} */
   getMany(keys) {
     if (!Array.isArray(keys)) return Promise.reject(new InvalidKeyError('getMany needs an array of keys'));
     return this._send('getMany', [JSON.stringify(keys)], decodeMany);
   }
 
-  /** Rows `{id, value}` matching a query. */
+  /**
+   * Rows `{id, value}` matching a query.
+   * @template {Item} [T=Item]
+   * @param {import('./ibexdb.js').Query} q
+   * @returns {Promise<import('./ibexdb.js').Row<T>[]>}
+   */
   query(q) {
     return this._encoded(() => encode(q, 'query'), (t) => this._send('query', [t], decodeRows));
   }
 
-  /** The plan the engine would use for a query. */
+  /** The plan the engine would use for a query. @param {import('./ibexdb.js').Query} q @returns {Promise<Record<string, unknown>>} */
   explain(q) {
     return this._encoded(() => encode(q, 'query'), (t) => this._send('explain', [t], parseJson));
   }
 
-  /** Number of items in `collection` (matching `where`, if given). */
+  /**
+   * Number of items in `collection` (matching `where`, if given).
+   * @param {string} collection @param {import('./ibexdb.js').Where} [where] @returns {Promise<number>}
+   */
   count(collection, where) {
     return this._encoded(
       () => (where === undefined ? null : encode(where, 'where')),
@@ -274,12 +350,15 @@ export class Database {
     );
   }
 
-  /** Ids of the items in `collection`, in order. */
+  /** Ids of the items in `collection`, in order. @param {string} collection @returns {Promise<string[]>} */
   keys(collection) {
     return this._send('keys', [collection], parseJson);
   }
 
-  /** Aggregates: `{collection, where?, aggregates: {name: {sum|min|max|avg|count: field}}, groupBy?}`. */
+  /**
+   * Aggregates: `{collection, where?, aggregates: {name: {sum|min|max|avg|count: field}}, groupBy?}`.
+   * @param {import('./ibexdb.js').AggregateQuery} q @returns {Promise<Record<string, import('./ibexdb.js').Value>>}
+   */
   aggregate(q) {
     return this._encoded(() => encode(q, 'aggregate'), (t) => this._send('aggregate', [t], decode));
   }
@@ -288,21 +367,27 @@ export class Database {
    * A live query. Resolves once its first results are in; `results` then always holds the
    * latest rows. `onChange(results, change)` is called with the first results (change null),
    * then after every change.
+   * @template {Item} [T=Item]
+   * @param {import('./ibexdb.js').Query} q
+   * @param {(results: import('./ibexdb.js').Row<T>[], change: import('./ibexdb.js').LiveChange<T> | null) => void} [onChange]
+   * @returns {Promise<LiveQuery<T>>}
    */
   live(q, onChange) {
     return this._encoded(
       () => encode(q, 'query'),
       (t) => {
         const subId = this._nextSub++;
+        /** @type {LiveQuery<T>} */
         const lq = new LiveQuery(this, subId, onChange);
         this._live.set(subId, lq);
-        return this._send('subscribe', [subId, t], identity).then(
+        return this._send('subscribe', [subId, t], /** @type {(p: [string, number, string]) => [string, number, string]} */ (identity)).then(
           ([epoch, liveId, rowsJson]) => {
             lq._epoch = epoch;
             lq._liveId = liveId;
             lq._set(decodeRows(rowsJson), null);
             return lq;
           },
+          /** @param {unknown} e */
           (e) => {
             this._live.delete(subId);
             throw e;
@@ -312,24 +397,27 @@ export class Database {
     );
   }
 
-  /** The commits that changed `key`, oldest first. */
+  /** The commits that changed `key`, oldest first. @param {string} key @returns {Promise<import('./ibexdb.js').HistoryEntry[]>} */
   history(key) {
     return this._send('history', [key], decode);
   }
 
   // ----- writes ------------------------------------------------------------------------
 
-  /** Replace the item at `key`. */
+  /** Replace the item at `key`. @param {string} key @param {import('./ibexdb.js').Item} value @returns {Promise<void>} */
   put(key, value) {
     return this._encoded(() => encodeObject(value, key), (t) => this._send('put', [key, t], none));
   }
 
-  /** Change some fields of an existing item (NotFoundError if it does not exist). */
+  /**
+   * Change some fields of an existing item (NotFoundError if it does not exist).
+   * @param {string} key @param {import('./ibexdb.js').Item} fields @returns {Promise<void>}
+   */
   update(key, fields) {
     return this._encoded(() => encodeObject(fields, key), (t) => this._send('update', [key, t], none));
   }
 
-  /** Delete the item at `key`. */
+  /** Delete the item at `key`. @param {string} key @returns {Promise<void>} */
   delete(key) {
     return this._send('delete', [key], none);
   }
@@ -337,14 +425,17 @@ export class Database {
   /**
    * Run `fn(tx)` (synchronously) to collect writes, then commit them atomically as one commit.
    * Resolves with `fn`'s return value once committed.
+   * @template R
+   * @param {(tx: TxnBuilder) => R} fn
+   * @returns {Promise<R>}
    */
   transaction(fn) {
-    let tx;
+    const tx = new TxnBuilder();
+    /** @type {R} */
     let ret;
     try {
-      tx = new TxnBuilder();
       ret = fn(tx);
-      if (ret && typeof ret.then === 'function') {
+      if (ret && typeof (/** @type {any} */ (ret)).then === 'function') {
         throw new TypeError('the transaction callback must be synchronous (collect writes, then await the transaction)');
       }
     } catch (e) {
@@ -354,34 +445,40 @@ export class Database {
     return this._send('txn', [tx.toJSON()], () => ret);
   }
 
-  /** Declare (or replace) a collection's schema: `{fields: {...}, indexes: [...], allowOtherFields}`. */
+  /**
+   * Declare (or replace) a collection's schema: `{fields: {...}, indexes: [...], allowOtherFields}`.
+   * @param {string} collection @param {import('./ibexdb.js').Schema} schema @returns {Promise<void>}
+   */
   defineSchema(collection, schema) {
     return this._encoded(() => JSON.stringify(schema), (t) => this._send('defineSchema', [collection, t], none));
   }
 
   // ----- durability, integrity, identity, storage --------------------------------------
 
-  /** Make every write so far durable in OPFS. */
+  /** Make every write so far durable in OPFS. @returns {Promise<void>} */
   flush() {
     return this._send('flush', [], none);
   }
 
-  /** Re-prove the repository: every hash, signature, snapshot and index. */
+  /** Re-prove the repository: every hash, signature, snapshot and index. @returns {Promise<import('./ibexdb.js').VerifyReport>} */
   verify() {
     return this._send('verify', [], parseJson);
   }
 
-  /** The identity (secret key) in a form `open(name, {identity})` accepts. Keep it secret. */
+  /** The identity (secret key) in a form `open(name, {identity})` accepts. Keep it secret. @returns {Promise<string | null>} */
   exportIdentity() {
     return this._send('exportIdentity', [], identity);
   }
 
-  /** Every commit and seal of this repository as bytes (for another replica's `receive`). */
+  /** Every commit and seal of this repository as bytes (for another replica's `receive`). @returns {Promise<Uint8Array>} */
   exportCommits() {
     return this._send('export', [], identity);
   }
 
-  /** Verify and apply commits exported by another replica (all or nothing). */
+  /**
+   * Verify and apply commits exported by another replica (all or nothing).
+   * @param {Uint8Array} bundle @returns {Promise<import('./ibexdb.js').ReceiveReport>}
+   */
   receive(bundle) {
     if (!(bundle instanceof Uint8Array)) return Promise.reject(new InvalidValueError('receive needs a Uint8Array from exportCommits()'));
     return this._send('receive', [bundle], parseJson);
@@ -391,6 +488,8 @@ export class Database {
    * Sync this repository with an ibexdb-server (`ws://host:port`; null stops). The tab that owns
    * the files holds the WebSocket; it pushes local commits (sealed), applies received ones (live
    * queries update) and reconnects with backoff.
+   * @param {string | null} url
+   * @returns {Promise<void>}
    */
   sync(url) {
     if (url !== null && !isSyncUrl(url)) {
@@ -399,12 +498,12 @@ export class Database {
     return this._send('sync', [url], none);
   }
 
-  /** Where sync stands: state, cursor, counters, last error. */
+  /** Where sync stands: state, cursor, counters, last error. @returns {Promise<import('./ibexdb.js').SyncStatus>} */
   syncStatus() {
     return this._send('syncStatus', [], parseJson);
   }
 
-  /** Origin usage and quota, whether storage is persistent, and this repository's bytes. */
+  /** Origin usage and quota, whether storage is persistent, and this repository's bytes. @returns {Promise<import('./ibexdb.js').StorageInfo>} */
   async storageInfo() {
     const [est, persisted, stats] = await Promise.all([
       navigator.storage.estimate(),
@@ -425,10 +524,18 @@ export class Database {
     };
   }
 
-  /** Seal, flush, snapshot and release the files (another tab may take over); stop the worker. */
+  /**
+   * Seal, flush, snapshot and release the files (another tab may take over); stop the worker.
+   * @returns {Promise<void>}
+   */
   async close() {
-    if (this._closing) return this._closing.promise;
-    let resolve;
+    if (this._closing) {
+      await this._closing.promise;
+      return undefined;
+    }
+    /** @type {(error: WireError | undefined) => void} */
+    let resolve = () => {};
+    /** @type {Promise<WireError | undefined>} */
     const promise = new Promise((r) => (resolve = r));
     this._closing = { promise, resolve };
     this._flushQueue();
@@ -444,11 +551,18 @@ export class Database {
     return undefined;
   }
 
-  /** @internal Test hook: make the engine panic (the call rejects with PanicError). */
+  /** @internal Test hook: make the engine panic (the call rejects with PanicError). @param {string} [msg] */
   _debugPanic(msg = 'panic requested by a test') {
     return this._send('debugPanic', [msg], none);
   }
 
+  /**
+   * Encode an argument, then send; an encoding error rejects (never throws synchronously).
+   * @template T
+   * @param {() => string | null} enc
+   * @param {(text: any) => Promise<T>} then
+   * @returns {Promise<T>}
+   */
   _encoded(enc, then) {
     let t;
     try {
@@ -463,7 +577,8 @@ export class Database {
 /**
  * Open (or create) the repository `name`.
  * @param {string} name 1-128 characters: letters, digits, '_', '-', '.'
- * @param {object} [options]
+ * @param {OpenOptions} [options]
+ * @returns {Promise<Database>}
  */
 export async function open(name, options = {}) {
   checkName(name);
@@ -477,6 +592,7 @@ export async function open(name, options = {}) {
   const wasm = compileWasm();
   const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: `ibexdb:${name}` });
   const module = await wasm;
+  /** @type {OpenInfo} */
   const info = await new Promise((resolve, reject) => {
     worker.onmessage = (ev) => {
       const m = ev.data;

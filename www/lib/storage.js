@@ -11,7 +11,8 @@ export function checkStorage() {
   if (typeof navigator === 'undefined' || !navigator.storage || typeof navigator.storage.getDirectory !== 'function') {
     throw new StorageUnavailableError('OPFS is not available here (navigator.storage.getDirectory is missing; a secure context is required)');
   }
-  if (typeof globalThis.FileSystemFileHandle === 'undefined' || typeof FileSystemFileHandle.prototype.createSyncAccessHandle !== 'function') {
+  // createSyncAccessHandle exists only in dedicated workers (and is not in TypeScript's DOM library).
+  if (typeof globalThis.FileSystemFileHandle === 'undefined' || typeof (/** @type {any} */ (FileSystemFileHandle.prototype)).createSyncAccessHandle !== 'function') {
     throw new StorageUnavailableError('OPFS sync access handles are not available (they exist only in dedicated workers)');
   }
 }

@@ -31,7 +31,7 @@ import { Maintenance } from './worker/maintenance.js';
 import { Ownership } from './worker/ownership.js';
 import { SyncManager } from './worker/sync.js';
 
-/** @typedef {{name: string, message: string, [k: string]: unknown}} WireError */
+/** @typedef {import('./errors.js').WireError} WireError */
 /** One op of a batch: `[seq, op, ...args]`. @typedef {[number, string, ...any[]]} Op */
 /** One op's answer: `[seq, 1, payload]` or `[seq, 0, error]`. @typedef {[number, 0 | 1, unknown]} Result */
 

@@ -213,7 +213,7 @@ function renderLive(results) {
 }
 
 function showReport(results) {
-  const frame = document.getElementById('report');
+  const frame = /** @type {HTMLIFrameElement | null} */ (document.getElementById('report'));
   if (frame) frame.srcdoc = renderReport(results);
 }
 
@@ -239,13 +239,14 @@ async function setupUi() {
     }
   }
   const q = new URLSearchParams(location.search);
+  /** The controls of index.html: inputs sizes, suites, select plan, button run. @type {any} */
   const form = document.getElementById('controls');
   if (q.get('sizes')) form.sizes.value = q.get('sizes');
   if (q.get('plan')) form.plan.value = q.get('plan');
   if (q.get('suites')) form.suites.value = q.get('suites');
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    const chosen = [...box.querySelectorAll('input:checked')].map((x) => x.value);
+    const chosen = [.../** @type {NodeListOf<HTMLInputElement>} */ (box.querySelectorAll('input:checked'))].map((x) => x.value);
     const sizes = form.sizes.value.split(',').map((s) => Number(s.trim())).filter(Boolean);
     const suites = form.suites.value.split(',').map((s) => s.trim()).filter(Boolean);
     form.run.disabled = true;

@@ -34,8 +34,7 @@ export class EngineWorker {
     clearTimeout(p.timer);
     if (msg.ok) p.resolve(msg);
     else {
-      const err = new Error(`${this.engine.id}: ${msg.error?.name ?? 'Error'}: ${msg.error?.message ?? 'unknown error'}`);
-      err.workerStack = msg.error?.stack;
+      const err = Object.assign(new Error(`${this.engine.id}: ${msg.error?.name ?? 'Error'}: ${msg.error?.message ?? 'unknown error'}`), { workerStack: msg.error?.stack });
       p.reject(err);
     }
   }

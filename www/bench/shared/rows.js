@@ -3,6 +3,24 @@
 // the Node runner (scripts/bench.mjs): dependency-free, valid in window, worker and Node.
 
 /**
+ * One row of the catalogue (fields as described below).
+ * @typedef {object} RowDef
+ * @property {string} id
+ * @property {string} suite
+ * @property {string} [section] 'relational' | 'verify'; absent: 'dataset'
+ * @property {string} label
+ * @property {string} scale 'n' (grows with N) or '1'
+ * @property {string} [worker] what the worker times
+ * @property {string} [page] what the page times
+ * @property {boolean} [adaptive]
+ * @property {boolean} [write]
+ * @property {string} [rate]
+ * @property {string} [na]
+ * @property {boolean} [comparable]
+ * @property {number} [largeBytes] relational "large" rows: characters per email
+ */
+
+/**
  * The row catalogue: what each row times. `worker` = timed inside the engine's worker (engine cost);
  * `page` = timed on the page around postMessage round trips (what an app sees).
  * Sample plans: `samples` timed samples after `warmup` discarded ones; rows marked `adaptive` repeat
@@ -17,6 +35,7 @@
  * `comparable: false`: the engines do different work on this row; no ratio is computed.
  * `rate`: the report also shows the throughput (1000 / per-operation ms) with this unit.
  * Params are documented precisely in www/bench/PROTOCOL.md.
+ * @type {RowDef[]}
  */
 export const ROWS = [
   {

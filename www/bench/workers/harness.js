@@ -73,7 +73,7 @@ import { writeRows } from './rows/writes.js';
  * @property {(id: string) => any} get
  * @property {(ids: string[]) => any} getMany
  * @property {(item: Item) => unknown} put
- * @property {(id: string, fields: object) => unknown} update
+ * @property {(id: string, fields: {title: string, count: number, tags: string[]}) => unknown} update
  * @property {(items: Item[]) => unknown} putMany
  * @property {() => any} all
  * @property {(lo: number, hi: number) => any} queryRange

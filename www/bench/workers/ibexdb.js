@@ -59,9 +59,9 @@ const MAX_TXN_CHARS = 48 << 20;
 
 /** @type {typeof import('../../lib/engine.js').openEngine} */
 let openEngine;
-/** @type {import('../../lib/policy.js')} */
+/** @type {typeof import('../../lib/policy.js')} */
 let policy;
-/** @type {import('../../lib/storage.js')} */
+/** @type {typeof import('../../lib/storage.js')} */
 let storage;
 let cfg = null;
 let repo = '';

@@ -9,7 +9,7 @@ self.onmessage = async () => {
   const root = await navigator.storage.getDirectory();
   const name = `.bench-opfs-probe-${Date.now()}`;
   const fh = await root.getFileHandle(name, { create: true });
-  const h = await fh.createSyncAccessHandle();
+  const h = await /** @type {any} */ (fh).createSyncAccessHandle(); // dedicated workers only
   const small = new Uint8Array(200);
   const page = new Uint8Array(16384);
   const out = {};

@@ -29,13 +29,17 @@ export class SyncManager {
   /** @param {SyncHooks} hooks */
   constructor(hooks) {
     this.hooks = hooks;
+    /** @type {string | null} */
     this.url = null;
     /** @type {WebSocket | null} */
     this.ws = null;
+    /** @type {import('../ibexdb.js').SyncStatus['state']} */
     this.state = 'off';
     this.cursor = 0;
     this.pushFrom = 0;
+    /** @type {number | null} */
     this.serverHead = null;
+    /** @type {import('../ibexdb.js').SyncStatus['lastError']} */
     this.lastError = null;
     this.connects = 0;
     this.received = 0;
@@ -44,10 +48,11 @@ export class SyncManager {
     /** The engine generation (EngineHandle.generation) whose sync client this state belongs to. */
     this._generation = 0;
     this._delay = RECONNECT_MIN_MS;
+    /** @type {ReturnType<typeof setTimeout> | 0} */
     this._timer = 0;
   }
 
-  /** Start (or move to another server). */
+  /** Start (or move to another server). @param {unknown} url */
   start(url) {
     if (!isSyncUrl(url)) {
       throw new TypeError(`sync needs a ws:// or wss:// URL, got ${JSON.stringify(url)}`);
@@ -69,6 +74,7 @@ export class SyncManager {
     this._drop();
   }
 
+  /** @returns {import('../ibexdb.js').SyncStatus} */
   status() {
     return {
       state: this.state,
@@ -147,11 +153,12 @@ export class SyncManager {
       this.hooks.run(() => this._onMessage(ws, bytes)).catch((e) => this._fail(e));
     };
     ws.onclose = () => {
-      if (this.ws === ws) this._retry(this.lastError ?? 'connection closed');
+      if (this.ws === ws) this._retry();
     };
     ws.onerror = () => {};
   }
 
+  /** @param {WebSocket} ws the connection it came on @param {Uint8Array} bytes */
   _onMessage(ws, bytes) {
     if (this.ws !== ws || this._reopened()) return;
     const ev = this._engine().syncHandle(bytes);
@@ -160,20 +167,20 @@ export class SyncManager {
     switch (ev.event) {
       case 'welcome':
         this.state = 'connected';
-        this.serverHead = ev.head;
+        this.serverHead = ev.head ?? null;
         this.lastError = null;
         this._delay = RECONNECT_MIN_MS;
         break;
       case 'received':
-        this.received += ev.applied;
+        this.received += ev.applied ?? 0;
         this.serverHead = Math.max(this.serverHead ?? 0, ev.cursor);
-        if (ev.applied > 0) this.hooks.afterReceive();
+        if ((ev.applied ?? 0) > 0) this.hooks.afterReceive();
         break;
       case 'acked':
-        this.acked += ev.count;
+        this.acked += ev.count ?? 0;
         break;
       case 'error':
-        this.lastError = { code: ev.code, message: ev.message };
+        this.lastError = { code: ev.code, message: ev.message ?? '' };
         break;
       default:
     }
@@ -208,10 +215,11 @@ export class SyncManager {
     }
   }
 
+  /** @param {any} e */
   _fail(e) {
     this.lastError = { name: e?.name ?? 'Error', message: String(e?.message ?? e) };
     this._drop();
-    this._retry(this.lastError);
+    this._retry();
   }
 
   _retry() {

@@ -113,7 +113,7 @@ export function crudRows(s) {
     async 'update-item'(p) {
       await s.ensureOpen();
       const r = rng(p.seed);
-      /** @type {[string, object][]} */
+      /** @type {[string, {title: string, count: number, tags: string[]}][]} */
       let args = [];
       const m = await measure(
         p,

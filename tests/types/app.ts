@@ -1,4 +1,4 @@
-// Type-checks www/ibexdb.d.ts the way an app uses it (`tsc --noEmit -p www`). Never run.
+// Type-checks www/ibexdb.d.ts the way an app uses it (`make tsc`: tsc --noEmit -p tests/types). Never run.
 import {
   open,
   type Database,
@@ -12,7 +12,7 @@ import {
   SchemaError,
   StorageError,
   IbexError,
-} from './ibexdb.js';
+} from '../../www/ibexdb.js';
 
 interface Note extends Item {
   title: string;

@@ -1,0 +1,20 @@
+// What the benchmark page puts on `window` (and reads from the runner, scripts/bench.mjs), for the
+// type check of www/bench (`make tsc`).
+interface Window {
+  runBench?: (options?: object) => Promise<any>;
+  benchTableLines?: (results: any, size?: number) => any[];
+  listBenchEngines?: () => Promise<any[]>;
+  benchReady?: boolean;
+  benchRunning?: boolean;
+  benchProgress?: string;
+  benchResults?: any;
+  /** Absolute URLs of optional engine files probed with HEAD and found missing (expected 404s). */
+  benchExpected404?: string[];
+  /** The runner's CDP hook: a worker's JS heap by worker name. */
+  benchWorkerHeap?: (name: string) => Promise<{ usedSize: number; totalSize: number } | null>;
+}
+
+interface Navigator {
+  /** Chromium's Device Memory API (GiB, coarse). */
+  readonly deviceMemory?: number;
+}
