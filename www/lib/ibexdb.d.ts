@@ -1,5 +1,6 @@
 // Types of the public module, www/lib/ibexdb.js (re-exported by www/ibexdb.js and
-// www/ibexdb.d.ts); hand-written, type-checked by `tsc --noEmit -p www` against www/types-test.ts.
+// www/ibexdb.d.ts); hand-written, type-checked by `make tsc` against tests/types/app.ts, and the
+// implementation (ibexdb.js, checkJs) against it.
 
 /** A value that can be stored: JSON plus `Set<string>` (a set that merges element-wise). */
 export type Value = null | boolean | number | string | Value[] | Set<string> | { [field: string]: Value | undefined };

@@ -1,6 +1,6 @@
 // SQLite engine for the benchmark: @sqlite.org/sqlite-wasm (pinned in package.json) on the
 // `opfs-sahpool` VFS, in this dedicated module worker. One worker per engine id; the page passes
-// the configuration in the init message (see www/bench/engines.js):
+// the configuration in the init message (see www/bench/page/engines.js):
 //
 //   preset 'default' : the build's defaults (rollback journal, 8 KiB pages, normal locking), synchronous=FULL
 //   preset 'tuned'   : locking_mode=EXCLUSIVE, page_size=16384, journal_mode=WAL, cache_size=-65536
