@@ -330,7 +330,7 @@ fn main() {
             "total": {"sum": "count"}, "lo": {"min": "count"}, "hi": {"max": "count"},
             "mean": {"avg": "count"}, "n": {"count": true}}}))
         .unwrap();
-        let num = |x: f64| Value::from(x).to_json();
+        let num = |x: f64| json!(Value::from(x));
         let expect = json!({"total": num((n as f64) * (n as f64 - 1.0) / 2.0), "lo": 0,
             "hi": n - 1, "mean": num((n as f64 - 1.0) / 2.0), "n": n});
         let a1 = plain.aggregate(&state, &agg).unwrap();

@@ -13,7 +13,6 @@ pub use error::{
 pub use storage::{MemStorage, Storage};
 pub mod codec;
 pub mod commit;
-pub mod compact;
 pub mod crypto;
 pub mod key;
 pub mod query;
@@ -30,4 +29,4 @@ pub use log::Recovery;
 pub use repo::{Durability, Repo, RepoOptions};
 pub use schema::Schema;
 pub use txn::Txn;
-pub use value::{Map, Value};
+pub use value::{Map, Name, Set, Value};

@@ -145,7 +145,7 @@ impl Schema {
                 let default = match spec.get("default") {
                     None => None,
                     Some(d) => {
-                        let v = Value::from_json(d).map_err(|e| bad(e.to_string()))?;
+                        let v = crate::value::from_tree(d).map_err(|e| bad(e.to_string()))?;
                         if !(ty.accepts(&v) || nullable && v == Value::Null) {
                             return Err(bad(format!(
                                 "field {name:?}: default is a {}, not a {}",

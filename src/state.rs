@@ -706,7 +706,7 @@ mod tests {
 
     #[test]
     fn ids_from_owned_or_borrowed_strings() {
-        // `ItemId` is a `Name`: its size and order are tested in `compact.rs`.
+        // `ItemId` is a `Name`: its size and order are tested in `value/name.rs`.
         let long = "z".repeat(40);
         assert_eq!(id_from_cow(Cow::Owned(long.clone())).as_str(), long);
         assert_eq!(id_from_cow(Cow::Borrowed("short")).as_str(), "short");

@@ -130,7 +130,7 @@ pub use plan::{Access, Plan, SortMethod};
 
 use crate::error::{Error, Result};
 use crate::state::{ChangeSink, Collection, State};
-use crate::value::{Map, Value};
+use crate::value::Map;
 use eval::{check_sortable, cmp_items, matches, set_sort_error, CFilter, CSort, Compiled};
 use index::{Entry, IKey, Index};
 use live::LiveQuery;
@@ -161,7 +161,7 @@ impl QueryResult {
 pub fn rows_to_json(rows: &[(String, Map)]) -> serde_json::Value {
     serde_json::Value::Array(
         rows.iter()
-            .map(|(id, m)| serde_json::json!({"id": id, "value": Value::Map(m.clone()).to_json()}))
+            .map(|(id, m)| serde_json::json!({"id": id, "value": m}))
             .collect(),
     )
 }

@@ -6,13 +6,12 @@
 //! commit, relaxed-flush timer, seal timer; see `www/worker.js`).
 
 use crate::error::{to_js, IntoJs, JsResult};
-use crate::json::{parse_json, parse_map, to_string, JMap, Rows};
+use crate::json::{parse_json, parse_map, to_string};
 use crate::opfs::{OpfsStorage, Quota};
 use crate::txn_ops;
 use ibexdb::commit::{FieldOp, Op};
 use ibexdb::query::{AggregateQuery, LiveId, Query};
 use ibexdb::repo::HistoryEntry;
-use ibexdb::value::Value;
 use ibexdb::{CommitId, Error, Identity, Recovery, Repo, RepoOptions, Schema, Txn};
 use serde_json::json;
 use std::cell::{Cell, RefCell};
@@ -60,7 +59,7 @@ fn query_of(text: &str) -> Result<Query, Error> {
 
 fn history_json(h: &[HistoryEntry]) -> serde_json::Value {
     let op = |op: &Op| match op {
-        Op::Put(m) => json!({"type": "put", "value": Value::Map(m.clone()).to_json()}),
+        Op::Put(m) => json!({"type": "put", "value": m}),
         Op::Delete => json!({"type": "delete"}),
         Op::Patch(fields) => {
             let mut o = serde_json::Map::new();
@@ -68,7 +67,7 @@ fn history_json(h: &[HistoryEntry]) -> serde_json::Value {
                 o.insert(
                     k.clone(),
                     match f {
-                        FieldOp::Assign(v) => json!({"assign": v.to_json()}),
+                        FieldOp::Assign(v) => json!({"assign": v}),
                         FieldOp::Unset => json!({"unset": true}),
                         FieldOp::SetEdit { add, remove } => json!({
                             "add": add.iter().collect::<Vec<_>>(),
@@ -264,7 +263,7 @@ impl Engine {
     /// The item at `key` as JSON, or undefined.
     pub fn get(&self, key: &str) -> JsResult<Option<String>> {
         let r = self.repo()?;
-        Ok(r.get(key).js()?.map(|m| to_string(&JMap(m))))
+        Ok(r.get(key).js()?.map(to_string))
     }
 
     /// Address (in wasm memory) of two u32s, `[ptr, len]`, where `getInto` leaves its text.
@@ -291,7 +290,7 @@ impl Engine {
             // Don't keep a huge item's buffer forever.
             out.shrink_to(1024);
         }
-        crate::json::write(&mut out, &JMap(m));
+        crate::json::write(&mut out, m);
         self.slot[0].set(out.as_ptr() as u32);
         self.slot[1].set(out.len() as u32);
         Ok(if crate::json::map_has_set(m) { 3 } else { 1 })
@@ -305,7 +304,7 @@ impl Engine {
             serde_json::from_str(keys).map_err(|e| to_js(&crate::json::bad_json(&e)))?;
         let mut items = Vec::with_capacity(keys.len());
         for k in &keys {
-            items.push(r.get(k).js()?.map(JMap));
+            items.push(r.get(k).js()?);
         }
         Ok(to_string(&items))
     }
@@ -315,7 +314,7 @@ impl Engine {
         let r = self.repo()?;
         let q = query_of(q).js()?;
         let res = r.query_engine().run(r.state(), &q).js()?;
-        Ok(to_string(&Rows(&res.rows)))
+        Ok(to_string(&res.rows))
     }
 
     /// The plan a query would use (JSON).
@@ -418,11 +417,7 @@ impl Engine {
         let q = query_of(q).js()?;
         let (qe, state) = self.repo_mut()?.query_engine_mut();
         let (id, rows) = qe.subscribe(state, q).js()?;
-        Ok(format!(
-            "{{\"id\":{},\"rows\":{}}}",
-            id.0,
-            to_string(&Rows(&rows))
-        ))
+        Ok(format!("{{\"id\":{},\"rows\":{}}}", id.0, to_string(&rows)))
     }
 
     pub fn unsubscribe(&mut self, id: f64) -> JsResult<bool> {
@@ -569,10 +564,10 @@ impl Engine {
     }
 }
 
-type LiveRow<'a> = (&'a String, JMap<'a>, &'a usize);
+type LiveRow<'a> = (&'a String, &'a ibexdb::Map, &'a usize);
 
 fn live_rows(v: &[(String, ibexdb::Map, usize)]) -> Vec<LiveRow<'_>> {
-    v.iter().map(|(i, m, p)| (i, JMap(m), p)).collect()
+    v.iter().map(|(i, m, p)| (i, m, p)).collect()
 }
 
 #[derive(serde::Serialize)]
