@@ -6,10 +6,10 @@
 //! (total / iterations) and the median of several runs is reported.
 
 use ibexdb::commit::{Change, Commit, CommitId, FieldOp, Op};
-use ibexdb::crypto::Identity;
 use ibexdb::query::{AggregateQuery, Filter, Query, QueryEngine};
 use ibexdb::state::{ChangeSink, NoSink, State};
 use ibexdb::value::{Map, Value};
+use ibexdb::Identity;
 use serde_json::{json, Value as J};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -33,7 +33,7 @@ fn item(i: usize) -> Map {
 }
 
 struct Loader {
-    author: ibexdb::crypto::PublicKey,
+    author: ibexdb::PublicKey,
     hlc: u64,
     index: u32,
 }

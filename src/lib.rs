@@ -13,7 +13,6 @@ pub use error::{
 pub use storage::{MemStorage, Storage};
 pub mod codec;
 pub mod commit;
-pub mod crypto;
 pub mod key;
 pub mod query;
 pub mod repo;
@@ -24,7 +23,7 @@ pub mod sync;
 pub mod value;
 
 pub use commit::{CommitId, Seal};
-pub use crypto::{Identity, PublicKey};
+pub use commit::{Identity, PublicKey};
 pub use log::Recovery;
 pub use repo::{Durability, Repo, RepoOptions};
 pub use schema::Schema;

@@ -2,7 +2,7 @@
 //! materialized state, query indexes and live queries.
 
 use crate::commit::{Change, Commit, CommitId, FieldOp, Op, Seal, MAX_COMMIT_BYTES, MAX_SEAL_IDS};
-use crate::crypto::{Identity, PublicKey};
+use crate::commit::{Identity, PublicKey};
 use crate::error::{Error, Result, SignatureErrorKind};
 use crate::key::split_key;
 use crate::log::{Log, Recovery, FRAME_COMMIT, FRAME_SEAL};
@@ -40,7 +40,7 @@ pub fn system_clock() -> Clock {
 }
 
 /// The author recorded on commits made without an identity (trusted mode only).
-pub const ANONYMOUS: PublicKey = PublicKey([0u8; crate::crypto::PUBLIC_KEY_LEN]);
+pub const ANONYMOUS: PublicKey = PublicKey([0u8; crate::commit::PUBLIC_KEY_LEN]);
 
 /// How a repository is opened.
 pub struct RepoOptions {

@@ -5,7 +5,7 @@
 
 use crate::codec::{Reader, Writer};
 use crate::commit::{CommitId, Stamp};
-use crate::crypto::{PublicKey, PUBLIC_KEY_LEN};
+use crate::commit::{PublicKey, PUBLIC_KEY_LEN};
 use crate::error::{Error, Result};
 use crate::log::{probe_frame, HEADER_LEN};
 use crate::repo::{CommitInfo, Core};

@@ -624,7 +624,7 @@ impl State {
 mod tests {
     use super::*;
     use crate::commit::Change;
-    use crate::crypto::Identity;
+    use crate::commit::Identity;
     use crate::map;
 
     fn commit(hlc: u64, changes: Vec<(&str, Op)>) -> (Commit, CommitId) {

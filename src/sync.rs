@@ -13,8 +13,8 @@
 //! Design document §12 gives the byte layout of every message.
 
 use crate::codec::{Reader, Writer};
+use crate::commit::PublicKey;
 use crate::commit::{CommitId, Seal, MAX_COMMIT_BYTES};
-use crate::crypto::PublicKey;
 use crate::error::{Error, ProtocolErrorKind, Result};
 use crate::repo::Repo;
 use crate::storage::Storage;
@@ -707,7 +707,7 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crypto::Identity;
+    use crate::commit::Identity;
     use crate::repo::{Clock, RepoOptions};
     use crate::storage::MemStorage;
     use crate::txn::Txn;

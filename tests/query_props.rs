@@ -4,11 +4,11 @@
 //! `QUERY_PROPS_SEED=<seed> QUERY_PROPS_CASES=1 cargo test --release --test query_props`.
 
 use ibexdb::commit::{Change, Commit, CommitId, FieldOp, Op};
-use ibexdb::crypto::Identity;
 use ibexdb::query::{AggregateQuery, Filter, LiveChange, Query, QueryEngine};
 use ibexdb::state::{ChangeSink, NoSink, State};
 use ibexdb::value::{Map, Value};
 use ibexdb::Error;
+use ibexdb::Identity;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value as J};
@@ -123,7 +123,7 @@ fn rnd_item(r: &mut StdRng) -> Map {
     m
 }
 
-fn author() -> ibexdb::crypto::PublicKey {
+fn author() -> ibexdb::PublicKey {
     Identity::from_entropy(&[1; 48]).public()
 }
 

@@ -1,7 +1,7 @@
 use super::live::{OrderTree, SEntry};
 use super::*;
+use crate::commit::Identity;
 use crate::commit::{Change, Commit, CommitId, Op};
-use crate::crypto::Identity;
 use crate::map;
 use crate::state::NoSink;
 use crate::value::Value;

@@ -1,126 +1,13 @@
-//! Commits (transactions over many items) and seals (one signature over a batch of commit ids).
-//! The byte layout is specified in docs/design.md; the encoder emits exactly one encoding per
-//! commit and the decoder rejects any other, so a commit id (SHA-256 of the bytes) names the
-//! content unambiguously.
+//! The canonical commit encoding (docs/design.md §4.1): `Commit::encode` sorts and builds the
+//! name tables, `Commit::decode` accepts nothing but that one form.
 
+use super::{Change, Commit, CommitId, FieldOp, Op, PublicKey, Stamp, COMMIT_VERSION};
+use super::{FLAG_TRUSTED, PUBLIC_KEY_LEN};
+use super::{MAX_COMMIT_BYTES, MAX_PARENTS};
 use crate::codec::{Reader, Writer};
-use crate::crypto::{hex, PublicKey, Signature, PUBLIC_KEY_LEN, SIGNATURE_LEN};
-use crate::error::{Error, Result, SignatureErrorKind};
+use crate::error::{Error, Result};
 use crate::value::{decode_str_set, Map, Name, Value};
-use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
-
-/// Commit format version.
-pub const COMMIT_VERSION: u8 = 1;
-/// Seal format version.
-pub const SEAL_VERSION: u8 = 1;
-/// Largest encoded commit.
-pub const MAX_COMMIT_BYTES: usize = 64 << 20;
-/// Most commit ids one seal covers.
-pub const MAX_SEAL_IDS: usize = 1 << 16;
-/// Most parents a commit may have.
-pub const MAX_PARENTS: usize = 4096;
-const FLAG_TRUSTED: u8 = 1;
-const SEAL_DOMAIN: &[u8] = b"ibexdb-seal-v1";
-
-/// SHA-256 of a commit's encoding.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct CommitId(pub [u8; 32]);
-
-impl std::fmt::Debug for CommitId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "CommitId({})", &self.to_hex()[..12])
-    }
-}
-
-impl CommitId {
-    pub fn of(bytes: &[u8]) -> CommitId {
-        CommitId(Sha256::digest(bytes).into())
-    }
-    pub fn to_hex(&self) -> String {
-        hex(&self.0)
-    }
-    pub fn from_hex(s: &str) -> Option<CommitId> {
-        crate::crypto::from_hex(s)?.try_into().ok().map(CommitId)
-    }
-    fn tag(&self) -> u64 {
-        u64::from_be_bytes(self.0[..8].try_into().unwrap())
-    }
-}
-
-/// The position of a write in the merge order: (hybrid logical clock, author tag, commit tag).
-/// Every commit has a unique stamp; a later stamp wins.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Debug)]
-pub struct Stamp {
-    pub hlc: u64,
-    pub author: u64,
-    pub commit: u64,
-}
-
-impl Stamp {
-    pub const ZERO: Stamp = Stamp {
-        hlc: 0,
-        author: 0,
-        commit: 0,
-    };
-    pub fn encode(&self, w: &mut Writer) {
-        w.u64(self.hlc);
-        w.u64(self.author);
-        w.u64(self.commit);
-    }
-    pub fn decode(r: &mut Reader<'_>) -> Result<Stamp> {
-        Ok(Stamp {
-            hlc: r.u64()?,
-            author: r.u64()?,
-            commit: r.u64()?,
-        })
-    }
-}
-
-/// A change to one field inside a [`Op::Patch`].
-#[derive(Debug, Clone, PartialEq)]
-pub enum FieldOp {
-    /// Set the field to a value (a `Value::Set` replaces the whole set).
-    Assign(Value),
-    /// Remove the field.
-    Unset,
-    /// Add and remove elements of a set field. `remove` lists, for each element, the add stamps
-    /// ("dots") the writer had observed: a concurrent add is not removed (add-wins).
-    SetEdit {
-        add: BTreeSet<String>,
-        remove: BTreeMap<String, Vec<Stamp>>,
-    },
-}
-
-/// What a commit does to one item.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Op {
-    /// Replace the whole item.
-    Put(Map),
-    /// Delete the item (a tombstone ordered like any write).
-    Delete,
-    /// Change some fields.
-    Patch(BTreeMap<String, FieldOp>),
-}
-
-/// One item's change inside a commit.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Change {
-    pub collection: String,
-    pub id: String,
-    pub op: Op,
-}
-
-/// A transaction: parents, author, clock, and changes (sorted by key, one per key).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Commit {
-    /// Marked unsigned by design ("trusted mode"); verifying peers reject it unless configured.
-    pub trusted: bool,
-    pub author: PublicKey,
-    pub hlc: u64,
-    pub parents: Vec<CommitId>,
-    pub changes: Vec<Change>,
-}
 
 const OP_PUT: u8 = 1;
 const OP_DELETE: u8 = 2;
@@ -130,15 +17,6 @@ const FOP_UNSET: u8 = 2;
 const FOP_SETEDIT: u8 = 3;
 
 impl Commit {
-    /// The stamp every write of this commit carries.
-    pub fn stamp(&self, id: &CommitId) -> Stamp {
-        Stamp {
-            hlc: self.hlc,
-            author: self.author.tag(),
-            commit: id.tag(),
-        }
-    }
-
     /// Canonical encoding. Parents and changes are sorted here; callers need not pre-sort.
     pub fn encode(&self) -> Vec<u8> {
         let mut colls: BTreeSet<&str> = BTreeSet::new();
@@ -411,106 +289,6 @@ fn table_index(r: &mut Reader<'_>, len: usize) -> Result<usize> {
         return Err(r.err(format!("table index {i} out of range")));
     }
     Ok(i as usize)
-}
-
-/// One signature by `author` over a batch of commit ids.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Seal {
-    pub author: PublicKey,
-    /// Strictly ascending.
-    pub ids: Vec<CommitId>,
-    pub signature: Signature,
-}
-
-impl Seal {
-    /// The bytes that are signed: domain tag, author, count, ids.
-    pub fn message(author: &PublicKey, ids: &[CommitId]) -> Vec<u8> {
-        let mut w = Writer::with_capacity(SEAL_DOMAIN.len() + PUBLIC_KEY_LEN + 4 + ids.len() * 32);
-        w.bytes(SEAL_DOMAIN);
-        w.bytes(&author.0);
-        w.varint(ids.len() as u64);
-        for id in ids {
-            w.bytes(&id.0);
-        }
-        w.into_inner()
-    }
-
-    /// Sign a batch of commit ids (sorted and deduplicated here).
-    pub fn create(identity: &crate::crypto::Identity, ids: &[CommitId]) -> Seal {
-        let mut ids = ids.to_vec();
-        ids.sort();
-        ids.dedup();
-        let author = identity.public();
-        let signature = identity.sign(&Seal::message(&author, &ids));
-        Seal {
-            author,
-            ids,
-            signature,
-        }
-    }
-
-    /// Check the signature. A signature made by another key is reported as `WrongKey`.
-    pub fn verify(&self) -> Result<()> {
-        // `PublicKey::verify` parses the key first and reports a key that is not a curve point
-        // as `Malformed`; parsing it here too would decompress the point twice.
-        self.author
-            .verify(&Seal::message(&self.author, &self.ids), &self.signature)
-            .map_err(|e| match e {
-                Error::Signature {
-                    kind: SignatureErrorKind::BadSignature,
-                    ..
-                } => Error::sig(
-                    SignatureErrorKind::BadSignature,
-                    format!(
-                        "seal over {} commits does not verify under author {}",
-                        self.ids.len(),
-                        &self.author.to_hex()[..16]
-                    ),
-                ),
-                e => e,
-            })
-    }
-
-    pub fn encode(&self) -> Vec<u8> {
-        let mut w =
-            Writer::with_capacity(1 + PUBLIC_KEY_LEN + 4 + self.ids.len() * 32 + SIGNATURE_LEN);
-        w.u8(SEAL_VERSION);
-        w.bytes(&self.author.0);
-        w.varint(self.ids.len() as u64);
-        for id in &self.ids {
-            w.bytes(&id.0);
-        }
-        w.bytes(&self.signature.0);
-        w.into_inner()
-    }
-
-    pub fn decode(bytes: &[u8]) -> Result<Seal> {
-        let mut r = Reader::new(bytes, "seal");
-        let v = r.u8()?;
-        if v != SEAL_VERSION {
-            return Err(r.err(format!("unsupported seal version {v}")));
-        }
-        let author = PublicKey(r.array()?);
-        let n = r.count(32, MAX_SEAL_IDS)?;
-        if n == 0 {
-            return Err(r.err("seal covers no commits"));
-        }
-        let mut ids = Vec::with_capacity(n);
-        for _ in 0..n {
-            let id = CommitId(r.array()?);
-            if ids.last().is_some_and(|l| *l >= id) {
-                return Err(r.err("seal ids not strictly ascending"));
-            }
-            ids.push(id);
-        }
-        let signature = Signature(r.array()?);
-        r.finish()?;
-        Ok(Seal {
-            author,
-            ids,
-            signature,
-        })
-    }
 }
 
 #[cfg(test)]
