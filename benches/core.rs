@@ -20,9 +20,9 @@
 //! Memory is counted by a counting global allocator (bytes requested from the allocator, live
 //! after the operation; malloc's own per-block overhead is not included).
 
-use ibexdb::commit::CommitId;
-use ibexdb::repo::{system_clock, Durability};
-use ibexdb::storage::FileStorage;
+use ibexdb::CommitId;
+use ibexdb::FileStorage;
+use ibexdb::{system_clock, Durability};
 use ibexdb::{Identity, Map, MemStorage, Repo, RepoOptions, Storage, Txn, Value};
 use serde_json::{json, Value as J};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -802,10 +802,7 @@ fn suite_crypto(rep: &mut Report) {
         .map(|i| CommitId::of(&i.to_le_bytes()))
         .collect();
     for (msg, label) in [
-        (
-            ibexdb::commit::Seal::message(&pk, &ids),
-            "seal msg, 1,000 ids",
-        ),
+        (ibexdb::Seal::message(&pk, &ids), "seal msg, 1,000 ids"),
         (b"hello, ibexdb".to_vec(), "13-byte msg"),
     ] {
         let k = 200;

@@ -5,11 +5,12 @@
 //! and are loaded with `State::apply` in commits of 1,000. Each operation is timed as a loop
 //! (total / iterations) and the median of several runs is reported.
 
-use ibexdb::commit::{Change, Commit, CommitId, FieldOp, Op};
-use ibexdb::query::{AggregateQuery, Filter, Query, QueryEngine};
-use ibexdb::state::{ChangeSink, NoSink, State};
-use ibexdb::value::{Map, Value};
+use ibexdb::testing::QueryEngine;
+use ibexdb::testing::{ChangeSink, NoSink, State};
 use ibexdb::Identity;
+use ibexdb::{AggregateQuery, Filter, Query};
+use ibexdb::{Change, Commit, CommitId, FieldOp, Op};
+use ibexdb::{Map, Value};
 use serde_json::{json, Value as J};
 use std::hint::black_box;
 use std::time::{Duration, Instant};

@@ -4,13 +4,14 @@
 use crate::commit::{Change, Commit, CommitId, FieldOp, Op, Seal, MAX_COMMIT_BYTES, MAX_SEAL_IDS};
 use crate::commit::{Identity, PublicKey};
 use crate::error::{Error, Result, SignatureErrorKind};
+use crate::graph::Graph;
 use crate::key::split_key;
-use crate::log::{Log, Recovery, FRAME_COMMIT, FRAME_SEAL};
 use crate::query::QueryEngine;
 use crate::schema::Schema;
-use crate::snapshot;
-use crate::state::{ChangeSink, NoSink, State};
-use crate::storage::Storage;
+use crate::state::{NoSink, State};
+use crate::store::log::{Log, Recovery, FRAME_COMMIT, FRAME_SEAL};
+use crate::store::snapshot;
+use crate::store::Storage;
 use crate::txn::{FieldWrite, Txn, Write};
 use crate::value::{Map, Value, MAX_ITEM_BYTES};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -71,22 +72,6 @@ impl RepoOptions {
     }
 }
 
-/// What the repository keeps about each commit.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CommitInfo {
-    pub id: CommitId,
-    /// Offset of the commit's frame in the log.
-    pub offset: u64,
-    pub hlc: u64,
-    /// Index into the author table.
-    pub author: u32,
-    pub trusted: bool,
-    /// Covered by a seal of its author stored in this repository.
-    pub sealed: bool,
-    /// Indices of the parents in the commit table.
-    pub parents: Vec<u32>,
-}
-
 /// One entry of an item's history.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HistoryEntry {
@@ -133,100 +118,6 @@ pub struct OpenReport {
     pub replayed_frames: usize,
     pub truncated_tail: Option<(u64, u64)>,
     pub repaired: Vec<(u64, u64)>,
-}
-
-/// The in-memory model rebuilt from the log: commit graph plus materialized state.
-/// `verify()` rebuilds one from scratch and compares it with the live one.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Core {
-    pub state: State,
-    pub commits: Vec<CommitInfo>,
-    pub by_id: HashMap<CommitId, u32>,
-    pub authors: Vec<PublicKey>,
-    pub author_idx: HashMap<PublicKey, u32>,
-    pub seal_offsets: Vec<u64>,
-    pub heads: BTreeSet<CommitId>,
-    /// Ids covered by a stored seal whose commit has not arrived yet, with the sealing authors.
-    pub seal_cover: HashMap<CommitId, Vec<PublicKey>>,
-}
-
-impl Core {
-    pub(crate) fn author_index(&mut self, pk: PublicKey) -> u32 {
-        if let Some(&i) = self.author_idx.get(&pk) {
-            return i;
-        }
-        let i = self.authors.len() as u32;
-        self.authors.push(pk);
-        self.author_idx.insert(pk, i);
-        i
-    }
-
-    /// Record a commit whose parents are all present and apply it to the state (consuming
-    /// the commit: its values move into the state).
-    fn add_commit(
-        &mut self,
-        commit: Commit,
-        id: CommitId,
-        offset: u64,
-        sink: &mut dyn ChangeSink,
-    ) -> u32 {
-        let author = self.author_index(commit.author);
-        let parents = commit.parents.iter().map(|p| self.by_id[p]).collect();
-        let sealed = match self.seal_cover.remove(&id) {
-            Some(authors) => authors.contains(&commit.author),
-            None => false,
-        };
-        let idx = self.commits.len() as u32;
-        self.commits.push(CommitInfo {
-            id,
-            offset,
-            hlc: commit.hlc,
-            author,
-            trusted: commit.trusted,
-            sealed,
-            parents,
-        });
-        self.by_id.insert(id, idx);
-        for p in &commit.parents {
-            self.heads.remove(p);
-        }
-        self.heads.insert(id);
-        self.state.apply_owned(commit, &id, idx, sink);
-        idx
-    }
-
-    /// Whether `id` is known to be sealed by `author` (stored commit, or stored seal whose
-    /// commit has not arrived).
-    pub(crate) fn is_sealed_by(&self, id: &CommitId, author: &PublicKey) -> bool {
-        match self.by_id.get(id) {
-            Some(&i) => {
-                let c = &self.commits[i as usize];
-                c.sealed && self.authors[c.author as usize] == *author
-            }
-            None => self.seal_cover.get(id).is_some_and(|a| a.contains(author)),
-        }
-    }
-
-    /// Record a seal stored at `offset`: mark the commits it covers (by their own author).
-    fn add_seal(&mut self, seal: &Seal, offset: u64) {
-        self.seal_offsets.push(offset);
-        for id in &seal.ids {
-            match self.by_id.get(id) {
-                Some(&i) => {
-                    let info = &mut self.commits[i as usize];
-                    if self.authors[info.author as usize] == seal.author {
-                        info.sealed = true;
-                    }
-                }
-                None => {
-                    let v = self.seal_cover.entry(*id).or_default();
-                    if !v.contains(&seal.author) {
-                        v.push(seal.author);
-                    }
-                }
-            }
-        }
-    }
 }
 
 /// Where a waiting commit's bytes are.
@@ -291,7 +182,7 @@ impl Waiting {
 /// Apply one log frame during replay (open, verify). Commits whose parents come later in the
 /// log (possible after a repair, or when a received parent completed a hole) wait for them.
 fn replay_frame(
-    core: &mut Core,
+    core: &mut Graph,
     wait: &mut Waiting,
     kind: u8,
     offset: u64,
@@ -357,7 +248,7 @@ fn at(offset: u64, e: Error) -> Error {
 pub struct Repo<S: Storage> {
     log: Log<S>,
     snap: Option<S>,
-    core: Core,
+    core: Graph,
     query: QueryEngine,
     schemas: BTreeMap<String, Schema>,
     wait: Waiting,
@@ -392,7 +283,7 @@ impl<S: Storage> Repo<S> {
         let mut repo = Repo {
             log,
             snap: snapshot,
-            core: Core::default(),
+            core: Graph::default(),
             query: QueryEngine::new(),
             schemas: BTreeMap::new(),
             wait: Waiting::default(),
@@ -405,7 +296,7 @@ impl<S: Storage> Repo<S> {
         };
         if let Some(d) = snap_data {
             repo.snapshot_log_len = d.log_len;
-            repo.core = d.core;
+            repo.core = d.graph;
             repo.open_report.from_snapshot = true;
         }
         let mut n = 0;
@@ -481,7 +372,7 @@ impl<S: Storage> Repo<S> {
         &self.core.state
     }
 
-    pub fn core(&self) -> &Core {
+    pub fn core(&self) -> &Graph {
         &self.core
     }
 
@@ -737,7 +628,7 @@ impl<S: Storage> Repo<S> {
 
     /// Bytes of log not covered by the snapshot.
     pub fn tail_bytes(&self) -> u64 {
-        self.log.len() - self.snapshot_log_len.max(crate::log::HEADER_LEN)
+        self.log.len() - self.snapshot_log_len.max(crate::store::log::HEADER_LEN)
     }
 
     pub fn log_len(&self) -> u64 {
@@ -980,7 +871,7 @@ impl<S: Storage> Repo<S> {
     /// every index matches the state.
     pub fn verify(&mut self) -> Result<VerifyReport> {
         let scan = self.log.scan_all()?;
-        let mut shadow = Core::default();
+        let mut shadow = Graph::default();
         let mut shadow_wait = Waiting::default();
         let mut report = VerifyReport {
             log_bytes: self.log.len(),
@@ -995,7 +886,7 @@ impl<S: Storage> Repo<S> {
         };
         let mut snap_done = false;
         let log_storage = self.log.storage();
-        let check_snap = |shadow: &Core, done: &mut bool, pos: u64| -> Result<()> {
+        let check_snap = |shadow: &Graph, done: &mut bool, pos: u64| -> Result<()> {
             if let Some((len, bytes)) = &snap {
                 if !*done && pos >= *len {
                     *done = true;

@@ -17,7 +17,7 @@ use crate::commit::PublicKey;
 use crate::commit::{CommitId, Seal, MAX_COMMIT_BYTES};
 use crate::error::{Error, ProtocolErrorKind, Result};
 use crate::repo::Repo;
-use crate::storage::Storage;
+use crate::store::Storage;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// The protocol version this code speaks (byte 0 of every message).
@@ -709,7 +709,7 @@ mod tests {
     use super::*;
     use crate::commit::Identity;
     use crate::repo::{Clock, RepoOptions};
-    use crate::storage::MemStorage;
+    use crate::store::MemStorage;
     use crate::txn::Txn;
     use crate::{map, Value};
 

@@ -3,12 +3,13 @@
 //! Seeded loops: every case prints its seed when it fails; rerun one case with
 //! `QUERY_PROPS_SEED=<seed> QUERY_PROPS_CASES=1 cargo test --release --test query_props`.
 
-use ibexdb::commit::{Change, Commit, CommitId, FieldOp, Op};
-use ibexdb::query::{AggregateQuery, Filter, LiveChange, Query, QueryEngine};
-use ibexdb::state::{ChangeSink, NoSink, State};
-use ibexdb::value::{Map, Value};
+use ibexdb::testing::QueryEngine;
+use ibexdb::testing::{ChangeSink, NoSink, State};
 use ibexdb::Error;
 use ibexdb::Identity;
+use ibexdb::{AggregateQuery, Filter, LiveChange, Query};
+use ibexdb::{Change, Commit, CommitId, FieldOp, Op};
+use ibexdb::{Map, Value};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value as J};
@@ -512,7 +513,7 @@ fn indexed_paths() -> Vec<String> {
     INDEXED.iter().map(|s| s.to_string()).collect()
 }
 
-fn outcome(r: ibexdb::Result<ibexdb::query::QueryResult>) -> Result<Vec<(String, Map)>, ()> {
+fn outcome(r: ibexdb::Result<ibexdb::QueryResult>) -> Result<Vec<(String, Map)>, ()> {
     match r {
         Ok(r) => Ok(r.rows),
         Err(Error::InvalidQuery { reason }) => {

@@ -8,11 +8,9 @@ mod encode;
 mod id;
 mod seal;
 
-pub use crypto::{
-    hex, Identity, PublicKey, Signature, PUBLIC_KEY_LEN, SECRET_KEY_LEN, SIGNATURE_LEN,
-};
+pub use crypto::{Identity, PublicKey, PUBLIC_KEY_LEN};
 pub use id::{CommitId, Stamp};
-pub use seal::{Seal, MAX_SEAL_IDS, SEAL_VERSION};
+pub use seal::{Seal, MAX_SEAL_IDS};
 
 use crate::value::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};

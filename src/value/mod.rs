@@ -11,7 +11,7 @@ mod set;
 
 pub(crate) use encode::decode_str_set;
 pub(crate) use json::{from_tree, to_tree};
-pub use map::{Entry, Iter, IterMut, Map};
+pub use map::Map;
 pub use name::Name;
 pub use set::Set;
 

@@ -9,10 +9,10 @@ use crate::error::{to_js, IntoJs, JsResult};
 use crate::json::{parse_json, parse_map, to_string};
 use crate::opfs::{OpfsStorage, Quota};
 use crate::txn_ops;
-use ibexdb::commit::{FieldOp, Op};
-use ibexdb::query::{AggregateQuery, LiveId, Query};
-use ibexdb::repo::HistoryEntry;
+use ibexdb::HistoryEntry;
+use ibexdb::{AggregateQuery, LiveId, Query};
 use ibexdb::{CommitId, Error, Identity, Recovery, Repo, RepoOptions, Schema, Txn};
+use ibexdb::{FieldOp, Op};
 use serde_json::json;
 use std::cell::{Cell, RefCell};
 use wasm_bindgen::prelude::*;
@@ -28,7 +28,7 @@ pub struct Engine {
     slot: Box<[Cell<u32>; 2]>,
 }
 
-fn clock() -> ibexdb::repo::Clock {
+fn clock() -> ibexdb::Clock {
     Box::new(|| js_sys::Date::now() as u64)
 }
 

@@ -6,7 +6,7 @@
 
 use crate::engine::Engine;
 use crate::error::{IntoJs, JsResult};
-use ibexdb::sync::{Client, ClientEvent, Message};
+use ibexdb::{Client, ClientEvent, Message};
 use serde_json::json;
 use std::cell::RefCell;
 use wasm_bindgen::prelude::*;
