@@ -671,7 +671,7 @@ fn suite_open(rep: &mut Report, sizes: &[u64]) {
             let held = live() - before;
             let held_blocks = blocks() - blocks_before;
             let pk = peak() - before;
-            assert_eq!(repo.state().len() as u64, n);
+            assert_eq!(repo.item_count() as u64, n);
             if from_snap {
                 let (med, best) = get_loop(&repo, n);
                 rep.value(
@@ -741,7 +741,7 @@ fn child_main(spec: &str) {
     let repo = Repo::open(log, snap, o).unwrap();
     let el = t.elapsed();
     assert_eq!(repo.open_report().from_snapshot, kind == "snapshot");
-    assert_eq!(repo.state().len() as u64, n);
+    assert_eq!(repo.item_count() as u64, n);
     println!("{}", el.as_nanos());
     // Skip freeing the state: the process ends here.
     std::process::exit(0);

@@ -56,10 +56,9 @@ pub use query::{
 };
 
 // §12 Sync.
-pub use sync::{
-    check_repo_name, Client, ClientEvent, ErrorCode, Hub, Message, PushOutcome, MAX_MESSAGE_BYTES,
-    MAX_REPO_NAME, PROTOCOL_VERSION,
-};
+pub use sync::{check_repo_name, decode_bundle, encode_bundle, Bundle};
+pub use sync::{Client, ClientEvent, ErrorCode, Hub, Message, PushOutcome};
+pub use sync::{MAX_MESSAGE_BYTES, MAX_REPO_NAME, PROTOCOL_VERSION};
 
 /// Test hooks, behind the `testing` feature (the crate's own tests and benches enable it):
 /// the fault-injecting storage, the log's frame layer, the query engine and merge state on

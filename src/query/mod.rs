@@ -365,6 +365,7 @@ impl QueryEngine {
         );
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// The indexed paths of a collection, in key order.
     pub fn indexed_paths(&self, collection: &str) -> Vec<String> {
         let mut p = self
@@ -376,6 +377,7 @@ impl QueryEngine {
         p
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Build every declared index that is not built yet (they are otherwise built on first
     /// use), e.g. ahead of queries, in idle time.
     pub fn build_indexes(&self, state: &State) {
@@ -616,6 +618,7 @@ impl QueryEngine {
         true
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// The current rows of a live query.
     pub fn live_rows(&self, id: LiveId) -> Option<Vec<(String, Map)>> {
         self.lives.get(&id).map(LiveQuery::rows)

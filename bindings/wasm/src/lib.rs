@@ -9,7 +9,7 @@
 //! start-up hands the message to `globalThis.__ibexdbPanic(message)` (if defined) before the
 //! trap, so the worker can report a `PanicError` and reopen the engine in a fresh instance.
 
-pub mod engine;
+mod engine;
 pub mod error;
 pub mod json;
 pub mod opfs;
