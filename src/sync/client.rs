@@ -97,55 +97,13 @@ impl Client {
     /// something this peer refuses: drop the connection.
     pub fn handle<S: Storage>(&mut self, repo: &mut Repo<S>, msg: Message) -> Result<ClientEvent> {
         match msg {
-            Message::Hello { repo: name, cursor } => {
-                if name != self.repo_name {
-                    return Err(protocol(
-                        ProtocolErrorKind::Unexpected,
-                        format!(
-                            "server answered for repository {name:?}, not {:?}",
-                            self.repo_name
-                        ),
-                    ));
-                }
-                if cursor < self.cursor {
-                    // The server has fewer commits than we saw: it lost data or is another
-                    // server. It resends everything; push everything it may lack.
-                    self.cursor = 0;
-                    self.push_from = 0;
-                    self.sent_upto = 0;
-                    self.known.clear();
-                }
-                self.welcomed = true;
-                Ok(ClientEvent::Welcome { head: cursor })
-            }
+            Message::Hello { repo: name, cursor } => self.on_hello(name, cursor),
             Message::Commits {
                 from,
                 to,
                 commits,
                 seals,
-            } => {
-                if !self.welcomed || from != self.cursor {
-                    return Err(protocol(
-                        ProtocolErrorKind::Unexpected,
-                        format!(
-                            "commits {}..={to} do not follow the cursor {}",
-                            from + 1,
-                            self.cursor
-                        ),
-                    ));
-                }
-                let report = repo.receive(&commits, &seals)?;
-                for (id, _) in &commits {
-                    self.known.insert(*id);
-                }
-                self.cursor = to;
-                self.advance(repo);
-                Ok(ClientEvent::Received {
-                    applied: report.applied,
-                    duplicates: report.duplicates,
-                    cursor: to,
-                })
-            }
+            } => self.on_commits(repo, from, to, &commits, &seals),
             Message::Ack { ids } => {
                 let count = ids.len();
                 self.known.extend(ids);
@@ -158,6 +116,63 @@ impl Client {
                 "a server does not push",
             )),
         }
+    }
+
+    /// The server's `Hello` with its head: a head below our cursor means the server lost
+    /// data or is another server, so start over.
+    fn on_hello(&mut self, name: String, cursor: u64) -> Result<ClientEvent> {
+        if name != self.repo_name {
+            return Err(protocol(
+                ProtocolErrorKind::Unexpected,
+                format!(
+                    "server answered for repository {name:?}, not {:?}",
+                    self.repo_name
+                ),
+            ));
+        }
+        if cursor < self.cursor {
+            // The server has fewer commits than we saw: it lost data or is another
+            // server. It resends everything; push everything it may lack.
+            self.cursor = 0;
+            self.push_from = 0;
+            self.sent_upto = 0;
+            self.known.clear();
+        }
+        self.welcomed = true;
+        Ok(ClientEvent::Welcome { head: cursor })
+    }
+
+    /// Sequences `from + 1 ..= to`: they must follow the cursor; applied through
+    /// `Repo::receive`.
+    fn on_commits<S: Storage>(
+        &mut self,
+        repo: &mut Repo<S>,
+        from: u64,
+        to: u64,
+        commits: &[(CommitId, Vec<u8>)],
+        seals: &[Vec<u8>],
+    ) -> Result<ClientEvent> {
+        if !self.welcomed || from != self.cursor {
+            return Err(protocol(
+                ProtocolErrorKind::Unexpected,
+                format!(
+                    "commits {}..={to} do not follow the cursor {}",
+                    from + 1,
+                    self.cursor
+                ),
+            ));
+        }
+        let report = repo.receive(commits, seals)?;
+        for (id, _) in commits {
+            self.known.insert(*id);
+        }
+        self.cursor = to;
+        self.advance(repo);
+        Ok(ClientEvent::Received {
+            applied: report.applied,
+            duplicates: report.duplicates,
+            cursor: to,
+        })
     }
 
     /// The next `Push` to send, if there are commits the server lacks: seals local commits

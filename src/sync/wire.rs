@@ -217,83 +217,16 @@ impl Message {
     /// [`MAX_MESSAGE_BYTES`], `Version` for another protocol version, `UnknownType`,
     /// `Malformed` for a bad body, `TrailingBytes` after it.
     pub fn decode(bytes: &[u8]) -> Result<Message> {
-        if bytes.len() > MAX_MESSAGE_BYTES {
-            return Err(protocol(
-                ProtocolErrorKind::TooLarge,
-                format!(
-                    "message of {} bytes exceeds the limit of {MAX_MESSAGE_BYTES}",
-                    bytes.len()
-                ),
-            ));
-        }
-        if bytes.len() < 2 {
-            return Err(protocol(
-                ProtocolErrorKind::Malformed,
-                "message shorter than its 2-byte header",
-            ));
-        }
-        if bytes[0] != PROTOCOL_VERSION {
-            return Err(protocol(
-                ProtocolErrorKind::Version,
-                format!(
-                    "protocol version {} is not supported (this peer speaks {PROTOCOL_VERSION})",
-                    bytes[0]
-                ),
-            ));
-        }
-        let ty = bytes[1];
+        let ty = check_header(bytes)?;
         let mut r = Reader::new(&bytes[2..], "sync message");
-        let malformed = |e: Error| match e {
-            Error::Decode { reason, .. } => {
-                protocol(ProtocolErrorKind::Malformed, format!("type {ty}: {reason}"))
-            }
-            e => e,
-        };
         let msg = match ty {
-            TYPE_HELLO => (|| {
-                let repo = r.str()?.to_string();
-                let cursor = r.varint()?;
-                Ok(Message::Hello { repo, cursor })
-            })(),
-            TYPE_COMMITS => (|| {
-                let from = r.varint()?;
-                let to = r.varint()?;
-                if to < from {
-                    return Err(r.err(format!("range end {to} before its start {from}")));
-                }
-                let (commits, seals) = read_commits(&mut r)?;
-                if commits.len() as u64 > to - from {
-                    return Err(r.err("more commits than the sequence range holds"));
-                }
-                Ok(Message::Commits {
-                    from,
-                    to,
-                    commits,
-                    seals,
-                })
-            })(),
+            TYPE_HELLO => decode_hello(&mut r),
+            TYPE_COMMITS => decode_commits(&mut r),
             TYPE_PUSH => {
                 read_commits(&mut r).map(|(commits, seals)| Message::Push { commits, seals })
             }
-            TYPE_ACK => (|| {
-                let n = r.count(32, usize::MAX)?;
-                let mut ids = Vec::with_capacity(n);
-                for _ in 0..n {
-                    ids.push(CommitId(r.array::<32>()?));
-                }
-                Ok(Message::Ack { ids })
-            })(),
-            TYPE_ERROR => (|| {
-                let code = ErrorCode::from_u64(r.varint()?);
-                let message = r.str()?;
-                if message.len() > MAX_ERROR_TEXT {
-                    return Err(r.err("error text longer than MAX_ERROR_TEXT"));
-                }
-                Ok(Message::Error {
-                    code,
-                    message: message.to_string(),
-                })
-            })(),
+            TYPE_ACK => decode_ack(&mut r),
+            TYPE_ERROR => decode_error(&mut r),
             t => {
                 return Err(protocol(
                     ProtocolErrorKind::UnknownType,
@@ -301,7 +234,12 @@ impl Message {
                 ))
             }
         }
-        .map_err(malformed)?;
+        .map_err(|e| match e {
+            Error::Decode { reason, .. } => {
+                protocol(ProtocolErrorKind::Malformed, format!("type {ty}: {reason}"))
+            }
+            e => e,
+        })?;
         if let Message::Hello { repo, .. } = &msg {
             check_repo_name(repo)?;
         }
@@ -316,4 +254,78 @@ impl Message {
         }
         Ok(msg)
     }
+}
+
+/// Size limit, length and version of a message; returns its type byte.
+fn check_header(bytes: &[u8]) -> Result<u8> {
+    if bytes.len() > MAX_MESSAGE_BYTES {
+        return Err(protocol(
+            ProtocolErrorKind::TooLarge,
+            format!(
+                "message of {} bytes exceeds the limit of {MAX_MESSAGE_BYTES}",
+                bytes.len()
+            ),
+        ));
+    }
+    if bytes.len() < 2 {
+        return Err(protocol(
+            ProtocolErrorKind::Malformed,
+            "message shorter than its 2-byte header",
+        ));
+    }
+    if bytes[0] != PROTOCOL_VERSION {
+        return Err(protocol(
+            ProtocolErrorKind::Version,
+            format!(
+                "protocol version {} is not supported (this peer speaks {PROTOCOL_VERSION})",
+                bytes[0]
+            ),
+        ));
+    }
+    Ok(bytes[1])
+}
+
+fn decode_hello(r: &mut Reader<'_>) -> Result<Message> {
+    let repo = r.str()?.to_string();
+    let cursor = r.varint()?;
+    Ok(Message::Hello { repo, cursor })
+}
+
+fn decode_commits(r: &mut Reader<'_>) -> Result<Message> {
+    let from = r.varint()?;
+    let to = r.varint()?;
+    if to < from {
+        return Err(r.err(format!("range end {to} before its start {from}")));
+    }
+    let (commits, seals) = read_commits(r)?;
+    if commits.len() as u64 > to - from {
+        return Err(r.err("more commits than the sequence range holds"));
+    }
+    Ok(Message::Commits {
+        from,
+        to,
+        commits,
+        seals,
+    })
+}
+
+fn decode_ack(r: &mut Reader<'_>) -> Result<Message> {
+    let n = r.count(32, usize::MAX)?;
+    let mut ids = Vec::with_capacity(n);
+    for _ in 0..n {
+        ids.push(CommitId(r.array::<32>()?));
+    }
+    Ok(Message::Ack { ids })
+}
+
+fn decode_error(r: &mut Reader<'_>) -> Result<Message> {
+    let code = ErrorCode::from_u64(r.varint()?);
+    let message = r.str()?;
+    if message.len() > MAX_ERROR_TEXT {
+        return Err(r.err("error text longer than MAX_ERROR_TEXT"));
+    }
+    Ok(Message::Error {
+        code,
+        message: message.to_string(),
+    })
 }
