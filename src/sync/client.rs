@@ -177,7 +177,7 @@ impl Client {
 
     /// The next `Push` to send, if there are commits the server lacks: seals local commits
     /// first (a signed commit must travel with its seal), then takes up to about
-    /// [`BATCH_BYTES`] of commits in commit-table order. Call until it returns `None`.
+    /// `BATCH_BYTES` (1 MiB) of commits in commit-table order. Call until it returns `None`.
     pub fn outgoing<S: Storage>(&mut self, repo: &mut Repo<S>) -> Result<Option<Message>> {
         if !self.welcomed || self.sent_upto >= repo.commit_count() {
             return Ok(None);
