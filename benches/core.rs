@@ -20,9 +20,9 @@
 //! Memory is counted by a counting global allocator (bytes requested from the allocator, live
 //! after the operation; malloc's own per-block overhead is not included).
 
-use ibexdb::commit::CommitId;
-use ibexdb::repo::{system_clock, Durability};
-use ibexdb::storage::FileStorage;
+use ibexdb::CommitId;
+use ibexdb::FileStorage;
+use ibexdb::{system_clock, Durability};
 use ibexdb::{Identity, Map, MemStorage, Repo, RepoOptions, Storage, Txn, Value};
 use serde_json::{json, Value as J};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -671,7 +671,7 @@ fn suite_open(rep: &mut Report, sizes: &[u64]) {
             let held = live() - before;
             let held_blocks = blocks() - blocks_before;
             let pk = peak() - before;
-            assert_eq!(repo.state().len() as u64, n);
+            assert_eq!(repo.item_count() as u64, n);
             if from_snap {
                 let (med, best) = get_loop(&repo, n);
                 rep.value(
@@ -741,7 +741,7 @@ fn child_main(spec: &str) {
     let repo = Repo::open(log, snap, o).unwrap();
     let el = t.elapsed();
     assert_eq!(repo.open_report().from_snapshot, kind == "snapshot");
-    assert_eq!(repo.state().len() as u64, n);
+    assert_eq!(repo.item_count() as u64, n);
     println!("{}", el.as_nanos());
     // Skip freeing the state: the process ends here.
     std::process::exit(0);
@@ -802,10 +802,7 @@ fn suite_crypto(rep: &mut Report) {
         .map(|i| CommitId::of(&i.to_le_bytes()))
         .collect();
     for (msg, label) in [
-        (
-            ibexdb::commit::Seal::message(&pk, &ids),
-            "seal msg, 1,000 ids",
-        ),
+        (ibexdb::Seal::message(&pk, &ids), "seal msg, 1,000 ids"),
         (b"hello, ibexdb".to_vec(), "13-byte msg"),
     ] {
         let k = 200;

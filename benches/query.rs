@@ -5,11 +5,12 @@
 //! and are loaded with `State::apply` in commits of 1,000. Each operation is timed as a loop
 //! (total / iterations) and the median of several runs is reported.
 
-use ibexdb::commit::{Change, Commit, CommitId, FieldOp, Op};
-use ibexdb::crypto::Identity;
-use ibexdb::query::{AggregateQuery, Filter, Query, QueryEngine};
-use ibexdb::state::{ChangeSink, NoSink, State};
-use ibexdb::value::{Map, Value};
+use ibexdb::testing::QueryEngine;
+use ibexdb::testing::{ChangeSink, NoSink, State};
+use ibexdb::Identity;
+use ibexdb::{AggregateQuery, Filter, Query};
+use ibexdb::{Change, Commit, CommitId, FieldOp, Op};
+use ibexdb::{Map, Value};
 use serde_json::{json, Value as J};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -33,7 +34,7 @@ fn item(i: usize) -> Map {
 }
 
 struct Loader {
-    author: ibexdb::crypto::PublicKey,
+    author: ibexdb::PublicKey,
     hlc: u64,
     index: u32,
 }
@@ -330,7 +331,7 @@ fn main() {
             "total": {"sum": "count"}, "lo": {"min": "count"}, "hi": {"max": "count"},
             "mean": {"avg": "count"}, "n": {"count": true}}}))
         .unwrap();
-        let num = |x: f64| Value::from(x).to_json();
+        let num = |x: f64| json!(Value::from(x));
         let expect = json!({"total": num((n as f64) * (n as f64 - 1.0) / 2.0), "lo": 0,
             "hi": n - 1, "mean": num((n as f64 - 1.0) / 2.0), "n": n});
         let a1 = plain.aggregate(&state, &agg).unwrap();

@@ -17,7 +17,7 @@ pub enum StorageErrorKind {
     Io,
 }
 
-/// An error reported by a [`crate::storage::Storage`] backend.
+/// An error reported by a [`crate::store::Storage`] backend.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StorageError {
     pub kind: StorageErrorKind,

@@ -1,33 +1,76 @@
 //! ibexdb core: values and schemas, signed commits, convergent state, the crash-safe log,
-//! snapshots and queries. Pure Rust: no wasm-bindgen, web-sys or tokio in here.
+//! snapshots, queries and the sync protocol. Pure Rust: no wasm-bindgen, web-sys or tokio in
+//! here; the browser bindings (`bindings/wasm`) and the sync server (`server/`) are thin hosts.
+//!
+//! Every module is private; what a host needs is re-exported below, grouped by the chapter of
+//! docs/design.md that describes it. The folder layout is listed in docs/design.md §1.
 
-pub mod error;
-pub mod fault;
-pub mod log;
-pub mod storage;
-pub mod txn;
+mod codec;
+mod commit;
+mod error;
+mod graph;
+mod key;
+mod query;
+mod repo;
+mod schema;
+mod state;
+mod store;
+mod sync;
+mod txn;
+mod value;
 
+// Errors: one enum, with a stable name per variant (`Error::name`) that the bindings expose.
 pub use error::{
     Error, ProtocolErrorKind, Result, SignatureErrorKind, StorageError, StorageErrorKind,
 };
-pub use storage::{MemStorage, Storage};
-pub mod codec;
-pub mod commit;
-pub mod compact;
-pub mod crypto;
-pub mod key;
-pub mod query;
-pub mod repo;
-pub mod schema;
-pub mod snapshot;
-pub mod state;
-pub mod sync;
-pub mod value;
 
-pub use commit::{CommitId, Seal};
-pub use crypto::{Identity, PublicKey};
-pub use log::Recovery;
-pub use repo::{Durability, Repo, RepoOptions};
-pub use schema::Schema;
+// §2 Data model: keys, values, schemas, transactions.
+pub use key::{MAX_COLLECTION, MAX_ID};
+pub use schema::{FieldSpec, FieldType, Schema};
 pub use txn::Txn;
-pub use value::{Map, Value};
+pub use value::{Map, Name, Set, Value, MAX_DEPTH, MAX_FIELD_NAME, MAX_ITEM_BYTES};
+
+// §4-5 Commits and seals.
+pub use commit::{
+    Change, Commit, CommitId, FieldOp, Identity, Op, PublicKey, Seal, MAX_COMMIT_BYTES,
+    MAX_PARENTS, MAX_SEAL_IDS,
+};
+
+// §7-8 Storage.
+#[cfg(not(target_arch = "wasm32"))]
+pub use store::FileStorage;
+pub use store::{MemStorage, Recovery, Storage};
+
+// The repository.
+#[cfg(not(target_arch = "wasm32"))]
+pub use repo::system_clock;
+pub use repo::{
+    Clock, Durability, Export, HistoryEntry, OpenReport, ReceiveReport, Repo, RepoOptions,
+    VerifyReport, ANONYMOUS,
+};
+
+// §10 Queries.
+pub use query::{
+    Access, AggOp, AggregateQuery, Filter, LiveChange, LiveId, Plan, Pred, Query, QueryResult,
+    SortKey, SortMethod, OPERATORS,
+};
+
+// §12 Sync.
+pub use sync::{check_repo_name, decode_bundle, encode_bundle, Bundle};
+pub use sync::{Client, ClientEvent, ErrorCode, Hub, Message, PushOutcome};
+pub use sync::{MAX_MESSAGE_BYTES, MAX_REPO_NAME, PROTOCOL_VERSION};
+
+/// Test hooks, behind the `testing` feature (the crate's own tests and benches enable it):
+/// the fault-injecting storage, the log's frame layer, the query engine and merge state on
+/// their own, and the repository's commit graph. Not part of the shipped API.
+#[cfg(feature = "testing")]
+pub mod testing {
+    pub use crate::graph::{CommitInfo, Graph};
+    pub use crate::query::QueryEngine;
+    pub use crate::state::{ChangeSink, Collection, Item, NoSink, State};
+    pub use crate::store::fault::FaultStorage;
+    pub use crate::store::log::{
+        header_bytes, Log, Scan, FRAME_COMMIT, FRAME_HEADER_LEN, FRAME_PAD, FRAME_SEAL, HEADER_LEN,
+        MAX_FRAME_PAYLOAD,
+    };
+}

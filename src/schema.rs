@@ -90,10 +90,7 @@ impl Schema {
     /// `{"fields": {"title": {"type": "string", "required": true}, "count": {"type": "number",
     /// "default": 0}}, "indexes": ["count"], "allowOtherFields": true}`.
     pub fn from_json(collection: &str, j: &serde_json::Value) -> Result<Schema> {
-        let bad = |reason: String| Error::InvalidSchema {
-            collection: collection.to_string(),
-            reason,
-        };
+        let bad = |reason: String| invalid(collection, reason);
         let obj = j
             .as_object()
             .ok_or_else(|| bad("schema must be an object".into()))?;
@@ -116,78 +113,12 @@ impl Schema {
                 .as_object()
                 .ok_or_else(|| bad("fields must be an object".into()))?;
             for (name, spec) in fields {
-                crate::value::validate_field_name(name, "").map_err(|e| bad(e.to_string()))?;
-                let spec = spec
-                    .as_object()
-                    .ok_or_else(|| bad(format!("field {name:?} must be an object")))?;
-                for k in spec.keys() {
-                    if !["type", "required", "default", "nullable"].contains(&k.as_str()) {
-                        return Err(bad(format!("field {name:?}: unknown property {k:?}")));
-                    }
-                }
-                let ty = match spec.get("type") {
-                    None => FieldType::Any,
-                    Some(t) => t
-                        .as_str()
-                        .and_then(FieldType::parse)
-                        .ok_or_else(|| bad(format!("field {name:?}: unknown type {t}")))?,
-                };
-                let flag = |k: &str| -> Result<bool> {
-                    match spec.get(k) {
-                        None => Ok(false),
-                        Some(v) => v
-                            .as_bool()
-                            .ok_or_else(|| bad(format!("field {name:?}: {k} must be a boolean"))),
-                    }
-                };
-                let required = flag("required")?;
-                let nullable = flag("nullable")?;
-                let default = match spec.get("default") {
-                    None => None,
-                    Some(d) => {
-                        let v = Value::from_json(d).map_err(|e| bad(e.to_string()))?;
-                        if !(ty.accepts(&v) || nullable && v == Value::Null) {
-                            return Err(bad(format!(
-                                "field {name:?}: default is a {}, not a {}",
-                                v.type_name(),
-                                ty.name()
-                            )));
-                        }
-                        Some(v)
-                    }
-                };
-                schema.fields.insert(
-                    name.clone(),
-                    FieldSpec {
-                        ty,
-                        required,
-                        default,
-                        nullable,
-                    },
-                );
+                let spec = field_spec(collection, name, spec)?;
+                schema.fields.insert(name.clone(), spec);
             }
         }
         if let Some(ix) = obj.get("indexes") {
-            let ix = ix
-                .as_array()
-                .ok_or_else(|| bad("indexes must be an array of field paths".into()))?;
-            for p in ix {
-                let p = p
-                    .as_str()
-                    .ok_or_else(|| bad("indexes must be an array of field paths".into()))?;
-                if p.is_empty() || p.split('.').any(str::is_empty) {
-                    return Err(bad(format!("bad index path {p:?}")));
-                }
-                if let Some(FieldSpec {
-                    ty: FieldType::Set, ..
-                }) = schema.fields.get(p)
-                {
-                    // Set fields are indexed per element (for `contains`).
-                }
-                if !schema.indexes.iter().any(|x| x == p) {
-                    schema.indexes.push(p.to_string());
-                }
-            }
+            schema.indexes = index_paths(collection, ix)?;
         }
         Ok(schema)
     }
@@ -270,6 +201,86 @@ impl Schema {
             _ => Ok(()),
         }
     }
+}
+
+fn invalid(collection: &str, reason: String) -> Error {
+    Error::InvalidSchema {
+        collection: collection.to_string(),
+        reason,
+    }
+}
+
+/// One entry of `fields`: `{"type", "required", "default", "nullable"}`.
+fn field_spec(collection: &str, name: &str, spec: &serde_json::Value) -> Result<FieldSpec> {
+    let bad = |reason: String| invalid(collection, reason);
+    crate::value::validate_field_name(name, "").map_err(|e| bad(e.to_string()))?;
+    let spec = spec
+        .as_object()
+        .ok_or_else(|| bad(format!("field {name:?} must be an object")))?;
+    for k in spec.keys() {
+        if !["type", "required", "default", "nullable"].contains(&k.as_str()) {
+            return Err(bad(format!("field {name:?}: unknown property {k:?}")));
+        }
+    }
+    let ty = match spec.get("type") {
+        None => FieldType::Any,
+        Some(t) => t
+            .as_str()
+            .and_then(FieldType::parse)
+            .ok_or_else(|| bad(format!("field {name:?}: unknown type {t}")))?,
+    };
+    let flag = |k: &str| -> Result<bool> {
+        match spec.get(k) {
+            None => Ok(false),
+            Some(v) => v
+                .as_bool()
+                .ok_or_else(|| bad(format!("field {name:?}: {k} must be a boolean"))),
+        }
+    };
+    let required = flag("required")?;
+    let nullable = flag("nullable")?;
+    let default = match spec.get("default") {
+        None => None,
+        Some(d) => {
+            let v = crate::value::from_tree(d).map_err(|e| bad(e.to_string()))?;
+            if !(ty.accepts(&v) || nullable && v == Value::Null) {
+                return Err(bad(format!(
+                    "field {name:?}: default is a {}, not a {}",
+                    v.type_name(),
+                    ty.name()
+                )));
+            }
+            Some(v)
+        }
+    };
+    Ok(FieldSpec {
+        ty,
+        required,
+        default,
+        nullable,
+    })
+}
+
+/// `indexes`: field paths (dot-separated, non-empty segments), duplicates dropped. Set fields
+/// are indexed per element (for `contains`).
+fn index_paths(collection: &str, ix: &serde_json::Value) -> Result<Vec<String>> {
+    let bad = |reason: String| invalid(collection, reason);
+    let ix = ix
+        .as_array()
+        .ok_or_else(|| bad("indexes must be an array of field paths".into()))?;
+    let mut out: Vec<String> = Vec::new();
+    for p in ix {
+        let p = p
+            .as_str()
+            .ok_or_else(|| bad("indexes must be an array of field paths".into()))?;
+        if p.is_empty() || p.split('.').any(str::is_empty) {
+            return Err(bad(format!("bad index path {p:?}")));
+        }
+        if !out.iter().any(|x| x == p) {
+            out.push(p.to_string());
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -46,7 +46,9 @@ pub struct Item {
     /// Newest stamp of any write to this item.
     pub last: Stamp,
     /// `None` means "every field was written by the reset at `reset` and nothing else": the
-    /// metadata is implied by `value`. Saves memory for the common put-only item.
+    /// metadata is implied by `value`. Saves memory for the common put-only item: boxed, the
+    /// field is one pointer instead of an empty `BTreeMap`'s three words.
+    #[allow(clippy::box_collection)]
     pub meta: Option<Box<BTreeMap<Name, FieldMeta>>>,
     /// Indices (in the repository's commit table) of the commits that changed this item.
     pub history: History,
@@ -287,6 +289,7 @@ impl std::fmt::Debug for History {
 /// A write handed to [`Item::apply`]: borrowed (the caller keeps the commit) or owned (the
 /// commit is consumed, its values move into the state).
 enum OpIn<'a> {
+    #[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))]
     Borrowed(&'a Op),
     Owned(Op),
 }
@@ -495,6 +498,7 @@ pub struct State {
 }
 
 impl State {
+    #[cfg(any(test, feature = "testing"))]
     pub fn new() -> State {
         State::default()
     }
@@ -515,7 +519,9 @@ impl State {
             .get(&ItemId::new(id))
     }
 
-    /// Apply a commit. `index` is its position in the commit table (for history).
+    /// Apply a commit. `index` is its position in the commit table (for history). The
+    /// repository uses [`State::apply_owned`]; this borrowing form serves tests and benches.
+    #[cfg(any(test, feature = "testing"))]
     pub fn apply(&mut self, commit: &Commit, id: &CommitId, index: u32, sink: &mut dyn ChangeSink) {
         let s = commit.stamp(id);
         for ch in &commit.changes {
@@ -615,6 +621,7 @@ impl State {
         self.collections.values().map(|c| c.live).sum()
     }
 
+    #[cfg(any(test, feature = "testing"))]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -624,7 +631,7 @@ impl State {
 mod tests {
     use super::*;
     use crate::commit::Change;
-    use crate::crypto::Identity;
+    use crate::commit::Identity;
     use crate::map;
 
     fn commit(hlc: u64, changes: Vec<(&str, Op)>) -> (Commit, CommitId) {
@@ -706,7 +713,7 @@ mod tests {
 
     #[test]
     fn ids_from_owned_or_borrowed_strings() {
-        // `ItemId` is a `Name`: its size and order are tested in `compact.rs`.
+        // `ItemId` is a `Name`: its size and order are tested in `value/name.rs`.
         let long = "z".repeat(40);
         assert_eq!(id_from_cow(Cow::Owned(long.clone())).as_str(), long);
         assert_eq!(id_from_cow(Cow::Borrowed("short")).as_str(), "short");

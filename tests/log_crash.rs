@@ -1,11 +1,11 @@
 //! Crash-consistency tests for the append-only log over the fault-injecting storage.
 
-use ibexdb::fault::FaultStorage;
-use ibexdb::log::{
-    header_bytes, Log, Recovery, Scan, FRAME_COMMIT, FRAME_HEADER_LEN, FRAME_PAD, FRAME_SEAL,
-    HEADER_LEN, MAX_FRAME_PAYLOAD,
+use ibexdb::testing::FaultStorage;
+use ibexdb::testing::{
+    header_bytes, Log, Scan, FRAME_COMMIT, FRAME_HEADER_LEN, FRAME_PAD, FRAME_SEAL, HEADER_LEN,
+    MAX_FRAME_PAYLOAD,
 };
-use ibexdb::{Error, Storage, StorageErrorKind};
+use ibexdb::{Error, Recovery, Storage, StorageErrorKind};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

@@ -3,12 +3,13 @@
 //! Seeded loops: every case prints its seed when it fails; rerun one case with
 //! `QUERY_PROPS_SEED=<seed> QUERY_PROPS_CASES=1 cargo test --release --test query_props`.
 
-use ibexdb::commit::{Change, Commit, CommitId, FieldOp, Op};
-use ibexdb::crypto::Identity;
-use ibexdb::query::{AggregateQuery, Filter, LiveChange, Query, QueryEngine};
-use ibexdb::state::{ChangeSink, NoSink, State};
-use ibexdb::value::{Map, Value};
+use ibexdb::testing::QueryEngine;
+use ibexdb::testing::{ChangeSink, NoSink, State};
 use ibexdb::Error;
+use ibexdb::Identity;
+use ibexdb::{AggregateQuery, Filter, LiveChange, Query};
+use ibexdb::{Change, Commit, CommitId, FieldOp, Op};
+use ibexdb::{Map, Value};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value as J};
@@ -123,7 +124,7 @@ fn rnd_item(r: &mut StdRng) -> Map {
     m
 }
 
-fn author() -> ibexdb::crypto::PublicKey {
+fn author() -> ibexdb::PublicKey {
     Identity::from_entropy(&[1; 48]).public()
 }
 
@@ -239,8 +240,8 @@ fn rnd_cond(r: &mut StdRng, path: &str) -> (String, J) {
             .unwrap())
     };
     match r.random_range(0..11) {
-        0 => ("eq".into(), rnd_operand_for(r, path).to_json()),
-        1 => ("ne".into(), rnd_operand_for(r, path).to_json()),
+        0 => ("eq".into(), json!(rnd_operand_for(r, path))),
+        1 => ("ne".into(), json!(rnd_operand_for(r, path))),
         2 => ("lt".into(), rnd_range_operand(r, path)),
         3 => ("lte".into(), rnd_range_operand(r, path)),
         4 => ("gt".into(), rnd_range_operand(r, path)),
@@ -249,14 +250,14 @@ fn rnd_cond(r: &mut StdRng, path: &str) -> (String, J) {
             "in".into(),
             J::Array(
                 (0..r.random_range(0..4))
-                    .map(|_| rnd_operand_for(r, path).to_json())
+                    .map(|_| json!(rnd_operand_for(r, path)))
                     .collect(),
             ),
         ),
         7 => ("contains".into(), s(r)),
         8 => ("prefix".into(), s(r)),
         9 => ("includes".into(), s(r)),
-        _ => ("=".into(), rnd_operand_for(r, path).to_json()), // literal shorthand
+        _ => ("=".into(), json!(rnd_operand_for(r, path))), // literal shorthand
     }
 }
 
@@ -361,7 +362,7 @@ fn same_type(a: &Value, b: &Value) -> bool {
 }
 
 fn ref_op(op: &str, operand: &J, v: Option<&Value>) -> bool {
-    let x = || Value::from_json(operand).unwrap();
+    let x = || serde_json::from_value::<Value>(operand.clone()).unwrap();
     let eq = |v: Option<&Value>, x: &Value| v.is_some_and(|v| v.total_cmp(x) == Ordering::Equal);
     let s = || operand.as_str().unwrap().to_string();
     match op {
@@ -384,7 +385,7 @@ fn ref_op(op: &str, operand: &J, v: Option<&Value>) -> bool {
             .as_array()
             .unwrap()
             .iter()
-            .any(|o| eq(v, &Value::from_json(o).unwrap())),
+            .any(|o| eq(v, &serde_json::from_value::<Value>(o.clone()).unwrap())),
         "contains" => match v {
             Some(Value::Set(set)) => set.contains(&s()),
             Some(Value::List(l)) => l.contains(&Value::String(s())),
@@ -512,7 +513,7 @@ fn indexed_paths() -> Vec<String> {
     INDEXED.iter().map(|s| s.to_string()).collect()
 }
 
-fn outcome(r: ibexdb::Result<ibexdb::query::QueryResult>) -> Result<Vec<(String, Map)>, ()> {
+fn outcome(r: ibexdb::Result<ibexdb::QueryResult>) -> Result<Vec<(String, Map)>, ()> {
     match r {
         Ok(r) => Ok(r.rows),
         Err(Error::InvalidQuery { reason }) => {
@@ -675,9 +676,9 @@ fn ref_aggregate(state: &State, w: Option<&J>, path: &str) -> J {
             }
         }
     }
-    json!({"n": n, "c": c, "s": Value::from(sum).to_json(),
-           "lo": lo.map_or(J::Null, Value::to_json), "hi": hi.map_or(J::Null, Value::to_json),
-           "m": if nums == 0 { J::Null } else { Value::from(sum / nums as f64).to_json() }})
+    json!({"n": n, "c": c, "s": json!(Value::from(sum)),
+           "lo": lo.map_or(J::Null, |v| json!(v)), "hi": hi.map_or(J::Null, |v| json!(v)),
+           "m": if nums == 0 { J::Null } else { json!(Value::from(sum / nums as f64)) }})
 }
 
 /// After every commit, each live query's rows (initial rows + every change set applied in

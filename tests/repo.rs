@@ -3,10 +3,10 @@
 
 mod common;
 use common::*;
-use ibexdb::commit::{Commit, Seal};
-use ibexdb::error::SignatureErrorKind;
-use ibexdb::repo::Durability;
+use ibexdb::Durability;
+use ibexdb::SignatureErrorKind;
 use ibexdb::{map, Error, MemStorage, Repo, Schema, Txn, Value};
+use ibexdb::{Commit, Seal};
 
 fn open(n: u8) -> Repo<MemStorage> {
     Repo::open(MemStorage::new(), Some(MemStorage::new()), signed(n)).unwrap()
@@ -164,8 +164,8 @@ fn persists_and_reopens_with_history() {
     assert_eq!(r.state_hash(), hash);
     let h = r.history("items/1").unwrap();
     assert_eq!(h.len(), 2);
-    assert!(matches!(h[0].op, ibexdb::commit::Op::Put(_)));
-    assert!(matches!(h[1].op, ibexdb::commit::Op::Patch(_)));
+    assert!(matches!(h[0].op, ibexdb::Op::Put(_)));
+    assert!(matches!(h[1].op, ibexdb::Op::Patch(_)));
     assert_eq!(h[0].author, ident(1).public());
     assert!(h[0].time_ms > T0 && h[0].hlc < h[1].hlc);
     let rep = r.verify().unwrap();
@@ -187,7 +187,7 @@ fn unsealed_commits_after_a_crash_are_sealed_on_reopen() {
 }
 
 /// Build a writer with two signed commits and return what it exports.
-fn exported() -> (Repo<MemStorage>, ibexdb::repo::Export) {
+fn exported() -> (Repo<MemStorage>, ibexdb::Export) {
     let mut a = open(1);
     put(&mut a, "items/1", item(1));
     put(&mut a, "items/2", item(2));
@@ -334,7 +334,7 @@ fn keys_round_trip_through_export() {
 
 /// A signed commit and its seal from peer `n`, built directly (a peer's local API would refuse
 /// these values), with the given changes.
-fn crafted(n: u8, changes: Vec<ibexdb::commit::Change>) -> ibexdb::repo::Export {
+fn crafted(n: u8, changes: Vec<ibexdb::Change>) -> ibexdb::Export {
     let c = Commit {
         trusted: false,
         author: ident(n).public(),
@@ -350,7 +350,7 @@ fn crafted(n: u8, changes: Vec<ibexdb::commit::Change>) -> ibexdb::repo::Export 
 
 #[test]
 fn received_commits_obey_the_rules_of_local_writes() {
-    use ibexdb::commit::{Change, FieldOp, Op};
+    use ibexdb::{Change, FieldOp, Op};
     let change = |op| Change {
         collection: "items".into(),
         id: "1".into(),
@@ -378,7 +378,7 @@ fn received_commits_obey_the_rules_of_local_writes() {
     assert!(matches!(b.receive(&c, &s), Err(Error::InvalidValue { .. })));
 
     // An item over MAX_ITEM_BYTES, though the commit is within the frame limit.
-    let big = "x".repeat(ibexdb::value::MAX_ITEM_BYTES + 1);
+    let big = "x".repeat(ibexdb::MAX_ITEM_BYTES + 1);
     let mut m = ibexdb::Map::new();
     m.insert("body".into(), Value::String(big));
     let (c, s) = crafted(1, vec![change(Op::Put(m))]);

@@ -6,7 +6,7 @@
 
 mod common;
 use common::*;
-use ibexdb::fault::FaultStorage;
+use ibexdb::testing::FaultStorage;
 use ibexdb::{map, Error, MemStorage, Recovery, Repo, RepoOptions, Txn};
 
 fn opts(signed_mode: bool) -> RepoOptions {

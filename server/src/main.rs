@@ -12,9 +12,9 @@
 //! the connection stays usable.
 
 use futures_util::{SinkExt, StreamExt};
-use ibexdb::repo::{system_clock, RepoOptions};
-use ibexdb::storage::FileStorage;
-use ibexdb::sync::{check_repo_name, ErrorCode, Hub, Message, MAX_MESSAGE_BYTES};
+use ibexdb::FileStorage;
+use ibexdb::{check_repo_name, ErrorCode, Hub, Message, MAX_MESSAGE_BYTES};
+use ibexdb::{system_clock, RepoOptions};
 use ibexdb::{CommitId, Error, ProtocolErrorKind, Repo};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;

@@ -2,10 +2,10 @@
 //! hold an in-memory signed core `Repo` and the core's sync `Client`.
 
 use futures_util::{SinkExt, StreamExt};
-use ibexdb::repo::system_clock;
-use ibexdb::storage::MemStorage;
-use ibexdb::sync::{Client, ClientEvent, ErrorCode, Message};
+use ibexdb::system_clock;
+use ibexdb::MemStorage;
 use ibexdb::{map, Identity, Repo, RepoOptions, Txn};
+use ibexdb::{Client, ClientEvent, ErrorCode, Message};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

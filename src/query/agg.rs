@@ -7,7 +7,7 @@ use super::index::{range, IKey, Index};
 use super::plan::{candidates, choose, tighter, type_bounds, Source};
 use crate::error::Result;
 use crate::state::Collection;
-use crate::value::{Map, Value};
+use crate::value::{to_tree, Map, Value};
 use serde_json::Value as J;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -58,11 +58,11 @@ impl<'a> Acc<'a> {
     fn result(&self, op: &AggOp) -> J {
         match op {
             AggOp::Count(_) => J::from(self.n),
-            AggOp::Sum(_) => Value::Number(self.sum).to_json(),
+            AggOp::Sum(_) => to_tree(&Value::Number(self.sum)),
             AggOp::Avg(_) if self.nums == 0 => J::Null,
-            AggOp::Avg(_) => Value::Number(self.sum / self.nums as f64).to_json(),
-            AggOp::Min(_) => self.min.map_or(J::Null, Value::to_json),
-            AggOp::Max(_) => self.max.map_or(J::Null, Value::to_json),
+            AggOp::Avg(_) => to_tree(&Value::Number(self.sum / self.nums as f64)),
+            AggOp::Min(_) => self.min.map_or(J::Null, to_tree),
+            AggOp::Max(_) => self.max.map_or(J::Null, to_tree),
         }
     }
 }
@@ -274,7 +274,7 @@ pub(crate) fn aggregate<'a>(
                 .iter()
                 .map(|(k, accs)| {
                     let mut o = serde_json::Map::new();
-                    o.insert("key".into(), k.0.map_or(J::Null, Value::to_json));
+                    o.insert("key".into(), k.0.map_or(J::Null, to_tree));
                     o.extend(output(q, accs));
                     J::Object(o)
                 })

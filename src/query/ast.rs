@@ -1,7 +1,7 @@
 //! Query syntax trees and their JSON form (parse and print).
 
 use crate::error::{Error, Result};
-use crate::value::Value;
+use crate::value::{from_tree, to_tree, Value};
 use serde_json::Value as J;
 
 pub(crate) fn bad(reason: impl Into<String>) -> Error {
@@ -80,16 +80,16 @@ impl Pred {
     fn operand_json(&self) -> J {
         match self {
             Pred::Eq(v) | Pred::Ne(v) | Pred::Lt(v) | Pred::Lte(v) | Pred::Gt(v) | Pred::Gte(v) => {
-                v.to_json()
+                to_tree(v)
             }
-            Pred::In(vs) => J::Array(vs.iter().map(Value::to_json).collect()),
+            Pred::In(vs) => J::Array(vs.iter().map(to_tree).collect()),
             Pred::Contains(s) | Pred::Prefix(s) | Pred::Includes(s) => J::String(s.clone()),
         }
     }
 
     fn parse(path: &str, op: &str, operand: &J) -> Result<Pred> {
         let value = |j: &J| {
-            Value::from_json(j).map_err(|e| {
+            from_tree(j).map_err(|e| {
                 bad(format!(
                     "operand of {op:?} on field {path:?} is not a valid value: {e}"
                 ))

@@ -47,9 +47,7 @@ impl LiveChange {
         let rows = |v: &[(String, Map, usize)]| {
             J::Array(
                 v.iter()
-                    .map(|(id, m, pos)| {
-                        json!({"id": id, "value": Value::Map(m.clone()).to_json(), "pos": pos})
-                    })
+                    .map(|(id, m, pos)| json!({"id": id, "value": m, "pos": pos}))
                     .collect(),
             )
         };

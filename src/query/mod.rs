@@ -130,7 +130,7 @@ pub use plan::{Access, Plan, SortMethod};
 
 use crate::error::{Error, Result};
 use crate::state::{ChangeSink, Collection, State};
-use crate::value::{Map, Value};
+use crate::value::Map;
 use eval::{check_sortable, cmp_items, matches, set_sort_error, CFilter, CSort, Compiled};
 use index::{Entry, IKey, Index};
 use live::LiveQuery;
@@ -161,7 +161,7 @@ impl QueryResult {
 pub fn rows_to_json(rows: &[(String, Map)]) -> serde_json::Value {
     serde_json::Value::Array(
         rows.iter()
-            .map(|(id, m)| serde_json::json!({"id": id, "value": Value::Map(m.clone()).to_json()}))
+            .map(|(id, m)| serde_json::json!({"id": id, "value": m}))
             .collect(),
     )
 }
@@ -365,6 +365,7 @@ impl QueryEngine {
         );
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// The indexed paths of a collection, in key order.
     pub fn indexed_paths(&self, collection: &str) -> Vec<String> {
         let mut p = self
@@ -376,6 +377,7 @@ impl QueryEngine {
         p
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Build every declared index that is not built yet (they are otherwise built on first
     /// use), e.g. ahead of queries, in idle time.
     pub fn build_indexes(&self, state: &State) {
@@ -616,6 +618,7 @@ impl QueryEngine {
         true
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// The current rows of a live query.
     pub fn live_rows(&self, id: LiveId) -> Option<Vec<(String, Map)>> {
         self.lives.get(&id).map(LiveQuery::rows)

@@ -1,9 +1,10 @@
 use super::live::{OrderTree, SEntry};
 use super::*;
+use crate::commit::Identity;
 use crate::commit::{Change, Commit, CommitId, Op};
-use crate::crypto::Identity;
 use crate::map;
 use crate::state::NoSink;
+use crate::value::Value;
 use serde_json::json;
 
 fn put_all(state: &mut State, sink: &mut dyn ChangeSink, items: Vec<(String, Value)>, hlc: u64) {

@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use ibexdb::repo::Clock;
+use ibexdb::Clock;
 use ibexdb::{map, Identity, Map, RepoOptions, Value};
 
 /// A deterministic clock that ticks one millisecond per call.

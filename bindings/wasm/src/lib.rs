@@ -3,13 +3,13 @@
 //! Thin by design: [`Engine`] wraps one `ibexdb::Repo` over OPFS sync access handles
 //! ([`opfs::OpfsStorage`]); values cross as JSON text ([`json`]); errors become JS `Error`s
 //! with the core's stable names ([`error`]). Flushing, sealing, snapshots, batching and
-//! multi-tab ownership are the worker's job (`www/worker.js`, `www/engine.js`).
+//! multi-tab ownership are the worker's job (`www/lib/worker.js` + `www/lib/worker/`, `www/lib/engine.js`).
 //!
 //! The wasm32 target cannot unwind: a panic traps the instance. The panic hook installed at
 //! start-up hands the message to `globalThis.__ibexdbPanic(message)` (if defined) before the
 //! trap, so the worker can report a `PanicError` and reopen the engine in a fresh instance.
 
-pub mod engine;
+mod engine;
 pub mod error;
 pub mod json;
 pub mod opfs;

@@ -1,12 +1,12 @@
 //! Sync for the worker: the core's `sync::Client` driven from JS, which owns the WebSocket
-//! (`www/sync.js`). Messages cross as `Uint8Array` (the protocol bytes of design §12), events as
+//! (`www/lib/worker/sync.js`). Messages cross as `Uint8Array` (the protocol bytes of design §12), events as
 //! JSON text. The client lives beside the engine in this wasm instance; after a panic the
 //! worker gets a fresh instance and calls `syncStart` again (from cursor 0: received commits that
 //! were not flushed died with the old instance).
 
 use crate::engine::Engine;
 use crate::error::{IntoJs, JsResult};
-use ibexdb::sync::{Client, ClientEvent, Message};
+use ibexdb::{Client, ClientEvent, Message};
 use serde_json::json;
 use std::cell::RefCell;
 use wasm_bindgen::prelude::*;

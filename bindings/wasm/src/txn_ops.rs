@@ -9,8 +9,8 @@
 //!  ["setRemove", "items/2", "tags", ["z"]]]
 //! ```
 
-use crate::json::{bad_json, ValueSeed};
-use ibexdb::value::Value;
+use crate::json::bad_json;
+use ibexdb::Value;
 use ibexdb::{Error, Txn};
 use serde::de::{self, DeserializeSeed, Deserializer, SeqAccess, Visitor};
 use std::fmt;
@@ -44,7 +44,7 @@ impl<'de> Visitor<'de> for OpVisitor {
         let kind: String = need(&mut seq, "kind")?;
         let key: String = need(&mut seq, "key")?;
         let value = |seq: &mut A| -> Result<Value, A::Error> {
-            seq.next_element_seed(ValueSeed)?
+            seq.next_element::<Value>()?
                 .ok_or_else(|| de::Error::custom("transaction op is missing its value"))
         };
         let op = match kind.as_str() {

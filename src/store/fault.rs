@@ -6,7 +6,7 @@
 //! flush, in order. [`FaultStorage::crash_image`] replays a prefix of them, optionally with a
 //! torn next write, onto the durable image: the bytes a power cut could leave behind.
 //!
-//! Clones share state, so a test keeps a handle after moving one into a [`crate::log::Log`].
+//! Clones share state, so a test keeps a handle after moving one into a [`crate::store::log::Log`].
 //! Countdowns: `n` means "the next `n` calls succeed, the one after is hit".
 
 use std::cell::RefCell;
@@ -14,7 +14,7 @@ use std::fmt;
 use std::rc::Rc;
 
 use crate::error::{StorageError, StorageErrorKind};
-use crate::storage::Storage;
+use crate::store::Storage;
 
 /// An unflushed write or truncate.
 #[derive(Clone)]

@@ -33,7 +33,7 @@
 use std::fmt;
 
 use crate::error::{Error, Result};
-use crate::storage::Storage;
+use crate::store::Storage;
 
 /// The file magic.
 pub const MAGIC: &[u8; 8] = b"IBEXLOG1";
@@ -212,7 +212,8 @@ impl Scan {
         &self.repaired
     }
 
-    /// The offset just after the last whole frame.
+    /// The offset just after the last whole frame. (a test hook)
+    #[cfg(feature = "testing")]
     pub fn end(&self) -> u64 {
         self.end
     }
@@ -407,7 +408,8 @@ impl<S: Storage> Log<S> {
         self.written + self.buf.len() as u64
     }
 
-    /// True if the log holds no frames (not even buffered ones).
+    /// True if the log holds no frames (not even buffered ones). (a test hook)
+    #[cfg(feature = "testing")]
     pub fn is_empty(&self) -> bool {
         self.len() == HEADER_LEN
     }
@@ -427,7 +429,8 @@ impl<S: Storage> Log<S> {
         !self.buf.is_empty()
     }
 
-    /// Bytes waiting in the write buffer.
+    /// Bytes waiting in the write buffer. (a test hook)
+    #[cfg(feature = "testing")]
     pub fn pending_bytes(&self) -> usize {
         self.buf.len()
     }
@@ -486,12 +489,6 @@ impl<S: Storage> Log<S> {
 
     pub fn storage(&self) -> &S {
         &self.storage
-    }
-
-    /// Direct access to the storage. Writing through it behind the log's back voids the
-    /// offsets the log keeps; meant for tests and backend-specific calls.
-    pub fn storage_mut(&mut self) -> &mut S {
-        &mut self.storage
     }
 
     pub fn into_storage(self) -> S {

@@ -1,0 +1,83 @@
+//! Durability and upkeep: flush, seal, snapshot, verify, and the stats the worker's policies
+//! read.
+
+use super::Engine;
+use crate::error::{IntoJs, JsResult};
+use serde_json::json;
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen]
+impl Engine {
+    /// Write buffered frames with one write call and flush them.
+    pub fn flush(&mut self) -> JsResult<()> {
+        self.repo_mut()?.flush().js()
+    }
+
+    /// Whether anything waits to be written or flushed.
+    #[wasm_bindgen(js_name = hasUnflushed)]
+    pub fn has_unflushed(&self) -> JsResult<bool> {
+        Ok(self.repo()?.has_unflushed())
+    }
+
+    /// Sign every unsealed local commit (one signature per batch). Returns the seals made.
+    /// The seal frames are buffered: flush afterwards.
+    pub fn seal(&mut self) -> JsResult<u32> {
+        Ok(self.repo_mut()?.seal().js()?.len() as u32)
+    }
+
+    /// Local commits waiting for a seal.
+    pub fn unsealed(&self) -> JsResult<u32> {
+        Ok(self.repo()?.unsealed() as u32)
+    }
+
+    /// Log bytes not covered by the snapshot.
+    #[wasm_bindgen(js_name = tailBytes)]
+    pub fn tail_bytes(&self) -> JsResult<f64> {
+        Ok(self.repo()?.tail_bytes() as f64)
+    }
+
+    /// Flush, then write a snapshot of the whole state.
+    #[wasm_bindgen(js_name = writeSnapshot)]
+    pub fn write_snapshot(&mut self) -> JsResult<bool> {
+        self.repo_mut()?.write_snapshot().js()
+    }
+
+    /// Re-prove the repository (JSON report).
+    pub fn verify(&mut self) -> JsResult<String> {
+        let v = self.repo_mut()?.verify().js()?;
+        Ok(json!({
+            "commits": v.commits,
+            "seals": v.seals,
+            "signaturesVerified": v.signatures_verified,
+            "trustedCommits": v.trusted_commits,
+            "unsealed": v.unsealed,
+            "items": v.items,
+            "logBytes": v.log_bytes,
+            "snapshotChecked": v.snapshot_checked,
+        })
+        .to_string())
+    }
+
+    /// Sizes and counters (JSON).
+    pub fn stats(&self) -> JsResult<String> {
+        let r = self.repo()?;
+        let rep = r.open_report();
+        Ok(json!({
+            "logBytes": r.log_len(),
+            "snapshotBytes": r.snapshot_bytes().js()?,
+            "tailBytes": r.tail_bytes(),
+            "unsealed": r.unsealed(),
+            "unflushed": r.has_unflushed(),
+            "commits": r.commit_count(),
+            "items": r.item_count(),
+            "pending": r.pending(),
+            "open": {
+                "fromSnapshot": rep.from_snapshot,
+                "replayedFrames": rep.replayed_frames,
+                "truncatedTail": rep.truncated_tail.map(|(a, b)| [a, b]),
+                "repaired": rep.repaired.iter().map(|(a, b)| [*a, *b]).collect::<Vec<_>>(),
+            },
+        })
+        .to_string())
+    }
+}

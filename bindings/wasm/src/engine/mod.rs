@@ -1,0 +1,171 @@
+//! `Engine`: one repository over OPFS files, with synchronous methods for the worker.
+//!
+//! Values, queries and results cross as JSON strings (sets as `{"$set": [...]}`); commit
+//! bundles as `Uint8Array`. Errors are thrown as JS `Error`s with the core's stable `name`.
+//! The engine never flushes, seals or snapshots by itself: the worker decides when (group
+//! commit, relaxed-flush timer, seal timer; see `www/lib/worker.js` and `www/lib/policy.js`).
+//!
+//! The methods are grouped by job, one `#[wasm_bindgen] impl Engine` block per file: opening
+//! and identity here, `read.rs` (items, queries, history), `write.rs` (writes and schemas),
+//! `live.rs` (live queries), `maintenance.rs` (flush, seal, snapshot, verify, stats) and
+//! `exchange.rs` (bundles); sync is in `../sync.rs`.
+
+mod exchange;
+mod live;
+mod maintenance;
+mod read;
+mod write;
+
+use crate::error::{to_js, IntoJs, JsResult};
+use crate::json::parse_json;
+use crate::opfs::{OpfsStorage, Quota};
+use ibexdb::{Error, Identity, Recovery, Repo, RepoOptions};
+use std::cell::{Cell, RefCell};
+use wasm_bindgen::prelude::*;
+
+/// The repository engine of one worker.
+#[wasm_bindgen]
+pub struct Engine {
+    repo: Option<Repo<OpfsStorage>>,
+    /// Reused output buffer of `getInto` (JSON text of the last item read).
+    out: RefCell<Vec<u8>>,
+    /// `[ptr, len]` of the text in `out`, at a fixed address (`outSlot`) that JS reads from
+    /// wasm memory: boxed so it does not move with the `Engine`.
+    slot: Box<[Cell<u32>; 2]>,
+}
+
+fn clock() -> ibexdb::Clock {
+    Box::new(|| js_sys::Date::now() as u64)
+}
+
+fn opt_bool(o: &serde_json::Value, k: &str) -> Result<Option<bool>, Error> {
+    match o.get(k) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::Bool(b)) => Ok(Some(*b)),
+        Some(v) => Err(Error::InvalidValue {
+            path: format!("options.{k}"),
+            reason: format!("must be a boolean, got {v}"),
+        }),
+    }
+}
+
+fn opt_u64(o: &serde_json::Value, k: &str) -> Result<Option<u64>, Error> {
+    match o.get(k) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(v) => v.as_u64().map(Some).ok_or_else(|| Error::InvalidValue {
+            path: format!("options.{k}"),
+            reason: format!("must be a non-negative integer, got {v}"),
+        }),
+    }
+}
+
+#[wasm_bindgen]
+impl Engine {
+    /// Open (or create) a repository on two sync access handles (`snapshot` may be null).
+    /// `options` is JSON: `{"trusted": bool, "acceptTrusted": bool, "recovery": "strict" |
+    /// "repair", "quotaBytes": n, "maxClockSkewMs": n}`. `secret` is the 48-byte identity
+    /// secret (required unless trusted).
+    pub fn open(
+        log: JsValue,
+        snapshot: JsValue,
+        options: &str,
+        secret: Option<Vec<u8>>,
+    ) -> JsResult<Engine> {
+        Self::open_inner(log, snapshot, options, secret).js()
+    }
+
+    fn open_inner(
+        log: JsValue,
+        snapshot: JsValue,
+        options: &str,
+        secret: Option<Vec<u8>>,
+    ) -> Result<Engine, Error> {
+        let o = parse_json(options)?;
+        let trusted = opt_bool(&o, "trusted")?.unwrap_or(false);
+        let quota = opt_u64(&o, "quotaBytes")?.map(Quota::new);
+        let identity = match (&secret, trusted) {
+            (Some(s), false) => Some(Identity::from_secret_bytes(s)?),
+            _ => None,
+        };
+        let mut opts = RepoOptions::new(identity, clock());
+        opts.trusted = trusted;
+        opts.accept_trusted = opt_bool(&o, "acceptTrusted")?.unwrap_or(trusted);
+        if let Some(ms) = opt_u64(&o, "maxClockSkewMs")? {
+            opts.max_clock_skew_ms = ms;
+        }
+        opts.recovery = match o.get("recovery").and_then(|v| v.as_str()) {
+            None | Some("strict") => Recovery::Strict,
+            Some("repair") => Recovery::Repair,
+            Some(other) => {
+                return Err(Error::InvalidValue {
+                    path: "options.recovery".into(),
+                    reason: format!("must be \"strict\" or \"repair\", got {other:?}"),
+                })
+            }
+        };
+        let log = OpfsStorage::new(log, quota.clone())?;
+        let snap = if snapshot.is_null() || snapshot.is_undefined() {
+            None
+        } else {
+            Some(OpfsStorage::new(snapshot, quota.clone())?)
+        };
+        let repo = Repo::open(log, snap, opts)?;
+        Ok(Engine {
+            repo: Some(repo),
+            out: RefCell::new(Vec::with_capacity(1024)),
+            slot: Box::new([Cell::new(0), Cell::new(0)]),
+        })
+    }
+
+    /// Derive an identity from 48 bytes of entropy; returns its 48-byte secret.
+    #[wasm_bindgen(js_name = identityFromEntropy)]
+    pub fn identity_from_entropy(entropy: &[u8]) -> JsResult<Vec<u8>> {
+        let e: &[u8; 48] = entropy.try_into().map_err(|_| {
+            to_js(&Error::InvalidValue {
+                path: "entropy".into(),
+                reason: "must be 48 bytes".into(),
+            })
+        })?;
+        Ok(Identity::from_entropy(e).secret_bytes().to_vec())
+    }
+
+    /// The public key (hex) of a 48-byte identity secret.
+    #[wasm_bindgen(js_name = publicKeyOf)]
+    pub fn public_key_of(secret: &[u8]) -> JsResult<String> {
+        Ok(Identity::from_secret_bytes(secret).js()?.public().to_hex())
+    }
+
+    fn repo(&self) -> JsResult<&Repo<OpfsStorage>> {
+        self.repo.as_ref().ok_or_else(|| to_js(&Error::Closed))
+    }
+
+    pub(crate) fn repo_mut(&mut self) -> JsResult<&mut Repo<OpfsStorage>> {
+        self.repo.as_mut().ok_or_else(|| to_js(&Error::Closed))
+    }
+
+    /// This repository's author key (hex); null in trusted mode.
+    pub fn identity(&self) -> JsResult<Option<String>> {
+        let r = self.repo()?;
+        Ok(r.identity().map(|i| i.public().to_hex()))
+    }
+
+    /// The 48-byte identity secret; null in trusted mode.
+    #[wasm_bindgen(js_name = identitySecret)]
+    pub fn identity_secret(&self) -> JsResult<Option<Vec<u8>>> {
+        Ok(self.repo()?.identity().map(|i| i.secret_bytes().to_vec()))
+    }
+
+    /// Flush and release the files (the caller closes the handles). Idempotent.
+    pub fn close(&mut self) -> JsResult<()> {
+        if let Some(r) = self.repo.take() {
+            r.close().js()?;
+        }
+        Ok(())
+    }
+
+    /// Test hook: panic inside the engine (the worker must survive and reopen).
+    #[wasm_bindgen(js_name = panicForTest)]
+    pub fn panic_for_test(&self, msg: &str) {
+        panic!("{msg}");
+    }
+}

@@ -1,0 +1,152 @@
+//! Reads: items by key (as JSON text, or into a reused buffer), queries, counts, aggregates,
+//! explain and history.
+
+use super::Engine;
+use crate::error::{to_js, IntoJs, JsResult};
+use crate::json::{parse_json, to_string};
+use ibexdb::{AggregateQuery, Error, FieldOp, HistoryEntry, Op, Query};
+use serde_json::json;
+use wasm_bindgen::prelude::*;
+
+pub(super) fn query_of(text: &str) -> Result<Query, Error> {
+    Query::from_json(&parse_json(text)?)
+}
+
+fn history_json(h: &[HistoryEntry]) -> serde_json::Value {
+    let op = |op: &Op| match op {
+        Op::Put(m) => json!({"type": "put", "value": m}),
+        Op::Delete => json!({"type": "delete"}),
+        Op::Patch(fields) => {
+            let mut o = serde_json::Map::new();
+            for (k, f) in fields {
+                o.insert(
+                    k.clone(),
+                    match f {
+                        FieldOp::Assign(v) => json!({"assign": v}),
+                        FieldOp::Unset => json!({"unset": true}),
+                        FieldOp::SetEdit { add, remove } => json!({
+                            "add": add.iter().collect::<Vec<_>>(),
+                            "remove": remove.keys().collect::<Vec<_>>(),
+                        }),
+                    },
+                );
+            }
+            json!({"type": "patch", "fields": o})
+        }
+    };
+    serde_json::Value::Array(
+        h.iter()
+            .map(|e| {
+                json!({
+                    "commit": e.commit.to_hex(),
+                    "author": e.author.to_hex(),
+                    "time": e.time_ms,
+                    "hlc": e.hlc.to_string(),
+                    "trusted": e.trusted,
+                    "op": op(&e.op),
+                })
+            })
+            .collect(),
+    )
+}
+
+#[wasm_bindgen]
+impl Engine {
+    /// The item at `key` as JSON, or undefined.
+    pub fn get(&self, key: &str) -> JsResult<Option<String>> {
+        let r = self.repo()?;
+        Ok(r.get(key).js()?.map(to_string))
+    }
+
+    /// Address (in wasm memory) of two u32s, `[ptr, len]`, where `getInto` leaves its text.
+    /// Fixed for the engine's lifetime.
+    #[wasm_bindgen(js_name = outSlot)]
+    pub fn out_slot(&self) -> u32 {
+        self.slot.as_ptr() as u32
+    }
+
+    /// `get` without allocating a JS string in the glue: writes the item's JSON (UTF-8) into a
+    /// buffer reused across calls and its `[ptr, len]` at `outSlot`, for the caller to decode
+    /// straight from wasm memory before the next engine call. Returns 0 when the item does not
+    /// exist, 1 when it does, 3 when it does and holds a set somewhere (so the caller knows
+    /// whether `{"$set": [...]}` objects need reviving without scanning the text).
+    #[wasm_bindgen(js_name = getInto)]
+    pub fn get_into(&self, key: &str) -> JsResult<u32> {
+        let r = self.repo()?;
+        let Some(m) = r.get(key).js()? else {
+            return Ok(0);
+        };
+        let mut out = self.out.borrow_mut();
+        out.clear();
+        if out.capacity() > 1 << 20 {
+            // Don't keep a huge item's buffer forever.
+            out.shrink_to(1024);
+        }
+        crate::json::write(&mut out, m);
+        self.slot[0].set(out.as_ptr() as u32);
+        self.slot[1].set(out.len() as u32);
+        Ok(if crate::json::map_has_set(m) { 3 } else { 1 })
+    }
+
+    /// JSON array of items (null where missing) for a JSON array of keys.
+    #[wasm_bindgen(js_name = getMany)]
+    pub fn get_many(&self, keys: &str) -> JsResult<String> {
+        let r = self.repo()?;
+        let keys: Vec<String> =
+            serde_json::from_str(keys).map_err(|e| to_js(&crate::json::bad_json(&e)))?;
+        let mut items = Vec::with_capacity(keys.len());
+        for k in &keys {
+            items.push(r.get(k).js()?);
+        }
+        Ok(to_string(&items))
+    }
+
+    /// Rows `[[id, item], ...]` of a query (JSON).
+    pub fn query(&self, q: &str) -> JsResult<String> {
+        let r = self.repo()?;
+        let q = query_of(q).js()?;
+        let res = r.query(&q).js()?;
+        Ok(to_string(&res.rows))
+    }
+
+    /// The plan a query would use (JSON).
+    pub fn explain(&self, q: &str) -> JsResult<String> {
+        let r = self.repo()?;
+        let q = query_of(q).js()?;
+        Ok(r.explain(&q).js()?.to_json().to_string())
+    }
+
+    /// Number of items of `collection` matching `where` (a JSON where clause, or undefined).
+    pub fn count(&self, collection: &str, r#where: Option<String>) -> JsResult<f64> {
+        let r = self.repo()?;
+        let n = match r#where {
+            None => r.count(collection, None),
+            Some(w) => {
+                let q = json!({"collection": collection, "where": parse_json(&w).js()?});
+                let q = Query::from_json(&q).js()?;
+                r.count(collection, q.filter.as_ref())
+            }
+        }
+        .js()?;
+        Ok(n as f64)
+    }
+
+    /// The ids of `collection` in order (JSON array).
+    pub fn keys(&self, collection: &str) -> JsResult<String> {
+        let r = self.repo()?;
+        Ok(to_string(&r.keys(collection)))
+    }
+
+    /// Run an aggregate query (JSON in, JSON out).
+    pub fn aggregate(&self, q: &str) -> JsResult<String> {
+        let r = self.repo()?;
+        let q = AggregateQuery::from_json(&parse_json(q).js()?).js()?;
+        Ok(r.aggregate(&q).js()?.to_string())
+    }
+
+    /// The commits that changed `key`, oldest first (JSON).
+    pub fn history(&self, key: &str) -> JsResult<String> {
+        let r = self.repo()?;
+        Ok(history_json(&r.history(key).js()?).to_string())
+    }
+}

@@ -1,0 +1,59 @@
+//! Writes: put, update, delete, transactions (one commit each, buffered until `flush`), and
+//! schemas.
+
+use super::Engine;
+use crate::error::{IntoJs, JsResult};
+use crate::json::{parse_json, parse_map};
+use crate::txn_ops;
+use ibexdb::{Schema, Txn};
+use wasm_bindgen::prelude::*;
+
+impl Engine {
+    fn commit(&mut self, txn: Txn) -> JsResult<()> {
+        self.repo_mut()?.commit(txn).js()?;
+        Ok(())
+    }
+}
+
+#[wasm_bindgen]
+impl Engine {
+    /// Replace the item at `key` with a JSON object (one commit, buffered until `flush`).
+    pub fn put(&mut self, key: &str, value: &str) -> JsResult<()> {
+        self.repo()?;
+        let m = parse_map(value, key).js()?;
+        let mut txn = Txn::new();
+        txn.put(key, m).js()?;
+        self.commit(txn)
+    }
+
+    /// Change fields of an existing item (NotFoundError if it does not exist).
+    pub fn update(&mut self, key: &str, fields: &str) -> JsResult<()> {
+        self.repo()?;
+        let m = parse_map(fields, key).js()?;
+        let mut txn = Txn::new();
+        txn.update(key, m).js()?;
+        self.commit(txn)
+    }
+
+    /// Delete the item at `key`.
+    pub fn delete(&mut self, key: &str) -> JsResult<()> {
+        self.repo()?;
+        let mut txn = Txn::new();
+        txn.delete(key).js()?;
+        self.commit(txn)
+    }
+
+    /// Commit a transaction given as JSON ops (see `txn_ops`), atomically, as one commit.
+    pub fn transact(&mut self, ops: &str) -> JsResult<()> {
+        self.repo()?;
+        let txn = txn_ops::build(txn_ops::parse(ops).js()?).js()?;
+        self.commit(txn)
+    }
+
+    /// Declare a collection's schema (JSON; see `Schema::from_json`).
+    #[wasm_bindgen(js_name = defineSchema)]
+    pub fn define_schema(&mut self, collection: &str, schema: &str) -> JsResult<()> {
+        let s = Schema::from_json(collection, &parse_json(schema).js()?).js()?;
+        self.repo_mut()?.define_schema(collection, s).js()
+    }
+}

@@ -1,0 +1,80 @@
+//! Commits (docs/design.md §4: transactions over many items) and seals (§5: one signature over
+//! a batch of commit ids). The encoder emits exactly one encoding per commit and the decoder
+//! rejects any other (`encode.rs`), so a commit id (SHA-256 of the bytes, `id.rs`) names the
+//! content unambiguously. Seals are in `seal.rs`, the keys that sign them in `crypto.rs`.
+
+mod crypto;
+mod encode;
+mod id;
+mod seal;
+
+pub use crypto::{Identity, PublicKey, PUBLIC_KEY_LEN};
+pub use id::{CommitId, Stamp};
+pub use seal::{Seal, MAX_SEAL_IDS};
+
+use crate::value::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Commit format version.
+pub const COMMIT_VERSION: u8 = 1;
+/// Largest encoded commit.
+pub const MAX_COMMIT_BYTES: usize = 64 << 20;
+/// Most parents a commit may have.
+pub const MAX_PARENTS: usize = 4096;
+const FLAG_TRUSTED: u8 = 1;
+
+/// A change to one field inside a [`Op::Patch`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum FieldOp {
+    /// Set the field to a value (a `Value::Set` replaces the whole set).
+    Assign(Value),
+    /// Remove the field.
+    Unset,
+    /// Add and remove elements of a set field. `remove` lists, for each element, the add stamps
+    /// ("dots") the writer had observed: a concurrent add is not removed (add-wins).
+    SetEdit {
+        add: BTreeSet<String>,
+        remove: BTreeMap<String, Vec<Stamp>>,
+    },
+}
+
+/// What a commit does to one item.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// Replace the whole item.
+    Put(Map),
+    /// Delete the item (a tombstone ordered like any write).
+    Delete,
+    /// Change some fields.
+    Patch(BTreeMap<String, FieldOp>),
+}
+
+/// One item's change inside a commit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub collection: String,
+    pub id: String,
+    pub op: Op,
+}
+
+/// A transaction: parents, author, clock, and changes (sorted by key, one per key).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Commit {
+    /// Marked unsigned by design ("trusted mode"); verifying peers reject it unless configured.
+    pub trusted: bool,
+    pub author: PublicKey,
+    pub hlc: u64,
+    pub parents: Vec<CommitId>,
+    pub changes: Vec<Change>,
+}
+
+impl Commit {
+    /// The stamp every write of this commit carries.
+    pub fn stamp(&self, id: &CommitId) -> Stamp {
+        Stamp {
+            hlc: self.hlc,
+            author: self.author.tag(),
+            commit: id.tag(),
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! Seals: one signature by one author over a batch of commit ids (docs/design.md §5.1).
+
+use super::crypto::{Identity, PublicKey, Signature, PUBLIC_KEY_LEN, SIGNATURE_LEN};
+use super::id::CommitId;
+use crate::codec::{Reader, Writer};
+use crate::error::{Error, Result, SignatureErrorKind};
+
+/// Seal format version.
+pub const SEAL_VERSION: u8 = 1;
+/// Most commit ids one seal covers.
+pub const MAX_SEAL_IDS: usize = 1 << 16;
+const SEAL_DOMAIN: &[u8] = b"ibexdb-seal-v1";
+
+/// One signature by `author` over a batch of commit ids.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Seal {
+    pub author: PublicKey,
+    /// Strictly ascending.
+    pub ids: Vec<CommitId>,
+    pub signature: Signature,
+}
+
+impl Seal {
+    /// The bytes that are signed: domain tag, author, count, ids.
+    pub fn message(author: &PublicKey, ids: &[CommitId]) -> Vec<u8> {
+        let mut w = Writer::with_capacity(SEAL_DOMAIN.len() + PUBLIC_KEY_LEN + 4 + ids.len() * 32);
+        w.bytes(SEAL_DOMAIN);
+        w.bytes(&author.0);
+        w.varint(ids.len() as u64);
+        for id in ids {
+            w.bytes(&id.0);
+        }
+        w.into_inner()
+    }
+
+    /// Sign a batch of commit ids (sorted and deduplicated here).
+    pub fn create(identity: &Identity, ids: &[CommitId]) -> Seal {
+        let mut ids = ids.to_vec();
+        ids.sort();
+        ids.dedup();
+        let author = identity.public();
+        let signature = identity.sign(&Seal::message(&author, &ids));
+        Seal {
+            author,
+            ids,
+            signature,
+        }
+    }
+
+    /// Check the signature. A signature made by another key is reported as `WrongKey`.
+    pub fn verify(&self) -> Result<()> {
+        // `PublicKey::verify` parses the key first and reports a key that is not a curve point
+        // as `Malformed`; parsing it here too would decompress the point twice.
+        self.author
+            .verify(&Seal::message(&self.author, &self.ids), &self.signature)
+            .map_err(|e| match e {
+                Error::Signature {
+                    kind: SignatureErrorKind::BadSignature,
+                    ..
+                } => Error::sig(
+                    SignatureErrorKind::BadSignature,
+                    format!(
+                        "seal over {} commits does not verify under author {}",
+                        self.ids.len(),
+                        &self.author.to_hex()[..16]
+                    ),
+                ),
+                e => e,
+            })
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w =
+            Writer::with_capacity(1 + PUBLIC_KEY_LEN + 4 + self.ids.len() * 32 + SIGNATURE_LEN);
+        w.u8(SEAL_VERSION);
+        w.bytes(&self.author.0);
+        w.varint(self.ids.len() as u64);
+        for id in &self.ids {
+            w.bytes(&id.0);
+        }
+        w.bytes(&self.signature.0);
+        w.into_inner()
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Seal> {
+        let mut r = Reader::new(bytes, "seal");
+        let v = r.u8()?;
+        if v != SEAL_VERSION {
+            return Err(r.err(format!("unsupported seal version {v}")));
+        }
+        let author = PublicKey(r.array()?);
+        let n = r.count(32, MAX_SEAL_IDS)?;
+        if n == 0 {
+            return Err(r.err("seal covers no commits"));
+        }
+        let mut ids = Vec::with_capacity(n);
+        for _ in 0..n {
+            let id = CommitId(r.array()?);
+            if ids.last().is_some_and(|l| *l >= id) {
+                return Err(r.err("seal ids not strictly ascending"));
+            }
+            ids.push(id);
+        }
+        let signature = Signature(r.array()?);
+        r.finish()?;
+        Ok(Seal {
+            author,
+            ids,
+            signature,
+        })
+    }
+}

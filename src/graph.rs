@@ -1,0 +1,121 @@
+//! The commit graph: the in-memory model rebuilt from the log, i.e. the commit table (one
+//! [`CommitInfo`] per applied commit, parents before children), the author table, the seal
+//! bookkeeping, the heads, and the materialized [`State`] the commits produce.
+//!
+//! It sits below both the store (the snapshot file encodes and decodes a `Graph`,
+//! `store/snapshot/`) and the repository (which grows it from the log and from peers,
+//! `repo/`). `verify()` rebuilds one from scratch and compares it with the live one.
+
+use crate::commit::{Commit, CommitId, PublicKey, Seal};
+use crate::state::{ChangeSink, State};
+use std::collections::{BTreeSet, HashMap};
+
+/// What the repository keeps about each commit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommitInfo {
+    pub id: CommitId,
+    /// Offset of the commit's frame in the log.
+    pub offset: u64,
+    pub hlc: u64,
+    /// Index into the author table.
+    pub author: u32,
+    pub trusted: bool,
+    /// Covered by a seal of its author stored in this repository.
+    pub sealed: bool,
+    /// Indices of the parents in the commit table.
+    pub parents: Vec<u32>,
+}
+
+/// The in-memory model rebuilt from the log: commit graph plus materialized state.
+/// `verify()` rebuilds one from scratch and compares it with the live one.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Graph {
+    pub state: State,
+    pub commits: Vec<CommitInfo>,
+    pub by_id: HashMap<CommitId, u32>,
+    pub authors: Vec<PublicKey>,
+    pub author_idx: HashMap<PublicKey, u32>,
+    pub seal_offsets: Vec<u64>,
+    pub heads: BTreeSet<CommitId>,
+    /// Ids covered by a stored seal whose commit has not arrived yet, with the sealing authors.
+    pub seal_cover: HashMap<CommitId, Vec<PublicKey>>,
+}
+
+impl Graph {
+    pub(crate) fn author_index(&mut self, pk: PublicKey) -> u32 {
+        if let Some(&i) = self.author_idx.get(&pk) {
+            return i;
+        }
+        let i = self.authors.len() as u32;
+        self.authors.push(pk);
+        self.author_idx.insert(pk, i);
+        i
+    }
+
+    /// Record a commit whose parents are all present and apply it to the state (consuming
+    /// the commit: its values move into the state).
+    pub(crate) fn add_commit(
+        &mut self,
+        commit: Commit,
+        id: CommitId,
+        offset: u64,
+        sink: &mut dyn ChangeSink,
+    ) -> u32 {
+        let author = self.author_index(commit.author);
+        let parents = commit.parents.iter().map(|p| self.by_id[p]).collect();
+        let sealed = match self.seal_cover.remove(&id) {
+            Some(authors) => authors.contains(&commit.author),
+            None => false,
+        };
+        let idx = self.commits.len() as u32;
+        self.commits.push(CommitInfo {
+            id,
+            offset,
+            hlc: commit.hlc,
+            author,
+            trusted: commit.trusted,
+            sealed,
+            parents,
+        });
+        self.by_id.insert(id, idx);
+        for p in &commit.parents {
+            self.heads.remove(p);
+        }
+        self.heads.insert(id);
+        self.state.apply_owned(commit, &id, idx, sink);
+        idx
+    }
+
+    /// Whether `id` is known to be sealed by `author` (stored commit, or stored seal whose
+    /// commit has not arrived).
+    pub(crate) fn is_sealed_by(&self, id: &CommitId, author: &PublicKey) -> bool {
+        match self.by_id.get(id) {
+            Some(&i) => {
+                let c = &self.commits[i as usize];
+                c.sealed && self.authors[c.author as usize] == *author
+            }
+            None => self.seal_cover.get(id).is_some_and(|a| a.contains(author)),
+        }
+    }
+
+    /// Record a seal stored at `offset`: mark the commits it covers (by their own author).
+    pub(crate) fn add_seal(&mut self, seal: &Seal, offset: u64) {
+        self.seal_offsets.push(offset);
+        for id in &seal.ids {
+            match self.by_id.get(id) {
+                Some(&i) => {
+                    let info = &mut self.commits[i as usize];
+                    if self.authors[info.author as usize] == seal.author {
+                        info.sealed = true;
+                    }
+                }
+                None => {
+                    let v = self.seal_cover.entry(*id).or_default();
+                    if !v.contains(&seal.author) {
+                        v.push(seal.author);
+                    }
+                }
+            }
+        }
+    }
+}

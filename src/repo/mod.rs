@@ -1,0 +1,297 @@
+//! A repository: the unit of storage, sync and ownership. One log (and optional snapshot), one
+//! commit graph with its materialized state, the query indexes and live queries.
+//!
+//! This file holds the type, `open` and the durability calls; the rest of `Repo`'s methods are
+//! grouped by what they do:
+//!
+//! | file          | what                                                                  |
+//! |---------------|-----------------------------------------------------------------------|
+//! | `read.rs`     | `get`, `history`, heads, queries, counts, aggregates, live queries    |
+//! | `write.rs`    | `commit` (a `Txn` → one commit), `seal`                               |
+//! | `receive.rs`  | `receive`: check seals, check each commit, store (§5.4)               |
+//! | `export.rs`   | stored commits and seals for peers                                    |
+//! | `verify.rs`   | `verify` (§9)                                                         |
+//! | `replay.rs`   | log frames → commit graph (open, verify)                              |
+//! | `causal.rs`   | the causal buffer: commits waiting for their parents                  |
+
+mod causal;
+mod export;
+mod read;
+mod receive;
+mod replay;
+mod verify;
+mod write;
+
+pub use export::Export;
+pub use read::HistoryEntry;
+pub use receive::ReceiveReport;
+pub use verify::VerifyReport;
+pub use write::Durability;
+
+use crate::commit::{CommitId, Identity, PublicKey, PUBLIC_KEY_LEN};
+use crate::error::{Error, Result, SignatureErrorKind};
+use crate::graph::Graph;
+use crate::query::QueryEngine;
+use crate::schema::Schema;
+use crate::store::log::{Log, Recovery, HEADER_LEN};
+use crate::store::snapshot;
+use crate::store::Storage;
+use causal::Waiting;
+use replay::replay_frame;
+use std::collections::BTreeMap;
+
+/// Milliseconds since the Unix epoch. The core has no clock of its own (wasm32 has none).
+pub type Clock = Box<dyn FnMut() -> u64 + Send>;
+
+/// The system clock (native builds).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn system_clock() -> Clock {
+    Box::new(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0)
+    })
+}
+
+/// The author recorded on commits made without an identity (trusted mode only).
+pub const ANONYMOUS: PublicKey = PublicKey([0u8; PUBLIC_KEY_LEN]);
+
+/// How a repository is opened.
+pub struct RepoOptions {
+    /// The key that signs local commits. Required unless `trusted`.
+    pub identity: Option<Identity>,
+    /// Write unsigned commits (marked trusted in the commit).
+    pub trusted: bool,
+    /// Accept unsigned (trusted) commits from other peers.
+    pub accept_trusted: bool,
+    /// What to do with damage in the middle of the log.
+    pub recovery: Recovery,
+    /// Remote commits whose clock is further ahead of ours than this are refused.
+    pub max_clock_skew_ms: u64,
+    pub clock: Clock,
+}
+
+impl RepoOptions {
+    /// Signed mode when an identity is given, trusted mode otherwise.
+    pub fn new(identity: Option<Identity>, clock: Clock) -> RepoOptions {
+        RepoOptions {
+            trusted: identity.is_none(),
+            accept_trusted: identity.is_none(),
+            identity,
+            recovery: Recovery::Strict,
+            max_clock_skew_ms: 60 * 60 * 1000,
+            clock,
+        }
+    }
+}
+
+/// What `open` found.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct OpenReport {
+    pub from_snapshot: bool,
+    pub replayed_frames: usize,
+    pub truncated_tail: Option<(u64, u64)>,
+    pub repaired: Vec<(u64, u64)>,
+}
+
+/// A repository over a storage backend `S` (log file plus optional snapshot file).
+pub struct Repo<S: Storage> {
+    log: Log<S>,
+    snap: Option<S>,
+    graph: Graph,
+    query: QueryEngine,
+    schemas: BTreeMap<String, Schema>,
+    wait: Waiting,
+    unsealed: Vec<CommitId>,
+    hlc: u64,
+    author: PublicKey,
+    opts: RepoOptions,
+    snapshot_log_len: u64,
+    open_report: OpenReport,
+}
+
+impl<S: Storage> Repo<S> {
+    /// Open (or create) a repository on `log`, using `snapshot` (if valid) to skip replaying
+    /// the history it covers. A snapshot that is missing, damaged or does not match the log is
+    /// ignored: it is derived data.
+    pub fn open(log: S, snapshot: Option<S>, opts: RepoOptions) -> Result<Repo<S>> {
+        if opts.identity.is_none() && !opts.trusted {
+            return Err(Error::sig(
+                SignatureErrorKind::Missing,
+                "signed mode needs an identity (or open in trusted mode)",
+            ));
+        }
+        // A snapshot is used only if it decodes, fits the log, and its anchor frame matches;
+        // it is checked before the log is scanned from its end offset.
+        let log_len = log.len()?;
+        let snap_data = snapshot
+            .as_ref()
+            .and_then(|s| snapshot::read(s).ok())
+            .filter(|d| d.log_len <= log_len && snapshot::anchor_matches(d, &log));
+        let (log, scan) = Log::open(log, snap_data.as_ref().map(|d| d.log_len), opts.recovery)?;
+        let author = opts.identity.as_ref().map_or(ANONYMOUS, Identity::public);
+        let mut repo = Repo {
+            log,
+            snap: snapshot,
+            graph: Graph::default(),
+            query: QueryEngine::new(),
+            schemas: BTreeMap::new(),
+            wait: Waiting::default(),
+            unsealed: Vec::new(),
+            hlc: 0,
+            author,
+            opts,
+            snapshot_log_len: 0,
+            open_report: OpenReport::default(),
+        };
+        if let Some(d) = snap_data {
+            repo.snapshot_log_len = d.log_len;
+            repo.graph = d.graph;
+            repo.open_report.from_snapshot = true;
+        }
+        let mut n = 0;
+        for f in scan.frames() {
+            replay_frame(
+                &mut repo.graph,
+                &mut repo.wait,
+                f.kind,
+                f.offset,
+                f.payload,
+                false,
+            )?;
+            n += 1;
+        }
+        repo.open_report.replayed_frames = n;
+        repo.open_report.truncated_tail = scan.truncated_tail();
+        repo.open_report.repaired = scan.repaired().to_vec();
+        repo.hlc = repo.graph.commits.iter().map(|c| c.hlc).max().unwrap_or(0);
+        repo.unsealed = repo.own_unsealed();
+        Ok(repo)
+    }
+
+    /// Own signed commits that a crash left unsealed: they get sealed at the next `seal()`.
+    fn own_unsealed(&self) -> Vec<CommitId> {
+        let Some(&me) = self.graph.author_idx.get(&self.author) else {
+            return Vec::new();
+        };
+        self.graph
+            .commits
+            .iter()
+            .filter(|c| c.author == me && !c.trusted && !c.sealed)
+            .map(|c| c.id)
+            .collect()
+    }
+
+    /// What open found (snapshot use, frames replayed, tail truncated, ranges repaired).
+    pub fn open_report(&self) -> &OpenReport {
+        &self.open_report
+    }
+
+    /// This repository's author key.
+    pub fn author(&self) -> PublicKey {
+        self.author
+    }
+
+    pub fn identity(&self) -> Option<&Identity> {
+        self.opts.identity.as_ref()
+    }
+
+    pub fn is_trusted_mode(&self) -> bool {
+        self.opts.trusted
+    }
+
+    /// Declare (or replace) a collection's schema and its indexes (built on first use).
+    pub fn define_schema(&mut self, collection: &str, schema: Schema) -> Result<()> {
+        crate::key::validate_collection(collection)?;
+        self.query
+            .set_indexes(collection, &schema.indexes, &self.graph.state);
+        self.schemas.insert(collection.to_string(), schema);
+        Ok(())
+    }
+
+    pub fn schema(&self, collection: &str) -> Option<&Schema> {
+        self.schemas.get(collection)
+    }
+
+    /// Commits received (or found in a repaired log) whose parents have not arrived.
+    pub fn pending(&self) -> usize {
+        self.wait.len()
+    }
+
+    /// The commit graph, for the sync layer (commit-table order, seal offsets).
+    pub(crate) fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    /// Test hook: the commit graph.
+    #[cfg(feature = "testing")]
+    pub fn core(&self) -> &Graph {
+        &self.graph
+    }
+
+    /// Test hook: the materialized state.
+    #[cfg(feature = "testing")]
+    pub fn state(&self) -> &crate::state::State {
+        &self.graph.state
+    }
+
+    // ----- durability --------------------------------------------------------------------
+
+    /// Write buffered frames with one write call and flush them to storage.
+    pub fn flush(&mut self) -> Result<()> {
+        self.log.flush()
+    }
+
+    /// Whether buffered frames wait to be written.
+    pub fn has_unflushed(&self) -> bool {
+        self.log.has_pending() || self.log.written_len() != self.log.durable_len()
+    }
+
+    /// Bytes of log not covered by the snapshot.
+    pub fn tail_bytes(&self) -> u64 {
+        self.log.len() - self.snapshot_log_len.max(HEADER_LEN)
+    }
+
+    pub fn log_len(&self) -> u64 {
+        self.log.len()
+    }
+
+    /// Flush, then write a snapshot of the whole state (if a snapshot file was given).
+    pub fn write_snapshot(&mut self) -> Result<bool> {
+        if self.snap.is_none() {
+            return Ok(false);
+        }
+        self.flush()?;
+        let log_len = self.log.len();
+        let bytes = snapshot::encode_for(&self.graph, log_len, self.log.storage())?;
+        let s = self.snap.as_mut().unwrap();
+        s.truncate(0)?;
+        s.write_at(0, &bytes)?;
+        s.flush()?;
+        self.snapshot_log_len = log_len;
+        Ok(true)
+    }
+
+    /// Size of the snapshot file.
+    pub fn snapshot_bytes(&self) -> Result<u64> {
+        Ok(match &self.snap {
+            Some(s) => s.len()?,
+            None => 0,
+        })
+    }
+
+    pub fn storage(&self) -> &S {
+        self.log.storage()
+    }
+
+    pub fn snapshot_storage(&self) -> Option<&S> {
+        self.snap.as_ref()
+    }
+
+    /// Flush and hand back the storage backends.
+    pub fn close(mut self) -> Result<(S, Option<S>)> {
+        self.flush()?;
+        Ok((self.log.into_storage(), self.snap))
+    }
+}

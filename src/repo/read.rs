@@ -1,0 +1,128 @@
+//! Reads (docs/design.md §2, §10): items by key, an item's history, the state hash and heads,
+//! and the query language run against the materialized state with the repository's indexes
+//! (queries, counts, aggregates, explain, live queries). Reads never touch storage, except
+//! `history()`, which re-reads the commits that touched the item.
+
+use super::Repo;
+use crate::commit::{Commit, CommitId, Op, PublicKey};
+use crate::error::{Error, Result};
+use crate::key::split_key;
+use crate::query::{AggregateQuery, Filter, LiveChange, LiveId, Plan, Query, QueryResult};
+use crate::store::Storage;
+use crate::value::Map;
+
+/// One entry of an item's history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryEntry {
+    pub commit: CommitId,
+    pub author: PublicKey,
+    pub hlc: u64,
+    /// Wall-clock milliseconds (the physical part of the HLC).
+    pub time_ms: u64,
+    pub trusted: bool,
+    pub op: Op,
+}
+
+impl<S: Storage> Repo<S> {
+    /// The visible value at `key`.
+    pub fn get(&self, key: &str) -> Result<Option<&Map>> {
+        let (c, i) = split_key(key)?;
+        Ok(self.graph.state.get(c, i))
+    }
+
+    /// Number of visible items, all collections together.
+    pub fn item_count(&self) -> usize {
+        self.graph.state.len()
+    }
+
+    /// SHA-256 of the visible state; equal on replicas holding the same commits.
+    pub fn state_hash(&self) -> [u8; 32] {
+        self.graph.state.hash()
+    }
+
+    pub fn heads(&self) -> Vec<CommitId> {
+        self.graph.heads.iter().copied().collect()
+    }
+
+    pub fn commit_count(&self) -> usize {
+        self.graph.commits.len()
+    }
+
+    pub fn has_commit(&self, id: &CommitId) -> bool {
+        self.graph.by_id.contains_key(id)
+    }
+
+    /// The commits that changed `key`, oldest first.
+    pub fn history(&self, key: &str) -> Result<Vec<HistoryEntry>> {
+        let (c, i) = split_key(key)?;
+        let Some(item) = self.graph.state.item(c, i) else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::with_capacity(item.history.len());
+        for &idx in &item.history {
+            let info = &self.graph.commits[idx as usize];
+            let (_, payload) = self.log.read_frame(info.offset)?;
+            let (commit, id) = Commit::decode(&payload)?;
+            let op = commit
+                .changes
+                .into_iter()
+                .find(|ch| ch.collection == c && ch.id == i)
+                .map(|ch| ch.op)
+                .ok_or_else(|| Error::VerifyFailed {
+                    reason: format!("commit {id:?} does not touch {key}"),
+                })?;
+            out.push(HistoryEntry {
+                commit: id,
+                author: commit.author,
+                hlc: commit.hlc,
+                time_ms: commit.hlc >> 16,
+                trusted: commit.trusted,
+                op,
+            });
+        }
+        Ok(out)
+    }
+
+    // ----- queries (the language: docs/query-language.md) ---------------------------------
+
+    /// Run a query: rows `(id, item)` and the plan it took.
+    pub fn query(&self, q: &Query) -> Result<QueryResult> {
+        self.query.run(&self.graph.state, q)
+    }
+
+    /// The plan a query would take, without running it.
+    pub fn explain(&self, q: &Query) -> Result<Plan> {
+        self.query.explain(&self.graph.state, q)
+    }
+
+    /// Number of items of `collection` matching `filter` (all of them without one).
+    pub fn count(&self, collection: &str, filter: Option<&Filter>) -> Result<usize> {
+        self.query.count(&self.graph.state, collection, filter)
+    }
+
+    /// The ids of `collection`, in order.
+    pub fn keys(&self, collection: &str) -> Vec<String> {
+        self.query.keys(&self.graph.state, collection)
+    }
+
+    /// Run an aggregate query; the result in its JSON form.
+    pub fn aggregate(&self, q: &AggregateQuery) -> Result<serde_json::Value> {
+        self.query.aggregate(&self.graph.state, q)
+    }
+
+    /// Start a live query: its id and current rows. Its changes are reported by
+    /// [`Repo::take_live_changes`] after every write or receive that touches them.
+    pub fn subscribe(&mut self, q: Query) -> Result<(LiveId, Vec<(String, Map)>)> {
+        self.query.subscribe(&self.graph.state, q)
+    }
+
+    /// Stop a live query; false if it was not running.
+    pub fn unsubscribe(&mut self, id: LiveId) -> bool {
+        self.query.unsubscribe(id)
+    }
+
+    /// The changes of every live query since the last call.
+    pub fn take_live_changes(&mut self) -> Vec<(LiveId, LiveChange)> {
+        self.query.take_live_changes()
+    }
+}

@@ -1,0 +1,245 @@
+//! Receiving commits and seals from a peer (docs/design.md §5.4). Every check runs before
+//! anything is stored, and the first failure refuses the whole batch: first the seals
+//! ([`Repo::check_seals`]), then each commit ([`Repo::check_commit`]); then the batch is
+//! stored ([`Repo::store_received`]), seals first, and commits whose parents are missing wait
+//! in the causal buffer.
+
+use super::causal::{missing_parents, Stored};
+use super::write::check_size;
+use super::Repo;
+use crate::commit::{Commit, CommitId, FieldOp, Op, PublicKey, Seal};
+use crate::error::{Error, Result, SignatureErrorKind};
+use crate::store::log::{FRAME_COMMIT, FRAME_SEAL};
+use crate::store::Storage;
+use crate::value::Value;
+use std::collections::{HashMap, HashSet};
+
+/// What `receive()` did.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ReceiveReport {
+    pub applied: usize,
+    pub duplicates: usize,
+    /// Waiting for missing parents.
+    pub pending: usize,
+}
+
+/// The seals of a batch that prove something new, and what they cover (id → sealing authors).
+struct CheckedSeals<'b> {
+    seals: Vec<(Seal, &'b Vec<u8>)>,
+    cover: HashMap<CommitId, Vec<PublicKey>>,
+}
+
+impl<S: Storage> Repo<S> {
+    /// Accept commits (each with the id the sender claims for it) and seals from another peer.
+    /// Everything is verified before anything is applied: a batch with one bad commit is
+    /// refused whole. Commits whose parents are missing wait in memory until they arrive.
+    pub fn receive(
+        &mut self,
+        commits: &[(CommitId, Vec<u8>)],
+        seals: &[Vec<u8>],
+    ) -> Result<ReceiveReport> {
+        let checked = self.check_seals(seals)?;
+        let now = (self.opts.clock)();
+        let mut report = ReceiveReport::default();
+        let mut accepted: Vec<(Commit, CommitId, &Vec<u8>)> = Vec::new();
+        let mut seen = HashSet::new();
+        for (claimed, b) in commits {
+            let (commit, id) = Commit::decode(b)?;
+            check_claimed_id(&id, claimed)?;
+            if self.graph.by_id.contains_key(&id) || self.wait.contains(&id) || !seen.insert(id) {
+                report.duplicates += 1;
+                continue;
+            }
+            self.check_commit(&commit, &id, &checked.cover, now)?;
+            accepted.push((commit, id, b));
+        }
+        report.applied = self.store_received(checked.seals, accepted)?;
+        report.pending = self.wait.len();
+        Ok(report)
+    }
+
+    /// Decode every seal and verify those that prove something new. A seal that proves
+    /// nothing new (every id it covers is already sealed here by the same author, or by an
+    /// earlier seal in this batch) is neither verified nor stored again: re-sent seals cost
+    /// nothing and never pile up in the log.
+    fn check_seals<'b>(&self, seals: &'b [Vec<u8>]) -> Result<CheckedSeals<'b>> {
+        let mut out = CheckedSeals {
+            seals: Vec::with_capacity(seals.len()),
+            cover: HashMap::new(),
+        };
+        for b in seals {
+            let seal = Seal::decode(b)?;
+            let new_coverage = seal.ids.iter().any(|id| {
+                !out.cover.get(id).is_some_and(|a| a.contains(&seal.author))
+                    && !self.graph.is_sealed_by(id, &seal.author)
+            });
+            if !new_coverage {
+                continue;
+            }
+            seal.verify()?;
+            for id in &seal.ids {
+                out.cover.entry(*id).or_default().push(seal.author);
+            }
+            out.seals.push((seal, b));
+        }
+        Ok(out)
+    }
+
+    /// The checks of one new commit: its signature (or trusted status), the rules of local
+    /// writes, and the clock skew against `now`.
+    fn check_commit(
+        &self,
+        commit: &Commit,
+        id: &CommitId,
+        cover: &HashMap<CommitId, Vec<PublicKey>>,
+        now: u64,
+    ) -> Result<()> {
+        if commit.trusted {
+            if !self.opts.accept_trusted {
+                return Err(Error::sig(
+                    SignatureErrorKind::Unsigned,
+                    format!(
+                        "commit {} is unsigned (trusted mode) and this peer requires signatures",
+                        id.to_hex()
+                    ),
+                ));
+            }
+        } else {
+            self.check_sealed(commit, id, cover)?;
+        }
+        check_received(commit)?;
+        let ms = commit.hlc >> 16;
+        if ms > now.saturating_add(self.opts.max_clock_skew_ms) {
+            return Err(Error::ClockSkew {
+                hlc_ms: ms,
+                now_ms: now,
+            });
+        }
+        Ok(())
+    }
+
+    /// A signed commit must be covered by a seal of its own author, in this batch (`cover`) or
+    /// stored earlier for a commit that had not arrived.
+    fn check_sealed(
+        &self,
+        commit: &Commit,
+        id: &CommitId,
+        cover: &HashMap<CommitId, Vec<PublicKey>>,
+    ) -> Result<()> {
+        let by = |v: Option<&Vec<PublicKey>>| v.is_some_and(|a| a.contains(&commit.author));
+        if by(cover.get(id)) || by(self.graph.seal_cover.get(id)) {
+            return Ok(());
+        }
+        if cover.contains_key(id) || self.graph.seal_cover.contains_key(id) {
+            return Err(Error::sig(
+                SignatureErrorKind::WrongKey,
+                format!(
+                    "commit {} is sealed only by keys other than its author",
+                    id.to_hex()
+                ),
+            ));
+        }
+        Err(Error::sig(
+            SignatureErrorKind::Missing,
+            format!(
+                "commit {} arrived without a seal from its author",
+                id.to_hex()
+            ),
+        ))
+    }
+
+    /// Store a checked batch: every seal frame first (a torn tail then drops commits, never a
+    /// signed commit's seal), then each commit, applied at once if its parents are present,
+    /// else held in the causal buffer. Returns how many commits were applied.
+    fn store_received(
+        &mut self,
+        seals: Vec<(Seal, &Vec<u8>)>,
+        accepted: Vec<(Commit, CommitId, &Vec<u8>)>,
+    ) -> Result<usize> {
+        for (seal, b) in &seals {
+            let offset = self.log.append(FRAME_SEAL, b)?;
+            self.graph.add_seal(seal, offset);
+        }
+        let mut applied = 0;
+        for (commit, id, b) in accepted {
+            let missing = missing_parents(&self.graph, &commit);
+            if missing.is_empty() {
+                applied += self.add_ready(commit, id, Stored::Bytes(b.clone()))?;
+            } else {
+                self.wait
+                    .defer(commit, id, Stored::Bytes(b.clone()), &missing);
+            }
+        }
+        Ok(applied)
+    }
+
+    /// Apply a commit whose parents are present, then every waiting commit it completes.
+    /// Returns how many commits were applied.
+    fn add_ready(&mut self, commit: Commit, id: CommitId, stored: Stored) -> Result<usize> {
+        let mut n = 0;
+        let mut stack = vec![(commit, id, stored)];
+        while let Some((commit, id, stored)) = stack.pop() {
+            let offset = match stored {
+                Stored::InLog(o) => o,
+                Stored::Bytes(b) => self.log.append(FRAME_COMMIT, &b)?,
+            };
+            self.hlc = self.hlc.max(commit.hlc);
+            self.graph.add_commit(commit, id, offset, &mut self.query);
+            n += 1;
+            stack.extend(self.wait.ready(&id));
+        }
+        Ok(n)
+    }
+}
+
+/// The id is the hash of the bytes: anything else was tampered with on the way.
+fn check_claimed_id(id: &CommitId, claimed: &CommitId) -> Result<()> {
+    if id == claimed {
+        return Ok(());
+    }
+    Err(Error::sig(
+        SignatureErrorKind::Tampered,
+        format!(
+            "commit bytes hash to {} but were sent as {}",
+            id.to_hex(),
+            claimed.to_hex()
+        ),
+    ))
+}
+
+/// The structural and size rules a local write obeys, applied to a received commit, so a peer
+/// cannot make this replica store what it could not have written itself: nested field names,
+/// nesting depth, finite numbers, and `MAX_ITEM_BYTES` per change (measured as for a local
+/// write). Schemas are local and not applied (docs/design.md §13).
+fn check_received(commit: &Commit) -> Result<()> {
+    for ch in &commit.changes {
+        let path = |field: &str| format!("{}/{}.{field}", ch.collection, ch.id);
+        let size = match &ch.op {
+            Op::Delete => 0,
+            Op::Put(m) => {
+                for (name, v) in m {
+                    v.validate(&path(name))?;
+                }
+                Value::map_encoded_len(m)
+            }
+            Op::Patch(ops) => {
+                let mut size = 0;
+                for (name, fop) in ops {
+                    match fop {
+                        FieldOp::Assign(v) => {
+                            v.validate(&path(name))?;
+                            size += v.encoded_len();
+                        }
+                        FieldOp::Unset => {}
+                        FieldOp::SetEdit { add, .. } => {
+                            size += add.iter().map(|e| e.len() + 5).sum::<usize>();
+                        }
+                    }
+                }
+                size
+            }
+        };
+        check_size(&ch.collection, &ch.id, size)?;
+    }
+    Ok(())
+}

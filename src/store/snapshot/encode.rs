@@ -1,0 +1,167 @@
+//! Writing a snapshot, one function per section of the format (docs/design.md §8).
+
+use super::{commit_stamps, F_SEALED, F_TRUSTED, I_DELETE, I_META, M_SET, M_TOP};
+use super::{SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
+use crate::codec::Writer;
+use crate::commit::{CommitId, PublicKey, Stamp};
+use crate::graph::Graph;
+use crate::state::{FieldMeta, Item};
+use crate::value::Name;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// Encode `graph` as the snapshot of the first `log_len` log bytes, whose last frame is at
+/// `anchor` = (offset, crc) (None when the log holds no frame).
+pub(super) fn encode(graph: &Graph, log_len: u64, anchor: Option<(u64, u32)>) -> Vec<u8> {
+    let mut w = Writer::with_capacity(64 + graph.state.len() * 64);
+    header(&mut w, log_len, anchor);
+    commit_table(&mut w, graph);
+    let stamps = StampRefs::new(graph);
+    let names = name_table(&mut w, graph);
+    collections(&mut w, graph, &stamps, &names);
+    let crc = crc32fast::hash(&w.buf);
+    w.u32(crc);
+    w.into_inner()
+}
+
+fn header(w: &mut Writer, log_len: u64, anchor: Option<(u64, u32)>) {
+    w.bytes(SNAPSHOT_MAGIC);
+    w.u32(SNAPSHOT_VERSION);
+    w.u64(log_len);
+    match anchor {
+        Some((off, crc)) => {
+            w.u8(1);
+            w.u64(off);
+            w.u32(crc);
+        }
+        None => w.u8(0),
+    }
+}
+
+/// Authors, commits, seal offsets and the seal cover of commits not yet present.
+fn commit_table(w: &mut Writer, graph: &Graph) {
+    w.varint(graph.authors.len() as u64);
+    for a in &graph.authors {
+        w.bytes(&a.0);
+    }
+    w.varint(graph.commits.len() as u64);
+    for c in &graph.commits {
+        w.bytes(&c.id.0);
+        w.varint(c.offset);
+        w.u64(c.hlc);
+        w.varint(u64::from(c.author));
+        w.u8(if c.trusted { F_TRUSTED } else { 0 } | if c.sealed { F_SEALED } else { 0 });
+        w.varint(c.parents.len() as u64);
+        for p in &c.parents {
+            w.varint(u64::from(*p));
+        }
+    }
+    w.varint(graph.seal_offsets.len() as u64);
+    for o in &graph.seal_offsets {
+        w.varint(*o);
+    }
+    let cover: BTreeMap<&CommitId, &Vec<PublicKey>> = graph.seal_cover.iter().collect();
+    w.varint(cover.len() as u64);
+    for (id, authors) in cover {
+        w.bytes(&id.0);
+        w.varint(authors.len() as u64);
+        for a in authors {
+            w.bytes(&a.0);
+        }
+    }
+}
+
+/// Stamps are written as references: 0 = zero, 1 = raw (24 bytes follow), k ≥ 2 = the stamp of
+/// commit k − 2.
+struct StampRefs(HashMap<Stamp, u32>);
+
+impl StampRefs {
+    fn new(graph: &Graph) -> StampRefs {
+        let stamps = commit_stamps(&graph.authors, &graph.commits);
+        StampRefs(stamps.into_iter().zip(0u32..).collect())
+    }
+
+    fn write(&self, w: &mut Writer, s: &Stamp) {
+        if *s == Stamp::ZERO {
+            w.varint(0);
+        } else if let Some(i) = self.0.get(s) {
+            w.varint(u64::from(*i) + 2);
+        } else {
+            w.varint(1);
+            s.encode(w);
+        }
+    }
+}
+
+/// Every field name used in any item's value or metadata, ascending; returns each name's
+/// index.
+fn name_table<'g>(w: &mut Writer, graph: &'g Graph) -> HashMap<&'g str, u64> {
+    let mut names: BTreeSet<&str> = BTreeSet::new();
+    for c in graph.state.collections.values() {
+        for it in c.items.values() {
+            names.extend(it.value.keys().map(Name::as_str));
+            if let Some(m) = &it.meta {
+                names.extend(m.keys().map(Name::as_str));
+            }
+        }
+    }
+    w.varint(names.len() as u64);
+    for n in &names {
+        w.lp(n.as_bytes());
+    }
+    names.into_iter().zip(0u64..).collect()
+}
+
+fn collections(w: &mut Writer, graph: &Graph, stamps: &StampRefs, names: &HashMap<&str, u64>) {
+    w.varint(graph.state.collections.len() as u64);
+    for (cname, c) in &graph.state.collections {
+        w.lp(cname.as_bytes());
+        w.varint(c.items.len() as u64);
+        for (id, it) in &c.items {
+            w.lp(id.as_bytes());
+            item(w, it, stamps, names);
+        }
+    }
+}
+
+fn item(w: &mut Writer, it: &Item, stamps: &StampRefs, names: &HashMap<&str, u64>) {
+    stamps.write(w, &it.reset);
+    stamps.write(w, &it.last);
+    w.u8(if it.reset_is_delete { I_DELETE } else { 0 } | if it.meta.is_some() { I_META } else { 0 });
+    w.varint(it.value.len() as u64);
+    for (k, v) in &it.value {
+        w.varint(names[k.as_str()]);
+        v.encode(w);
+    }
+    w.varint(it.history.len() as u64);
+    let mut prev = 0u32;
+    for &h in &it.history {
+        w.varint(u64::from(h - prev));
+        prev = h;
+    }
+    if let Some(m) = &it.meta {
+        w.varint(m.len() as u64);
+        for (k, fm) in m.iter() {
+            w.varint(names[k.as_str()]);
+            field_meta(w, fm, stamps);
+        }
+    }
+}
+
+fn field_meta(w: &mut Writer, fm: &FieldMeta, stamps: &StampRefs) {
+    stamps.write(w, &fm.stamp);
+    let has_top = fm.top != fm.stamp;
+    w.u8(if fm.dots.is_some() { M_SET } else { 0 } | if has_top { M_TOP } else { 0 });
+    if has_top {
+        stamps.write(w, &fm.top);
+    }
+    if let Some(d) = &fm.dots {
+        w.varint(d.len() as u64);
+        for (e, ds) in d {
+            w.lp(e.as_bytes());
+            w.varint(ds.len() as u64);
+            for s in ds {
+                stamps.write(w, s);
+            }
+        }
+    }
+}

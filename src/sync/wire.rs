@@ -1,0 +1,331 @@
+//! The sync protocol's messages and their byte layout (docs/design.md §12.2): every message is
+//! `version ‖ type ‖ body`; decoding refuses anything else with a typed `ProtocolError`.
+
+use crate::codec::{Reader, Writer};
+use crate::commit::{CommitId, MAX_COMMIT_BYTES};
+use crate::error::{Error, ProtocolErrorKind, Result};
+
+/// The protocol version this code speaks (byte 0 of every message).
+pub const PROTOCOL_VERSION: u8 = 1;
+/// Largest message accepted: one maximal commit plus room for seals and framing.
+pub const MAX_MESSAGE_BYTES: usize = MAX_COMMIT_BYTES + (16 << 20);
+/// Target size of the `Commits` and `Push` messages the state machines build (a single larger
+/// commit still goes in a message of its own).
+pub const BATCH_BYTES: usize = 1 << 20;
+/// Longest repository name (bytes).
+pub const MAX_REPO_NAME: usize = 128;
+/// Longest error message text (bytes).
+pub const MAX_ERROR_TEXT: usize = 4096;
+
+pub const TYPE_HELLO: u8 = 1;
+pub const TYPE_COMMITS: u8 = 2;
+pub const TYPE_PUSH: u8 = 3;
+pub const TYPE_ACK: u8 = 4;
+pub const TYPE_ERROR: u8 = 5;
+
+/// Error codes carried by [`Message::Error`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    /// Anything else.
+    Other = 0,
+    /// A message was refused ([`Error::Protocol`]).
+    Protocol = 1,
+    /// A pushed commit or seal failed signature checks ([`Error::Signature`]); nothing stored.
+    Signature = 2,
+    /// A pushed commit or seal could not be decoded; nothing stored.
+    Decode = 3,
+    /// A pushed commit's clock is too far ahead; nothing stored.
+    ClockSkew = 4,
+    /// A pushed commit is too large; nothing stored.
+    TooLarge = 5,
+    /// The server could not store the push (nothing acknowledged; the repository is closed).
+    Storage = 6,
+    /// The repository name is not acceptable.
+    InvalidRepository = 7,
+}
+
+impl ErrorCode {
+    pub fn from_u64(v: u64) -> ErrorCode {
+        match v {
+            1 => ErrorCode::Protocol,
+            2 => ErrorCode::Signature,
+            3 => ErrorCode::Decode,
+            4 => ErrorCode::ClockSkew,
+            5 => ErrorCode::TooLarge,
+            6 => ErrorCode::Storage,
+            7 => ErrorCode::InvalidRepository,
+            _ => ErrorCode::Other,
+        }
+    }
+
+    /// The code for a core error.
+    pub fn of(e: &Error) -> ErrorCode {
+        match e {
+            Error::Protocol { .. } => ErrorCode::Protocol,
+            Error::Signature { .. } => ErrorCode::Signature,
+            Error::Decode { .. } => ErrorCode::Decode,
+            Error::ClockSkew { .. } => ErrorCode::ClockSkew,
+            Error::TooLarge { .. } => ErrorCode::TooLarge,
+            Error::Storage(_) | Error::Corrupt { .. } => ErrorCode::Storage,
+            _ => ErrorCode::Other,
+        }
+    }
+}
+
+/// One protocol message. Every message travels alone in one transport frame (one binary
+/// WebSocket message).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// Client → server: subscribe to `repo`, resuming after sequence `cursor` (0 = from the
+    /// start). Server → client: the reply, with `cursor` = the server's current last sequence.
+    Hello { repo: String, cursor: u64 },
+    /// Server → client: the commits with sequence in `from + 1 ..= to`, in sequence order, with
+    /// the seals that cover them. Commits the receiving client pushed itself may be left out;
+    /// after this message the client's cursor is `to`.
+    Commits {
+        from: u64,
+        to: u64,
+        commits: Vec<(CommitId, Vec<u8>)>,
+        seals: Vec<Vec<u8>>,
+    },
+    /// Client → server: commits (parents before children) and the seals that cover them.
+    Push {
+        commits: Vec<(CommitId, Vec<u8>)>,
+        seals: Vec<Vec<u8>>,
+    },
+    /// Server → client: these pushed commits are stored durably.
+    Ack { ids: Vec<CommitId> },
+    /// Either way: something was refused. After an error about a `Push`, nothing of that push
+    /// was stored.
+    Error { code: ErrorCode, message: String },
+}
+
+pub(super) fn protocol(kind: ProtocolErrorKind, detail: impl Into<String>) -> Error {
+    Error::protocol(kind, detail)
+}
+
+/// A repository name: 1–128 bytes of `A–Z a–z 0–9 . _ -`, not starting with `.` (it names a
+/// file on the server).
+pub fn check_repo_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_REPO_NAME
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(protocol(
+            ProtocolErrorKind::Malformed,
+            format!("invalid repository name {name:?}: 1-{MAX_REPO_NAME} bytes of A-Z a-z 0-9 . _ -, not starting with '.'"),
+        ))
+    }
+}
+
+fn write_commits(w: &mut Writer, commits: &[(CommitId, Vec<u8>)], seals: &[Vec<u8>]) {
+    w.varint(commits.len() as u64);
+    for (id, b) in commits {
+        w.bytes(&id.0);
+        w.lp(b);
+    }
+    w.varint(seals.len() as u64);
+    for s in seals {
+        w.lp(s);
+    }
+}
+
+type CommitList = (Vec<(CommitId, Vec<u8>)>, Vec<Vec<u8>>);
+
+fn read_commits(r: &mut Reader<'_>) -> Result<CommitList> {
+    let n = r.count(33, usize::MAX)?;
+    let mut commits = Vec::with_capacity(n);
+    for _ in 0..n {
+        let id = CommitId(r.array::<32>()?);
+        let b = r.lp()?;
+        if b.len() > MAX_COMMIT_BYTES {
+            return Err(r.err("commit larger than MAX_COMMIT_BYTES"));
+        }
+        commits.push((id, b.to_vec()));
+    }
+    let n = r.count(1, usize::MAX)?;
+    let mut seals = Vec::with_capacity(n);
+    for _ in 0..n {
+        seals.push(r.lp()?.to_vec());
+    }
+    Ok((commits, seals))
+}
+
+impl Message {
+    pub fn type_byte(&self) -> u8 {
+        match self {
+            Message::Hello { .. } => TYPE_HELLO,
+            Message::Commits { .. } => TYPE_COMMITS,
+            Message::Push { .. } => TYPE_PUSH,
+            Message::Ack { .. } => TYPE_ACK,
+            Message::Error { .. } => TYPE_ERROR,
+        }
+    }
+
+    /// An `Error` message for a core error (its name and text).
+    pub fn error(e: &Error) -> Message {
+        Message::Error {
+            code: ErrorCode::of(e),
+            message: format!("{}: {e}", e.name()),
+        }
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u8(PROTOCOL_VERSION);
+        w.u8(self.type_byte());
+        match self {
+            Message::Hello { repo, cursor } => {
+                w.lp(repo.as_bytes());
+                w.varint(*cursor);
+            }
+            Message::Commits {
+                from,
+                to,
+                commits,
+                seals,
+            } => {
+                w.varint(*from);
+                w.varint(*to);
+                write_commits(&mut w, commits, seals);
+            }
+            Message::Push { commits, seals } => write_commits(&mut w, commits, seals),
+            Message::Ack { ids } => {
+                w.varint(ids.len() as u64);
+                for id in ids {
+                    w.bytes(&id.0);
+                }
+            }
+            Message::Error { code, message } => {
+                w.varint(*code as u64);
+                let mut end = message.len().min(MAX_ERROR_TEXT);
+                while !message.is_char_boundary(end) {
+                    end -= 1;
+                }
+                w.lp(&message.as_bytes()[..end]);
+            }
+        }
+        w.into_inner()
+    }
+
+    /// Decode one message. Errors are [`Error::Protocol`]: `TooLarge` over
+    /// [`MAX_MESSAGE_BYTES`], `Version` for another protocol version, `UnknownType`,
+    /// `Malformed` for a bad body, `TrailingBytes` after it.
+    pub fn decode(bytes: &[u8]) -> Result<Message> {
+        let ty = check_header(bytes)?;
+        let mut r = Reader::new(&bytes[2..], "sync message");
+        let msg = match ty {
+            TYPE_HELLO => decode_hello(&mut r),
+            TYPE_COMMITS => decode_commits(&mut r),
+            TYPE_PUSH => {
+                read_commits(&mut r).map(|(commits, seals)| Message::Push { commits, seals })
+            }
+            TYPE_ACK => decode_ack(&mut r),
+            TYPE_ERROR => decode_error(&mut r),
+            t => {
+                return Err(protocol(
+                    ProtocolErrorKind::UnknownType,
+                    format!("unknown message type {t}"),
+                ))
+            }
+        }
+        .map_err(|e| match e {
+            Error::Decode { reason, .. } => {
+                protocol(ProtocolErrorKind::Malformed, format!("type {ty}: {reason}"))
+            }
+            e => e,
+        })?;
+        if let Message::Hello { repo, .. } = &msg {
+            check_repo_name(repo)?;
+        }
+        if !r.is_empty() {
+            return Err(protocol(
+                ProtocolErrorKind::TrailingBytes,
+                format!(
+                    "{} bytes after the end of a type {ty} message",
+                    r.remaining()
+                ),
+            ));
+        }
+        Ok(msg)
+    }
+}
+
+/// Size limit, length and version of a message; returns its type byte.
+fn check_header(bytes: &[u8]) -> Result<u8> {
+    if bytes.len() > MAX_MESSAGE_BYTES {
+        return Err(protocol(
+            ProtocolErrorKind::TooLarge,
+            format!(
+                "message of {} bytes exceeds the limit of {MAX_MESSAGE_BYTES}",
+                bytes.len()
+            ),
+        ));
+    }
+    if bytes.len() < 2 {
+        return Err(protocol(
+            ProtocolErrorKind::Malformed,
+            "message shorter than its 2-byte header",
+        ));
+    }
+    if bytes[0] != PROTOCOL_VERSION {
+        return Err(protocol(
+            ProtocolErrorKind::Version,
+            format!(
+                "protocol version {} is not supported (this peer speaks {PROTOCOL_VERSION})",
+                bytes[0]
+            ),
+        ));
+    }
+    Ok(bytes[1])
+}
+
+fn decode_hello(r: &mut Reader<'_>) -> Result<Message> {
+    let repo = r.str()?.to_string();
+    let cursor = r.varint()?;
+    Ok(Message::Hello { repo, cursor })
+}
+
+fn decode_commits(r: &mut Reader<'_>) -> Result<Message> {
+    let from = r.varint()?;
+    let to = r.varint()?;
+    if to < from {
+        return Err(r.err(format!("range end {to} before its start {from}")));
+    }
+    let (commits, seals) = read_commits(r)?;
+    if commits.len() as u64 > to - from {
+        return Err(r.err("more commits than the sequence range holds"));
+    }
+    Ok(Message::Commits {
+        from,
+        to,
+        commits,
+        seals,
+    })
+}
+
+fn decode_ack(r: &mut Reader<'_>) -> Result<Message> {
+    let n = r.count(32, usize::MAX)?;
+    let mut ids = Vec::with_capacity(n);
+    for _ in 0..n {
+        ids.push(CommitId(r.array::<32>()?));
+    }
+    Ok(Message::Ack { ids })
+}
+
+fn decode_error(r: &mut Reader<'_>) -> Result<Message> {
+    let code = ErrorCode::from_u64(r.varint()?);
+    let message = r.str()?;
+    if message.len() > MAX_ERROR_TEXT {
+        return Err(r.err("error text longer than MAX_ERROR_TEXT"));
+    }
+    Ok(Message::Error {
+        code,
+        message: message.to_string(),
+    })
+}

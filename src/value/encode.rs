@@ -1,0 +1,198 @@
+//! The canonical binary encoding of values (docs/design.md §3.2): one encoding per value, so
+//! equal values have equal bytes.
+
+use super::{Map, Name, Set, Value, MAX_DEPTH};
+use crate::codec::{Reader, Writer};
+use crate::error::Result;
+
+const T_NULL: u8 = 0;
+const T_FALSE: u8 = 1;
+const T_TRUE: u8 = 2;
+const T_NUMBER: u8 = 3;
+const T_STRING: u8 = 4;
+const T_LIST: u8 = 5;
+const T_MAP: u8 = 6;
+const T_SET: u8 = 7;
+
+impl Value {
+    /// Append the canonical encoding.
+    pub fn encode(&self, w: &mut Writer) {
+        match self {
+            Value::Null => w.u8(T_NULL),
+            Value::Bool(false) => w.u8(T_FALSE),
+            Value::Bool(true) => w.u8(T_TRUE),
+            Value::Number(n) => {
+                w.u8(T_NUMBER);
+                w.u64(n.to_bits());
+            }
+            Value::String(s) => {
+                w.u8(T_STRING);
+                w.lp(s.as_bytes());
+            }
+            Value::List(l) => {
+                w.u8(T_LIST);
+                w.varint(l.len() as u64);
+                for v in l {
+                    v.encode(w);
+                }
+            }
+            Value::Map(m) => {
+                w.u8(T_MAP);
+                w.varint(m.len() as u64);
+                for (k, v) in m {
+                    w.lp(k.as_bytes());
+                    v.encode(w);
+                }
+            }
+            Value::Set(s) => {
+                w.u8(T_SET);
+                w.varint(s.len() as u64);
+                for e in s {
+                    w.lp(e.as_bytes());
+                }
+            }
+        }
+    }
+
+    /// Length of the canonical encoding, without encoding.
+    pub fn encoded_len(&self) -> usize {
+        fn lp(n: usize) -> usize {
+            varint_len(n as u64) + n
+        }
+        match self {
+            Value::Null | Value::Bool(_) => 1,
+            Value::Number(_) => 9,
+            Value::String(s) => 1 + lp(s.len()),
+            Value::List(l) => {
+                1 + varint_len(l.len() as u64) + l.iter().map(Value::encoded_len).sum::<usize>()
+            }
+            Value::Map(m) => Value::map_encoded_len(m),
+            Value::Set(s) => {
+                1 + varint_len(s.len() as u64) + s.iter().map(|e| lp(e.len())).sum::<usize>()
+            }
+        }
+    }
+
+    /// Length of the canonical encoding of `Value::Map(m)`.
+    pub fn map_encoded_len(m: &Map) -> usize {
+        1 + varint_len(m.len() as u64)
+            + m.iter()
+                .map(|(k, v)| varint_len(k.len() as u64) + k.len() + v.encoded_len())
+                .sum::<usize>()
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        self.encode(&mut w);
+        w.into_inner()
+    }
+
+    /// Decode one value, rejecting non-canonical forms (unsorted or duplicate map keys and set
+    /// elements, non-finite or negative-zero numbers, excessive depth).
+    pub fn decode(r: &mut Reader<'_>) -> Result<Value> {
+        Self::decode_at(r, 0)
+    }
+
+    fn decode_at(r: &mut Reader<'_>, depth: usize) -> Result<Value> {
+        if depth > MAX_DEPTH {
+            return Err(r.err("value nested too deeply"));
+        }
+        Ok(match r.u8()? {
+            T_NULL => Value::Null,
+            T_FALSE => Value::Bool(false),
+            T_TRUE => Value::Bool(true),
+            T_NUMBER => {
+                let n = f64::from_bits(r.u64()?);
+                if !n.is_finite() || (n == 0.0 && n.is_sign_negative()) {
+                    return Err(r.err("non-canonical number"));
+                }
+                Value::Number(n)
+            }
+            T_STRING => Value::String(r.str()?.to_owned()),
+            T_LIST => {
+                let n = r.count(1, usize::MAX)?;
+                let mut l = Vec::with_capacity(n);
+                for _ in 0..n {
+                    l.push(Self::decode_at(r, depth + 1)?);
+                }
+                Value::List(l)
+            }
+            T_MAP => {
+                let n = r.count(2, usize::MAX)?;
+                let mut m = Map::with_capacity(n);
+                let mut last: Option<&str> = None;
+                for _ in 0..n {
+                    let k = r.str()?;
+                    if last.is_some_and(|l| l >= k) {
+                        return Err(r.err("map keys not strictly ascending"));
+                    }
+                    last = Some(k);
+                    let v = Self::decode_at(r, depth + 1)?;
+                    m.push_ordered(Name::new(k), v);
+                }
+                Value::Map(m)
+            }
+            T_SET => Value::Set(decode_str_set(r)?),
+            t => return Err(r.err(format!("unknown value tag {t}"))),
+        })
+    }
+}
+
+fn varint_len(mut v: u64) -> usize {
+    let mut n = 1;
+    while v >= 0x80 {
+        v >>= 7;
+        n += 1;
+    }
+    n
+}
+
+/// Decode a strictly ascending set of strings.
+pub(crate) fn decode_str_set(r: &mut Reader<'_>) -> Result<Set> {
+    let n = r.count(1, usize::MAX)?;
+    let mut s = Set::with_capacity(n);
+    let mut last: Option<&str> = None;
+    for _ in 0..n {
+        let e = r.str()?;
+        if last.is_some_and(|l| l >= e) {
+            return Err(r.err("set elements not strictly ascending"));
+        }
+        last = Some(e);
+        s.push_ordered(Name::new(e));
+    }
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::map;
+
+    #[test]
+    fn encoding_round_trips_and_rejects_noncanonical() {
+        let v = map! { "a" => 1i64, "b" => "x", "s" => Value::set(["p", "q"]) };
+        let b = v.to_bytes();
+        let mut r = Reader::new(&b, "value");
+        assert_eq!(Value::decode(&mut r).unwrap(), v);
+        r.finish().unwrap();
+        // Unsorted set.
+        let mut w = Writer::new();
+        w.u8(T_SET);
+        w.varint(2);
+        w.lp(b"q");
+        w.lp(b"p");
+        assert!(Value::decode(&mut Reader::new(&w.buf, "value")).is_err());
+        // Negative zero.
+        let mut w = Writer::new();
+        w.u8(T_NUMBER);
+        w.u64((-0.0f64).to_bits());
+        assert!(Value::decode(&mut Reader::new(&w.buf, "value")).is_err());
+    }
+
+    #[test]
+    fn encoded_len_matches() {
+        let v = map! { "a" => 1i64, "b" => "x".repeat(200), "s" => Value::set(["p", "q"]),
+        "l" => Value::List(vec![Value::Null, Value::from(true)]) };
+        assert_eq!(v.encoded_len(), v.to_bytes().len());
+    }
+}

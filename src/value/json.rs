@@ -1,0 +1,267 @@
+//! The JSON form of values (docs/design.md §2.2), streaming both ways through serde: parsing
+//! builds a [`Value`] in one pass (no `serde_json::Value` tree per node), writing serializes
+//! straight from it.
+//!
+//! JSON maps one to one, except that an object with exactly one key `"$set"` whose value is an
+//! array is a set (its elements must be strings; duplicates collapse). Numbers must be finite;
+//! they are written as integers when integral and below 2^53 in magnitude, else as floats.
+//! Nesting is bounded by the parser (serde_json stops at 128 levels); [`Value::validate`]
+//! applies the data model's own limit later.
+
+use super::{Map, Name, Set, Value};
+use crate::error::{Error, Result};
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use std::fmt;
+
+/// The reason given when a `{"$set": [...]}` holds something other than a string.
+const SET_ELEMENTS: &str = "set elements must be strings";
+/// The reason given for NaN or an infinity.
+const FINITE: &str = "numbers must be finite";
+
+impl<'de> Deserialize<'de> for Value {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(ValueVisitor)
+    }
+}
+
+/// A value from a JSON tree (query operands, schema defaults), with the errors the core gives
+/// for a bad value: `InvalidValue` at `$set` for a set element that is not a string.
+pub(crate) fn from_tree(j: &serde_json::Value) -> Result<Value> {
+    Value::deserialize(j).map_err(|e| {
+        let msg = e.to_string();
+        match msg.strip_prefix("$set: ") {
+            Some(reason) => Error::invalid_value("$set", reason),
+            None => Error::invalid_value("", msg),
+        }
+    })
+}
+
+/// A value as a JSON tree (query and aggregate output).
+pub(crate) fn to_tree(v: &Value) -> serde_json::Value {
+    serde_json::to_value(v).expect("a value always converts to JSON")
+}
+
+struct ValueSeed;
+
+impl<'de> DeserializeSeed<'de> for ValueSeed {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(ValueVisitor)
+    }
+}
+
+struct ValueVisitor;
+
+fn number<E: de::Error>(n: f64) -> Result<Value, E> {
+    Value::number(n).map_err(|_| E::custom(FINITE))
+}
+
+impl<'de> Visitor<'de> for ValueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<Value, E> {
+        number(n as f64)
+    }
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Value, E> {
+        number(n as f64)
+    }
+    fn visit_f64<E: de::Error>(self, n: f64) -> Result<Value, E> {
+        number(n)
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::String(s.to_owned()))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Value, E> {
+        Ok(Value::String(s))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(v) = seq.next_element_seed(ValueSeed)? {
+            out.push(v);
+        }
+        Ok(Value::List(out))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        // Fields are gathered, then sorted once by `collect` (keys arrive in document order;
+        // inserting one by one into the sorted `Map` would be quadratic for a large object).
+        let mut m: Vec<(Name, Value)> = Vec::new();
+        let Some(first) = map.next_key::<String>()? else {
+            return Ok(Value::Map(Map::new()));
+        };
+        let v = map.next_value_seed(ValueSeed)?;
+        if first == "$set" {
+            if let Value::List(elems) = &v {
+                // A lone "$set" key holding an array is a set.
+                let Some(k2) = map.next_key::<String>()? else {
+                    return set_of(elems);
+                };
+                m.push((first.into(), v));
+                let v2 = map.next_value_seed(ValueSeed)?;
+                m.push((k2.into(), v2));
+                return rest_of_map(map, m);
+            }
+        }
+        m.push((first.into(), v));
+        rest_of_map(map, m)
+    }
+}
+
+/// The set written `{"$set": elems}`: every element must be a string.
+fn set_of<E: de::Error>(elems: &[Value]) -> Result<Value, E> {
+    let mut s = Vec::with_capacity(elems.len());
+    for e in elems {
+        match e {
+            Value::String(x) => s.push(x.as_str()),
+            _ => return Err(E::custom(format!("$set: {SET_ELEMENTS}"))),
+        }
+    }
+    // Collected, not inserted one by one: sorted once.
+    Ok(Value::Set(s.into_iter().collect::<Set>()))
+}
+
+/// Read the remaining entries of an object after those in `m`.
+fn rest_of_map<'de, A: MapAccess<'de>>(
+    mut map: A,
+    mut m: Vec<(Name, Value)>,
+) -> Result<Value, A::Error> {
+    while let Some(k) = map.next_key::<String>()? {
+        let v = map.next_value_seed(ValueSeed)?;
+        m.push((k.into(), v));
+    }
+    Ok(Value::Map(m.into_iter().collect()))
+}
+
+impl Serialize for Value {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Value::Null => s.serialize_unit(),
+            Value::Bool(b) => s.serialize_bool(*b),
+            Value::Number(n) => {
+                if n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 {
+                    s.serialize_i64(*n as i64)
+                } else {
+                    s.serialize_f64(*n)
+                }
+            }
+            Value::String(x) => s.serialize_str(x),
+            Value::List(l) => {
+                let mut seq = s.serialize_seq(Some(l.len()))?;
+                for v in l {
+                    seq.serialize_element(v)?;
+                }
+                seq.end()
+            }
+            Value::Map(m) => m.serialize(s),
+            Value::Set(set) => {
+                let mut o = s.serialize_map(Some(1))?;
+                o.serialize_entry("$set", set)?;
+                o.end()
+            }
+        }
+    }
+}
+
+/// A map is a JSON object.
+impl Serialize for Map {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut o = s.serialize_map(Some(self.len()))?;
+        for (k, v) in self {
+            o.serialize_entry(k.as_str(), v)?;
+        }
+        o.end()
+    }
+}
+
+/// A set on its own is the array of its elements (inside a value it is `{"$set": [...]}`).
+impl Serialize for Set {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter().map(Name::as_str))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> serde_json::Result<Value> {
+        serde_json::from_str(text)
+    }
+
+    #[test]
+    fn json_round_trip_with_sets() {
+        let v = parse(r#"{"t":"x","n":1.5,"s":{"$set":["b","a"]},"l":[null,true]}"#).unwrap();
+        assert_eq!(v.get_path("s"), Some(&Value::set(["a", "b"])));
+        assert_eq!(from_tree(&to_tree(&v)).unwrap(), v);
+    }
+
+    #[test]
+    fn text_and_tree_parse_alike() {
+        for text in [
+            r#"{"t":"x","n":1.5,"s":{"$set":["b","a"]},"l":[null,true,-0.0,1e300]}"#,
+            r#"{"$set":["a"],"x":1}"#,
+            r#"{"x":1,"$set":["a"]}"#,
+            r#"{"$set":"notalist"}"#,
+            r#"{"a":{"b":{"c":[1,2,{"$set":[]}]}}}"#,
+            r#"[]"#,
+            r#"-12"#,
+        ] {
+            let j: serde_json::Value = serde_json::from_str(text).unwrap();
+            assert_eq!(parse(text).unwrap(), from_tree(&j).unwrap(), "{text}");
+        }
+        assert_eq!(
+            parse(r#"{"$set":["b","a","b"]}"#).unwrap(),
+            Value::set(["a", "b"])
+        );
+        assert!(matches!(
+            parse(r#"{"$set":"x"}"#).unwrap(),
+            Value::Map(m) if m.len() == 1
+        ));
+        assert!(parse(r#"{"$set":[1]}"#).is_err());
+        assert!(parse(r#"{"a":1"#).is_err());
+        assert!(parse(r#"{"a":1} x"#).is_err());
+        assert_eq!(parse("-0.0").unwrap(), Value::Number(0.0));
+    }
+
+    #[test]
+    fn tree_errors_name_the_set() {
+        let j = serde_json::json!({"$set": [1]});
+        match from_tree(&j) {
+            Err(Error::InvalidValue { path, reason }) => {
+                assert_eq!(path, "$set");
+                assert_eq!(reason, SET_ELEMENTS);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn writes_integers_and_sets() {
+        let text =
+            r#"{"t":"x\"\n","n":1.5,"i":3,"s":{"$set":["a","b"]},"l":[null,true,-2],"m":{}}"#;
+        let v = parse(text).unwrap();
+        let out = serde_json::to_string(&v).unwrap();
+        assert_eq!(
+            out,
+            r#"{"i":3,"l":[null,true,-2],"m":{},"n":1.5,"s":{"$set":["a","b"]},"t":"x\"\n"}"#
+        );
+        assert_eq!(parse(&out).unwrap(), v);
+        assert_eq!(
+            serde_json::to_string(&Value::Number(1e300)).unwrap(),
+            "1e+300"
+        );
+        assert_eq!(
+            serde_json::to_string(&Value::Number(9007199254740992.0)).unwrap(),
+            "9007199254740992.0"
+        );
+    }
+}
