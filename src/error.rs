@@ -73,6 +73,66 @@ pub enum SignatureErrorKind {
     Malformed,
     /// The commit is marked trusted (unsigned) and this peer requires signatures.
     Unsigned,
+    /// A seal was made for another repository (a history copied from elsewhere).
+    WrongRepository,
+}
+
+/// Why the access rule refused something (docs/design.md §6.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PermissionErrorKind {
+    /// The key (or an anonymous session) may not read the repository.
+    CannotRead,
+    /// The author may not change items of the repository.
+    CannotWrite,
+    /// The author may not change the access list.
+    CannotAdminister,
+    /// A second root: the commit founds another repository than the one it was sent to.
+    ForeignRoot,
+    /// The server does not let this session create the repository.
+    CannotCreate,
+}
+
+impl PermissionErrorKind {
+    /// The stable name carried to JS (`PermissionError.kind`).
+    pub fn name(self) -> &'static str {
+        match self {
+            PermissionErrorKind::CannotRead => "cannot-read",
+            PermissionErrorKind::CannotWrite => "cannot-write",
+            PermissionErrorKind::CannotAdminister => "cannot-administer",
+            PermissionErrorKind::ForeignRoot => "foreign-root",
+            PermissionErrorKind::CannotCreate => "cannot-create",
+        }
+    }
+}
+
+/// Why a sync session's proof of key possession was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AuthErrorKind {
+    /// The answer is not a valid signature by the key it names.
+    BadSignature,
+    /// The answer was made for another challenge (a replay).
+    Replayed,
+    /// The answer came after the challenge expired.
+    Stale,
+    /// The answer names another server (URL) than this one.
+    WrongServer,
+    /// The answer or its key could not be parsed.
+    Malformed,
+}
+
+impl AuthErrorKind {
+    /// The stable name carried to JS (`AuthError.kind`).
+    pub fn name(self) -> &'static str {
+        match self {
+            AuthErrorKind::BadSignature => "bad-signature",
+            AuthErrorKind::Replayed => "replayed",
+            AuthErrorKind::Stale => "stale",
+            AuthErrorKind::WrongServer => "wrong-server",
+            AuthErrorKind::Malformed => "malformed",
+        }
+    }
 }
 
 /// Why a sync protocol message was refused (`crate::sync`).
@@ -142,6 +202,18 @@ pub enum Error {
         kind: ProtocolErrorKind,
         detail: String,
     },
+    /// The access rule refused a read or a write.
+    Permission {
+        kind: PermissionErrorKind,
+        detail: String,
+    },
+    /// A sync session could not prove possession of its key.
+    Auth { kind: AuthErrorKind, detail: String },
+    /// A resource limit was reached (`what` names the limit, e.g. `connections`).
+    Limit { what: String, detail: String },
+    /// The service cannot serve the request now (shutting down, a repository that cannot be
+    /// opened); try again later.
+    Unavailable { detail: String },
 }
 
 impl Error {
@@ -167,6 +239,10 @@ impl Error {
             },
             Error::Closed => "ClosedError",
             Error::Protocol { .. } => "ProtocolError",
+            Error::Permission { .. } => "PermissionError",
+            Error::Auth { .. } => "AuthError",
+            Error::Limit { .. } => "LimitError",
+            Error::Unavailable { .. } => "UnavailableError",
         }
     }
 
@@ -242,6 +318,18 @@ impl fmt::Display for Error {
             Error::Protocol { kind, detail } => {
                 write!(f, "sync protocol error ({kind:?}): {detail}")
             }
+            Error::Permission { kind, detail } => {
+                write!(f, "permission denied ({}): {detail}", kind.name())
+            }
+            Error::Auth { kind, detail } => {
+                write!(
+                    f,
+                    "session authentication failed ({}): {detail}",
+                    kind.name()
+                )
+            }
+            Error::Limit { what, detail } => write!(f, "limit reached ({what}): {detail}"),
+            Error::Unavailable { detail } => write!(f, "unavailable: {detail}"),
         }
     }
 }

@@ -21,7 +21,8 @@ mod value;
 
 // Errors: one enum, with a stable name per variant (`Error::name`) that the bindings expose.
 pub use error::{
-    Error, ProtocolErrorKind, Result, SignatureErrorKind, StorageError, StorageErrorKind,
+    AuthErrorKind, Error, PermissionErrorKind, ProtocolErrorKind, Result, SignatureErrorKind,
+    StorageError, StorageErrorKind,
 };
 
 // §2 Data model: keys, values, schemas, transactions.

@@ -42,6 +42,16 @@ pub enum ErrorCode {
     Storage = 6,
     /// The repository name is not acceptable.
     InvalidRepository = 7,
+    /// The access rule refused a read or write ([`Error::Permission`]).
+    Permission = 8,
+    /// The session's proof of key possession was refused ([`Error::Auth`]).
+    Auth = 9,
+    /// A resource limit was reached ([`Error::Limit`]): message size, connections, rate,
+    /// queue, pending commits, open repositories, timeouts.
+    Limit = 10,
+    /// The server cannot serve this now ([`Error::Unavailable`]): shutting down, or the
+    /// repository cannot be opened. Try again later.
+    Unavailable = 11,
 }
 
 impl ErrorCode {
@@ -54,6 +64,10 @@ impl ErrorCode {
             5 => ErrorCode::TooLarge,
             6 => ErrorCode::Storage,
             7 => ErrorCode::InvalidRepository,
+            8 => ErrorCode::Permission,
+            9 => ErrorCode::Auth,
+            10 => ErrorCode::Limit,
+            11 => ErrorCode::Unavailable,
             _ => ErrorCode::Other,
         }
     }
@@ -67,6 +81,10 @@ impl ErrorCode {
             Error::ClockSkew { .. } => ErrorCode::ClockSkew,
             Error::TooLarge { .. } => ErrorCode::TooLarge,
             Error::Storage(_) | Error::Corrupt { .. } => ErrorCode::Storage,
+            Error::Permission { .. } => ErrorCode::Permission,
+            Error::Auth { .. } => ErrorCode::Auth,
+            Error::Limit { .. } => ErrorCode::Limit,
+            Error::Unavailable { .. } => ErrorCode::Unavailable,
             _ => ErrorCode::Other,
         }
     }

@@ -52,6 +52,9 @@ pub fn to_js(e: &Error) -> JsValue {
             }
         }
         Error::Storage(se) => set(&err, "kind", s(storage_kind(&se.kind))),
+        Error::Permission { kind, .. } => set(&err, "kind", s(kind.name())),
+        Error::Auth { kind, .. } => set(&err, "kind", s(kind.name())),
+        Error::Limit { what, .. } => set(&err, "limit", s(what)),
         _ => {}
     }
     err
@@ -65,6 +68,7 @@ fn sig_kind(k: &SignatureErrorKind) -> &'static str {
         SignatureErrorKind::Missing => "missing",
         SignatureErrorKind::Malformed => "malformed",
         SignatureErrorKind::Unsigned => "unsigned",
+        SignatureErrorKind::WrongRepository => "wrong-repository",
         _ => "other",
     }
 }
