@@ -128,7 +128,7 @@ fn ident() -> Identity {
 }
 
 fn opts() -> RepoOptions {
-    RepoOptions::new(Some(ident()), system_clock())
+    RepoOptions::new("bench", Some(ident()), system_clock())
 }
 
 struct Tmp(PathBuf);
@@ -802,7 +802,10 @@ fn suite_crypto(rep: &mut Report) {
         .map(|i| CommitId::of(&i.to_le_bytes()))
         .collect();
     for (msg, label) in [
-        (ibexdb::Seal::message(&pk, &ids), "seal msg, 1,000 ids"),
+        (
+            ibexdb::Seal::message("bench", &pk, &ids),
+            "seal msg, 1,000 ids",
+        ),
         (b"hello, ibexdb".to_vec(), "13-byte msg"),
     ] {
         let k = 200;

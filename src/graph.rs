@@ -6,6 +6,7 @@
 //! `store/snapshot/`) and the repository (which grows it from the log and from peers,
 //! `repo/`). `verify()` rebuilds one from scratch and compares it with the live one.
 
+use crate::access::{acl_after, Acl, AclTable, ACL_COLLECTION};
 use crate::commit::{Commit, CommitId, PublicKey, Seal};
 use crate::state::{ChangeSink, State};
 use std::collections::{BTreeSet, HashMap};
@@ -24,6 +25,8 @@ pub struct CommitInfo {
     pub sealed: bool,
     /// Indices of the parents in the commit table.
     pub parents: Vec<u32>,
+    /// The access list after this commit (index into [`Graph::acls`]; docs/design.md §6.4).
+    pub acl: u32,
 }
 
 /// The in-memory model rebuilt from the log: commit graph plus materialized state.
@@ -39,6 +42,10 @@ pub struct Graph {
     pub heads: BTreeSet<CommitId>,
     /// Ids covered by a stored seal whose commit has not arrived yet, with the sealing authors.
     pub seal_cover: HashMap<CommitId, Vec<PublicKey>>,
+    /// The access lists the commits produced, interned.
+    pub acls: AclTable,
+    /// The merge of every commit's access list: the access list of the whole graph.
+    pub acl: u32,
 }
 
 impl Graph {
@@ -62,7 +69,8 @@ impl Graph {
         sink: &mut dyn ChangeSink,
     ) -> u32 {
         let author = self.author_index(commit.author);
-        let parents = commit.parents.iter().map(|p| self.by_id[p]).collect();
+        let parents: Vec<u32> = commit.parents.iter().map(|p| self.by_id[p]).collect();
+        let acl = self.acl_of(&commit, &id, &parents);
         let sealed = match self.seal_cover.remove(&id) {
             Some(authors) => authors.contains(&commit.author),
             None => false,
@@ -76,6 +84,7 @@ impl Graph {
             trusted: commit.trusted,
             sealed,
             parents,
+            acl,
         });
         self.by_id.insert(id, idx);
         for p in &commit.parents {
@@ -84,6 +93,43 @@ impl Graph {
         self.heads.insert(id);
         self.state.apply_owned(commit, &id, idx, sink);
         idx
+    }
+
+    /// The access list after `commit` (whose parents have these indices), interned. Most
+    /// commits change nothing: they share their parent's list.
+    fn acl_of(&mut self, commit: &Commit, id: &CommitId, parents: &[u32]) -> u32 {
+        let touches_acl = commit
+            .changes
+            .iter()
+            .any(|c| c.collection == ACL_COLLECTION);
+        let first = parents.first().map_or(0, |&p| self.commits[p as usize].acl);
+        let same = parents
+            .iter()
+            .all(|&p| self.commits[p as usize].acl == first);
+        let acl = if !touches_acl && same {
+            first
+        } else {
+            let past = self.past_acl(parents);
+            let after = acl_after(&past, commit, commit.stamp(id));
+            self.acls.intern(after)
+        };
+        if acl != self.acl {
+            let all = self.acls.past([self.acl, acl]);
+            self.acl = self.acls.intern(all);
+        }
+        acl
+    }
+
+    /// The access list of the causal past of a commit with these parents (commit-table
+    /// indices).
+    pub(crate) fn past_acl(&self, parents: &[u32]) -> Acl {
+        self.acls
+            .past(parents.iter().map(|&p| self.commits[p as usize].acl))
+    }
+
+    /// The access list of the whole graph (every commit's writes merged).
+    pub(crate) fn current_acl(&self) -> &Acl {
+        self.acls.get(self.acl)
     }
 
     /// Whether `id` is known to be sealed by `author` (stored commit, or stored seal whose

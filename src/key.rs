@@ -58,6 +58,30 @@ fn check_collection(coll: &str) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// Longest repository name in bytes.
+pub const MAX_REPO_NAME: usize = 128;
+
+/// A repository name: 1–128 bytes of `A–Z a–z 0–9 . _ -`, starting with a letter or digit (it
+/// names a directory in OPFS and a file on the server, and is bound into every seal). Anything
+/// else is `InvalidKeyError`.
+pub fn check_repo_name(name: &str) -> Result<()> {
+    let b = name.as_bytes();
+    let ok = !b.is_empty()
+        && b.len() <= MAX_REPO_NAME
+        && b[0].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|&c| c.is_ascii_alphanumeric() || c == b'.' || c == b'_' || c == b'-');
+    if ok {
+        return Ok(());
+    }
+    Err(Error::InvalidKey {
+        key: name.chars().take(140).collect(),
+        reason: format!(
+            "a repository name is 1-{MAX_REPO_NAME} bytes of A-Z a-z 0-9 . _ -, starting with a letter or digit"
+        ),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

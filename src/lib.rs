@@ -5,6 +5,7 @@
 //! Every module is private; what a host needs is re-exported below, grouped by the chapter of
 //! docs/design.md that describes it. The folder layout is listed in docs/design.md §1.
 
+mod access;
 mod codec;
 mod commit;
 mod error;
@@ -33,8 +34,14 @@ pub use value::{Map, Name, Set, Value, MAX_DEPTH, MAX_FIELD_NAME, MAX_ITEM_BYTES
 
 // §4-5 Commits and seals.
 pub use commit::{
-    Change, Commit, CommitId, FieldOp, Identity, Op, PublicKey, Seal, MAX_COMMIT_BYTES,
-    MAX_PARENTS, MAX_SEAL_IDS,
+    from_hex, Change, Commit, CommitId, FieldOp, Identity, Op, PublicKey, Seal, Signature,
+    MAX_COMMIT_BYTES, MAX_PARENTS, MAX_SEAL_IDS,
+};
+
+// §6.4 Permissions: who may read and write.
+pub use access::{
+    check_commit, member_value, parse_change, public_value, Acl, AclWrite, Role, ACL_COLLECTION,
+    PUBLIC_ID,
 };
 
 // §7-8 Storage.
@@ -46,8 +53,8 @@ pub use store::{MemStorage, Recovery, Storage};
 #[cfg(not(target_arch = "wasm32"))]
 pub use repo::system_clock;
 pub use repo::{
-    Clock, Durability, Export, HistoryEntry, OpenReport, ReceiveReport, Repo, RepoOptions,
-    VerifyReport, ANONYMOUS,
+    Admission, Clock, Durability, Export, HistoryEntry, OpenReport, ReceiveReport, Repo,
+    RepoOptions, VerifyReport, ANONYMOUS,
 };
 
 // §10 Queries.
@@ -58,7 +65,8 @@ pub use query::{
 
 // §12 Sync.
 pub use sync::{check_repo_name, decode_bundle, encode_bundle, Bundle};
-pub use sync::{Client, ClientEvent, ErrorCode, Hub, Message, PushOutcome};
+pub use sync::{url_authority, Expected, SessionProof, NONCE_LEN};
+pub use sync::{Client, ClientEvent, ErrorCode, Hub, Message, PushOutcome, Rights};
 pub use sync::{MAX_MESSAGE_BYTES, MAX_REPO_NAME, PROTOCOL_VERSION};
 
 /// Test hooks, behind the `testing` feature (the crate's own tests and benches enable it):

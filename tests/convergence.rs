@@ -4,7 +4,7 @@
 
 mod common;
 use common::*;
-use ibexdb::{Map, MemStorage, Repo, RepoOptions, Txn, Value};
+use ibexdb::{Map, MemStorage, Repo, RepoOptions, Role, Txn, Value};
 
 const KEYS: u64 = 6;
 const FIELDS: [&str; 4] = ["a", "b", "c", "s"];
@@ -108,11 +108,29 @@ fn gossip(rng: &mut Rng, from: &Repo<MemStorage>, to: &mut Repo<MemStorage>, all
     }
 }
 
+/// In signed mode a repository has one owner and one root (docs/design.md §6.4): replica 0
+/// founds it, lets every other replica write, and they all start from that history.
+fn found(rs: &mut [Repo<MemStorage>]) {
+    if rs[0].is_trusted_mode() {
+        return; // unowned repositories: every replica may start its own root
+    }
+    for i in 1..rs.len() {
+        let k = rs[i].author();
+        rs[0].grant(&k, Role::Writer).unwrap();
+    }
+    rs[0].seal().unwrap();
+    let (commits, seals) = rs[0].export().unwrap();
+    for r in &mut rs[1..] {
+        r.receive(&commits, &seals).unwrap();
+    }
+}
+
 fn scenario(seed: u64, replicas: usize, steps: usize, opts: impl Fn(u8) -> RepoOptions) {
     let mut rng = Rng(seed);
     let mut rs: Vec<Repo<MemStorage>> = (0..replicas)
         .map(|i| Repo::open(MemStorage::new(), None, opts(i as u8 + 1)).unwrap())
         .collect();
+    found(&mut rs);
     for _ in 0..steps {
         let i = rng.below(replicas as u64) as usize;
         if rng.chance(70) {

@@ -13,8 +13,9 @@
 
 use futures_util::{SinkExt, StreamExt};
 use ibexdb::FileStorage;
-use ibexdb::{check_repo_name, ErrorCode, Hub, Message, MAX_MESSAGE_BYTES};
+use ibexdb::{check_repo_name, url_authority, ErrorCode, Expected, Hub, Message, SessionProof};
 use ibexdb::{system_clock, RepoOptions};
+use ibexdb::{Admission, PermissionErrorKind, PublicKey, MAX_MESSAGE_BYTES, NONCE_LEN};
 use ibexdb::{CommitId, Error, ProtocolErrorKind, Repo};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -30,10 +31,12 @@ struct Config {
     data: PathBuf,
     listen: String,
     accept_trusted: bool,
+    /// URLs clients use to reach this server (bound into their session proofs).
+    public_urls: Vec<String>,
 }
 
 fn usage() -> ! {
-    eprintln!("usage: ibexdb-server --data DIR --listen HOST:PORT [--accept-trusted]");
+    eprintln!("usage: ibexdb-server --data DIR --listen HOST:PORT [--public-url URL]... [--accept-trusted]");
     std::process::exit(2)
 }
 
@@ -41,12 +44,14 @@ fn parse_args() -> Config {
     let mut data = None;
     let mut listen = None;
     let mut accept_trusted = false;
+    let mut public_urls = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--data" => data = Some(PathBuf::from(args.next().unwrap_or_else(|| usage()))),
             "--listen" => listen = Some(args.next().unwrap_or_else(|| usage())),
             "--accept-trusted" => accept_trusted = true,
+            "--public-url" => public_urls.push(args.next().unwrap_or_else(|| usage())),
             _ => usage(),
         }
     }
@@ -54,22 +59,55 @@ fn parse_args() -> Config {
         data: data.unwrap_or_else(|| usage()),
         listen: listen.unwrap_or_else(|| "127.0.0.1:8787".to_string()),
         accept_trusted,
+        public_urls,
     }
+}
+
+/// The `host:port` forms clients may have dialed: the `--public-url`s, and the bound address
+/// (with `localhost` for a loopback address, and both loopback names for an unspecified one).
+fn accepted_hosts(cfg: &Config, addr: std::net::SocketAddr) -> Vec<String> {
+    let mut hosts: Vec<String> = cfg
+        .public_urls
+        .iter()
+        .filter_map(|u| url_authority(u))
+        .collect();
+    let port = addr.port();
+    if addr.ip().is_unspecified() || addr.ip().is_loopback() {
+        hosts.push(format!("localhost:{port}"));
+        hosts.push(format!("127.0.0.1:{port}"));
+        hosts.push(format!("[::1]:{port}"));
+    } else {
+        hosts.push(addr.to_string());
+    }
+    hosts
 }
 
 /// Outbound encoded messages of one connection; `None` asks the connection to close.
 type Outbox = UnboundedSender<Option<Vec<u8>>>;
 
+/// The key a session proved (`None`: anonymous).
+type Session = Option<PublicKey>;
+
 enum Cmd {
-    Subscribe { conn: u64, cursor: u64, out: Outbox },
-    Push { conn: u64, bytes: Vec<u8> },
-    Leave { conn: u64 },
+    Subscribe {
+        conn: u64,
+        cursor: u64,
+        session: Session,
+        out: Outbox,
+    },
+    Push {
+        conn: u64,
+        bytes: Vec<u8>,
+    },
+    Leave {
+        conn: u64,
+    },
 }
 
 /// The thread that owns one repository.
 fn open_hub(dir: &Path, name: &str, accept_trusted: bool) -> Result<Hub<FileStorage>, Error> {
     let log = FileStorage::open(dir.join(format!("{name}.log")))?;
-    let mut opts = RepoOptions::new(None, system_clock());
+    let mut opts = RepoOptions::new(name, None, system_clock());
     opts.trusted = true; // the server writes no commits of its own
     opts.accept_trusted = accept_trusted;
     Hub::new(Repo::open(log, None, opts)?)
@@ -79,16 +117,37 @@ fn send(out: &Outbox, m: &Message) {
     let _ = out.send(Some(m.encode()));
 }
 
+/// After the access list changed, close the subscriptions whose session may no longer read.
+fn drop_readers_without_rights(hub: &Hub<FileStorage>, subs: &mut HashMap<u64, (Session, Outbox)>) {
+    subs.retain(|_, (session, out)| {
+        if hub.rights(session.as_ref()).read {
+            return true;
+        }
+        let e = Error::Permission {
+            kind: PermissionErrorKind::CannotRead,
+            detail: "this session's read access was revoked".into(),
+        };
+        send(out, &Message::error(&e));
+        let _ = out.send(None);
+        false
+    });
+}
+
 fn repo_thread(name: String, mut hub: Hub<FileStorage>, cfg: Arc<Config>, rx: mpsc::Receiver<Cmd>) {
-    let mut subs: HashMap<u64, Outbox> = HashMap::new();
+    let mut subs: HashMap<u64, (Session, Outbox)> = HashMap::new();
     while let Ok(cmd) = rx.recv() {
         match cmd {
-            Cmd::Subscribe { conn, cursor, out } => match hub.hello(&name, cursor) {
+            Cmd::Subscribe {
+                conn,
+                cursor,
+                session,
+                out,
+            } => match hub.hello(&name, cursor, session.as_ref()) {
                 Ok(msgs) => {
                     for m in &msgs {
                         send(&out, m);
                     }
-                    subs.insert(conn, out);
+                    subs.insert(conn, (session, out));
                 }
                 Err(e) => {
                     send(&out, &Message::error(&e));
@@ -99,13 +158,17 @@ fn repo_thread(name: String, mut hub: Hub<FileStorage>, cfg: Arc<Config>, rx: mp
                 subs.remove(&conn);
             }
             Cmd::Push { conn, bytes } => {
-                let Some(out) = subs.get(&conn).cloned() else {
+                let Some((session, out)) = subs.get(&conn).cloned() else {
                     continue;
                 };
                 let Ok(Message::Push { commits, seals }) = Message::decode(&bytes) else {
                     continue; // the connection decoded it already
                 };
-                match hub.push(&commits, &seals) {
+                let admission = Admission::Server {
+                    session,
+                    allow_unowned: cfg.accept_trusted,
+                };
+                match hub.push(&admission, &commits, &seals) {
                     Ok(done) => {
                         send(&out, &Message::Ack { ids: done.ack });
                         if done.to > done.from {
@@ -115,12 +178,15 @@ fn repo_thread(name: String, mut hub: Hub<FileStorage>, cfg: Arc<Config>, rx: mp
                             };
                             let for_pusher = relay(&mine);
                             let for_others = relay(&HashSet::new());
-                            for (&c, o) in &subs {
+                            for (&c, (_, o)) in &subs {
                                 let msgs = if c == conn { &for_pusher } else { &for_others };
                                 for m in msgs {
                                     send(o, m);
                                 }
                             }
+                        }
+                        if done.access_changed {
+                            drop_readers_without_rights(&hub, &mut subs);
                         }
                     }
                     Err(e) => {
@@ -129,7 +195,7 @@ fn repo_thread(name: String, mut hub: Hub<FileStorage>, cfg: Arc<Config>, rx: mp
                             // Frames may be half written: reopen from disk (recovery drops a
                             // torn tail) and make every subscriber resume from its cursor.
                             eprintln!("repository {name}: storage error {e}; reopening");
-                            for o in subs.values() {
+                            for (_, o) in subs.values() {
                                 let _ = o.send(None);
                             }
                             subs.clear();
@@ -151,6 +217,7 @@ fn repo_thread(name: String, mut hub: Hub<FileStorage>, cfg: Arc<Config>, rx: mp
 
 struct Server {
     cfg: Arc<Config>,
+    hosts: Vec<String>,
     repos: Mutex<HashMap<String, mpsc::Sender<Cmd>>>,
     next_conn: AtomicU64,
 }
@@ -176,6 +243,60 @@ impl Server {
     }
 }
 
+/// This connection's challenge: a fresh random nonce, valid for [`HANDSHAKE_MS`].
+struct Challenge {
+    nonce: [u8; NONCE_LEN],
+    issued_ms: u64,
+}
+
+/// How long a challenge stays valid.
+const HANDSHAKE_MS: u64 = 10_000;
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Challenge {
+    fn new() -> Challenge {
+        let mut nonce = [0u8; NONCE_LEN];
+        getrandom::fill(&mut nonce).expect("the OS random source");
+        Challenge {
+            nonce,
+            issued_ms: now_ms(),
+        }
+    }
+
+    fn message(&self) -> Message {
+        Message::Challenge {
+            nonce: self.nonce,
+            server_time_ms: self.issued_ms,
+        }
+    }
+
+    /// The session a `Hello` proves for `repo` (anonymous without a proof).
+    fn check(
+        &self,
+        auth: Option<&SessionProof>,
+        repo: &str,
+        hosts: &[String],
+    ) -> Result<Session, Error> {
+        check_repo_name(repo)?;
+        let Some(proof) = auth else {
+            return Ok(None);
+        };
+        let expect = Expected {
+            nonce: &self.nonce,
+            issued_ms: self.issued_ms,
+            now_ms: now_ms(),
+            max_age_ms: HANDSHAKE_MS,
+            hosts,
+        };
+        proof.verify(&expect, repo).map(Some)
+    }
+}
+
 fn protocol_error(detail: &str) -> Vec<u8> {
     Message::error(&Error::Protocol {
         kind: ProtocolErrorKind::Unexpected,
@@ -196,6 +317,8 @@ async fn connection(server: Arc<Server>, stream: TcpStream) {
     let conn = server.next_conn.fetch_add(1, Ordering::Relaxed);
     let (out_tx, mut out_rx) = unbounded_channel::<Option<Vec<u8>>>();
     let mut repo: Option<mpsc::Sender<Cmd>> = None;
+    let challenge = Challenge::new();
+    let _ = out_tx.send(Some(challenge.message().encode()));
     // Writer: everything queued for this connection, in order; `None` closes.
     let writer = tokio::spawn(async move {
         while let Some(m) = out_rx.recv().await {
@@ -230,16 +353,27 @@ async fn connection(server: Arc<Server>, stream: TcpStream) {
             }
         };
         match (msg, &repo) {
-            (Message::Hello { repo: name, cursor }, None) => {
-                if let Err(e) = check_repo_name(&name) {
-                    let _ = out_tx.send(Some(Message::error(&e).encode()));
-                    break;
-                }
+            (
+                Message::Hello {
+                    repo: name,
+                    cursor,
+                    auth,
+                },
+                None,
+            ) => {
+                let session = match challenge.check(auth.as_ref(), &name, &server.hosts) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = out_tx.send(Some(Message::error(&e).encode()));
+                        break;
+                    }
+                };
                 match server.repo(&name) {
                     Ok(tx) => {
                         let _ = tx.send(Cmd::Subscribe {
                             conn,
                             cursor,
+                            session,
                             out: out_tx.clone(),
                         });
                         repo = Some(tx);
@@ -292,6 +426,7 @@ async fn main() {
     println!("ibexdb-server listening on {addr}");
     let _ = std::io::stdout().flush();
     let server = Arc::new(Server {
+        hosts: accepted_hosts(&cfg, addr),
         cfg: Arc::new(cfg),
         repos: Mutex::new(HashMap::new()),
         next_conn: AtomicU64::new(1),

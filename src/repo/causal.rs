@@ -64,10 +64,10 @@ impl Waiting {
     pub(super) fn ready(&mut self, arrived: &CommitId) -> Vec<(Commit, CommitId, Stored)> {
         let mut out = Vec::new();
         for child in self.by_parent.remove(arrived).unwrap_or_default() {
-            let p = self
-                .pending
-                .get_mut(&child)
-                .expect("waiting child is pending");
+            // A child dropped by `discard_dependents` (another of its parents was refused).
+            let Some(p) = self.pending.get_mut(&child) else {
+                continue;
+            };
             p.missing -= 1;
             if p.missing == 0 {
                 let p = self.pending.remove(&child).unwrap();
@@ -75,6 +75,24 @@ impl Waiting {
             }
         }
         out
+    }
+}
+
+impl Waiting {
+    /// Drop every commit that waits, directly or not, on `id` (which will never be applied).
+    /// Returns how many were dropped.
+    pub(super) fn discard_dependents(&mut self, id: &CommitId) -> usize {
+        let mut n = 0;
+        let mut stack = vec![*id];
+        while let Some(a) = stack.pop() {
+            for child in self.by_parent.remove(&a).unwrap_or_default() {
+                if self.pending.remove(&child).is_some() {
+                    n += 1;
+                    stack.push(child);
+                }
+            }
+        }
+        n
     }
 }
 

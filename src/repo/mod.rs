@@ -6,14 +6,19 @@
 //!
 //! | file          | what                                                                  |
 //! |---------------|-----------------------------------------------------------------------|
+//! | `access.rs`   | the access list: `access`, `grant`, `revoke`, `set_public`; the rule  |
+//! |               | for this replica's own commits (§6.4)                                 |
 //! | `read.rs`     | `get`, `history`, heads, queries, counts, aggregates, live queries    |
 //! | `write.rs`    | `commit` (a `Txn` → one commit), `seal`                               |
+//! | `admit.rs`    | the permission rule on receive; a sync server's admission rules      |
 //! | `receive.rs`  | `receive`: check seals, check each commit, store (§5.4)               |
 //! | `export.rs`   | stored commits and seals for peers                                    |
 //! | `verify.rs`   | `verify` (§9)                                                         |
 //! | `replay.rs`   | log frames → commit graph (open, verify)                              |
 //! | `causal.rs`   | the causal buffer: commits waiting for their parents                  |
 
+mod access;
+mod admit;
 mod causal;
 mod export;
 mod read;
@@ -22,6 +27,7 @@ mod replay;
 mod verify;
 mod write;
 
+pub use admit::Admission;
 pub use export::Export;
 pub use read::HistoryEntry;
 pub use receive::ReceiveReport;
@@ -59,6 +65,9 @@ pub const ANONYMOUS: PublicKey = PublicKey([0u8; PUBLIC_KEY_LEN]);
 
 /// How a repository is opened.
 pub struct RepoOptions {
+    /// The repository's name (`check_repo_name`). It is bound into every seal: a seal made
+    /// for another repository is refused.
+    pub name: String,
     /// The key that signs local commits. Required unless `trusted`.
     pub identity: Option<Identity>,
     /// Write unsigned commits (marked trusted in the commit).
@@ -73,9 +82,10 @@ pub struct RepoOptions {
 }
 
 impl RepoOptions {
-    /// Signed mode when an identity is given, trusted mode otherwise.
-    pub fn new(identity: Option<Identity>, clock: Clock) -> RepoOptions {
+    /// Repository `name`, in signed mode when an identity is given, trusted mode otherwise.
+    pub fn new(name: &str, identity: Option<Identity>, clock: Clock) -> RepoOptions {
         RepoOptions {
+            name: name.to_string(),
             trusted: identity.is_none(),
             accept_trusted: identity.is_none(),
             identity,
@@ -116,6 +126,7 @@ impl<S: Storage> Repo<S> {
     /// the history it covers. A snapshot that is missing, damaged or does not match the log is
     /// ignored: it is derived data.
     pub fn open(log: S, snapshot: Option<S>, opts: RepoOptions) -> Result<Repo<S>> {
+        crate::key::check_repo_name(&opts.name)?;
         if opts.identity.is_none() && !opts.trusted {
             return Err(Error::sig(
                 SignatureErrorKind::Missing,
@@ -158,7 +169,7 @@ impl<S: Storage> Repo<S> {
                 f.kind,
                 f.offset,
                 f.payload,
-                false,
+                None,
             )?;
             n += 1;
         }
@@ -188,6 +199,11 @@ impl<S: Storage> Repo<S> {
         &self.open_report
     }
 
+    /// The repository's name (bound into its seals).
+    pub fn name(&self) -> &str {
+        &self.opts.name
+    }
+
     /// This repository's author key.
     pub fn author(&self) -> PublicKey {
         self.author
@@ -204,6 +220,12 @@ impl<S: Storage> Repo<S> {
     /// Declare (or replace) a collection's schema and its indexes (built on first use).
     pub fn define_schema(&mut self, collection: &str, schema: Schema) -> Result<()> {
         crate::key::validate_collection(collection)?;
+        if collection == crate::access::ACL_COLLECTION {
+            return Err(Error::InvalidSchema {
+                collection: collection.to_string(),
+                reason: "the _acl collection is reserved for the access list".into(),
+            });
+        }
         self.query
             .set_indexes(collection, &schema.indexes, &self.graph.state);
         self.schemas.insert(collection.to_string(), schema);

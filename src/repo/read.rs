@@ -30,9 +30,11 @@ impl<S: Storage> Repo<S> {
         Ok(self.graph.state.get(c, i))
     }
 
-    /// Number of visible items, all collections together.
+    /// Number of visible items, all collections together but the reserved `_acl` (the
+    /// access list, see [`Repo::access`]).
     pub fn item_count(&self) -> usize {
-        self.graph.state.len()
+        let acl = self.graph.state.collection(crate::access::ACL_COLLECTION);
+        self.graph.state.len() - acl.map_or(0, |c| c.count())
     }
 
     /// SHA-256 of the visible state; equal on replicas holding the same commits.

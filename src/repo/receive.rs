@@ -1,9 +1,11 @@
 //! Receiving commits and seals from a peer (docs/design.md §5.4). Every check runs before
 //! anything is stored, and the first failure refuses the whole batch: first the seals
-//! ([`Repo::check_seals`]), then each commit ([`Repo::check_commit`]); then the batch is
-//! stored ([`Repo::store_received`]), seals first, and commits whose parents are missing wait
-//! in the causal buffer.
+//! ([`Repo::check_seals`]), then each commit ([`Repo::check_commit`]), then the permission
+//! rule for the commits whose parents are present (`admit.rs`); then the batch is stored
+//! ([`Repo::store_received`]), seals first, and commits whose parents are missing wait in the
+//! causal buffer (the rule checks them when they become ready).
 
+use super::admit::Admission;
 use super::causal::{missing_parents, Stored};
 use super::write::check_size;
 use super::Repo;
@@ -21,6 +23,9 @@ pub struct ReceiveReport {
     pub duplicates: usize,
     /// Waiting for missing parents.
     pub pending: usize,
+    /// Commits that waited for their parents and, once they arrived, broke the permission
+    /// rule: dropped (with the commits waiting on them).
+    pub refused: usize,
 }
 
 /// The seals of a batch that prove something new, and what they cover (id → sealing authors).
@@ -35,6 +40,27 @@ impl<S: Storage> Repo<S> {
     /// refused whole. Commits whose parents are missing wait in memory until they arrive.
     pub fn receive(
         &mut self,
+        commits: &[(CommitId, Vec<u8>)],
+        seals: &[Vec<u8>],
+    ) -> Result<ReceiveReport> {
+        self.receive_with(&Admission::Peer, commits, seals)
+    }
+
+    /// [`Repo::receive`] with the admission rules of a sync server for a session (see
+    /// [`Admission`]): on top of the rule every replica applies, new commits must be allowed by
+    /// the server's current access list, and the session itself must be allowed to write.
+    pub fn receive_as(
+        &mut self,
+        admission: &Admission,
+        commits: &[(CommitId, Vec<u8>)],
+        seals: &[Vec<u8>],
+    ) -> Result<ReceiveReport> {
+        self.receive_with(admission, commits, seals)
+    }
+
+    fn receive_with(
+        &mut self,
+        admission: &Admission,
         commits: &[(CommitId, Vec<u8>)],
         seals: &[Vec<u8>],
     ) -> Result<ReceiveReport> {
@@ -53,7 +79,10 @@ impl<S: Storage> Repo<S> {
             self.check_commit(&commit, &id, &checked.cover, now)?;
             accepted.push((commit, id, b));
         }
-        report.applied = self.store_received(checked.seals, accepted)?;
+        self.admit_batch(admission, &accepted)?;
+        let (applied, refused) = self.store_received(admission, checked.seals, accepted)?;
+        report.applied = applied;
+        report.refused = refused;
         report.pending = self.wait.len();
         Ok(report)
     }
@@ -69,6 +98,7 @@ impl<S: Storage> Repo<S> {
         };
         for b in seals {
             let seal = Seal::decode(b)?;
+            self.check_seal_repo(&seal)?;
             let new_coverage = seal.ids.iter().any(|id| {
                 !out.cover.get(id).is_some_and(|a| a.contains(&seal.author))
                     && !self.graph.is_sealed_by(id, &seal.author)
@@ -83,6 +113,20 @@ impl<S: Storage> Repo<S> {
             out.seals.push((seal, b));
         }
         Ok(out)
+    }
+
+    /// A seal made for another repository proves nothing here: the history was copied.
+    pub(super) fn check_seal_repo(&self, seal: &Seal) -> Result<()> {
+        if seal.repo == self.opts.name {
+            return Ok(());
+        }
+        Err(Error::sig(
+            SignatureErrorKind::WrongRepository,
+            format!(
+                "a seal made for repository {:?} was received by {:?}",
+                seal.repo, self.opts.name
+            ),
+        ))
     }
 
     /// The checks of one new commit: its signature (or trusted status), the rules of local
@@ -150,35 +194,52 @@ impl<S: Storage> Repo<S> {
 
     /// Store a checked batch: every seal frame first (a torn tail then drops commits, never a
     /// signed commit's seal), then each commit, applied at once if its parents are present,
-    /// else held in the causal buffer. Returns how many commits were applied.
+    /// else held in the causal buffer. Returns how many commits were applied and how many
+    /// waiting ones the rule refused once ready.
     fn store_received(
         &mut self,
+        admission: &Admission,
         seals: Vec<(Seal, &Vec<u8>)>,
         accepted: Vec<(Commit, CommitId, &Vec<u8>)>,
-    ) -> Result<usize> {
+    ) -> Result<(usize, usize)> {
         for (seal, b) in &seals {
             let offset = self.log.append(FRAME_SEAL, b)?;
             self.graph.add_seal(seal, offset);
         }
-        let mut applied = 0;
+        let (mut applied, mut refused) = (0, 0);
         for (commit, id, b) in accepted {
             let missing = missing_parents(&self.graph, &commit);
             if missing.is_empty() {
-                applied += self.add_ready(commit, id, Stored::Bytes(b.clone()))?;
+                let (a, r) = self.add_ready(admission, commit, id, Stored::Bytes(b.clone()))?;
+                applied += a;
+                refused += r;
             } else {
                 self.wait
                     .defer(commit, id, Stored::Bytes(b.clone()), &missing);
             }
         }
-        Ok(applied)
+        Ok((applied, refused))
     }
 
-    /// Apply a commit whose parents are present, then every waiting commit it completes.
-    /// Returns how many commits were applied.
-    fn add_ready(&mut self, commit: Commit, id: CommitId, stored: Stored) -> Result<usize> {
-        let mut n = 0;
+    /// Apply a commit whose parents are present, then every waiting commit it completes. A
+    /// waiting commit that breaks the permission rule once its parents are known is dropped,
+    /// with everything that waits on it. Returns (applied, refused).
+    fn add_ready(
+        &mut self,
+        admission: &Admission,
+        commit: Commit,
+        id: CommitId,
+        stored: Stored,
+    ) -> Result<(usize, usize)> {
+        let (mut n, mut refused) = (0, 0);
         let mut stack = vec![(commit, id, stored)];
+        let first = id;
         while let Some((commit, id, stored)) = stack.pop() {
+            // The batch's own ready commits were admitted before anything was stored.
+            if id != first && self.admit_ready(admission, &commit, &id).is_err() {
+                refused += 1 + self.wait.discard_dependents(&id);
+                continue;
+            }
             let offset = match stored {
                 Stored::InLog(o) => o,
                 Stored::Bytes(b) => self.log.append(FRAME_COMMIT, &b)?,
@@ -188,7 +249,7 @@ impl<S: Storage> Repo<S> {
             n += 1;
             stack.extend(self.wait.ready(&id));
         }
-        Ok(n)
+        Ok((n, refused))
     }
 }
 

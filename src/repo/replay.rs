@@ -1,30 +1,41 @@
 //! Replaying log frames into a commit graph (open, and `verify()`'s shadow replay;
-//! docs/design.md §7.4 step 4). The local log is trusted on open: seal signatures are checked
-//! only when verifying.
+//! docs/design.md §7.4 step 4). The local log is trusted on open: seal signatures, the seals'
+//! repository and the permission rule are checked only when verifying.
 
 use super::causal::{missing_parents, Stored, Waiting};
-use crate::commit::{Commit, Seal};
+use crate::access::check_commit;
+use crate::commit::{Commit, CommitId, Seal};
 use crate::error::{Error, Result};
 use crate::graph::Graph;
 use crate::state::NoSink;
 use crate::store::log::{FRAME_COMMIT, FRAME_SEAL};
 
 /// Apply one log frame. Commits whose parents come later in the log (possible after a
-/// repair, or when a received parent completed a hole) wait for them in `wait`.
+/// repair, or when a received parent completed a hole) wait for them in `wait`. `verify`
+/// names the repository when `verify()` replays: then seal signatures and repositories and
+/// the permission rule are checked too.
 pub(super) fn replay_frame(
     graph: &mut Graph,
     wait: &mut Waiting,
     kind: u8,
     offset: u64,
     payload: &[u8],
-    verify_sigs: bool,
+    verify: Option<&str>,
 ) -> Result<()> {
     match kind {
-        FRAME_COMMIT => replay_commit(graph, wait, offset, payload),
+        FRAME_COMMIT => replay_commit(graph, wait, offset, payload, verify.is_some()),
         FRAME_SEAL => {
             let seal = Seal::decode(payload).map_err(|e| at(offset, e))?;
-            if verify_sigs {
+            if let Some(name) = verify {
                 seal.verify().map_err(|e| at(offset, e))?;
+                if seal.repo != name {
+                    return Err(Error::VerifyFailed {
+                        reason: format!(
+                            "the seal at offset {offset} was made for repository {:?}, not {name:?}",
+                            seal.repo
+                        ),
+                    });
+                }
             }
             graph.add_seal(&seal, offset);
             Ok(())
@@ -33,7 +44,43 @@ pub(super) fn replay_frame(
     }
 }
 
-fn replay_commit(graph: &mut Graph, wait: &mut Waiting, offset: u64, payload: &[u8]) -> Result<()> {
+/// Add a logged commit to the graph; when verifying, first check it against the permission
+/// rule (docs/design.md §6.4).
+fn apply_logged(
+    graph: &mut Graph,
+    commit: Commit,
+    id: CommitId,
+    offset: u64,
+    verify: bool,
+) -> Result<()> {
+    if verify {
+        check_logged(graph, &commit, &id, offset)?;
+    }
+    graph.add_commit(commit, id, offset, &mut NoSink);
+    Ok(())
+}
+
+fn check_logged(graph: &Graph, commit: &Commit, id: &CommitId, offset: u64) -> Result<()> {
+    let parents: Vec<u32> = commit.parents.iter().map(|p| graph.by_id[p]).collect();
+    let fail = |why: String| Error::VerifyFailed {
+        reason: format!("commit {} at offset {offset} {why}", id.to_hex()),
+    };
+    let after = check_commit(&graph.past_acl(&parents), commit, commit.stamp(id))
+        .map_err(|e| fail(format!("breaks the permission rule: {e}")))?;
+    let second_root = parents.is_empty() && !graph.commits.is_empty();
+    if second_root && (after.owned() || graph.current_acl().owned()) {
+        return Err(fail("is a second root of an owned repository".into()));
+    }
+    Ok(())
+}
+
+fn replay_commit(
+    graph: &mut Graph,
+    wait: &mut Waiting,
+    offset: u64,
+    payload: &[u8],
+    verify: bool,
+) -> Result<()> {
     let (commit, id) = Commit::decode(payload).map_err(|e| at(offset, e))?;
     if graph.by_id.contains_key(&id) || wait.contains(&id) {
         return Err(corrupt(offset, "duplicate commit in log"));
@@ -43,14 +90,14 @@ fn replay_commit(graph: &mut Graph, wait: &mut Waiting, offset: u64, payload: &[
         wait.defer(commit, id, Stored::InLog(offset), &missing);
         return Ok(());
     }
-    graph.add_commit(commit, id, offset, &mut NoSink);
+    apply_logged(graph, commit, id, offset, verify)?;
     let mut stack = vec![id];
     while let Some(a) = stack.pop() {
         for (c, cid, stored) in wait.ready(&a) {
             let Stored::InLog(o) = stored else {
                 unreachable!("replay defers only logged commits")
             };
-            graph.add_commit(c, cid, o, &mut NoSink);
+            apply_logged(graph, c, cid, o, verify)?;
             stack.push(cid);
         }
     }

@@ -53,7 +53,7 @@ impl<S: Storage> Repo<S> {
             });
         }
         self.query.verify_indexes(&self.graph.state)?;
-        report.items = self.graph.state.len();
+        report.items = self.item_count();
         Ok(report)
     }
 
@@ -87,6 +87,7 @@ impl<S: Storage> Repo<S> {
             }
             Ok(())
         };
+        let name = self.opts.name.clone();
         for f in scan.frames() {
             check_snap(&shadow, &mut snap_done, f.offset)?;
             if f.kind == FRAME_SEAL {
@@ -99,7 +100,7 @@ impl<S: Storage> Repo<S> {
                 f.kind,
                 f.offset,
                 f.payload,
-                true,
+                Some(&name),
             )?;
         }
         check_snap(&shadow, &mut snap_done, u64::MAX)?;

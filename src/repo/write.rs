@@ -29,10 +29,11 @@ impl<S: Storage> Repo<S> {
     /// Validate and commit a transaction atomically (buffered; see [`Repo::flush`]).
     /// Returns `None` for a transaction with nothing to do.
     pub fn commit(&mut self, txn: Txn) -> Result<Option<CommitId>> {
-        let changes = self.build_changes(txn)?;
+        let mut changes = self.build_changes(txn)?;
         if changes.is_empty() {
             return Ok(None);
         }
+        self.founding_claim(&mut changes);
         let commit = Commit {
             trusted: self.opts.trusted,
             author: self.author,
@@ -50,6 +51,7 @@ impl<S: Storage> Repo<S> {
             });
         }
         let id = CommitId::of(&bytes);
+        self.check_own_commit(&commit, &id)?;
         let offset = self.log.append(FRAME_COMMIT, &bytes)?;
         let trusted = commit.trusted;
         self.graph.add_commit(commit, id, offset, &mut self.query);
@@ -80,7 +82,7 @@ impl<S: Storage> Repo<S> {
         };
         let mut out = Vec::new();
         for chunk in self.unsealed.chunks(MAX_SEAL_IDS) {
-            let seal = Seal::create(&identity, chunk);
+            let seal = Seal::create(&identity, &self.opts.name, chunk);
             let offset = self.log.append(FRAME_SEAL, &seal.encode())?;
             self.graph.add_seal(&seal, offset);
             out.push(seal);

@@ -1,8 +1,10 @@
-//! A peer's side of sync (docs/design.md §12.2): the cursor of what it has received, and what
-//! it still has to push (`push_from`, `sent_upto`, the commits the server already knows).
+//! A peer's side of sync (docs/design.md §12.2): the handshake (answer the server's challenge
+//! with a signed `Hello`), the cursor of what it has received, and what it still has to push
+//! (`push_from`, `sent_upto`, the commits the server already knows).
 
 use super::seals::SealIndex;
-use super::wire::{check_repo_name, protocol, ErrorCode, Message, BATCH_BYTES};
+use super::session::{SessionProof, NONCE_LEN};
+use super::wire::{check_repo_name, protocol, ErrorCode, Message, Rights, BATCH_BYTES};
 use crate::commit::CommitId;
 use crate::error::{ProtocolErrorKind, Result};
 use crate::repo::Repo;
@@ -12,8 +14,10 @@ use std::collections::HashSet;
 /// What a message did to a [`Client`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClientEvent {
-    /// The server's `Hello`: it has `head` commits.
-    Welcome { head: u64 },
+    /// The server's challenge was answered: send the `Hello` that [`Client::outgoing`] returns.
+    Challenged { server_time_ms: u64 },
+    /// The server's `Welcome`: it has `head` commits; the session has these rights.
+    Welcome { head: u64, rights: Rights },
     /// Commits received and applied; the cursor is now `cursor`.
     Received {
         applied: usize,
@@ -36,6 +40,13 @@ pub enum ClientEvent {
 /// 0/0 it re-downloads and re-pushes everything, which is correct, only slower.
 pub struct Client {
     repo_name: String,
+    /// The server's URL as dialed (bound into the session proof).
+    url: String,
+    /// The `Hello` answering the server's challenge, until `outgoing` hands it out.
+    hello: Option<Message>,
+    /// The server refused a push for lack of permission: pushing stops until the access
+    /// list lets this replica's author write.
+    refused: bool,
     cursor: u64,
     push_from: usize,
     sent_upto: usize,
@@ -45,10 +56,15 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(repo_name: &str, cursor: u64, push_from: usize) -> Result<Client> {
+    /// Sync `repo_name` with the server at `url`, resuming after sequence `cursor` with the
+    /// first `push_from` commit-table entries known to the server.
+    pub fn new(repo_name: &str, url: &str, cursor: u64, push_from: usize) -> Result<Client> {
         check_repo_name(repo_name)?;
         Ok(Client {
             repo_name: repo_name.to_string(),
+            url: url.to_string(),
+            hello: None,
+            refused: false,
             cursor,
             push_from,
             sent_upto: push_from,
@@ -71,14 +87,30 @@ impl Client {
         self.welcomed
     }
 
-    /// Start a (re)connection: the `Hello` to send. Pushes in flight on an earlier connection
-    /// are pushed again.
-    pub fn connect(&mut self) -> Message {
+    /// Whether the server refused a push of ours for lack of permission (pushing is paused
+    /// until the access list lets this replica write).
+    pub fn refused(&self) -> bool {
+        self.refused
+    }
+
+    /// Start a (re)connection: nothing is sent until the server's `Challenge` arrives. Pushes
+    /// in flight on an earlier connection are pushed again.
+    pub fn connect(&mut self) {
         self.sent_upto = self.push_from;
         self.welcomed = false;
+        self.hello = None;
+    }
+
+    /// The `Hello` answering `nonce`: signed by the repository's identity, or anonymous
+    /// without one.
+    fn answer<S: Storage>(&self, repo: &Repo<S>, nonce: [u8; NONCE_LEN]) -> Message {
+        let auth = repo
+            .identity()
+            .map(|id| SessionProof::sign(id, nonce, &self.url, &self.repo_name));
         Message::Hello {
             repo: self.repo_name.clone(),
             cursor: self.cursor,
+            auth,
         }
     }
 
@@ -97,7 +129,24 @@ impl Client {
     /// something this peer refuses: drop the connection.
     pub fn handle<S: Storage>(&mut self, repo: &mut Repo<S>, msg: Message) -> Result<ClientEvent> {
         match msg {
-            Message::Hello { repo: name, cursor } => self.on_hello(name, cursor),
+            Message::Challenge {
+                nonce,
+                server_time_ms,
+            } => {
+                if self.welcomed || self.hello.is_some() {
+                    return Err(protocol(
+                        ProtocolErrorKind::Unexpected,
+                        "a second challenge",
+                    ));
+                }
+                self.hello = Some(self.answer(repo, nonce));
+                Ok(ClientEvent::Challenged { server_time_ms })
+            }
+            Message::Welcome {
+                repo: name,
+                head,
+                rights,
+            } => self.on_welcome(name, head, rights),
             Message::Commits {
                 from,
                 to,
@@ -110,17 +159,20 @@ impl Client {
                 self.advance(repo);
                 Ok(ClientEvent::Acked { count })
             }
-            Message::Error { code, message } => Ok(ClientEvent::ServerError { code, message }),
-            Message::Push { .. } => Err(protocol(
+            Message::Error { code, message } => {
+                self.refused |= code == ErrorCode::Permission;
+                Ok(ClientEvent::ServerError { code, message })
+            }
+            Message::Push { .. } | Message::Hello { .. } => Err(protocol(
                 ProtocolErrorKind::Unexpected,
-                "a server does not push",
+                "a client-to-server message sent by the server",
             )),
         }
     }
 
-    /// The server's `Hello` with its head: a head below our cursor means the server lost
+    /// The server's `Welcome` with its head: a head below our cursor means the server lost
     /// data or is another server, so start over.
-    fn on_hello(&mut self, name: String, cursor: u64) -> Result<ClientEvent> {
+    fn on_welcome(&mut self, name: String, cursor: u64, rights: Rights) -> Result<ClientEvent> {
         if name != self.repo_name {
             return Err(protocol(
                 ProtocolErrorKind::Unexpected,
@@ -139,7 +191,10 @@ impl Client {
             self.known.clear();
         }
         self.welcomed = true;
-        Ok(ClientEvent::Welcome { head: cursor })
+        Ok(ClientEvent::Welcome {
+            head: cursor,
+            rights,
+        })
     }
 
     /// Sequences `from + 1 ..= to`: they must follow the cursor; applied through
@@ -166,6 +221,8 @@ impl Client {
         for (id, _) in commits {
             self.known.insert(*id);
         }
+        // A grant may have arrived: try pushing again.
+        self.refused &= !repo.access().can_write(&repo.author());
         self.cursor = to;
         self.advance(repo);
         Ok(ClientEvent::Received {
@@ -178,8 +235,12 @@ impl Client {
     /// The next `Push` to send, if there are commits the server lacks: seals local commits
     /// first (a signed commit must travel with its seal), then takes up to about
     /// `BATCH_BYTES` (1 MiB) of commits in commit-table order. Call until it returns `None`.
+    /// Before the `Welcome`, it returns the `Hello` answering the challenge, once.
     pub fn outgoing<S: Storage>(&mut self, repo: &mut Repo<S>) -> Result<Option<Message>> {
-        if !self.welcomed || self.sent_upto >= repo.commit_count() {
+        if let Some(hello) = self.hello.take() {
+            return Ok(Some(hello));
+        }
+        if !self.welcomed || self.refused || self.sent_upto >= repo.commit_count() {
             return Ok(None);
         }
         if repo.unsealed() > 0 {

@@ -1,11 +1,13 @@
 //! The server's side of one repository (docs/design.md §12.2): sequence numbers, catch-up
-//! from a cursor in batches, and verified, durable pushes relayed to subscribers.
+//! from a cursor in batches, and verified, durable pushes relayed to subscribers. Who may
+//! read and push is the repository's access list (§6.4): sessions are checked on `hello`, and
+//! pushes go through the server's admission rules (`Repo::receive_as`).
 
 use super::seals::SealIndex;
-use super::wire::{Message, BATCH_BYTES};
-use crate::commit::CommitId;
-use crate::error::Result;
-use crate::repo::Repo;
+use super::wire::{Message, Rights, BATCH_BYTES};
+use crate::commit::{CommitId, PublicKey};
+use crate::error::{Error, PermissionErrorKind, Result};
+use crate::repo::{Admission, Repo};
 use crate::store::Storage;
 use std::collections::HashSet;
 
@@ -76,6 +78,8 @@ pub struct PushOutcome {
     pub to: u64,
     /// Pushed commits that wait for parents the server does not have (not stored, not acked).
     pub pending: usize,
+    /// The push changed the access list: re-check who may still read.
+    pub access_changed: bool,
 }
 
 /// The server's side of one repository: sequence numbers, catch-up, verified durable pushes.
@@ -104,15 +108,43 @@ impl<S: Storage> Hub<S> {
         self.repo.commit_count() as u64
     }
 
-    /// The reply to a `Hello` with `cursor`: a `Hello` carrying the head, then `Commits`
-    /// messages for every commit after the cursor. A cursor past the head (the client knew a
-    /// server that had more) is treated as 0.
-    pub fn hello(&self, repo_name: &str, cursor: u64) -> Result<Vec<Message>> {
+    /// What `session` (`None`: anonymous) may do in this repository now. An empty repository
+    /// (not created yet) is open: the first push creates it (see `Repo::receive_as`).
+    pub fn rights(&self, session: Option<&PublicKey>) -> Rights {
+        let acl = self.repo.access();
+        Rights {
+            read: acl.can_read(session),
+            write: match session {
+                Some(k) => acl.can_write(k),
+                None => !acl.owned() || acl.public().1,
+            },
+            administer: session.is_some_and(|k| acl.can_administer(k)),
+        }
+    }
+
+    /// The reply to a `Hello` from `session` with `cursor`: a `Welcome` carrying the head and
+    /// the session's rights, then `Commits` messages for every commit after the cursor. A
+    /// cursor past the head (the client knew a server that had more) is treated as 0. A
+    /// session that may not read gets `PermissionError`.
+    pub fn hello(
+        &self,
+        repo_name: &str,
+        cursor: u64,
+        session: Option<&PublicKey>,
+    ) -> Result<Vec<Message>> {
+        let rights = self.rights(session);
+        if !rights.read {
+            return Err(Error::Permission {
+                kind: PermissionErrorKind::CannotRead,
+                detail: format!("this session may not read repository {repo_name:?}"),
+            });
+        }
         let head = self.head();
         let from = if cursor > head { 0 } else { cursor };
-        let mut out = vec![Message::Hello {
+        let mut out = vec![Message::Welcome {
             repo: repo_name.to_string(),
-            cursor: head,
+            head,
+            rights,
         }];
         out.extend(self.range(from, head, &HashSet::new())?);
         Ok(out)
@@ -126,13 +158,17 @@ impl<S: Storage> Hub<S> {
     /// Verify and store a push. On error nothing was stored (a verification error) or the
     /// repository must be closed and reopened (a storage error: frames may be half written).
     /// On success everything new is flushed to storage before this returns.
+    /// `admission` names the pushing session (`Admission::Server`); `Admission::Peer` skips
+    /// the server's rules (a test, or a trusted relay).
     pub fn push(
         &mut self,
+        admission: &Admission,
         commits: &[(CommitId, Vec<u8>)],
         seals: &[Vec<u8>],
     ) -> Result<PushOutcome> {
         let from = self.head();
-        let report = self.repo.receive(commits, seals)?;
+        let before = self.repo.access().clone();
+        let report = self.repo.receive_as(admission, commits, seals)?;
         self.repo.flush()?;
         self.seals.refresh(&self.repo)?;
         let ack = commits
@@ -145,6 +181,7 @@ impl<S: Storage> Hub<S> {
             from,
             to: self.head(),
             pending: report.pending,
+            access_changed: *self.repo.access() != before,
         })
     }
 }

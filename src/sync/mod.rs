@@ -17,6 +17,7 @@
 //! | `wire.rs`   | the messages and their codec                                   |
 //! | `hub.rs`    | [`Hub`], the server's side                                     |
 //! | `client.rs` | [`Client`], a peer's side                                      |
+//! | `session.rs`| the authenticated handshake: challenge and signed answer       |
 //! | `seals.rs`  | which stored seals to send along with which commits            |
 //! | `bundle.rs` | the `IBEXBND1` bundle: a whole history in one byte string      |
 
@@ -24,6 +25,7 @@ mod bundle;
 mod client;
 mod hub;
 mod seals;
+mod session;
 #[cfg(test)]
 mod tests;
 mod wire;
@@ -31,5 +33,6 @@ mod wire;
 pub use bundle::{decode_bundle, encode_bundle, Bundle};
 pub use client::{Client, ClientEvent};
 pub use hub::{Hub, PushOutcome};
+pub use session::{url_authority, Expected, SessionProof, NONCE_LEN};
 pub use wire::PROTOCOL_VERSION;
-pub use wire::{check_repo_name, ErrorCode, Message, MAX_MESSAGE_BYTES, MAX_REPO_NAME};
+pub use wire::{check_repo_name, ErrorCode, Message, Rights, MAX_MESSAGE_BYTES, MAX_REPO_NAME};

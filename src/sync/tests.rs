@@ -1,17 +1,19 @@
-//! Tests of the wire codec and of `Hub` and `Client` together, over in-memory repositories.
+//! Tests of the wire codec, the session handshake, and `Hub` and `Client` together, over
+//! in-memory repositories.
 
 use super::wire::TYPE_ACK;
 use super::*;
-use crate::commit::CommitId;
-use crate::commit::Identity;
-use crate::error::{Error, ProtocolErrorKind};
-use crate::repo::Repo;
-use crate::repo::{Clock, RepoOptions};
+use crate::access::Role;
+use crate::commit::{CommitId, Identity, PublicKey};
+use crate::error::{AuthErrorKind, Error, PermissionErrorKind, ProtocolErrorKind};
+use crate::repo::{Admission, Clock, Repo, RepoOptions};
 use crate::store::MemStorage;
 use crate::txn::Txn;
 use crate::{map, Value};
 
 const T0: u64 = 1_700_000_000_000;
+const URL: &str = "ws://sync.test:8787/";
+const REPO: &str = "r";
 
 fn clock() -> Clock {
     let mut t = T0;
@@ -21,13 +23,17 @@ fn clock() -> Clock {
     })
 }
 
+fn ident(n: u8) -> Identity {
+    Identity::from_entropy(&[n; 48])
+}
+
 fn signed(n: u8) -> Repo<MemStorage> {
-    let opts = RepoOptions::new(Some(Identity::from_entropy(&[n; 48])), clock());
+    let opts = RepoOptions::new(REPO, Some(ident(n)), clock());
     Repo::open(MemStorage::new(), None, opts).unwrap()
 }
 
 fn server() -> Hub<MemStorage> {
-    let mut opts = RepoOptions::new(None, clock());
+    let mut opts = RepoOptions::new(REPO, None, clock());
     opts.accept_trusted = false;
     Hub::new(Repo::open(MemStorage::new(), None, opts).unwrap()).unwrap()
 }
@@ -45,16 +51,46 @@ fn kind(e: Error) -> ProtocolErrorKind {
     }
 }
 
+fn permission(e: Error) -> PermissionErrorKind {
+    match e {
+        Error::Permission { kind, .. } => kind,
+        e => panic!("expected a permission error, got {e:?}"),
+    }
+}
+
 fn id(n: u8) -> CommitId {
     CommitId([n; 32])
+}
+
+fn proof() -> SessionProof {
+    SessionProof::sign(&ident(1), [7; NONCE_LEN], URL, "team-1.notes_v2")
 }
 
 #[test]
 fn every_message_round_trips() {
     let msgs = vec![
+        Message::Challenge {
+            nonce: [3; NONCE_LEN],
+            server_time_ms: T0,
+        },
         Message::Hello {
             repo: "team-1.notes_v2".into(),
             cursor: 300,
+            auth: None,
+        },
+        Message::Hello {
+            repo: "team-1.notes_v2".into(),
+            cursor: 0,
+            auth: Some(proof()),
+        },
+        Message::Welcome {
+            repo: "r".into(),
+            head: 12,
+            rights: Rights {
+                read: true,
+                write: true,
+                administer: false,
+            },
         },
         Message::Commits {
             from: 4,
@@ -70,8 +106,8 @@ fn every_message_round_trips() {
             ids: vec![id(1), id(2)],
         },
         Message::Error {
-            code: ErrorCode::Signature,
-            message: "SignatureError: bad".into(),
+            code: ErrorCode::Permission,
+            message: "PermissionError: no".into(),
         },
     ];
     for m in msgs {
@@ -86,16 +122,17 @@ fn hello_layout_is_as_documented() {
     let b = Message::Hello {
         repo: "ab".into(),
         cursor: 300,
+        auth: None,
     }
     .encode();
-    assert_eq!(b, vec![1, 1, 2, b'a', b'b', 0xac, 0x02]);
+    assert_eq!(b, vec![2, 1, 2, b'a', b'b', 0xac, 0x02, 0]);
 }
 
 #[test]
 fn decode_rejects_bad_input_with_typed_errors() {
     let good = Message::Ack { ids: vec![id(1)] }.encode();
     let mut v = good.clone();
-    v[0] = 2;
+    v[0] = 1;
     assert_eq!(
         kind(Message::decode(&v).unwrap_err()),
         ProtocolErrorKind::Version
@@ -117,31 +154,55 @@ fn decode_rejects_bad_input_with_typed_errors() {
         ProtocolErrorKind::Malformed
     );
     assert_eq!(
-        kind(Message::decode(&[1]).unwrap_err()),
+        kind(Message::decode(&[2]).unwrap_err()),
         ProtocolErrorKind::Malformed
     );
-    let big = vec![1u8; MAX_MESSAGE_BYTES + 1];
+    let big = vec![2u8; MAX_MESSAGE_BYTES + 1];
     assert_eq!(
         kind(Message::decode(&big).unwrap_err()),
         ProtocolErrorKind::TooLarge
     );
     // A count larger than the input cannot make the decoder allocate.
     assert_eq!(
-        kind(Message::decode(&[1, TYPE_ACK, 0xff, 0xff, 0xff, 0x0f]).unwrap_err()),
+        kind(Message::decode(&[2, TYPE_ACK, 0xff, 0xff, 0xff, 0x0f]).unwrap_err()),
         ProtocolErrorKind::Malformed
     );
-    // Bad repository names (path separators, leading dot, empty).
-    for name in ["../x", ".hidden", "", "a/b", "é"] {
+    // Bad repository names (path separators, leading dot, empty) have their own error, which
+    // travels with the code `InvalidRepository`.
+    for name in ["../x", ".hidden", "", "a/b", "é", "-x"] {
         let b = Message::Hello {
             repo: name.into(),
             cursor: 0,
+            auth: None,
         }
         .encode();
-        assert_eq!(
-            kind(Message::decode(&b).unwrap_err()),
-            ProtocolErrorKind::Malformed
-        );
+        let e = Message::decode(&b).unwrap_err();
+        assert_eq!(e.name(), "InvalidKeyError", "{name:?}");
+        assert_eq!(ErrorCode::of(&e), ErrorCode::InvalidRepository);
     }
+    // A bad authentication flag, a bad rights byte.
+    let mut b = Message::Hello {
+        repo: "r".into(),
+        cursor: 0,
+        auth: None,
+    }
+    .encode();
+    *b.last_mut().unwrap() = 2;
+    assert_eq!(
+        kind(Message::decode(&b).unwrap_err()),
+        ProtocolErrorKind::Malformed
+    );
+    let mut b = Message::Welcome {
+        repo: "r".into(),
+        head: 0,
+        rights: Rights::default(),
+    }
+    .encode();
+    *b.last_mut().unwrap() = 8;
+    assert_eq!(
+        kind(Message::decode(&b).unwrap_err()),
+        ProtocolErrorKind::Malformed
+    );
     // A range that ends before it starts, or holds fewer sequences than commits.
     let b = Message::Commits {
         from: 5,
@@ -171,41 +232,177 @@ fn decode_rejects_bad_input_with_typed_errors() {
     );
 }
 
+// ----- sessions ------------------------------------------------------------------------------
+
+fn hosts() -> Vec<String> {
+    vec!["sync.test:8787".to_string()]
+}
+
+fn expected<'a>(nonce: &'a [u8; NONCE_LEN], hosts: &'a [String], now_ms: u64) -> Expected<'a> {
+    Expected {
+        nonce,
+        issued_ms: T0,
+        now_ms,
+        max_age_ms: 10_000,
+        hosts,
+    }
+}
+
+fn auth_kind(e: Error) -> AuthErrorKind {
+    match e {
+        Error::Auth { kind, .. } => kind,
+        e => panic!("expected an auth error, got {e:?}"),
+    }
+}
+
+#[test]
+fn a_session_proof_verifies_only_for_its_challenge_server_repository_and_time() {
+    let nonce = [7; NONCE_LEN];
+    let h = hosts();
+    let p = SessionProof::sign(&ident(1), nonce, URL, REPO);
+    assert_eq!(
+        p.verify(&expected(&nonce, &h, T0 + 5), REPO).unwrap(),
+        ident(1).public()
+    );
+    // Another connection's challenge: a replay.
+    let other = [8; NONCE_LEN];
+    let e = p.verify(&expected(&other, &h, T0), REPO).unwrap_err();
+    assert_eq!(auth_kind(e), AuthErrorKind::Replayed);
+    // Too late.
+    let e = p
+        .verify(&expected(&nonce, &h, T0 + 10_001), REPO)
+        .unwrap_err();
+    assert_eq!(auth_kind(e), AuthErrorKind::Stale);
+    // Made for another server (a relay cannot reuse it).
+    let relay = vec!["evil.test:443".to_string()];
+    let e = p.verify(&expected(&nonce, &relay, T0), REPO).unwrap_err();
+    assert_eq!(auth_kind(e), AuthErrorKind::WrongServer);
+    // Made for another repository, or signed by another key than it names.
+    let e = p.verify(&expected(&nonce, &h, T0), "other").unwrap_err();
+    assert_eq!(auth_kind(e), AuthErrorKind::BadSignature);
+    let mut forged = p.clone();
+    forged.key = ident(2).public();
+    let e = forged.verify(&expected(&nonce, &h, T0), REPO).unwrap_err();
+    assert_eq!(auth_kind(e), AuthErrorKind::BadSignature);
+    let mut junk = p.clone();
+    junk.key = PublicKey([9; 49]);
+    let e = junk.verify(&expected(&nonce, &h, T0), REPO).unwrap_err();
+    assert_eq!(auth_kind(e), AuthErrorKind::Malformed);
+    assert_eq!(
+        Error::Auth {
+            kind: AuthErrorKind::Stale,
+            detail: String::new()
+        }
+        .name(),
+        "AuthError"
+    );
+}
+
+#[test]
+fn url_authorities_are_normalized() {
+    assert_eq!(
+        url_authority("ws://Example.COM/x").unwrap(),
+        "example.com:80"
+    );
+    assert_eq!(
+        url_authority("wss://example.com").unwrap(),
+        "example.com:443"
+    );
+    assert_eq!(
+        url_authority("ws://127.0.0.1:8787/").unwrap(),
+        "127.0.0.1:8787"
+    );
+    assert_eq!(url_authority("ws://[::1]:9/a?b").unwrap(), "[::1]:9");
+    assert_eq!(url_authority("ws://[::1]/").unwrap(), "[::1]:80");
+    for bad in ["http://x", "ws://", "ws://user@x/", "x"] {
+        assert_eq!(url_authority(bad), None, "{bad}");
+    }
+}
+
+// ----- hub and client ------------------------------------------------------------------------
+
 /// Deliver every message through encode/decode, as a transport would.
 fn wire(m: Message) -> Message {
     Message::decode(&m.encode()).unwrap()
 }
 
-/// Connect `c` to `hub`, exchange until quiet. Returns what the client pushed.
-fn sync(hub: &mut Hub<MemStorage>, c: &mut Client, r: &mut Repo<MemStorage>) -> usize {
-    let Message::Hello { repo, cursor } = wire(c.connect()) else {
+/// Handshake `c` with `hub` as a server would; returns the session and the hub's reply (or
+/// its refusal).
+fn handshake(
+    hub: &Hub<MemStorage>,
+    c: &mut Client,
+    r: &mut Repo<MemStorage>,
+) -> (Option<PublicKey>, Result<Vec<Message>, Error>) {
+    c.connect();
+    let nonce = [5; NONCE_LEN];
+    let challenge = Message::Challenge {
+        nonce,
+        server_time_ms: T0,
+    };
+    let ev = c.handle(r, wire(challenge)).unwrap();
+    assert!(matches!(ev, ClientEvent::Challenged { .. }));
+    let Message::Hello { repo, cursor, auth } = wire(c.outgoing(r).unwrap().unwrap()) else {
         unreachable!()
     };
-    for m in hub.hello(&repo, cursor).unwrap() {
-        c.handle(r, wire(m)).unwrap();
+    let h = hosts();
+    let session = auth.map(|p| p.verify(&expected(&nonce, &h, T0), &repo).unwrap());
+    (session, hub.hello(&repo, cursor, session.as_ref()))
+}
+
+/// Connect `c` to `hub`, exchange until quiet. Returns what the client pushed.
+fn sync(hub: &mut Hub<MemStorage>, c: &mut Client, r: &mut Repo<MemStorage>) -> usize {
+    try_sync(hub, c, r).unwrap()
+}
+
+fn try_sync(
+    hub: &mut Hub<MemStorage>,
+    c: &mut Client,
+    r: &mut Repo<MemStorage>,
+) -> Result<usize, Error> {
+    let (session, reply) = handshake(hub, c, r);
+    for m in reply? {
+        c.handle(r, wire(m))?;
     }
+    let admission = Admission::Server {
+        session,
+        allow_unowned: false,
+    };
     let mut pushed = 0;
     while let Some(m) = c.outgoing(r).unwrap() {
         let Message::Push { commits, seals } = wire(m) else {
             unreachable!()
         };
         pushed += commits.len();
-        let out = hub.push(&commits, &seals).unwrap();
+        let out = match hub.push(&admission, &commits, &seals) {
+            Ok(out) => out,
+            Err(e) => {
+                c.handle(r, wire(Message::error(&e))).unwrap();
+                return Err(e);
+            }
+        };
         c.handle(r, wire(Message::Ack { ids: out.ack })).unwrap();
         let skip = commits.iter().map(|(id, _)| *id).collect();
         for m in hub.range(out.from, out.to, &skip).unwrap() {
             c.handle(r, wire(m)).unwrap();
         }
     }
-    pushed
+    Ok(pushed)
+}
+
+fn client() -> Client {
+    Client::new(REPO, URL, 0, 0).unwrap()
 }
 
 #[test]
 fn peers_converge_through_a_hub_and_resume_from_their_cursor() {
     let mut hub = server();
     let (mut a, mut b) = (signed(1), signed(2));
-    let mut ca = Client::new("r", 0, 0).unwrap();
-    let mut cb = Client::new("r", 0, 0).unwrap();
+    let (mut ca, mut cb) = (client(), client());
+    // A creates the repository (its first commit makes it the owner) and lets B write.
+    write(&mut a, "t/a", 0);
+    a.grant(&b.author(), Role::Writer).unwrap();
+    assert_eq!(sync(&mut hub, &mut ca, &mut a), 2);
+    assert_eq!(sync(&mut hub, &mut cb, &mut b), 0);
     for i in 0..5 {
         write(&mut a, &format!("t/a{i}"), i);
         write(&mut b, &format!("t/b{i}"), i);
@@ -217,13 +414,13 @@ fn peers_converge_through_a_hub_and_resume_from_their_cursor() {
     assert_eq!(sync(&mut hub, &mut ca, &mut a), 0);
     assert_eq!(a.state_hash(), b.state_hash());
     assert_eq!(a.state_hash(), hub.repo().state_hash());
-    assert_eq!(hub.head(), 16);
-    assert_eq!((ca.cursor(), cb.cursor()), (16, 16));
-    assert_eq!(ca.push_from(), 16);
+    assert_eq!(hub.head(), 18);
+    assert_eq!((ca.cursor(), cb.cursor()), (18, 18));
+    assert_eq!(ca.push_from(), 18);
     // Resume: only what was missed is sent.
     write(&mut b, "t/late", 1);
     sync(&mut hub, &mut cb, &mut b);
-    let msgs = hub.hello("r", ca.cursor()).unwrap();
+    let msgs = hub.hello(REPO, ca.cursor(), Some(&a.author())).unwrap();
     let n: usize = msgs
         .iter()
         .map(|m| match m {
@@ -235,47 +432,183 @@ fn peers_converge_through_a_hub_and_resume_from_their_cursor() {
     sync(&mut hub, &mut ca, &mut a);
     assert_eq!(a.state_hash(), b.state_hash());
     // A fresh client state (cursor 0, push_from 0) re-syncs correctly: only duplicates.
-    let mut fresh = Client::new("r", 0, 0).unwrap();
+    let mut fresh = client();
     sync(&mut hub, &mut fresh, &mut a);
-    assert_eq!(hub.head(), 17);
+    assert_eq!(hub.head(), 19);
     assert_eq!(a.state_hash(), hub.repo().state_hash());
 }
 
 #[test]
-fn tampered_or_unsigned_pushes_are_refused_and_nothing_is_stored() {
+fn tampered_unsigned_or_foreign_pushes_are_refused_and_nothing_is_stored() {
     let mut hub = server();
     let mut a = signed(1);
     write(&mut a, "t/x", 1);
     a.seal().unwrap();
     let (commits, seals) = a.export().unwrap();
+    let me = Admission::Server {
+        session: Some(a.author()),
+        allow_unowned: false,
+    };
     // Tampered: one byte of the commit changed.
     let mut bad = commits.clone();
     let last = bad[0].1.len() - 1;
     bad[0].1[last] ^= 1;
-    let e = hub.push(&bad, &seals).unwrap_err();
+    let e = hub.push(&me, &bad, &seals).unwrap_err();
     assert!(
         matches!(e, Error::Signature { .. } | Error::Decode { .. }),
         "{e:?}"
     );
     // Unsigned: the seal left out.
-    let e = hub.push(&commits, &[]).unwrap_err();
+    let e = hub.push(&me, &commits, &[]).unwrap_err();
     assert_eq!(ErrorCode::of(&e), ErrorCode::Signature);
     assert!(Message::error(&e).encode().len() > 2);
     // Trusted-mode commits are refused by a hub that requires signatures.
-    let mut opts = RepoOptions::new(None, clock());
+    let mut opts = RepoOptions::new(REPO, None, clock());
     opts.trusted = true;
     let mut t = Repo::open(MemStorage::new(), None, opts).unwrap();
     write(&mut t, "t/y", 1);
-    let e = hub.push(&t.export().unwrap().0, &[]).unwrap_err();
+    let e = hub.push(&me, &t.export().unwrap().0, &[]).unwrap_err();
     assert_eq!(ErrorCode::of(&e), ErrorCode::Signature);
+    // The same history sealed for another repository: refused by its seals.
+    let mut opts = RepoOptions::new("elsewhere", Some(ident(1)), clock());
+    opts.trusted = false;
+    let mut other = Repo::open(MemStorage::new(), None, opts).unwrap();
+    write(&mut other, "t/x", 1);
+    other.seal().unwrap();
+    let (oc, os) = other.export().unwrap();
+    let e = hub.push(&me, &oc, &os).unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            Error::Signature {
+                kind: crate::SignatureErrorKind::WrongRepository,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    // Someone else's session cannot create A's repository.
+    let stranger = Admission::Server {
+        session: Some(ident(9).public()),
+        allow_unowned: false,
+    };
+    let e = hub.push(&stranger, &commits, &seals).unwrap_err();
+    assert_eq!(permission(e), PermissionErrorKind::CannotCreate);
     assert_eq!(hub.head(), 0);
     assert_eq!(
         hub.repo().storage().bytes().len() as u64,
         hub.repo().log_len()
     );
     // The good push still goes through afterwards.
-    let out = hub.push(&commits, &seals).unwrap();
+    let out = hub.push(&me, &commits, &seals).unwrap();
     assert_eq!((out.from, out.to, out.ack.len()), (0, 1, 1));
+}
+
+#[test]
+fn members_read_and_write_by_role_and_revocation_stops_a_writer() {
+    let mut hub = server();
+    let (mut owner, mut w, mut r, mut x) = (signed(1), signed(2), signed(3), signed(4));
+    write(&mut owner, "t/0", 0);
+    owner.grant(&w.author(), Role::Writer).unwrap();
+    owner.grant(&r.author(), Role::Reader).unwrap();
+    let (mut co, mut cw, mut cr, mut cx) = (client(), client(), client(), client());
+    sync(&mut hub, &mut co, &mut owner);
+    // A stranger cannot even read.
+    let (_, reply) = handshake(&hub, &mut cx, &mut x);
+    assert_eq!(
+        permission(reply.unwrap_err()),
+        PermissionErrorKind::CannotRead
+    );
+    // The reader reads; its own writes are refused locally, before anything is written.
+    sync(&mut hub, &mut cr, &mut r);
+    assert_eq!(r.state_hash(), owner.state_hash());
+    let mut t = Txn::new();
+    t.put("t/r", map! { "n" => 1i64 }.as_map()).unwrap();
+    assert_eq!(
+        permission(r.commit(t).unwrap_err()),
+        PermissionErrorKind::CannotWrite
+    );
+    // The writer writes; it may not change the access list.
+    sync(&mut hub, &mut cw, &mut w);
+    write(&mut w, "t/w1", 1);
+    let e = w.grant(&x.author(), Role::Reader).unwrap_err();
+    assert_eq!(permission(e), PermissionErrorKind::CannotAdminister);
+    assert_eq!(sync(&mut hub, &mut cw, &mut w), 1);
+    // Made a reader: a write made concurrently (before the change reached the writer) is
+    // valid by the rule but refused by the server's admission rule; pushing stops instead of
+    // retrying forever.
+    owner.grant(&w.author(), Role::Reader).unwrap();
+    sync(&mut hub, &mut co, &mut owner);
+    write(&mut w, "t/w2", 2);
+    let head = hub.head();
+    let e = try_sync(&mut hub, &mut cw, &mut w).unwrap_err();
+    assert_eq!(permission(e), PermissionErrorKind::CannotWrite);
+    assert_eq!(hub.head(), head);
+    assert!(cw.refused());
+    // The change has arrived: the replica now refuses its own writes.
+    let mut t = Txn::new();
+    t.put("t/w3", map! { "n" => 3i64 }.as_map()).unwrap();
+    assert_eq!(
+        permission(w.commit(t).unwrap_err()),
+        PermissionErrorKind::CannotWrite
+    );
+    // Revoked entirely: it may not even read.
+    owner.revoke(&w.author()).unwrap();
+    sync(&mut hub, &mut co, &mut owner);
+    let e = try_sync(&mut hub, &mut cw, &mut w).unwrap_err();
+    assert_eq!(permission(e), PermissionErrorKind::CannotRead);
+    // Granted again: pushing resumes.
+    owner.grant(&w.author(), Role::Writer).unwrap();
+    sync(&mut hub, &mut co, &mut owner);
+    sync(&mut hub, &mut cw, &mut w);
+    assert!(!cw.refused());
+    sync(&mut hub, &mut co, &mut owner);
+    assert_eq!(w.state_hash(), owner.state_hash());
+}
+
+#[test]
+fn public_switches_open_a_repository_to_anyone() {
+    let mut hub = server();
+    let (mut owner, mut x) = (signed(1), signed(4));
+    write(&mut owner, "t/0", 0);
+    owner.set_public(true, false).unwrap();
+    let (mut co, mut cx) = (client(), client());
+    sync(&mut hub, &mut co, &mut owner);
+    assert_eq!(sync(&mut hub, &mut cx, &mut x), 0);
+    assert_eq!(x.state_hash(), owner.state_hash());
+    let mut t = Txn::new();
+    t.put("t/x", map! { "n" => 1i64 }.as_map()).unwrap();
+    assert!(x.commit(t).is_err());
+    owner.set_public(true, true).unwrap();
+    sync(&mut hub, &mut co, &mut owner);
+    sync(&mut hub, &mut cx, &mut x);
+    write(&mut x, "t/x", 1);
+    assert_eq!(sync(&mut hub, &mut cx, &mut x), 1);
+    assert!(hub.rights(None).read);
+}
+
+#[test]
+fn a_second_root_is_refused_as_another_repository() {
+    let mut hub = server();
+    let (mut a, mut b) = (signed(1), signed(2));
+    write(&mut a, "t/a", 1);
+    write(&mut b, "t/b", 1);
+    let (mut ca, mut cb) = (client(), client());
+    sync(&mut hub, &mut ca, &mut a);
+    a.grant(&b.author(), Role::Writer).unwrap();
+    sync(&mut hub, &mut ca, &mut a);
+    // B founded its own repository offline: even as a writer, it cannot join; A's root is
+    // refused by B's replica (and B's by the server).
+    let e = try_sync(&mut hub, &mut cb, &mut b).unwrap_err();
+    assert_eq!(permission(e), PermissionErrorKind::ForeignRoot);
+    b.seal().unwrap();
+    let (commits, seals) = b.export().unwrap();
+    let admission = Admission::Server {
+        session: Some(b.author()),
+        allow_unowned: false,
+    };
+    let e = hub.push(&admission, &commits, &seals).unwrap_err();
+    assert_eq!(permission(e), PermissionErrorKind::ForeignRoot);
 }
 
 #[test]
@@ -283,22 +616,23 @@ fn hello_from_a_client_ahead_of_the_server_resets_and_repushes() {
     let mut hub = server();
     let mut a = signed(1);
     write(&mut a, "t/x", 1);
-    let mut c = Client::new("r", 50, 1).unwrap();
+    let mut c = Client::new(REPO, URL, 50, 1).unwrap();
     assert_eq!(sync(&mut hub, &mut c, &mut a), 1);
     assert_eq!(hub.head(), 1);
     assert_eq!(c.cursor(), 1);
 }
 
 #[test]
-fn commits_out_of_order_are_a_protocol_error() {
+fn out_of_order_messages_are_protocol_errors() {
     let mut a = signed(1);
-    let mut c = Client::new("r", 0, 0).unwrap();
+    let mut c = client();
     c.connect();
     c.handle(
         &mut a,
-        Message::Hello {
-            repo: "r".into(),
-            cursor: 3,
+        Message::Welcome {
+            repo: REPO.into(),
+            head: 3,
+            rights: Rights::default(),
         },
     )
     .unwrap();
@@ -314,5 +648,13 @@ fn commits_out_of_order_are_a_protocol_error() {
         )
         .unwrap_err();
     assert_eq!(kind(e), ProtocolErrorKind::Unexpected);
+    let challenge = Message::Challenge {
+        nonce: [1; NONCE_LEN],
+        server_time_ms: T0,
+    };
+    assert_eq!(
+        kind(c.handle(&mut a, challenge).unwrap_err()),
+        ProtocolErrorKind::Unexpected
+    );
     let _ = Value::from(1i64);
 }

@@ -1,19 +1,20 @@
 //! The sync protocol's messages and their byte layout (docs/design.md §12.2): every message is
 //! `version ‖ type ‖ body`; decoding refuses anything else with a typed `ProtocolError`.
 
+use super::session::{SessionProof, NONCE_LEN};
 use crate::codec::{Reader, Writer};
 use crate::commit::{CommitId, MAX_COMMIT_BYTES};
 use crate::error::{Error, ProtocolErrorKind, Result};
 
-/// The protocol version this code speaks (byte 0 of every message).
-pub const PROTOCOL_VERSION: u8 = 1;
+/// The protocol version this code speaks (byte 0 of every message). Version 2 added the
+/// authenticated handshake (`Challenge`, `Hello` with a proof, `Welcome`).
+pub const PROTOCOL_VERSION: u8 = 2;
 /// Largest message accepted: one maximal commit plus room for seals and framing.
 pub const MAX_MESSAGE_BYTES: usize = MAX_COMMIT_BYTES + (16 << 20);
 /// Target size of the `Commits` and `Push` messages the state machines build (a single larger
 /// commit still goes in a message of its own).
 pub const BATCH_BYTES: usize = 1 << 20;
-/// Longest repository name (bytes).
-pub const MAX_REPO_NAME: usize = 128;
+pub use crate::key::{check_repo_name, MAX_REPO_NAME};
 /// Longest error message text (bytes).
 pub const MAX_ERROR_TEXT: usize = 4096;
 
@@ -22,6 +23,30 @@ pub const TYPE_COMMITS: u8 = 2;
 pub const TYPE_PUSH: u8 = 3;
 pub const TYPE_ACK: u8 = 4;
 pub const TYPE_ERROR: u8 = 5;
+pub const TYPE_CHALLENGE: u8 = 6;
+pub const TYPE_WELCOME: u8 = 7;
+
+/// What a session may do in a repository (the `Welcome`'s bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Rights {
+    pub read: bool,
+    pub write: bool,
+    pub administer: bool,
+}
+
+impl Rights {
+    fn bits(self) -> u8 {
+        u8::from(self.read) | u8::from(self.write) << 1 | u8::from(self.administer) << 2
+    }
+
+    fn from_bits(b: u8) -> Option<Rights> {
+        (b < 8).then_some(Rights {
+            read: b & 1 != 0,
+            write: b & 2 != 0,
+            administer: b & 4 != 0,
+        })
+    }
+}
 
 /// Error codes carried by [`Message::Error`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +110,7 @@ impl ErrorCode {
             Error::Auth { .. } => ErrorCode::Auth,
             Error::Limit { .. } => ErrorCode::Limit,
             Error::Unavailable { .. } => ErrorCode::Unavailable,
+            Error::InvalidKey { .. } => ErrorCode::InvalidRepository,
             _ => ErrorCode::Other,
         }
     }
@@ -94,9 +120,26 @@ impl ErrorCode {
 /// WebSocket message).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
+    /// Server → client, first on every connection: a fresh random nonce to sign, and the
+    /// server's clock (so a client can see how far off its own is).
+    Challenge {
+        nonce: [u8; NONCE_LEN],
+        server_time_ms: u64,
+    },
     /// Client → server: subscribe to `repo`, resuming after sequence `cursor` (0 = from the
-    /// start). Server → client: the reply, with `cursor` = the server's current last sequence.
-    Hello { repo: String, cursor: u64 },
+    /// start), proving a key (`auth`) or anonymous (`None`).
+    Hello {
+        repo: String,
+        cursor: u64,
+        auth: Option<SessionProof>,
+    },
+    /// Server → client: the reply to `Hello`: the server's current last sequence and what the
+    /// session may do.
+    Welcome {
+        repo: String,
+        head: u64,
+        rights: Rights,
+    },
     /// Server → client: the commits with sequence in `from + 1 ..= to`, in sequence order, with
     /// the seals that cover them. Commits the receiving client pushed itself may be left out;
     /// after this message the client's cursor is `to`.
@@ -120,25 +163,6 @@ pub enum Message {
 
 pub(super) fn protocol(kind: ProtocolErrorKind, detail: impl Into<String>) -> Error {
     Error::protocol(kind, detail)
-}
-
-/// A repository name: 1–128 bytes of `A–Z a–z 0–9 . _ -`, not starting with `.` (it names a
-/// file on the server).
-pub fn check_repo_name(name: &str) -> Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= MAX_REPO_NAME
-        && !name.starts_with('.')
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-');
-    if ok {
-        Ok(())
-    } else {
-        Err(protocol(
-            ProtocolErrorKind::Malformed,
-            format!("invalid repository name {name:?}: 1-{MAX_REPO_NAME} bytes of A-Z a-z 0-9 . _ -, not starting with '.'"),
-        ))
-    }
 }
 
 fn write_commits(w: &mut Writer, commits: &[(CommitId, Vec<u8>)], seals: &[Vec<u8>]) {
@@ -177,7 +201,9 @@ fn read_commits(r: &mut Reader<'_>) -> Result<CommitList> {
 impl Message {
     pub fn type_byte(&self) -> u8 {
         match self {
+            Message::Challenge { .. } => TYPE_CHALLENGE,
             Message::Hello { .. } => TYPE_HELLO,
+            Message::Welcome { .. } => TYPE_WELCOME,
             Message::Commits { .. } => TYPE_COMMITS,
             Message::Push { .. } => TYPE_PUSH,
             Message::Ack { .. } => TYPE_ACK,
@@ -198,9 +224,28 @@ impl Message {
         w.u8(PROTOCOL_VERSION);
         w.u8(self.type_byte());
         match self {
-            Message::Hello { repo, cursor } => {
+            Message::Challenge {
+                nonce,
+                server_time_ms,
+            } => {
+                w.bytes(nonce);
+                w.u64(*server_time_ms);
+            }
+            Message::Hello { repo, cursor, auth } => {
                 w.lp(repo.as_bytes());
                 w.varint(*cursor);
+                match auth {
+                    None => w.u8(0),
+                    Some(p) => {
+                        w.u8(1);
+                        p.encode(&mut w);
+                    }
+                }
+            }
+            Message::Welcome { repo, head, rights } => {
+                w.lp(repo.as_bytes());
+                w.varint(*head);
+                w.u8(rights.bits());
             }
             Message::Commits {
                 from,
@@ -238,7 +283,9 @@ impl Message {
         let ty = check_header(bytes)?;
         let mut r = Reader::new(&bytes[2..], "sync message");
         let msg = match ty {
+            TYPE_CHALLENGE => decode_challenge(&mut r),
             TYPE_HELLO => decode_hello(&mut r),
+            TYPE_WELCOME => decode_welcome(&mut r),
             TYPE_COMMITS => decode_commits(&mut r),
             TYPE_PUSH => {
                 read_commits(&mut r).map(|(commits, seals)| Message::Push { commits, seals })
@@ -258,7 +305,7 @@ impl Message {
             }
             e => e,
         })?;
-        if let Message::Hello { repo, .. } = &msg {
+        if let Message::Hello { repo, .. } | Message::Welcome { repo, .. } = &msg {
             check_repo_name(repo)?;
         }
         if !r.is_empty() {
@@ -303,10 +350,31 @@ fn check_header(bytes: &[u8]) -> Result<u8> {
     Ok(bytes[1])
 }
 
+fn decode_challenge(r: &mut Reader<'_>) -> Result<Message> {
+    let nonce = r.array::<NONCE_LEN>()?;
+    let server_time_ms = r.u64()?;
+    Ok(Message::Challenge {
+        nonce,
+        server_time_ms,
+    })
+}
+
 fn decode_hello(r: &mut Reader<'_>) -> Result<Message> {
     let repo = r.str()?.to_string();
     let cursor = r.varint()?;
-    Ok(Message::Hello { repo, cursor })
+    let auth = match r.u8()? {
+        0 => None,
+        1 => Some(SessionProof::decode(r)?),
+        _ => return Err(r.err("bad authentication flag")),
+    };
+    Ok(Message::Hello { repo, cursor, auth })
+}
+
+fn decode_welcome(r: &mut Reader<'_>) -> Result<Message> {
+    let repo = r.str()?.to_string();
+    let head = r.varint()?;
+    let rights = Rights::from_bits(r.u8()?).ok_or_else(|| r.err("bad rights bits"))?;
+    Ok(Message::Welcome { repo, head, rights })
 }
 
 fn decode_commits(r: &mut Reader<'_>) -> Result<Message> {

@@ -15,18 +15,21 @@ pub fn clock(start: u64) -> Clock {
 
 pub const T0: u64 = 1_700_000_000_000;
 
+/// The repository name the tests use (bound into seals).
+pub const REPO: &str = "test";
+
 pub fn ident(n: u8) -> Identity {
     Identity::from_entropy(&[n; 48])
 }
 
 /// Signed mode with identity `n`.
 pub fn signed(n: u8) -> RepoOptions {
-    RepoOptions::new(Some(ident(n)), clock(T0))
+    RepoOptions::new(REPO, Some(ident(n)), clock(T0))
 }
 
 /// Trusted (unsigned) mode that accepts unsigned commits.
 pub fn trusted(n: u8) -> RepoOptions {
-    let mut o = RepoOptions::new(Some(ident(n)), clock(T0));
+    let mut o = RepoOptions::new(REPO, Some(ident(n)), clock(T0));
     o.trusted = true;
     o.accept_trusted = true;
     o

@@ -266,6 +266,7 @@ export class EngineHandle {
       }
       const [log, snap] = handles;
       const engineOpts = JSON.stringify({
+        name: this.name,
         trusted,
         acceptTrusted: opts.acceptTrusted ?? trusted,
         recovery: opts.recovery ?? 'strict',

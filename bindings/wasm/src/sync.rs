@@ -24,31 +24,40 @@ fn with_client<T>(f: impl FnOnce(&mut Client) -> JsResult<T>) -> JsResult<T> {
 
 #[wasm_bindgen]
 impl Engine {
-    /// Create the sync state for repository `name` on the server, resuming after server
-    /// sequence `cursor`, with the first `push_from` commit-table entries known to the server.
+    /// Create the sync state for repository `name` on the server at `url` (as dialed: it is
+    /// bound into the session proof), resuming after server sequence `cursor`, with the first
+    /// `push_from` commit-table entries known to the server.
     #[wasm_bindgen(js_name = syncStart)]
-    pub fn sync_start(&self, name: &str, cursor: f64, push_from: f64) -> JsResult<()> {
-        let client = Client::new(name, cursor as u64, push_from as usize).js()?;
+    pub fn sync_start(&self, name: &str, url: &str, cursor: f64, push_from: f64) -> JsResult<()> {
+        let client = Client::new(name, url, cursor as u64, push_from as usize).js()?;
         CLIENT.with(|c| *c.borrow_mut() = Some(client));
         Ok(())
     }
 
-    /// The `Hello` that starts a connection.
+    /// A new connection: nothing is sent until the server's challenge arrives.
     #[wasm_bindgen(js_name = syncConnect)]
-    pub fn sync_connect(&self) -> JsResult<Vec<u8>> {
-        with_client(|c| Ok(c.connect().encode()))
+    pub fn sync_connect(&self) -> JsResult<()> {
+        with_client(|c| {
+            c.connect();
+            Ok(())
+        })
     }
 
     /// Handle one message from the server; received commits are verified and applied (live
     /// queries see them; the worker flushes like any write). Returns the event as JSON:
-    /// `{event: 'welcome'|'received'|'acked'|'error', ..., cursor, pushFrom}`.
+    /// `{event: 'challenge'|'welcome'|'received'|'acked'|'error', ..., cursor, pushFrom,
+    /// refused}`. After `challenge`, `syncOutgoing` returns the signed `Hello`.
     #[wasm_bindgen(js_name = syncHandle)]
     pub fn sync_handle(&mut self, bytes: &[u8]) -> JsResult<String> {
         let msg = Message::decode(bytes).js()?;
         let repo = self.repo_mut()?;
         with_client(|c| {
             let ev = match c.handle(repo, msg).js()? {
-                ClientEvent::Welcome { head } => json!({"event": "welcome", "head": head}),
+                ClientEvent::Challenged { server_time_ms } => {
+                    json!({"event": "challenge", "serverTimeMs": server_time_ms})
+                }
+                ClientEvent::Welcome { head, rights } => json!({"event": "welcome", "head": head,
+                    "rights": {"read": rights.read, "write": rights.write, "administer": rights.administer}}),
                 ClientEvent::Received {
                     applied,
                     duplicates,
@@ -62,6 +71,7 @@ impl Engine {
             let mut ev = ev;
             ev["cursor"] = json!(c.cursor());
             ev["pushFrom"] = json!(c.push_from());
+            ev["refused"] = json!(c.refused());
             Ok(ev.to_string())
         })
     }

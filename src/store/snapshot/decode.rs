@@ -4,6 +4,7 @@
 
 use super::{commit_stamps, SnapshotData, F_SEALED, F_TRUSTED, I_DELETE, I_META, M_SET, M_TOP};
 use super::{SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
+use crate::access::{Acl, Role, Stamped};
 use crate::codec::Reader;
 use crate::commit::{CommitId, PublicKey, Stamp, PUBLIC_KEY_LEN};
 use crate::error::{Error, Result};
@@ -68,11 +69,13 @@ fn commit_table(r: &mut Reader<'_>, graph: &mut Graph) -> Result<()> {
         let pk = PublicKey(r.array()?);
         graph.author_index(pk);
     }
-    let nc = r.count(32 + 11, u32::MAX as usize)?;
+    access_lists(r, graph)?;
+    let nl = graph.acls.len();
+    let nc = r.count(32 + 12, u32::MAX as usize)?;
     graph.commits.reserve(nc);
     let mut has_child = vec![false; nc];
     for i in 0..nc {
-        let c = commit(r, i, na, &mut has_child)?;
+        let c = commit(r, i, (na, nl), &mut has_child)?;
         graph.by_id.insert(c.id, i as u32);
         graph.commits.push(c);
     }
@@ -100,8 +103,66 @@ fn commit_table(r: &mut Reader<'_>, graph: &mut Graph) -> Result<()> {
     Ok(())
 }
 
-/// Commit `i` of the table (`na` authors); marks its parents in `has_child`.
-fn commit(r: &mut Reader<'_>, i: usize, na: usize, has_child: &mut [bool]) -> Result<CommitInfo> {
+/// The interned access lists: list 0 is the empty list and no list appears twice (the table
+/// is rebuilt by interning); then the index of the whole graph's list.
+fn access_lists(r: &mut Reader<'_>, graph: &mut Graph) -> Result<()> {
+    let nl = r.count(2, u32::MAX as usize)?;
+    if nl == 0 {
+        return Err(r.err("the access-list table lacks the empty list"));
+    }
+    for i in 0..nl {
+        let acl = access_list(r)?;
+        if (i == 0) != (acl == Acl::default()) || graph.acls.intern(acl) as usize != i {
+            return Err(r.err("access lists out of order or repeated"));
+        }
+    }
+    graph.acl = r.varint()? as u32;
+    if graph.acl as usize >= nl {
+        return Err(r.err("access-list index out of range"));
+    }
+    Ok(())
+}
+
+fn access_list(r: &mut Reader<'_>) -> Result<Acl> {
+    let mut acl = Acl {
+        owned: flag(r)?,
+        ..Acl::default()
+    };
+    let nm = r.count(PUBLIC_KEY_LEN + 25, usize::MAX)?;
+    for _ in 0..nm {
+        let k = PublicKey(r.array()?);
+        let stamp = Stamp::decode(r)?;
+        let value = Role::from_code(r.u8()?).ok_or_else(|| r.err("bad role"))?;
+        if acl.members.last_key_value().is_some_and(|(l, _)| *l >= k) {
+            return Err(r.err("access-list members not strictly ascending"));
+        }
+        acl.members.insert(k, Stamped { stamp, value });
+    }
+    if flag(r)? {
+        let stamp = Stamp::decode(r)?;
+        let value = (flag(r)?, flag(r)?);
+        acl.public = Some(Stamped { stamp, value });
+    }
+    Ok(acl)
+}
+
+/// A byte that must be 0 or 1.
+fn flag(r: &mut Reader<'_>) -> Result<bool> {
+    match r.u8()? {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(r.err("bad flag byte")),
+    }
+}
+
+/// Commit `i` of the table (`na` authors, `nl` access lists); marks its parents in
+/// `has_child`.
+fn commit(
+    r: &mut Reader<'_>,
+    i: usize,
+    (na, nl): (usize, usize),
+    has_child: &mut [bool],
+) -> Result<CommitInfo> {
     let id = CommitId(r.array()?);
     let offset = r.varint()?;
     let hlc = r.u64()?;
@@ -120,6 +181,10 @@ fn commit(r: &mut Reader<'_>, i: usize, na: usize, has_child: &mut [bool]) -> Re
         has_child[p as usize] = true;
         parents.push(p as u32);
     }
+    let acl = r.varint()?;
+    if acl >= nl as u64 {
+        return Err(r.err("access-list index out of range"));
+    }
     Ok(CommitInfo {
         id,
         offset,
@@ -128,6 +193,7 @@ fn commit(r: &mut Reader<'_>, i: usize, na: usize, has_child: &mut [bool]) -> Re
         trusted: flags & F_TRUSTED != 0,
         sealed: flags & F_SEALED != 0,
         parents,
+        acl: acl as u32,
     })
 }
 

@@ -2,6 +2,7 @@
 
 use super::{commit_stamps, F_SEALED, F_TRUSTED, I_DELETE, I_META, M_SET, M_TOP};
 use super::{SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
+use crate::access::{Acl, Role};
 use crate::codec::Writer;
 use crate::commit::{CommitId, PublicKey, Stamp};
 use crate::graph::Graph;
@@ -37,12 +38,13 @@ fn header(w: &mut Writer, log_len: u64, anchor: Option<(u64, u32)>) {
     }
 }
 
-/// Authors, commits, seal offsets and the seal cover of commits not yet present.
+/// Authors, access lists, commits, seal offsets and the seal cover of commits not yet present.
 fn commit_table(w: &mut Writer, graph: &Graph) {
     w.varint(graph.authors.len() as u64);
     for a in &graph.authors {
         w.bytes(&a.0);
     }
+    access_lists(w, graph);
     w.varint(graph.commits.len() as u64);
     for c in &graph.commits {
         w.bytes(&c.id.0);
@@ -54,6 +56,7 @@ fn commit_table(w: &mut Writer, graph: &Graph) {
         for p in &c.parents {
             w.varint(u64::from(*p));
         }
+        w.varint(u64::from(c.acl));
     }
     w.varint(graph.seal_offsets.len() as u64);
     for o in &graph.seal_offsets {
@@ -66,6 +69,34 @@ fn commit_table(w: &mut Writer, graph: &Graph) {
         w.varint(authors.len() as u64);
         for a in authors {
             w.bytes(&a.0);
+        }
+    }
+}
+
+/// The interned access lists (index 0 is the empty list), then the whole graph's list.
+fn access_lists(w: &mut Writer, graph: &Graph) {
+    w.varint(graph.acls.len() as u64);
+    for acl in graph.acls.lists() {
+        access_list(w, acl);
+    }
+    w.varint(u64::from(graph.acl));
+}
+
+fn access_list(w: &mut Writer, acl: &Acl) {
+    w.u8(u8::from(acl.owned));
+    w.varint(acl.members.len() as u64);
+    for (k, s) in &acl.members {
+        w.bytes(&k.0);
+        s.stamp.encode(w);
+        w.u8(Role::code(s.value));
+    }
+    match acl.public {
+        None => w.u8(0),
+        Some(p) => {
+            w.u8(1);
+            p.stamp.encode(w);
+            w.u8(u8::from(p.value.0));
+            w.u8(u8::from(p.value.1));
         }
     }
 }

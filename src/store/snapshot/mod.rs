@@ -4,7 +4,7 @@
 //! ignored.
 //!
 //! The file is one pass over the format's sections, in order: header and anchor, the commit
-//! table (authors, commits, seal offsets, seal cover), the field-name table, then the
+//! table (authors, access lists, commits, seal offsets, seal cover), the field-name table, then the
 //! collections and their items; a CRC-32 trailer covers it all. `encode.rs` writes and
 //! `decode.rs` reads them, one function per section.
 
@@ -20,7 +20,9 @@ use crate::error::Result;
 use crate::graph::{CommitInfo, Graph};
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"IBEXSNP1";
-pub const SNAPSHOT_VERSION: u32 = 1;
+/// Version 2 added the access lists (docs/design.md §8); a version-1 file is ignored (the log
+/// is replayed) and rewritten at the next snapshot.
+pub const SNAPSHOT_VERSION: u32 = 2;
 /// Commit flags.
 const F_TRUSTED: u8 = 1;
 const F_SEALED: u8 = 2;

@@ -7,9 +7,11 @@
 //!
 //! The methods are grouped by job, one `#[wasm_bindgen] impl Engine` block per file: opening
 //! and identity here, `read.rs` (items, queries, history), `write.rs` (writes and schemas),
-//! `live.rs` (live queries), `maintenance.rs` (flush, seal, snapshot, verify, stats) and
-//! `exchange.rs` (bundles); sync is in `../sync.rs`.
+//! `live.rs` (live queries), `maintenance.rs` (flush, seal, snapshot, verify, stats),
+//! `access.rs` (grants, revocations, members) and `exchange.rs` (bundles); sync is in
+//! `../sync.rs`.
 
+mod access;
 mod exchange;
 mod live;
 mod maintenance;
@@ -62,7 +64,7 @@ fn opt_u64(o: &serde_json::Value, k: &str) -> Result<Option<u64>, Error> {
 #[wasm_bindgen]
 impl Engine {
     /// Open (or create) a repository on two sync access handles (`snapshot` may be null).
-    /// `options` is JSON: `{"trusted": bool, "acceptTrusted": bool, "recovery": "strict" |
+    /// `options` is JSON: `{"name": string (required: bound into seals), "trusted": bool, "acceptTrusted": bool, "recovery": "strict" |
     /// "repair", "quotaBytes": n, "maxClockSkewMs": n}`. `secret` is the 48-byte identity
     /// secret (required unless trusted).
     pub fn open(
@@ -87,7 +89,16 @@ impl Engine {
             (Some(s), false) => Some(Identity::from_secret_bytes(s)?),
             _ => None,
         };
-        let mut opts = RepoOptions::new(identity, clock());
+        let name = match o.get("name") {
+            Some(serde_json::Value::String(n)) => n.clone(),
+            _ => {
+                return Err(Error::InvalidValue {
+                    path: "options.name".into(),
+                    reason: "the repository name is required".into(),
+                })
+            }
+        };
+        let mut opts = RepoOptions::new(&name, identity, clock());
         opts.trusted = trusted;
         opts.accept_trusted = opt_bool(&o, "acceptTrusted")?.unwrap_or(trusted);
         if let Some(ms) = opt_u64(&o, "maxClockSkewMs")? {

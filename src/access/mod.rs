@@ -1,0 +1,37 @@
+//! Who may read and write a repository (docs/design.md §6.4): the one permission rule, used
+//! alike by the browser engine, the sync server and every other replica.
+//!
+//! Permissions are data. The reserved collection `_acl` holds one item per member,
+//! `_acl/<public key hex>` = `{"role": "owner" | "writer" | "reader"}`, and the item
+//! `_acl/public` = `{"read": bool, "write": bool}`. A grant is a put, a revocation a delete;
+//! they travel in ordinary signed commits, so they sync, merge and verify like any data.
+//!
+//! **The rule** ([`check_commit`]). A commit counts only if its author was allowed to make it by
+//! the access list of its causal past: the merge of the `_acl` writes of every commit it
+//! descends from, each entry's newest write (by stamp) winning, as for any item. The root commit
+//! (the one without parents) founds the repository: if it makes its own author owner, the
+//! repository is *owned*; a root without that claim founds an *unowned* repository, open to
+//! everyone, whose access list nobody can change. In an owned repository, changing items needs
+//! the role writer or owner (or the public write switch) and changing `_acl` needs owner.
+//! Because a commit's causal past is fixed by its ancestry, every replica decides the same way,
+//! whatever the order of delivery; a revocation concurrent with a write does not undo that
+//! write. A sync server adds an admission rule for *new* commits: a key revoked in the server's
+//! current access list cannot push, not even on top of an old history (`Repo::receive_as`).
+//!
+//! | file       | what                                                               |
+//! |------------|--------------------------------------------------------------------|
+//! | `acl.rs`   | [`Acl`]: an access list, the merge of `_acl` writes; [`Role`]      |
+//! | `parse.rs` | what a change to `_acl` means ([`AclWrite`]), and its shape rules  |
+//! | `rule.rs`  | [`check_commit`]: the rule itself                                  |
+//! | `table.rs` | [`AclTable`]: the access list after each commit, interned          |
+
+mod acl;
+mod parse;
+mod rule;
+mod table;
+
+pub(crate) use acl::Stamped;
+pub use acl::{Acl, Role};
+pub use parse::{member_value, parse_change, public_value, AclWrite, ACL_COLLECTION, PUBLIC_ID};
+pub use rule::{acl_after, check_commit};
+pub use table::AclTable;

@@ -1,0 +1,85 @@
+//! The permission rule (docs/design.md §6.4): a commit checked against the access list of its
+//! causal past.
+
+use super::{parse_change, Acl, AclWrite, Role};
+use crate::commit::{Commit, Stamp};
+use crate::error::{Error, PermissionErrorKind, Result};
+
+fn denied(kind: PermissionErrorKind, detail: String) -> Error {
+    Error::Permission { kind, detail }
+}
+
+/// The `_acl` writes of a commit and whether it changes anything else.
+fn split(commit: &Commit) -> Result<(Vec<AclWrite>, bool)> {
+    let mut writes = Vec::new();
+    let mut data = false;
+    for ch in &commit.changes {
+        match parse_change(ch)? {
+            Some(w) => writes.push(w),
+            None => data = true,
+        }
+    }
+    Ok((writes, data))
+}
+
+/// Check `commit` (whose writes carry `stamp`) against `past`, the access list of its causal
+/// past (the empty list for a root), and return the access list after it. The answer depends
+/// only on the commit and its ancestry.
+pub fn check_commit(past: &Acl, commit: &Commit, stamp: Stamp) -> Result<Acl> {
+    let (writes, data) = split(commit)?;
+    let mut after = past.clone();
+    if commit.parents.is_empty() {
+        after.owned = check_root(commit, &writes)?;
+    } else {
+        check_child(past, commit, &writes, data)?;
+    }
+    after.apply(stamp, &writes);
+    Ok(after)
+}
+
+/// A root founds the repository: it is owned iff the root makes its own (signed) author owner,
+/// and only such a root may write the access list.
+fn check_root(commit: &Commit, writes: &[AclWrite]) -> Result<bool> {
+    let claim = AclWrite::Member(commit.author, Some(Role::Owner));
+    let owned = !commit.trusted && writes.contains(&claim);
+    if !writes.is_empty() && !owned {
+        return Err(denied(
+            PermissionErrorKind::CannotAdminister,
+            "a root commit may write the access list only when it makes its signed author owner"
+                .into(),
+        ));
+    }
+    Ok(owned)
+}
+
+fn check_child(past: &Acl, commit: &Commit, writes: &[AclWrite], data: bool) -> Result<()> {
+    let author = &commit.author;
+    let who = || author.to_hex()[..16].to_string();
+    // An unsigned commit's author is not proven: it gets only what anyone gets.
+    let anyone = !past.owned() || past.public().1;
+    if !writes.is_empty() && (commit.trusted || !past.can_administer(author)) {
+        return Err(denied(
+            PermissionErrorKind::CannotAdminister,
+            format!("key {}… may not change the access list", who()),
+        ));
+    }
+    let may_write = if commit.trusted {
+        anyone
+    } else {
+        past.can_write(author)
+    };
+    if data && !may_write {
+        return Err(denied(
+            PermissionErrorKind::CannotWrite,
+            format!("key {}… may not write to this repository", who()),
+        ));
+    }
+    Ok(())
+}
+
+/// The access list after a commit already in the log (replay trusts the log as it trusts its
+/// seals): `past` with the commit's `_acl` writes if the rule allows them, else `past`
+/// unchanged. `verify()` reports commits the rule refuses.
+pub fn acl_after(past: &Acl, commit: &Commit, stamp: Stamp) -> Acl {
+    check_commit(past, commit, stamp).unwrap_or_else(|_| past.clone())
+}

@@ -1,0 +1,85 @@
+//! The repository's access list (docs/design.md §6.4): reading it, changing it (grants,
+//! revocations and the public switches are ordinary commits to the reserved `_acl`
+//! collection), and the rule applied to this replica's own commits before they are written.
+
+use super::Repo;
+use crate::access::{self, member_value, public_value, Acl, Role, ACL_COLLECTION, PUBLIC_ID};
+use crate::commit::{Change, Commit, CommitId, Op, PublicKey};
+use crate::error::{Error, PermissionErrorKind, Result};
+use crate::store::Storage;
+use crate::txn::Txn;
+
+impl<S: Storage> Repo<S> {
+    /// The access list of everything this replica holds (the merge of every commit's).
+    pub fn access(&self) -> &Acl {
+        self.graph.current_acl()
+    }
+
+    /// Give `key` a role. Only an owner may; the commit is an ordinary (sealed, synced) one.
+    pub fn grant(&mut self, key: &PublicKey, role: Role) -> Result<Option<CommitId>> {
+        let mut txn = Txn::new();
+        txn.put(&member_key(key), member_value(role))?;
+        self.commit(txn)
+    }
+
+    /// Take `key`'s role away. Refused if it would leave the repository without an owner.
+    pub fn revoke(&mut self, key: &PublicKey) -> Result<Option<CommitId>> {
+        let acl = self.access();
+        if acl.role(key).is_none() {
+            return Ok(None);
+        }
+        if acl.role(key) == Some(Role::Owner) && acl.owners() == 1 {
+            return Err(Error::Permission {
+                kind: PermissionErrorKind::CannotAdminister,
+                detail: "revoking the last owner would leave the repository without one".into(),
+            });
+        }
+        let mut txn = Txn::new();
+        txn.delete(&member_key(key))?;
+        self.commit(txn)
+    }
+
+    /// Set the public switches: anyone may read, anyone may write.
+    pub fn set_public(&mut self, read: bool, write: bool) -> Result<Option<CommitId>> {
+        let mut txn = Txn::new();
+        txn.put(
+            &format!("{ACL_COLLECTION}/{PUBLIC_ID}"),
+            public_value(read, write),
+        )?;
+        self.commit(txn)
+    }
+
+    /// The root's ownership claim, added to this replica's first commit in signed mode: the
+    /// creator of a repository is its owner.
+    pub(super) fn founding_claim(&self, changes: &mut Vec<Change>) {
+        let first = self.graph.commits.is_empty() && self.wait.len() == 0;
+        if !first || self.opts.trusted || self.opts.identity.is_none() {
+            return;
+        }
+        let id = self.author.to_hex();
+        if changes
+            .iter()
+            .any(|c| c.collection == ACL_COLLECTION && c.id == id)
+        {
+            return;
+        }
+        changes.push(Change {
+            collection: ACL_COLLECTION.to_string(),
+            id,
+            op: Op::Put(member_value(Role::Owner)),
+        });
+    }
+
+    /// The rule, for a commit this replica is about to make: refused here, before it is
+    /// written, rather than by every peer later.
+    pub(super) fn check_own_commit(&self, commit: &Commit, id: &CommitId) -> Result<()> {
+        let parents: Vec<u32> = commit.parents.iter().map(|p| self.graph.by_id[p]).collect();
+        let past = self.graph.past_acl(&parents);
+        access::check_commit(&past, commit, commit.stamp(id)).map(|_| ())
+    }
+}
+
+/// The `_acl` key of a member.
+fn member_key(key: &PublicKey) -> String {
+    format!("{ACL_COLLECTION}/{}", key.to_hex())
+}
