@@ -18,6 +18,7 @@ import { TxnBuilder, decode, decodeMany, decodeRows, encode, encodeObject, reviv
 export { TxnBuilder };
 import * as glue0 from '../../pkg/ibexdb.js';
 import { ClosedError, InvalidValueError, PanicError, fromWire } from './errors.js';
+import { compileWasm } from './loader.js';
 import { WASM_URL, checkName, snapshotDue } from './policy.js';
 import { checkStorage, closeAll, openFiles } from './storage.js';
 
@@ -70,7 +71,7 @@ export function preloadWasm() {
 function loadWasm(fresh) {
   if (fresh) freshInstances++;
   if (freshInstances === 0 && first) return first;
-  compiled ??= WebAssembly.compileStreaming(fetch(WASM_URL)).catch((e) => {
+  compiled ??= compileWasm(WASM_URL).catch((e) => {
     compiled = null;
     throw e;
   });
