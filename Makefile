@@ -5,6 +5,7 @@
 #   make test    setup + check + cargo tests + wasm build + tsc + Playwright (what .ci/run runs)
 #   make wasm    release wasm build of bindings/wasm into pkg/
 #   make tsc     type checks: tests/types (the public .d.ts), www/lib (checkJs, strict), www/bench (checkJs)
+#   make pkg     the npm package ibexdb in dist/npm/ (www/lib + the wasm), packed as dist/ibexdb-<version>.tgz
 #   make bench   setup + wasm + browser benchmark (BENCH_SIZES, BENCH_SUITES, BENCH_ENGINES, BENCH_ASSERT;
 #                SKIP_WASM=1 skips the wasm build)
 #   make serve   static server with COOP/COEP on http://127.0.0.1:$${PORT:-8080}/
@@ -22,7 +23,7 @@ export PATH := $(CURDIR)/node_modules/binaryen/bin:$(CURDIR)/node_modules/.bin:$
 BINDINGS_TOML := bindings/wasm/Cargo.toml
 step = @printf '\n--- %s\n' "$(1)"
 
-.PHONY: setup check test test-rust wasm tsc browser-test bench serve clean-bench
+.PHONY: setup check test test-rust wasm tsc pkg browser-test bench serve clean-bench
 
 setup:
 	$(call step,setup: install missing tools (scripts/setup.sh))
@@ -63,6 +64,12 @@ tsc:
 	npx --no-install tsc --noEmit -p tests/types/tsconfig.lib.json
 	$(call step,tsc: the benchmark's JavaScript with checkJs (www/bench))
 	npx --no-install tsc --noEmit -p www/bench
+
+# The publishable npm package (scripts/build-pkg.mjs): www/lib/ + pkg/'s glue and wasm, with a
+# package.json (exports, types, files, sideEffects), then `npm pack` into dist/.
+pkg: wasm
+	$(call step,pkg: the npm package ibexdb in dist/npm/ and npm pack into dist/ (scripts/build-pkg.mjs))
+	node scripts/build-pkg.mjs
 
 browser-test:
 	$(call step,browser tests: build the sync server the sync spec starts (cargo build --release -p ibexdb-server))
