@@ -227,7 +227,7 @@ export declare class Database {
   flush(): Promise<void>;
   verify(): Promise<VerifyReport>;
   exportIdentity(): Promise<string | null>;
-  exportCommits(): Promise<Uint8Array>;
+  exportCommits(): Promise<Uint8Array<ArrayBuffer>>;
   receive(bundle: Uint8Array): Promise<ReceiveReport>;
   storageInfo(): Promise<StorageInfo>;
   /** Sync with an ibexdb-server (`ws://host:port`); null stops. */

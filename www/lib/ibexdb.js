@@ -453,7 +453,7 @@ export class Database {
     return this._send('exportIdentity', [], identity);
   }
 
-  /** Every commit and seal of this repository as bytes (for another replica's `receive`). @returns {Promise<Uint8Array>} */
+  /** Every commit and seal of this repository as bytes (for another replica's `receive`). @returns {Promise<Uint8Array<ArrayBuffer>>} */
   exportCommits() {
     return this._send('export', [], identity);
   }
