@@ -117,3 +117,26 @@ export const NOTES_EXPECTED = {
   afterReload: ['Alpha 2', 'Charlie'],
   persisted: { title: 'Alpha 2', tags: ['x'], verified: 5 },
 };
+
+/** The real sync server (target/release/ibexdb-server, or $IBEXDB_SERVER) on a free loopback port. */
+export async function startSyncServer(): Promise<{ url: string; stop(): Promise<void> }> {
+  const { spawn } = await import('node:child_process');
+  const { createInterface } = await import('node:readline');
+  const bin = process.env.IBEXDB_SERVER ?? path.resolve('target/release/ibexdb-server');
+  const dir = mkdtempSync(path.join(tmpdir(), 'ibexdb-sync-'));
+  const proc = spawn(bin, ['--data', dir, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const line = await new Promise<string>((resolve, reject) => {
+    proc.once('error', reject);
+    proc.once('exit', (code) => reject(new Error(`ibexdb-server exited with ${code} (built? ${bin})`)));
+    createInterface({ input: proc.stdout! }).once('line', resolve);
+  });
+  const m = /listening on (\S+)/.exec(line);
+  if (!m) throw new Error(`unexpected server output: ${line}`);
+  return {
+    url: `ws://${m[1]}`,
+    stop: async () => {
+      proc.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
