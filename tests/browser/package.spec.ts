@@ -3,7 +3,7 @@
 // used there by a small notes page (tests/browser/scratch/): CRUD, a live query, a reload.
 // Served by a plain static server without COOP/COEP from a sub-path; with the module loaded from
 // a second origin (a "CDN" on another loopback port, with CORS); and as a Vite production build.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test, expect, watch } from './ibexdb.fixtures';
 import { NOTES_EXPECTED, exerciseNotes, notesPage, scratchProject, serve, type Scratch } from './support/shipping';
@@ -76,11 +76,20 @@ test('Vite production build of the scratch project', async ({ page, watched }) =
   for (const f of assets.filter((a) => a.endsWith('.js'))) {
     expect(readFileSync(path.join(outDir, 'assets', f), 'utf8'), f).not.toContain('/pkg/');
   }
+  // The glue is a file of its own too: after a panic the worker loads a fresh copy of it.
+  expect(assets.filter((f) => /^ibexdb-.*\.js$/.test(f))).toHaveLength(1);
   const site = await serve(outDir, { mount: '/apps/notes/' });
   try {
     const seen = await exerciseNotes(page, `${site.url}/apps/notes/`);
     expect(seen.env.isolated).toBe(false);
     expect(seen).toMatchObject(NOTES_EXPECTED);
+    const recovered = await page.evaluate(async () => {
+      const db = (window as any).db;
+      const panic = await db._debugPanic().then(() => 'no error', (e: Error) => e.name);
+      const a = await db.get('notes/a');
+      return { panic, after: { title: a.title, tags: [...a.tags] } };
+    });
+    expect(recovered).toEqual({ panic: 'PanicError', after: { title: 'Alpha 2', tags: ['x'] } });
   } finally {
     await site.close();
   }
@@ -100,6 +109,28 @@ test('two tabs of the installed package share one repository', async ({ context,
     await page.waitForFunction(() => document.querySelectorAll('#notes li').length === 3);
     expect(w2.problems).toEqual([]);
   } finally {
+    await site.close();
+  }
+});
+
+test('after a panic, an engine that cannot be loaded again fails the calls instead of hanging', async ({ page, watched }) => {
+  void watched;
+  const site = await serve(scratch.dir, { mount: '/apps/notes/' });
+  const glue = path.join(scratch.dir, 'node_modules/ibexdb/wasm/ibexdb.js');
+  const saved = readFileSync(glue);
+  try {
+    await exerciseNotes(page, `${site.url}/apps/notes/`);
+    rmSync(glue); // a deploy removed the files under a running page
+    const out = await page.evaluate(async () => {
+      const db = (window as any).db;
+      const panic = await db._debugPanic().then(() => 'no error', (e: Error) => `${e.name}: ${e.message}`);
+      const next = await db.get('notes/a').then(() => 'no error', (e: Error) => `${e.name}: ${e.message}`);
+      return { panic, next };
+    });
+    expect(out.panic).toMatch(/^PanicError: the engine panicked and cannot be restarted: a fresh copy of its glue \(.*\/wasm\/ibexdb\.js\?instance=1\) did not load/);
+    expect(out.next).toMatch(/^PanicError: the engine panicked and cannot be restarted: .*\?instance=2\) did not load/);
+  } finally {
+    writeFileSync(glue, saved);
     await site.close();
   }
 });
