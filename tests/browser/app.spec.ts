@@ -182,6 +182,7 @@ test('offline: the app starts from the service worker, accepts edits, and syncs 
     await setField(d, 'Due date', '2031-03-14');
     await d.getByRole('button', { name: 'Close' }).click();
     await expect(page.getByRole('button', { name: 'Sync status' })).toHaveText(/^Offline · \d+ to sync$/);
+    await page.screenshot({ path: path.join(SHOTS, 'offline.png') });
     await page.waitForTimeout(1000);
     await expect(card(other.page, 'Written offline')).toHaveCount(0);
 
@@ -312,6 +313,7 @@ test('identity: export on one device, import on another with the passphrase; a w
     await expect(d.getByText(/^This device now signs as /)).toHaveText(`This device now signs as ${keyA.slice(0, 8)}…${keyA.slice(-4)}.`);
     await expect(d.locator('code.key')).toHaveText(keyA);
     expect(await identityOf(b.page)).toBe(keyA);
+    await b.page.screenshot({ path: path.join(SHOTS, 'identity-import.png') });
     await d.getByRole('button', { name: 'Close' }).click();
     await expect(b.page.getByRole('button', { name: 'Your identity' })).toContainText('Ada');
 

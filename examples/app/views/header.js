@@ -127,6 +127,6 @@ export class Header {
 /** A colour per public key, for avatars. @param {Element | null} el @param {string} key */
 export function paintAvatar(el, key) {
   if (!el) return;
-  const hue = parseInt(key.slice(0, 4) || '0', 16) % 360;
+  const hue = parseInt(key.slice(2, 8) || '0', 16) % 360; // after the 02/03 prefix of a compressed key
   /** @type {HTMLElement} */ (el).style.setProperty('--hue', String(hue));
 }

@@ -68,9 +68,11 @@ export async function openTaskDialog(app, id, listNames, people) {
 
   const renderHistory = async () => {
     const entries = await db.history(key);
+    // db.history lists commits in the order this device applied them; show them newest first by
+    // their time (a device that was offline applies older edits from others later).
     history.replaceChildren(...entries
-      .map((e, i) => ({ e, lines: describeChange(e, { listName: (l) => listNames.get(l) ?? 'a deleted list', first: i === 0 }) }))
-      .reverse()
+      .map((e, i) => ({ e, i, lines: describeChange(e, { listName: (l) => listNames.get(l) ?? 'a deleted list', first: i === 0 }) }))
+      .sort((a, b) => b.e.time - a.e.time || b.i - a.i)
       .map(({ e, lines }) => {
         const who = e.author === db.identity ? `${people.get(e.author) ?? 'You'} (this device)` : people.get(e.author) ?? 'Someone';
         const avatar = h('span.avatar');
