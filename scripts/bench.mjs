@@ -16,6 +16,7 @@
 //   BENCH_CEILING_FACTOR  multiplies every ceiling (default 1)
 //   BENCH_OUT      output directory                        (default bench-results/<local date>)
 //   CHROMIUM       browser executable                      (default /usr/bin/chromium)
+//   PORT           port of the static server               (default: any free port)
 //
 // Exit codes: 0 ok; 1 an engine failed, a result was wrong, or a ceiling was exceeded;
 // 2 bad arguments; 3 the browser benchmark cannot run here (no browser, page did not load) -
@@ -23,6 +24,7 @@
 
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { fillSyncLatency, SYNC_ROW } from './sync-latency.mjs';
+import { exposeColdPage } from './bench-cold.mjs';
 import { existsSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import os from 'node:os';
@@ -233,7 +235,8 @@ async function main() {
     die(3, `@playwright/test is not installed (npm ci): ${err.message}`);
   }
 
-  const server = await startServer({ port: 0 });
+  // PORT: a fixed port (e.g. when several worktrees run at once); default: any free port.
+  const server = await startServer({ port: Number(process.env.PORT ?? 0) });
   let browser;
   try {
     try {
@@ -242,8 +245,11 @@ async function main() {
       die(3, `cannot launch ${executablePath}: ${err.message.split('\n')[0]}`);
     }
     const browserVersion = browser.version();
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    // One context for the page and the cold-start pages it asks for (they share its OPFS).
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
     await page.exposeFunction('benchWorkerHeap', await workerHeapProbe(browser));
+    await exposeColdPage(page);
 
     // Forward progress; keep errors for the summary.
     const pageErrors = [];

@@ -8,6 +8,8 @@ import path from 'node:path';
 import { test, expect, type ConsoleMessage } from '@playwright/test';
 // @ts-expect-error: a plain ES module of the benchmark driver, without type declarations
 import { fillSyncLatency, SYNC_ROW } from '../../scripts/sync-latency.mjs';
+// @ts-expect-error: a plain ES module of the benchmark driver, without type declarations
+import { exposeColdPage } from '../../scripts/bench-cold.mjs';
 
 type Summary = { n: number; p50: number; p95: number; min: number; max: number; k: number };
 type RowEntry = { worker?: Summary; page?: Summary; error?: string; na?: string; check?: unknown };
@@ -61,6 +63,7 @@ test('benchmark page: every available engine produces every row (tiny sizes, qui
   // Everything the page logged, for failure messages.
   const transcript = () => `page log:\n  ${logged.join('\n  ') || '(nothing)'}`;
 
+  await exposeColdPage(page);
   await page.goto('/www/bench/page/');
   await page.waitForFunction(() => window.benchReady === true, null, { timeout: 30_000 });
   expect(await page.evaluate(() => crossOriginIsolated), 'page must be cross-origin isolated (COOP/COEP)').toBe(true);

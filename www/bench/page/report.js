@@ -45,7 +45,16 @@ export function fmtCell(line, c, { p95 = false } = {}) {
   let s = fmtMs(c.p50);
   if (p95 && Number.isFinite(c.p95)) s += ` / ${fmtMs(c.p95)}`;
   if (line.rate) s += ` (${fmtRate(1000 / c.p50)} ${line.rate})`;
+  // Write rows: the mean next to the median, so that amortized work (seals, snapshots, the
+  // trailing work in the last sample) shows.
+  if (line.write && c.n > 1 && Number.isFinite(c.mean)) s += ` (mean ${fmtMs(c.mean)})`;
   return s;
+}
+
+/** A cell of the tails table: per-operation p95 / p99 / max of operations timed one by one. */
+export function fmtTail(c) {
+  if (!c?.ops) return '';
+  return `${fmtMs(c.ops.p95)} / ${fmtMs(c.ops.p99)} / ${fmtMs(c.ops.max)}`;
 }
 
 function runsOf(results, section, size) {
@@ -88,6 +97,7 @@ function linesFor(results, runs, rowIds, labelSuffix = '') {
         what: row[side] ?? '',
         cells,
         rate: row.rate,
+        write: !!row.write,
         comparable: row.comparable !== false,
       });
     }
@@ -101,7 +111,7 @@ export function tableLines(results, size) {
   return linesFor(results, runs, ROWS.map((r) => r.id));
 }
 
-const SCALING_ROWS = ['bulk-load', 'open-n'];
+const SCALING_ROWS = ['bulk-load-txn', 'bulk-load', 'open-n', 'open-n-query'];
 const MEMORY_LINES = [
   ['afterLoad', 'opfsBytes', 'OPFS bytes after bulk load'],
   ['afterLoad', 'wasmMemoryBytes', 'wasm memory after bulk load'],
@@ -256,6 +266,15 @@ export function markdownTables(results) {
     }
     for (const [reason, rows] of na) out.push('', `n/a — ${reason}: ${[...rows].join('; ')}.`);
     out.push('');
+    // Tails: operations long enough to be timed one by one (>= 50 µs), per operation.
+    const tails = sec.lines.filter((l) => Object.values(l.cells).some((c) => c.ops));
+    if (tails.length) {
+      out.push(`Per-operation tails (operations timed one by one): p95 / p99 / max`, '');
+      out.push(`| operation | ${engines.join(' | ')} |`);
+      out.push(`|---|${engines.map(() => '--:').join('|')}|`);
+      for (const line of tails) out.push(`| ${line.label} | ${engines.map((e) => fmtTail(line.cells[e])).join(' | ')} |`);
+      out.push('');
+    }
   }
   return out.join('\n');
 }
@@ -438,7 +457,9 @@ function sectionTable(results, sec) {
         if (c.na) return `<td class="na" title="${esc(c.na)}">n/a</td>`;
         if (line.unit === 'bytes') return `<td>${esc(fmtBytes(c.p50))}</td>`;
         const rate = line.rate ? ` <span class="rate">${esc(fmtRate(1000 / c.p50))}/s</span>` : '';
-        return `<td title="${esc(c.note ?? '')}">${esc(fmtMs(c.p50))}${rate}<br><span class="p95">${esc(fmtMs(c.p95))} · ${c.n}×${c.k ?? 1}</span></td>`;
+        const mean = line.write && c.n > 1 ? ` <span class="p95">mean ${esc(fmtMs(c.mean))}</span>` : '';
+        const ops = c.ops ? ` · op p95 ${esc(fmtMs(c.ops.p95))}, max ${esc(fmtMs(c.ops.max))}` : '';
+        return `<td title="${esc(c.note ?? '')}">${esc(fmtMs(c.p50))}${rate}${mean}<br><span class="p95">${esc(fmtMs(c.p95))} · ${c.n}×${c.k ?? 1}${ops}</span></td>`;
       }).join('')
       + ibex.map((e) => {
         if (line.comparable === false) return line.cells[e] ? '<td class="na" title="the engines do different work on this row">not same work</td>' : '<td></td>';
