@@ -7,10 +7,11 @@
 //   BENCH_SIZES    comma-separated item counts N for the core and writes rows (default 100000);
 //                  also the scaling sizes unless BENCH_SCALING_SIZES is set
 //   BENCH_SCALING_SIZES  item counts for the scaling rows (default 10000,100000,1000000)
-//   BENCH_SUITES   comma-separated suites: core, writes, scaling (alias load), relational, verify
-//                  (default: all)
+//   BENCH_SUITES   comma-separated suites: core, writes, scaling (alias load), relational, verify,
+//                  dbx, fat, omgdb (default: all)
 //   BENCH_ENGINES  comma-separated engine ids              (default: every available engine)
 //   BENCH_ROWS     comma-separated row ids to restrict to  (default: every row of the suites)
+//   BENCH_FAT_SIZES  record counts of the fat suite          (default 204800,409600,819200)
 //   BENCH_PLAN     full | quick                            (default full)
 //   BENCH_ASSERT   1 = fail on order-of-magnitude regressions (coarse per-row ceilings below)
 //   BENCH_CEILING_FACTOR  multiplies every ceiling (default 1)
@@ -222,6 +223,8 @@ async function main() {
   const suites = listEnv('BENCH_SUITES', null);
   const engines = listEnv('BENCH_ENGINES', null);
   const rows = listEnv('BENCH_ROWS', null);
+  const fatSizes = listEnv('BENCH_FAT_SIZES', null)?.map(Number);
+  if (fatSizes?.some((n) => !Number.isInteger(n) || n < 1)) die(2, `BENCH_FAT_SIZES must be positive integers, got "${process.env.BENCH_FAT_SIZES}"`);
   const plan = process.env.BENCH_PLAN || 'full';
   const assert = process.env.BENCH_ASSERT === '1';
   const outDir = path.resolve(ROOT, process.env.BENCH_OUT || path.join('bench-results', localDate()));
@@ -289,6 +292,7 @@ async function main() {
       if (suites) o.suites = suites;
       if (engines) o.engines = engines;
       if (rows) o.rows = rows;
+      if (fatSizes) o.fatSizes = fatSizes;
       results = await page.evaluate((x) => window.runBench(x), o);
     } catch (err) {
       console.error(`bench: run failed: ${err.message.split('\n')[0]}`);

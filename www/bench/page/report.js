@@ -98,6 +98,7 @@ function linesFor(results, runs, rowIds, labelSuffix = '') {
         cells,
         rate: row.rate,
         write: !!row.write,
+        reference: row.reference,
         comparable: row.comparable !== false,
       });
     }
@@ -112,6 +113,13 @@ export function tableLines(results, size) {
 }
 
 const SCALING_ROWS = ['bulk-load-txn', 'bulk-load', 'open-n', 'open-n-query'];
+const FAT_MEMORY_LINES = [
+  ['afterLoad', 'opfsBytes', 'OPFS bytes after load'],
+  ['afterLoad', 'wasmMemoryBytes', 'wasm memory after load'],
+  ['afterLoad', 'jsHeapUsedBytes', 'worker JS heap after load'],
+  ['afterBatch', 'wasmMemoryBytes', 'wasm memory after the batch reads'],
+  ['afterBatch', 'jsHeapUsedBytes', 'worker JS heap after the batch reads'],
+];
 const MEMORY_LINES = [
   ['afterLoad', 'opfsBytes', 'OPFS bytes after bulk load'],
   ['afterLoad', 'wasmMemoryBytes', 'wasm memory after bulk load'],
@@ -162,6 +170,35 @@ export function reportSections(results) {
       : 'after go-sqlite-bench';
     sections.push({ key: 'relational', title: 'Relational workloads (go-sqlite-bench)', subtitle, lines: linesFor(results, rel, ROWS.filter((r) => r.section === 'relational').map((r) => r.id)) });
   }
+  const omg = runsOf(results, 'omgdb');
+  if (omg.length) {
+    const p = results.options?.planParams?.omgdb;
+    sections.push({ key: 'omgdb', title: 'OMGDB seed: its published rows, side by side', subtitle: p ? `${nfmt(p.documents)} documents (the benchmark item) in batches of ${nfmt(p.batch)}; published: OMGDB's performance page (native, in-process, its own machine)` : '', lines: linesFor(results, omg, ROWS.filter((r) => r.section === 'omgdb').map((r) => r.id)), reference: 'OMGDB published' });
+  }
+  const dbx = runsOf(results, 'dbx');
+  if (dbx.length) {
+    sections.push({ key: 'dbx', title: 'DBX seed: aggregates and filters over 1M records, no index on the field', subtitle: `N = ${nfmt(dbx[0].size)} records {name, age, city}`, lines: linesFor(results, dbx, ROWS.filter((r) => r.section === 'dbx').map((r) => r.id)) });
+  }
+  const fatSizes = [...new Set(runsOf(results, 'fat').map((r) => r.size))].sort((a, b) => a - b);
+  if (fatSizes.length) {
+    const lines = [];
+    for (const row of ROWS.filter((r) => r.section === 'fat')) {
+      for (const size of fatSizes) {
+        for (const l of linesFor(results, runsOf(results, 'fat').filter((r) => r.size === size), [row.id], ` — N = ${nfmt(size)}`)) lines.push({ ...l, size });
+      }
+    }
+    for (const [when, key, label] of FAT_MEMORY_LINES) {
+      for (const size of fatSizes) {
+        const cells = {};
+        for (const run of runsOf(results, 'fat').filter((r) => r.size === size)) {
+          const v = run.stats?.[when]?.[key];
+          if (Number.isFinite(v)) cells[run.engine] = { p50: v, n: 1 };
+        }
+        if (Object.keys(cells).length) lines.push({ rowId: `fat:${when}:${key}`, side: 'stat', label: `${label} — N = ${nfmt(size)}`, what: label, cells, unit: 'bytes', comparable: true, size });
+      }
+    }
+    sections.push({ key: 'fat', title: 'go-persist seed: load scaling on fat records', subtitle: `N = ${fatSizes.map(nfmt).join(', ')} records (5 string fields, nested metadata, a 1 KB payload) in 5 collections`, lines });
+  }
   const ver = runsOf(results, 'verify');
   if (ver.length) {
     const p = results.options?.planParams?.verify;
@@ -207,7 +244,7 @@ export function textTable(results) {
   for (const sec of reportSections(results)) {
     const engines = enginesIn(results, sec.lines);
     const ibex = engines.filter((e) => isIbex(results, e));
-    const header = ['operation (p50)', ...engines, ...ibex.map((e) => `${e}/best-sqlite`)];
+    const header = ['operation (p50)', ...engines, ...ibex.map((e) => `${e}/best-sqlite`), ...(sec.reference ? [sec.reference] : [])];
     const body = [];
     const notes = new Map();
     for (const line of sec.lines) {
@@ -224,6 +261,7 @@ export function textTable(results) {
           return fmtCell(line, c);
         }),
         ...ibex.map((e) => (line.comparable === false ? (line.cells[e] ? 'not same work' : '') : r[e] ? fmtRatio(r[e].ratio) : '')),
+        ...(sec.reference ? [line.reference ?? ''] : []),
       ]);
     }
     const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
@@ -248,8 +286,9 @@ export function markdownTables(results) {
     const ibex = engines.filter((e) => isIbex(results, e));
     out.push(`### ${sec.title}`, '');
     if (sec.subtitle) out.push(`${sec.subtitle}`, '');
-    out.push(`| operation (p50) | ${engines.join(' | ')} | ${ibex.map((e) => `${e} ÷ best SQLite`).join(' | ')} |`);
-    out.push(`|---|${engines.map(() => '--:').join('|')}|${ibex.map(() => '--:').join('|')}|`);
+    const ref = sec.reference ? [sec.reference] : [];
+    out.push(`| operation (p50) | ${engines.join(' | ')} | ${[...ibex.map((e) => `${e} ÷ best SQLite`), ...ref].join(' | ')} |`);
+    out.push(`|---|${engines.map(() => '--:').join('|')}|${[...ibex, ...ref].map(() => '--:').join('|')}|`);
     const na = new Map();
     for (const line of sec.lines) {
       const r = ratios(results, line);
@@ -262,6 +301,7 @@ export function markdownTables(results) {
         return fmtCell(line, c).replace(/\|/g, '\\|');
       });
       const rs = ibex.map((e) => (line.comparable === false ? (line.cells[e] ? 'not same work' : '') : r[e] ? `**${fmtRatio(r[e].ratio)}**` : ''));
+      if (sec.reference) rs.push(line.reference ?? '');
       out.push(`| ${line.label} | ${cells.join(' | ')} | ${rs.join(' | ')} |`);
     }
     for (const [reason, rows] of na) out.push('', `n/a — ${reason}: ${[...rows].join('; ')}.`);
@@ -446,7 +486,8 @@ function sectionTable(results, sec) {
   const h = [];
   h.push('<table class="main"><tr><th>operation<br><span class="sub">p50; p95 · samples×K below</span></th>'
     + engines.map((e) => `<th><i class="sw" style="background:${engineColor(e)}"></i>${esc(e)}</th>`).join('')
-    + ibex.map((e) => `<th class="ratio"><i class="sw" style="background:${engineColor(e)};border-radius:6px"></i>${esc(e)}<br><span class="sub">÷ best SQLite</span></th>`).join('') + '</tr>');
+    + ibex.map((e) => `<th class="ratio"><i class="sw" style="background:${engineColor(e)};border-radius:6px"></i>${esc(e)}<br><span class="sub">÷ best SQLite</span></th>`).join('')
+    + (sec.reference ? `<th>${esc(sec.reference)}</th>` : '') + '</tr>');
   for (const line of sec.lines) {
     const r = ratios(results, line);
     h.push(`<tr title="${esc(line.what)}"><td>${esc(line.label)}</td>`
@@ -467,6 +508,7 @@ function sectionTable(results, sec) {
         const cls = r[e].ratio <= 1 ? 'good' : 'bad';
         return `<td class="${cls}" title="vs ${esc(r[e].vs)}">${fmtRatio(r[e].ratio)}</td>`;
       }).join('')
+      + (sec.reference ? `<td>${esc(line.reference ?? '')}</td>` : '')
       + '</tr>');
   }
   h.push('</table>');

@@ -131,7 +131,7 @@ class EngineRun {
     /** @type {EngineWorker | null} the worker that runs the rows */
     this.w = null;
     this.result = {
-      engine: engine.id, family: engine.family, durability: engine.durability, section, size: section === 'dataset' ? n : null,
+      engine: engine.id, family: engine.family, durability: engine.durability, section, size: ['dataset', 'dbx', 'fat'].includes(section) ? n : null,
       startedAt: new Date().toISOString(), info: null, init: null, rows: {}, stats: {}, errors: [],
     };
   }
@@ -139,6 +139,13 @@ class EngineRun {
   async run(rowIds) {
     const { engine, section, n } = this;
     const run = this.result;
+    // A section none of whose rows runs on this engine: record why, start nothing.
+    const excluded = rowIds.map((id) => rowDef[id]).filter((d) => d.engines && !d.engines.includes(engine.id));
+    if (excluded.length === rowIds.length) {
+      for (const d of excluded) this.record(d.id, { na: `not run: ${d.enginesWhy ?? 'this suite runs on fewer engines'}` });
+      run.finishedAt = new Date().toISOString();
+      return run;
+    }
     try {
       // Clean slate: whatever an earlier (possibly crashed) run left in this engine's OPFS files.
       setStatus(`${engine.id} ${section} N=${n}: cleaning storage`);
@@ -173,12 +180,18 @@ class EngineRun {
           this.record(rowId, entry);
           continue;
         }
+        if (def.engines && !def.engines.includes(engine.id)) {
+          entry.na = `not run: ${def.enginesWhy ?? 'this suite runs on fewer engines'}`;
+          this.record(rowId, entry);
+          continue;
+        }
         try {
           if (!(await this.workerRow(rowId, def, p, entry))) {
             this.record(rowId, entry);
             continue;
           }
-          if (rowId === 'bulk-load') await this.stats('afterLoad');
+          if (rowId === 'bulk-load' || rowId === 'fat-load') await this.stats('afterLoad');
+          if (rowId === 'fat-batch-read') await this.stats('afterBatch');
           if (rowId === 'bulk-load-txn') {
             // The rows after it start from a fresh worker (wasm memory is a high-water mark) on clean storage.
             await retire(this.w, { reset: true });
@@ -301,7 +314,7 @@ class EngineRun {
    */
   async workerRow(rowId, def, p, entry) {
     const { n, plan } = this;
-    const params = { n, seed: this.seed + ROWS.indexOf(def), adaptive: !!def.adaptive, ...p, rel: plan.relational, verify: plan.verify };
+    const params = { n, seed: this.seed + ROWS.indexOf(def), adaptive: !!def.adaptive, ...p, rel: plan.relational, verify: plan.verify, dbx: plan.dbx, fat: plan.fat, omgdb: plan.omgdb };
     const r = await this.w.call({ type: 'row', row: rowId, params });
     if (r.na) {
       entry.na = r.na;

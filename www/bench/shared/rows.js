@@ -18,6 +18,9 @@
  * @property {string} [na]
  * @property {boolean} [comparable]
  * @property {number} [largeBytes] relational "large" rows: characters per email
+ * @property {string[]} [engines] the engines the row runs on (others: n/a "not run: enginesWhy")
+ * @property {string} [enginesWhy]
+ * @property {string} [reference] a published figure the row is shown next to (seed suites)
  */
 
 /**
@@ -199,6 +202,58 @@ export const ROWS = [
     comparable: false,
     worker: 'ibexdb: verify() re-proves the repository (every frame checksum, commit hash, seal signature, the snapshot and every index) after 50,000 single-item commits; SQLite: PRAGMA integrity_check of the 50,000-row database — not the same work (no hashes, no signatures, no history)',
   },
+  // --- DBX seed: aggregates and filters over 1M records, no index on the field ------------------
+  {
+    id: 'dbx-load', suite: 'dbx', section: 'dbx', label: 'DBX: load 1M records (transactions of 1,000)', scale: '1', write: true,
+    worker: 'fresh database: N people {name, age, city} (age a permutation of 0 … N−1, no index on it) in transactions of 1,000, durable per config, trailing work included',
+  },
+  {
+    id: 'dbx-count', suite: 'dbx', section: 'dbx', label: 'DBX: COUNT(age) over 1M', scale: '1',
+    worker: 'count of records with an age: a scan in both engines (SQLite: SELECT count(age); ibexdb: aggregate {count: "age"}), no index on age',
+  },
+  {
+    id: 'dbx-sum', suite: 'dbx', section: 'dbx', label: 'DBX: SUM(age) over 1M', scale: '1',
+    worker: 'sum of age over all records: a scan in both engines (SQLite: SELECT sum(age); ibexdb: aggregate {sum: "age"})',
+  },
+  {
+    id: 'dbx-minmax', suite: 'dbx', section: 'dbx', label: 'DBX: MIN/MAX(age) over 1M', scale: '1',
+    worker: 'min and max of age in one query: a scan in both engines (no index: SQLite cannot take them from an index end)',
+  },
+  {
+    id: 'dbx-filter-half', suite: 'dbx', section: 'dbx', label: 'DBX: filter age > 500,000 (≈500k rows)', scale: '1',
+    worker: 'every record with age > N/2, as JS objects (SQLite: SELECT … WHERE age > ?; ibexdb: query where age gt): a scan, half of the records returned',
+  },
+  {
+    id: 'dbx-filter-quarter', suite: 'dbx', section: 'dbx', label: 'DBX: filter age > 250,000 (≈750k rows)', scale: '1',
+    worker: 'every record with age > N/4, as JS objects: a scan, three quarters of the records returned',
+  },
+  // --- go-persist seed: load scaling on fat records --------------------------------------------
+  ...[
+    { id: 'fat-load', label: 'fat: load (transactions of 1,000)', write: true, worker: 'fresh database: N fat records (5 string fields, nested metadata, a 1 KB payload) over 5 collections, in transactions of 1,000, durable per config, trailing work included' },
+    { id: 'fat-get', label: 'fat: read one record by id', adaptive: true, worker: 'one record of a random collection by id, as a JS object (metadata decoded)' },
+    { id: 'fat-batch-read', label: 'fat: batch of 40,000 random reads', worker: '40,000 random records, as getMany calls of up to 1,000 ids of one collection (SQLite: WHERE id IN (…) prepared per arity)' },
+    { id: 'fat-open-cycles', label: 'fat: open → read one → close (per cycle)', worker: 'a cycle: open the database, read one random record, close it; up to 1,000 cycles, or as many as fit in the row\'s time budget (the note says how many)' },
+  ].map((r) => ({
+    suite: 'fat', section: 'fat', scale: 'n', ...r,
+    engines: ['sqlite-default', 'sqlite-tuned', 'ibexdb'],
+    enginesWhy: 'the fat-record suite runs the durable engines (sqlite-default, sqlite-tuned, signed ibexdb) to bound the run time; the relaxed and trusted variants change only the load',
+  })),
+  // --- OMGDB seed: its published rows -------------------------------------------------------------
+  {
+    id: 'omgdb-batched', suite: 'omgdb', section: 'omgdb', label: 'OMGDB: batched documents (batches of 1,000), per document', scale: '1', write: true, rate: 'docs/s',
+    reference: '> 100,000 docs/s',
+    worker: 'fresh database with its declared index: 50,000 documents in batches of 1,000, each one transaction/commit, durable per config, trailing work in the last batch; per document',
+  },
+  {
+    id: 'omgdb-verify', suite: 'omgdb', section: 'omgdb', label: 'OMGDB: verify 50,000 documents', scale: '1', comparable: false,
+    reference: '~1 s',
+    worker: 'closed and reopened, then ibexdb verify() of the 50,000 documents (every frame, hash, signature, snapshot and index); SQLite: PRAGMA integrity_check — not the same work, no ratio',
+  },
+  {
+    id: 'omgdb-single', suite: 'omgdb', section: 'omgdb', label: 'OMGDB: durable single writes', scale: '1', adaptive: true, write: true, rate: 'writes/s',
+    reference: '> 2,500 writes/s',
+    worker: 'one-document transactions/commits back to back (~250 ms per sample) on the 50,000-document database, durable per config, trailing work in the last sample',
+  },
 ];
 
 /** Which suites run which rows, in catalogue order. `load` is the old name of `scaling`. */
@@ -208,11 +263,14 @@ export const SUITES = {
   scaling: ['bulk-load-txn', 'bulk-load', 'open-n', 'open-n-query'],
   relational: ROWS.filter((r) => r.suite === 'relational').map((r) => r.id),
   verify: ['verify'],
+  dbx: ROWS.filter((r) => r.suite === 'dbx').map((r) => r.id),
+  fat: ROWS.filter((r) => r.suite === 'fat').map((r) => r.id),
+  omgdb: ROWS.filter((r) => r.suite === 'omgdb').map((r) => r.id),
 };
 SUITES.load = SUITES.scaling;
 
 /** Suites that run when none are named (every suite; `load` is an alias). */
-export const DEFAULT_SUITES = ['core', 'writes', 'scaling', 'relational', 'verify'];
+export const DEFAULT_SUITES = ['core', 'writes', 'scaling', 'relational', 'verify', 'dbx', 'fat', 'omgdb'];
 /** Default sizes: the core and writes rows at N = 100k; bulk load and open at 10k, 100k and 1M. */
 export const DEFAULT_SIZES = [100000];
 export const DEFAULT_SCALING_SIZES = [10000, 100000, 1000000];
@@ -274,6 +332,19 @@ export const PLANS = {
       'rel-large-200k-insert': { samples: 1 },
       'rel-large-200k-query': { samples: 3, warmup: 1 },
       'verify': { samples: 3, warmup: 0 },
+      'dbx-load': { samples: 1 },
+      'dbx-count': { samples: 5, warmup: 1 },
+      'dbx-sum': { samples: 5, warmup: 1 },
+      'dbx-minmax': { samples: 5, warmup: 1 },
+      'dbx-filter-half': { samples: 3, warmup: 1 },
+      'dbx-filter-quarter': { samples: 3, warmup: 1 },
+      'fat-load': { samples: 1 },
+      'fat-get': { samples: 10, warmup: 1 },
+      'fat-batch-read': { samples: 3, warmup: 1 },
+      'fat-open-cycles': { samples: 1 },
+      'omgdb-batched': { samples: 50 },
+      'omgdb-verify': { samples: 3, warmup: 0 },
+      'omgdb-single': { samples: 8, warmup: 1, targetMs: 250, maxK: 5000 },
     },
     // go-sqlite-bench sizes, except: simple inserts 1M users there (here 100k: the benchmark's N;
     // see docs/benchmarks.md), large inserts 10,000 rows there (here 1,000: 10k × 200 KB = 2 GB
@@ -286,6 +357,11 @@ export const PLANS = {
       largeRows: 1000,
     },
     verify: { commits: 50000, sealEvery: 100 },
+    // Seed suites: DBX 1M records; go-persist ~205k/410k/820k fat records, 40k batch reads, 1,000
+    // open cycles (at most 60 s of them per row); OMGDB 50,000 documents in batches of 1,000.
+    dbx: { rows: 1_000_000 },
+    fat: { sizes: [204_800, 409_600, 819_200], batchReads: 40_000, cycles: 1000, cycleBudgetMs: 60_000 },
+    omgdb: { documents: 50_000, batch: 1000 },
   },
   quick: {
     targetMs: 2, warmupMs: 10, maxK: 200, pageWarmup: 2,
@@ -329,6 +405,19 @@ export const PLANS = {
       'rel-large-200k-insert': { samples: 1 },
       'rel-large-200k-query': { samples: 2, warmup: 1 },
       'verify': { samples: 2, warmup: 0 },
+      'dbx-load': { samples: 1 },
+      'dbx-count': { samples: 2, warmup: 1 },
+      'dbx-sum': { samples: 2, warmup: 1 },
+      'dbx-minmax': { samples: 2, warmup: 1 },
+      'dbx-filter-half': { samples: 2, warmup: 1 },
+      'dbx-filter-quarter': { samples: 2, warmup: 1 },
+      'fat-load': { samples: 1 },
+      'fat-get': { samples: 3, warmup: 1 },
+      'fat-batch-read': { samples: 2, warmup: 1 },
+      'fat-open-cycles': { samples: 1 },
+      'omgdb-batched': { samples: 3 },
+      'omgdb-verify': { samples: 2, warmup: 0 },
+      'omgdb-single': { samples: 3, warmup: 1, targetMs: 5, maxK: 20 },
     },
     relational: {
       simpleUsers: 300,
@@ -338,6 +427,9 @@ export const PLANS = {
       largeRows: 3,
     },
     verify: { commits: 250, sealEvery: 100 },
+    dbx: { rows: 2000 },
+    fat: { sizes: [300, 600], batchReads: 400, cycles: 5, cycleBudgetMs: 5000 },
+    omgdb: { documents: 600, batch: 200 },
   },
 };
 

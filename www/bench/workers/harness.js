@@ -21,6 +21,9 @@ import { readBack } from './check.js';
 import { timerResolutionMs } from '../shared/stats.js';
 import { isThenable, now } from './loops.js';
 import { crudRows } from './rows/crud.js';
+import { dbxRows } from './rows/dbx.js';
+import { fatRows } from './rows/fat.js';
+import { omgdbRows } from './rows/omgdb.js';
 import { queryRows } from './rows/queries.js';
 import { relationalRows } from './rows/relational.js';
 import { scalingRows } from './rows/scaling.js';
@@ -49,6 +52,9 @@ import { writeRows } from './rows/writes.js';
  * @property {number} [batch] bulk-load: items per transaction
  * @property {RelationalSizes} [rel]
  * @property {{commits: number, sealEvery: number}} [verify]
+ * @property {{rows: number}} [dbx] DBX seed: records
+ * @property {{sizes: number[], batchReads: number, cycles: number, cycleBudgetMs: number}} [fat] go-persist seed
+ * @property {{documents: number, batch: number}} [omgdb] OMGDB seed
  */
 
 /**
@@ -94,7 +100,8 @@ import { writeRows } from './rows/writes.js';
  * @property {() => unknown} [sealRun]
  * @property {(o: {items: Item[], sealEvery: number}) => unknown} [verifySetup]
  * @property {() => unknown} [verify]
- * @property {Record<string, any> & {note?: string}} [rel]
+ * @property {Record<string, any> & {note?: string, tunedNote?: string}} [rel]
+ * @property {Record<string, any>} [docs] seed suites (dbx, fat): setup, insert, get, getMany, size, count, sum, minMax, filterGt
  */
 
 /** Serialize an Error for postMessage, keeping name and stack (engine errors have stable names). @param {unknown} err */
@@ -199,7 +206,7 @@ export function serve(adapter) {
   /** @type {{engine: string | null, config: Record<string, unknown> | null}} */
   const worker = { engine: null, config: null };
   /** @type {Record<string, (p: RowParams) => Promise<RowResult>>} */
-  const rows = { ...scalingRows(s), ...crudRows(s), ...queryRows(s), ...writeRows(s), ...relationalRows(s), ...verifyRows(s) };
+  const rows = { ...scalingRows(s), ...crudRows(s), ...queryRows(s), ...writeRows(s), ...relationalRows(s), ...verifyRows(s), ...dbxRows(s), ...fatRows(s), ...omgdbRows(s) };
 
   /** @param {any} msg @returns {Promise<object>} the reply's fields */
   async function handle(msg) {

@@ -39,6 +39,7 @@
 import { serve } from './harness.js';
 import { ITEMS_SCHEMA, repoName } from '../shared/ibexdb.js';
 import { opfsUsage } from './opfs-usage.js';
+import { FAT_COLLECTIONS } from '../shared/docs.js';
 
 const ENGINE_MODULE = new URL('../../lib/engine.js', import.meta.url).href;
 const POLICY_MODULE = new URL('../../lib/policy.js', import.meta.url).href;
@@ -51,6 +52,14 @@ const REL_SCHEMAS = {
   users: { fields: { created: { type: 'integer' }, email: { type: 'string' }, active: { type: 'boolean' } }, indexes: ['created'] },
   articles: { fields: { created: { type: 'integer' }, userId: { type: 'integer' }, text: { type: 'string' } }, indexes: ['created', 'userId'] },
   comments: { fields: { created: { type: 'integer' }, articleId: { type: 'integer' }, text: { type: 'string' } }, indexes: ['created', 'articleId'] },
+};
+// The seed suites' collections (shared/docs.js): DBX `people` (no index on age, as SQLite), and
+// go-persist's five collections of fat records (the nested metadata as a map).
+const DOC_SCHEMAS = {
+  dbx: { people: { fields: { name: { type: 'string' }, age: { type: 'integer' }, city: { type: 'string' } } } },
+  fat: Object.fromEntries(FAT_COLLECTIONS.map((c) => [c, {
+    fields: { name: { type: 'string' }, email: { type: 'string' }, city: { type: 'string' }, status: { type: 'string' }, metadata: { type: 'map' }, payload: { type: 'string' } },
+  }])),
 };
 /** Ids are zero-padded in keys so that key order is numeric order (SQLite: INTEGER PRIMARY KEY). */
 const pad = (n) => String(n).padStart(10, '0');
@@ -437,6 +446,52 @@ serve({
   verify() {
     const r = eng.verify();
     return { commits: r.commits, seals: r.seals, signaturesVerified: r.signaturesVerified, items: r.items, snapshotChecked: r.snapshotChecked };
+  },
+
+  // ----- seed suites (dbx, fat): records {id, ...fields} in collections ------------------------
+  docs: {
+    /** @param {'dbx' | 'fat'} kind */
+    setup(kind) {
+      for (const [c, sc] of Object.entries(DOC_SCHEMAS[kind])) eng.defineSchema(c, sc);
+    },
+    /** One commit: records `{coll?, id, ...fields}` (`coll` defaults to people). */
+    insert(recs) {
+      const parts = new Array(recs.length);
+      for (let i = 0; i < recs.length; i++) {
+        const { coll = 'people', id, ...v } = recs[i];
+        parts[i] = `["put","${coll}/${pad(id)}",${JSON.stringify(v)}]`;
+      }
+      commit(parts);
+    },
+    get(coll, id) {
+      const t = eng.getJson(`${coll}/${pad(id)}`);
+      if (t === undefined) return undefined;
+      const v = JSON.parse(t);
+      v.id = id;
+      return v;
+    },
+    getMany(coll, ids) {
+      const vals = JSON.parse(eng.getManyJson(JSON.stringify(ids.map((id) => `${coll}/${pad(id)}`))));
+      const out = [];
+      for (let i = 0; i < vals.length; i++) {
+        if (vals[i] === null) continue;
+        vals[i].id = ids[i];
+        out.push(vals[i]);
+      }
+      return out;
+    },
+    size: (coll) => eng.count(coll),
+    // Aggregates over a field without an index: the engine scans the collection.
+    count: (coll, field) => JSON.parse(eng.aggregateJson(JSON.stringify({ collection: coll, aggregates: { n: { count: field } } }))).n,
+    sum: (coll, field) => JSON.parse(eng.aggregateJson(JSON.stringify({ collection: coll, aggregates: { s: { sum: field } } }))).s,
+    minMax(coll, field) {
+      const r = JSON.parse(eng.aggregateJson(JSON.stringify({ collection: coll, aggregates: { min: { min: field }, max: { max: field } } })));
+      return { min: r.min, max: r.max };
+    },
+    filterGt(coll, field, x) {
+      const rows = JSON.parse(eng.queryJson(JSON.stringify({ collection: coll, where: { [field]: { gt: x } } })));
+      return rows.map(([id, v]) => relRow(id, v));
+    },
   },
 
   // ----- relational workloads (go-sqlite-bench) -----------------------------------------------

@@ -138,7 +138,8 @@ export async function measure(plan, prepare, run, { finish } = {}) {
   for (let s = 0; s < samples; s++) out.push((await batch(k, s === samples - 1)) / k);
   /** @type {Measured} */
   const m = { samples: out, k, warmupSamples: warmups };
-  if (ops && ops.length) {
+  if (ops && ops.length && k > 1) {
+    // (With K = 1 every sample is one operation: the samples are the per-operation times.)
     // Without a warm-up nothing says the operations are long enough: keep them only if they are.
     const st = opStats(ops);
     if (st.mean >= PER_OP_MIN_MS) m.ops = st;

@@ -16,6 +16,7 @@
 import { serve } from './harness.js';
 import { opfsUsage } from './opfs-usage.js';
 import { SQL, loadSqlite, openItems, sqliteConfig } from './sqlite-db.js';
+import { FAT_COLLECTIONS } from '../shared/docs.js';
 
 let sqlite3 = null;
 let pool = null; // opfs-sahpool utility object
@@ -34,10 +35,52 @@ function pragma(name) {
   return items.db.selectValue(`PRAGMA ${name}`);
 }
 
+/** @type {Map<string, any>} statements of the seed suites (docs), prepared on first use after each open */
+let docSt = new Map();
+
 function finalizeRel() {
   if (rel) for (const s of Object.values(rel)) s.finalize();
   rel = null;
+  for (const s of docSt.values()) s.finalize();
+  docSt = new Map();
 }
+
+/** A prepared statement of the seed suites, prepared once per open. @param {string} sql */
+function docStmt(sql) {
+  let s = docSt.get(sql);
+  if (!s) docSt.set(sql, (s = items.db.prepare(sql)));
+  return s;
+}
+
+/** Step `s` (bound) to completion, mapping each row with `f`; always resets it. */
+function rowsOf(s, f) {
+  const out = [];
+  try {
+    while (s.step()) out.push(f(s));
+  } finally {
+    s.reset();
+  }
+  return out;
+}
+
+// The seed suites' tables (shared/docs.js): DBX `people` (no index on age), and go-persist's five
+// tables of fat records (the nested metadata as JSON text, as SQLite apps store documents).
+const DOC_TABLES = {
+  dbx: { people: 'id INTEGER PRIMARY KEY, name TEXT, age INTEGER, city TEXT' },
+  fat: Object.fromEntries(FAT_COLLECTIONS.map((c) => [c, 'id INTEGER PRIMARY KEY, name TEXT, email TEXT, city TEXT, status TEXT, metadata TEXT, payload TEXT'])),
+};
+const INSERT_SQL = new Map();
+/** @param {string} coll */
+const insertSql = (coll) => {
+  let q = INSERT_SQL.get(coll);
+  if (!q) INSERT_SQL.set(coll, (q = `INSERT INTO ${coll}(${docCols(coll)}) VALUES (${docCols(coll).split(',').map(() => '?').join(',')})`));
+  return q;
+};
+const docCols = (coll) => (coll === 'people' ? 'id, name, age, city' : 'id, name, email, city, status, metadata, payload');
+const docBind = (r) => (r.coll === undefined ? [r.id, r.name, r.age, r.city] : [r.id, r.name, r.email, r.city, r.status, JSON.stringify(r.metadata), r.payload]);
+const docRow = (coll) => (coll === 'people'
+  ? (s) => ({ id: s.getInt(0), name: s.getString(1), age: s.getInt(2), city: s.getString(3) })
+  : (s) => ({ id: s.getInt(0), name: s.getString(1), email: s.getString(2), city: s.getString(3), status: s.getString(4), metadata: JSON.parse(s.getString(5)), payload: s.getString(6) }));
 
 const REL_SCHEMA = `
   CREATE TABLE IF NOT EXISTS users (id INTEGER PRIMARY KEY NOT NULL, created INTEGER NOT NULL, email TEXT NOT NULL, active INTEGER NOT NULL);
@@ -228,6 +271,39 @@ serve({
   verify() {
     const result = items.db.selectValue('PRAGMA integrity_check');
     return { ok: result === 'ok', result };
+  },
+
+  docs: {
+    /** @param {'dbx' | 'fat'} kind */
+    setup(kind) {
+      for (const [t, cols] of Object.entries(DOC_TABLES[kind])) items.db.exec(`CREATE TABLE IF NOT EXISTS ${t}(${cols})`);
+    },
+    /** One transaction: records `{coll?, id, ...fields}` (`coll` absent: people). */
+    insert(recs) {
+      items.inTransaction(() => {
+        for (const r of recs) docStmt(insertSql(r.coll ?? 'people')).bind(docBind(r)).stepReset();
+      });
+    },
+    get(coll, id) {
+      const s = docStmt(`SELECT ${docCols(coll)} FROM ${coll} WHERE id = ?`);
+      s.bind([id]);
+      return rowsOf(s, docRow(coll))[0];
+    },
+    getMany(coll, ids) {
+      const s = docStmt(`SELECT ${docCols(coll)} FROM ${coll} WHERE id IN (${ids.map(() => '?').join(',')})`);
+      s.bind(ids);
+      return rowsOf(s, docRow(coll));
+    },
+    size: (coll) => items.db.selectValue(`SELECT count(*) FROM ${coll}`),
+    // Aggregates over a column without an index: SQLite scans the table.
+    count: (coll, field) => rowsOf(docStmt(`SELECT count(${field}) FROM ${coll}`), (s) => s.getInt(0))[0],
+    sum: (coll, field) => rowsOf(docStmt(`SELECT sum(${field}) FROM ${coll}`), (s) => s.get(0))[0],
+    minMax: (coll, field) => rowsOf(docStmt(`SELECT min(${field}), max(${field}) FROM ${coll}`), (s) => ({ min: s.get(0), max: s.get(1) }))[0],
+    filterGt(coll, field, x) {
+      const s = docStmt(`SELECT ${docCols(coll)} FROM ${coll} WHERE ${field} > ?`);
+      s.bind([x]);
+      return rowsOf(s, docRow(coll));
+    },
   },
 
   rel: {
