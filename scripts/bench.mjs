@@ -26,7 +26,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { fillSyncLatency, SYNC_ROW } from './sync-latency.mjs';
 import { exposeColdPage } from './bench-cold.mjs';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
@@ -182,11 +182,10 @@ function checkCeilings(results) {
 
 /**
  * Worker JS heap by worker name, for the page's stats (window.benchWorkerHeap): CDP
- * Runtime.getHeapUsage on the worker's target. performance.memory and
+ * Runtime.getHeapUsage on the worker's target, through the page's CDP session `cdp`. performance.memory and
  * measureUserAgentSpecificMemory are not exposed in workers, so this is the only way in.
  */
-async function workerHeapProbe(browser) {
-  const cdp = await browser.newBrowserCDPSession();
+async function workerHeapProbe(cdp) {
   let nextId = 1;
   const waiting = new Map();
   cdp.on('Target.receivedMessageFromTarget', (ev) => {
@@ -241,6 +240,9 @@ async function main() {
   // PORT: a fixed port (e.g. when several worktrees run at once); default: any free port.
   const server = await startServer({ port: Number(process.env.PORT ?? 0) });
   let browser;
+  /** @type {import('@playwright/test').BrowserContext | undefined} */
+  let context;
+  let profileDir = '';
   try {
     try {
       browser = await chromium.launch({ executablePath, headless: true, args: CHROMIUM_ARGS });
@@ -248,10 +250,14 @@ async function main() {
       die(3, `cannot launch ${executablePath}: ${err.message.split('\n')[0]}`);
     }
     const browserVersion = browser.version();
+    // The benchmark page runs in a persistent profile, as an app's users have: its OPFS is on disk.
+    // (A context of browser.newContext() is off the record: Chromium keeps its OPFS in memory,
+    // where a "durable" flush reaches no disk and large files fail with FILE_ERROR_NO_SPACE.)
     // One context for the page and the cold-start pages it asks for (they share its OPFS).
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    const page = await context.newPage();
-    await page.exposeFunction('benchWorkerHeap', await workerHeapProbe(browser));
+    profileDir = mkdtempSync(path.join(os.tmpdir(), 'ibexdb-bench-profile-'));
+    context = await chromium.launchPersistentContext(profileDir, { executablePath, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 900 } });
+    const page = context.pages()[0] ?? await context.newPage();
+    await page.exposeFunction('benchWorkerHeap', await workerHeapProbe(await context.newCDPSession(page)));
     await exposeColdPage(page);
 
     // Forward progress; keep errors for the summary.
@@ -310,6 +316,7 @@ async function main() {
     Object.assign(results.meta, {
       date: localDate(),
       browser: `Chromium ${browserVersion} (${executablePath}, headless)`,
+      storage: 'a persistent browser profile in a temporary directory: OPFS on disk (ext4 on a virtual disk)',
       chromiumArgs: CHROMIUM_ARGS,
       sqliteWasmPackage: sqlitePkg,
       sqliteVersion: results.runs.find((r) => r.info?.engine === 'sqlite-wasm')?.info.version ?? null,
@@ -356,6 +363,8 @@ async function main() {
     }
     return failed ? 1 : 0;
   } finally {
+    await context?.close();
+    if (profileDir) rmSync(profileDir, { recursive: true, force: true });
     await browser?.close();
     await server.close();
   }

@@ -360,7 +360,7 @@ export const PLANS = {
     // Seed suites: DBX 1M records; go-persist ~205k/410k/820k fat records, 40k batch reads, 1,000
     // open cycles (at most 60 s of them per row); OMGDB 50,000 documents in batches of 1,000.
     dbx: { rows: 1_000_000 },
-    fat: { sizes: [204_800, 409_600, 819_200], batchReads: 40_000, cycles: 1000, cycleBudgetMs: 60_000 },
+    fat: { sizes: [204_800, 409_600, 819_200], batchReads: 40_000, cycles: 1000, cycleBudgetMs: 30_000 },
     omgdb: { documents: 50_000, batch: 1000 },
   },
   quick: {
