@@ -5,8 +5,9 @@
 #   make test    setup + check + cargo tests + wasm build + tsc + Playwright (what .ci/run runs)
 #   make wasm    release wasm build of bindings/wasm into pkg/
 #   make tsc     type checks: tests/types (the public .d.ts), www/lib (checkJs, strict), www/bench (checkJs)
-#   make bench   setup + wasm + browser benchmark (BENCH_SIZES, BENCH_SUITES, BENCH_ENGINES, BENCH_ASSERT;
-#                SKIP_WASM=1 skips the wasm build)
+#   make bench   setup + wasm + browser benchmark (BENCH_SIZES, BENCH_SUITES = core,writes,scaling,relational,
+#                verify,dbx,fat,omgdb, BENCH_FAT_SIZES, BENCH_ENGINES, BENCH_ASSERT, PORT; SKIP_WASM=1 skips the
+#                wasm build); see docs/benchmarks.md
 #   make serve   static server with COOP/COEP on http://127.0.0.1:$${PORT:-8080}/
 #
 # Steps print "--- <what>" before they run.
