@@ -96,16 +96,23 @@ function rowToItem(s) {
   return { id: s.getString(0), title: s.getString(1), count: s.getInt(2), tags: JSON.parse(s.getString(3)) };
 }
 
-/** Step a statement to completion collecting items; always resets it. @param {any} s */
-export function collect(s) {
+/**
+ * Step a (bound) statement to completion, mapping each row with `f`; always resets it.
+ * @template T
+ * @param {any} s @param {(s: any) => T} f @returns {T[]}
+ */
+export function rowsOf(s, f) {
   const out = [];
   try {
-    while (s.step()) out.push(rowToItem(s));
+    while (s.step()) out.push(f(s));
   } finally {
     s.reset();
   }
   return out;
 }
+
+/** Step a statement to completion collecting items; always resets it. @param {any} s */
+export const collect = (s) => rowsOf(s, rowToItem);
 
 /** The `items` table of an open database: its prepared statements and the operations on it. */
 export class Items {

@@ -15,7 +15,7 @@
 
 import { serve } from './harness.js';
 import { opfsUsage } from './opfs-usage.js';
-import { SQL, loadSqlite, openItems, sqliteConfig } from './sqlite-db.js';
+import { SQL, loadSqlite, openItems, rowsOf, sqliteConfig } from './sqlite-db.js';
 import { FAT_COLLECTIONS } from '../shared/docs.js';
 
 let sqlite3 = null;
@@ -52,16 +52,6 @@ function docStmt(sql) {
   return s;
 }
 
-/** Step `s` (bound) to completion, mapping each row with `f`; always resets it. */
-function rowsOf(s, f) {
-  const out = [];
-  try {
-    while (s.step()) out.push(f(s));
-  } finally {
-    s.reset();
-  }
-  return out;
-}
 
 // The seed suites' tables (shared/docs.js): DBX `people` (no index on age), and go-persist's five
 // tables of fat records (the nested metadata as JSON text, as SQLite apps store documents).
@@ -78,6 +68,7 @@ const insertSql = (coll) => {
 };
 const docCols = (coll) => (coll === 'people' ? 'id, name, age, city' : 'id, name, email, city, status, metadata, payload');
 const docBind = (r) => (r.coll === undefined ? [r.id, r.name, r.age, r.city] : [r.id, r.name, r.email, r.city, r.status, JSON.stringify(r.metadata), r.payload]);
+/** @param {string} coll @returns {(s: any) => any} */
 const docRow = (coll) => (coll === 'people'
   ? (s) => ({ id: s.getInt(0), name: s.getString(1), age: s.getInt(2), city: s.getString(3) })
   : (s) => ({ id: s.getInt(0), name: s.getString(1), email: s.getString(2), city: s.getString(3), status: s.getString(4), metadata: JSON.parse(s.getString(5)), payload: s.getString(6) }));
@@ -117,6 +108,8 @@ const REL_SQL = {
     FROM articles JOIN comments ON comments.articleId = articles.id
     WHERE articles.userId = ? ORDER BY articles.created, comments.created`,
 };
+/** A users row (columns id, created, email, active). @param {any} s */
+const userRow = (s) => ({ id: s.getInt(0), created: s.getInt(1), email: s.getString(2), active: s.getInt(3) !== 0 });
 const relBind = {
   users: (u) => [u.id, u.created, u.email, u.active ? 1 : 0],
   articles: (a) => [a.id, a.created, a.userId, a.text],
@@ -344,35 +337,19 @@ serve({
       });
     },
     allUsers() {
-      const s = rel.allUsers;
-      const out = [];
-      try {
-        while (s.step()) out.push({ id: s.getInt(0), created: s.getInt(1), email: s.getString(2), active: s.getInt(3) !== 0 });
-      } finally {
-        s.reset();
-      }
-      return out;
+      return rowsOf(rel.allUsers, userRow);
     },
     userTree(email) {
       if (relVariant !== 'tuned') {
         rel.userTree.bind([email]);
         return collectJoined(rel.userTree);
       }
-      const users = [];
+      const users = rowsOf(rel.userByEmail.bind([email]), userRow);
       const articles = [];
       const comments = [];
-      const q = (s, bind, f) => {
-        s.bind(bind);
-        try {
-          while (s.step()) f(s);
-        } finally {
-          s.reset();
-        }
-      };
-      q(rel.userByEmail, [email], (s) => users.push({ id: s.getInt(0), created: s.getInt(1), email: s.getString(2), active: s.getInt(3) !== 0 }));
       for (const u of users) {
-        q(rel.articlesOf, [u.id], (s) => articles.push({ id: s.getInt(0), created: s.getInt(1), userId: s.getInt(2), text: s.getString(3) }));
-        q(rel.commentsOf, [u.id], (s) => comments.push({ id: s.getInt(0), created: s.getInt(1), articleId: s.getInt(2), text: s.getString(3) }));
+        articles.push(...rowsOf(rel.articlesOf.bind([u.id]), (s) => ({ id: s.getInt(0), created: s.getInt(1), userId: s.getInt(2), text: s.getString(3) })));
+        comments.push(...rowsOf(rel.commentsOf.bind([u.id]), (s) => ({ id: s.getInt(0), created: s.getInt(1), articleId: s.getInt(2), text: s.getString(3) })));
       }
       return { users, articles, comments };
     },
