@@ -9,8 +9,9 @@
 #   make pkg     the npm package ibexdb in dist/npm/ (www/lib + the wasm), packed as dist/ibexdb-<version>.tgz
 #   make app     the task board PWA (examples/app) built on the package into dist/app/
 #   make demo    pkg + app, the sync server on 127.0.0.1:8787 and a static server; prints the URL
-#   make bench   setup + wasm + browser benchmark (BENCH_SIZES, BENCH_SUITES, BENCH_ENGINES, BENCH_ASSERT;
-#                SKIP_WASM=1 skips the wasm build)
+#   make bench   setup + wasm + browser benchmark (BENCH_SIZES, BENCH_SUITES = core,writes,scaling,relational,
+#                verify,dbx,fat,omgdb, BENCH_FAT_SIZES, BENCH_ENGINES, BENCH_ASSERT, PORT; SKIP_WASM=1 skips the
+#                wasm build); see docs/benchmarks.md
 #   make serve   static server with COOP/COEP on http://127.0.0.1:$${PORT:-8080}/
 #
 # Steps print "--- <what>" before they run.
