@@ -4,9 +4,14 @@
 #   make check   rustfmt, clippy (native + wasm32), wasm32 cargo check
 #   make test    setup + check + cargo tests + wasm build + tsc + Playwright (what .ci/run runs)
 #   make wasm    release wasm build of bindings/wasm into pkg/
-#   make tsc     type checks: tests/types (the public .d.ts), www/lib (checkJs, strict), www/bench (checkJs)
-#   make bench   setup + wasm + browser benchmark (BENCH_SIZES, BENCH_SUITES, BENCH_ENGINES, BENCH_ASSERT;
-#                SKIP_WASM=1 skips the wasm build)
+#   make tsc     type checks: tests/types (the public .d.ts), www/lib (checkJs, strict), www/bench (checkJs),
+#                examples/app (checkJs, strict, public types only)
+#   make pkg     the npm package ibexdb in dist/npm/ (www/lib + the wasm), packed as dist/ibexdb-<version>.tgz
+#   make app     the task board PWA (examples/app) built on the package into dist/app/
+#   make demo    pkg + app, the sync server on 127.0.0.1:8787 and a static server; prints the URL
+#   make bench   setup + wasm + browser benchmark (BENCH_SIZES, BENCH_SUITES = core,writes,scaling,relational,
+#                verify,dbx,fat,omgdb, BENCH_FAT_SIZES, BENCH_ENGINES, BENCH_ASSERT, PORT; SKIP_WASM=1 skips the
+#                wasm build); see docs/benchmarks.md
 #   make serve   static server with COOP/COEP on http://127.0.0.1:$${PORT:-8080}/
 #
 # Steps print "--- <what>" before they run.
@@ -22,7 +27,7 @@ export PATH := $(CURDIR)/node_modules/binaryen/bin:$(CURDIR)/node_modules/.bin:$
 BINDINGS_TOML := bindings/wasm/Cargo.toml
 step = @printf '\n--- %s\n' "$(1)"
 
-.PHONY: setup check test test-rust wasm tsc browser-test bench serve clean-bench
+.PHONY: setup check test test-rust wasm tsc pkg app demo browser-test bench serve clean-bench
 
 setup:
 	$(call step,setup: install missing tools (scripts/setup.sh))
@@ -63,6 +68,25 @@ tsc:
 	npx --no-install tsc --noEmit -p tests/types/tsconfig.lib.json
 	$(call step,tsc: the benchmark's JavaScript with checkJs (www/bench))
 	npx --no-install tsc --noEmit -p www/bench
+	$(call step,tsc: the task board PWA against the package's public types only (examples/app, checkJs, strict))
+	npx --no-install tsc --noEmit -p tests/types/tsconfig.app.json
+
+# The publishable npm package (scripts/build-pkg.mjs): www/lib/ + pkg/'s glue and wasm, with a
+# package.json (exports, types, files, sideEffects), then `npm pack` into dist/.
+pkg: wasm
+	$(call step,pkg: the npm package ibexdb in dist/npm/ and npm pack into dist/ (scripts/build-pkg.mjs))
+	node scripts/build-pkg.mjs
+
+# The task board PWA (examples/app/) on the package: app files and package under one versioned
+# folder, a service worker that caches them (scripts/build-app.mjs).
+app: pkg
+	$(call step,app: the task board PWA into dist/app/ (scripts/build-app.mjs))
+	node scripts/build-app.mjs
+
+# Try it: the app, the sync server (cargo run) and a plain static server (scripts/demo.mjs).
+demo: pkg
+	$(call step,demo: build the app; start ibexdb-server and a static server (Ctrl-C stops both))
+	node scripts/demo.mjs
 
 browser-test:
 	$(call step,browser tests: build the sync server the sync spec starts (cargo build --release -p ibexdb-server))

@@ -2,7 +2,8 @@
 //
 // Browsers cannot be downloaded on our machines (`npx playwright install` fails), so every project
 // runs Debian's Chromium at /usr/bin/chromium. The static server (scripts/serve.mjs) adds the
-// COOP/COEP headers that OPFS sync access handles and the 5 µs timer need.
+// COOP/COEP headers the benchmark's 5 µs timer needs (OPFS does not); the shipping specs
+// (package, environments, app) start their own plain static servers on free ports.
 //
 // The full benchmark is not a Playwright test: `make bench` runs scripts/bench.mjs, which drives the
 // same page with the same browser flags. tests/browser/bench-smoke.spec.ts runs it at tiny sizes.

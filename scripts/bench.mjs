@@ -7,15 +7,17 @@
 //   BENCH_SIZES    comma-separated item counts N for the core and writes rows (default 100000);
 //                  also the scaling sizes unless BENCH_SCALING_SIZES is set
 //   BENCH_SCALING_SIZES  item counts for the scaling rows (default 10000,100000,1000000)
-//   BENCH_SUITES   comma-separated suites: core, writes, scaling (alias load), relational, verify
-//                  (default: all)
+//   BENCH_SUITES   comma-separated suites: core, writes, scaling (alias load), relational, verify,
+//                  dbx, fat, omgdb (default: all)
 //   BENCH_ENGINES  comma-separated engine ids              (default: every available engine)
 //   BENCH_ROWS     comma-separated row ids to restrict to  (default: every row of the suites)
+//   BENCH_FAT_SIZES  record counts of the fat suite          (default 204800,409600,819200)
 //   BENCH_PLAN     full | quick                            (default full)
 //   BENCH_ASSERT   1 = fail on order-of-magnitude regressions (coarse per-row ceilings below)
 //   BENCH_CEILING_FACTOR  multiplies every ceiling (default 1)
 //   BENCH_OUT      output directory                        (default bench-results/<local date>)
 //   CHROMIUM       browser executable                      (default /usr/bin/chromium)
+//   PORT           port of the static server               (default: any free port)
 //
 // Exit codes: 0 ok; 1 an engine failed, a result was wrong, or a ceiling was exceeded;
 // 2 bad arguments; 3 the browser benchmark cannot run here (no browser, page did not load) -
@@ -23,7 +25,8 @@
 
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { fillSyncLatency, SYNC_ROW } from './sync-latency.mjs';
-import { existsSync } from 'node:fs';
+import { exposeColdPage } from './bench-cold.mjs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
@@ -179,11 +182,10 @@ function checkCeilings(results) {
 
 /**
  * Worker JS heap by worker name, for the page's stats (window.benchWorkerHeap): CDP
- * Runtime.getHeapUsage on the worker's target. performance.memory and
+ * Runtime.getHeapUsage on the worker's target, through the page's CDP session `cdp`. performance.memory and
  * measureUserAgentSpecificMemory are not exposed in workers, so this is the only way in.
  */
-async function workerHeapProbe(browser) {
-  const cdp = await browser.newBrowserCDPSession();
+async function workerHeapProbe(cdp) {
   let nextId = 1;
   const waiting = new Map();
   cdp.on('Target.receivedMessageFromTarget', (ev) => {
@@ -220,6 +222,8 @@ async function main() {
   const suites = listEnv('BENCH_SUITES', null);
   const engines = listEnv('BENCH_ENGINES', null);
   const rows = listEnv('BENCH_ROWS', null);
+  const fatSizes = listEnv('BENCH_FAT_SIZES', null)?.map(Number);
+  if (fatSizes?.some((n) => !Number.isInteger(n) || n < 1)) die(2, `BENCH_FAT_SIZES must be positive integers, got "${process.env.BENCH_FAT_SIZES}"`);
   const plan = process.env.BENCH_PLAN || 'full';
   const assert = process.env.BENCH_ASSERT === '1';
   const outDir = path.resolve(ROOT, process.env.BENCH_OUT || path.join('bench-results', localDate()));
@@ -233,8 +237,12 @@ async function main() {
     die(3, `@playwright/test is not installed (npm ci): ${err.message}`);
   }
 
-  const server = await startServer({ port: 0 });
+  // PORT: a fixed port (e.g. when several worktrees run at once); default: any free port.
+  const server = await startServer({ port: Number(process.env.PORT ?? 0) });
   let browser;
+  /** @type {import('@playwright/test').BrowserContext | undefined} */
+  let context;
+  let profileDir = '';
   try {
     try {
       browser = await chromium.launch({ executablePath, headless: true, args: CHROMIUM_ARGS });
@@ -242,8 +250,15 @@ async function main() {
       die(3, `cannot launch ${executablePath}: ${err.message.split('\n')[0]}`);
     }
     const browserVersion = browser.version();
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    await page.exposeFunction('benchWorkerHeap', await workerHeapProbe(browser));
+    // The benchmark page runs in a persistent profile, as an app's users have: its OPFS is on disk.
+    // (A context of browser.newContext() is off the record: Chromium keeps its OPFS in memory,
+    // where a "durable" flush reaches no disk and large files fail with FILE_ERROR_NO_SPACE.)
+    // One context for the page and the cold-start pages it asks for (they share its OPFS).
+    profileDir = mkdtempSync(path.join(os.tmpdir(), 'ibexdb-bench-profile-'));
+    context = await chromium.launchPersistentContext(profileDir, { executablePath, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 900 } });
+    const page = context.pages()[0] ?? await context.newPage();
+    await page.exposeFunction('benchWorkerHeap', await workerHeapProbe(await context.newCDPSession(page)));
+    await exposeColdPage(page);
 
     // Forward progress; keep errors for the summary.
     const pageErrors = [];
@@ -283,6 +298,7 @@ async function main() {
       if (suites) o.suites = suites;
       if (engines) o.engines = engines;
       if (rows) o.rows = rows;
+      if (fatSizes) o.fatSizes = fatSizes;
       results = await page.evaluate((x) => window.runBench(x), o);
     } catch (err) {
       console.error(`bench: run failed: ${err.message.split('\n')[0]}`);
@@ -300,6 +316,7 @@ async function main() {
     Object.assign(results.meta, {
       date: localDate(),
       browser: `Chromium ${browserVersion} (${executablePath}, headless)`,
+      storage: 'a persistent browser profile in a temporary directory: OPFS on disk (ext4 on a virtual disk)',
       chromiumArgs: CHROMIUM_ARGS,
       sqliteWasmPackage: sqlitePkg,
       sqliteVersion: results.runs.find((r) => r.info?.engine === 'sqlite-wasm')?.info.version ?? null,
@@ -346,6 +363,8 @@ async function main() {
     }
     return failed ? 1 : 0;
   } finally {
+    await context?.close();
+    if (profileDir) rmSync(profileDir, { recursive: true, force: true });
     await browser?.close();
     await server.close();
   }

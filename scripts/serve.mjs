@@ -1,14 +1,19 @@
 #!/usr/bin/env node
 // Static file server for ibexdb development: serves the repository root on 127.0.0.1.
 //
-// Why not `python -m http.server` or `npx serve`: OPFS SyncAccessHandles, SharedArrayBuffer and the
-// 5 µs `performance.now()` resolution all need a cross-origin isolated page, i.e. COOP/COEP headers
-// on every response. No dependencies, so it runs before `npm ci`.
+// Why not `python -m http.server` or `npx serve`: SharedArrayBuffer and the 5 µs
+// `performance.now()` resolution the benchmark needs require a cross-origin isolated page, i.e.
+// COOP/COEP headers on every response. No dependencies, so it runs before `npm ci`.
 //
 //   node scripts/serve.mjs            # http://127.0.0.1:8080/  (PORT=9000 to change)
 //   import { startServer } from './serve.mjs'   # programmatic use (port 0 = pick a free port)
+//
+// The shipping tests and `make demo` also use it as a *plain* static server, the kind a user
+// deploys to: `isolation: false` (no COOP/COEP), a `mount` path (`/apps/notes/`), extra `headers`
+// (a Content-Security-Policy, CORS for a "CDN" origin) and `tls` (https with a self-signed cert).
 
 import { createServer } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import { createReadStream, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -32,20 +37,18 @@ const MIME = {
   '.md': 'text/plain; charset=utf-8',
 };
 
-// Headers on every response (errors included): cross-origin isolation + no caching, so a rebuilt
-// pkg/ibexdb_bg.wasm is always picked up and benchmark runs never see stale files.
-const COMMON_HEADERS = {
-  'Cross-Origin-Opener-Policy': 'same-origin',
-  'Cross-Origin-Embedder-Policy': 'require-corp',
-  'Cross-Origin-Resource-Policy': 'same-origin',
+// Headers on every response (errors included): no caching, so a rebuilt pkg/ibexdb_bg.wasm is
+// always picked up and benchmark runs never see stale files; and, unless `isolation: false`,
+// cross-origin isolation.
+const BASE_HEADERS = {
   'Cache-Control': 'no-store',
   'X-Content-Type-Options': 'nosniff',
 };
-
-function send(res, status, body, headers = {}) {
-  res.writeHead(status, { ...COMMON_HEADERS, 'Content-Type': 'text/plain; charset=utf-8', ...headers });
-  res.end(body);
-}
+const ISOLATION_HEADERS = {
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
+  'Cross-Origin-Resource-Policy': 'same-origin',
+};
 
 /**
  * Map a URL path to a file under `root`, or return null when the path must be refused:
@@ -74,12 +77,34 @@ async function resolveFile(root, realRoot, urlPath) {
   return { file: real };
 }
 
-/** Start the server. Resolves to { server, port, url, close() } once listening. */
-export async function startServer({ root = REPO_ROOT, port = 8080, host = '127.0.0.1', log = false } = {}) {
+/**
+ * Start the server. Resolves to { server, port, url, close() } once listening.
+ *
+ * Options: `root` (the folder served), `port` (0 = any free one), `host`, `log`,
+ * `isolation` (COOP/COEP/CORP headers; default true), `headers` (more headers on every response),
+ * `mount` (the URL path the root is served under, e.g. '/apps/notes/'; other paths are 404),
+ * `tls` ({key, cert}: https).
+ */
+export async function startServer({
+  root = REPO_ROOT,
+  port = 8080,
+  host = '127.0.0.1',
+  log = false,
+  isolation = true,
+  headers = {},
+  mount = '/',
+  tls = null,
+} = {}) {
   root = path.resolve(root);
   const realRoot = await fs.realpath(root);
+  if (!mount.startsWith('/') || !mount.endsWith('/')) throw new Error(`mount must start and end with '/', got ${mount}`);
+  const common = { ...BASE_HEADERS, ...(isolation ? ISOLATION_HEADERS : {}), ...headers };
+  const send = (res, status, body, extra = {}) => {
+    res.writeHead(status, { ...common, 'Content-Type': 'text/plain; charset=utf-8', ...extra });
+    res.end(body);
+  };
 
-  const server = createServer(async (req, res) => {
+  const handler = async (req, res) => {
     const started = Date.now();
     if (log) res.on('finish', () => console.log(`${req.method} ${req.url} ${res.statusCode} ${Date.now() - started}ms`));
     try {
@@ -87,10 +112,12 @@ export async function startServer({ root = REPO_ROOT, port = 8080, host = '127.0
         return send(res, 405, 'method not allowed\n', { Allow: 'GET, HEAD' });
       }
       const url = new URL(req.url, 'http://localhost');
-      if (url.pathname === '/') {
+      if (url.pathname === '/' && root === REPO_ROOT && mount === '/') {
         return send(res, 302, 'see /www/\n', { Location: '/www/' });
       }
-      const target = await resolveFile(root, realRoot, url.pathname);
+      if (url.pathname + '/' === mount) return send(res, 301, 'moved\n', { Location: mount + url.search });
+      if (!url.pathname.startsWith(mount)) return send(res, 404, `not found: ${url.pathname}\n`);
+      const target = await resolveFile(root, realRoot, url.pathname.slice(mount.length - 1));
       if (target === null) return send(res, 403, 'forbidden\n');
       if (target.missing) return send(res, 404, `not found: ${url.pathname}\n`);
 
@@ -111,7 +138,7 @@ export async function startServer({ root = REPO_ROOT, port = 8080, host = '127.0
       if (!st.isFile()) return send(res, 403, 'forbidden\n');
 
       const type = MIME[path.extname(file).toLowerCase()] ?? 'application/octet-stream';
-      res.writeHead(200, { ...COMMON_HEADERS, 'Content-Type': type, 'Content-Length': st.size });
+      res.writeHead(200, { ...common, 'Content-Type': type, 'Content-Length': st.size });
       if (req.method === 'HEAD') return res.end();
       createReadStream(file)
         .on('error', (err) => res.destroy(err))
@@ -120,7 +147,8 @@ export async function startServer({ root = REPO_ROOT, port = 8080, host = '127.0
       if (!res.headersSent) send(res, 500, `internal error: ${err.message}\n`);
       else res.destroy(err);
     }
-  });
+  };
+  const server = tls ? createTlsServer(tls, handler) : createServer(handler);
 
   await new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -130,7 +158,7 @@ export async function startServer({ root = REPO_ROOT, port = 8080, host = '127.0
   return {
     server,
     port: actualPort,
-    url: `http://${host}:${actualPort}`,
+    url: `${tls ? 'https' : 'http'}://${host}:${actualPort}`,
     close: () => new Promise((resolve) => { server.closeAllConnections?.(); server.close(() => resolve()); }),
   };
 }

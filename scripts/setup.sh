@@ -7,7 +7,8 @@
 #   wasm-pack (cargo install --locked, pinned)
 #   wasm-bindgen-cli at exactly the version of the wasm-bindgen crate in Cargo.lock
 #   Debian chromium (/usr/bin/chromium) - Playwright's browser download does not work here
-#   npm devDependencies (npm ci): @playwright/test, @sqlite.org/sqlite-wasm, binaryen (wasm-opt), typescript
+#   openssl (Debian) - the https shipping spec makes a self-signed certificate
+#   npm devDependencies (npm ci): @playwright/test, @sqlite.org/sqlite-wasm, binaryen (wasm-opt), typescript, vite
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -97,6 +98,18 @@ else
     as_root apt-get update </dev/null
   fi
   as_root apt-get install -y --no-install-recommends chromium </dev/null
+fi
+
+# --- openssl (the https spec makes a self-signed certificate with it) ----------------------------
+if have openssl; then
+  say "openssl already present"
+else
+  have apt-get || die "openssl is missing and apt-get is not available: install it by hand"
+  say "installing openssl (Debian package)"
+  if ! apt-cache policy openssl 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+    as_root apt-get update </dev/null
+  fi
+  as_root apt-get install -y --no-install-recommends openssl </dev/null
 fi
 
 # --- npm devDependencies -------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 // Smoke test of the browser benchmark: the real page, real workers, real OPFS, in Debian Chromium,
 // at tiny sizes with the 'quick' sample plan, every suite (core, writes, scaling, relational,
-// verify). Every available engine — the SQLite ones and, once pkg/ is built, the ibexdb ones — must
+// verify, dbx, fat, omgdb). Every available engine — the SQLite ones and, once pkg/ is built, the ibexdb ones — must
 // produce every planned row: a finite timing (worker, and page where the row has a page side), or
 // an explicit "not available / not applicable" with its reason. The page must log no error (worker
 // console output included).
@@ -8,6 +8,8 @@ import path from 'node:path';
 import { test, expect, type ConsoleMessage } from '@playwright/test';
 // @ts-expect-error: a plain ES module of the benchmark driver, without type declarations
 import { fillSyncLatency, SYNC_ROW } from '../../scripts/sync-latency.mjs';
+// @ts-expect-error: a plain ES module of the benchmark driver, without type declarations
+import { exposeColdPage } from '../../scripts/bench-cold.mjs';
 
 type Summary = { n: number; p50: number; p95: number; min: number; max: number; k: number };
 type RowEntry = { worker?: Summary; page?: Summary; error?: string; na?: string; check?: unknown };
@@ -35,6 +37,8 @@ const ALLOWED_NA: Record<string, (engine: string) => boolean> = {
   // The page leaves the row to the driver; after fillSyncLatency only SQLite is n/a.
   'sync-latency': (e) => SQLITE_ENGINES.includes(e),
   'seal-batch': (e) => SQLITE_ENGINES.includes(e) || e === 'ibexdb-trusted',
+  // The fat-record suite runs the durable engines only (rows.js `engines`).
+  ...Object.fromEntries(['fat-load', 'fat-get', 'fat-batch-read', 'fat-open-cycles'].map((id) => [id, (e: string) => !['sqlite-default', 'sqlite-tuned', 'ibexdb'].includes(e)])),
 };
 
 function finiteSummary(s: Summary | undefined): boolean {
@@ -61,6 +65,7 @@ test('benchmark page: every available engine produces every row (tiny sizes, qui
   // Everything the page logged, for failure messages.
   const transcript = () => `page log:\n  ${logged.join('\n  ') || '(nothing)'}`;
 
+  await exposeColdPage(page);
   await page.goto('/www/bench/page/');
   await page.waitForFunction(() => window.benchReady === true, null, { timeout: 30_000 });
   expect(await page.evaluate(() => crossOriginIsolated), 'page must be cross-origin isolated (COOP/COEP)').toBe(true);
@@ -75,7 +80,7 @@ test('benchmark page: every available engine produces every row (tiny sizes, qui
   const t0 = Date.now();
   try {
     // N = 200 for the operation rows; scaling at 200 and 500; relational/verify at the quick plan's sizes.
-    results = await page.evaluate((ids) => window.runBench({ sizes: [200], scalingSizes: [200, 500], plan: 'quick', engines: ids }), engines);
+    results = await page.evaluate((ids) => window.runBench({ sizes: [200], scalingSizes: [200, 500], fatSizes: [300], plan: 'quick', engines: ids }), engines);
   } catch (err) {
     throw new Error(`runBench failed: ${(err as Error).message}\n${transcript()}`);
   }
@@ -98,7 +103,7 @@ test('benchmark page: every available engine produces every row (tiny sizes, qui
     }
   }
   // Every suite ran: the operation rows, writes, scaling, relational and verify.
-  for (const id of ['read-by-id', 'writes-batched', 'seal-batch', 'sync-latency', 'rel-complex-query', 'rel-large-200k-query', 'verify']) {
+  for (const id of ['read-by-id', 'bulk-load-txn', 'open-n-query', 'writes-batched', 'seal-batch', 'sync-latency', 'rel-complex-query', 'rel-complex-query-tuned', 'rel-large-200k-query', 'verify', 'dbx-filter-quarter', 'fat-open-cycles', 'omgdb-single']) {
     if (!results.options.rows.includes(id)) problems.push(`row ${id} was not planned`);
   }
   for (const run of results.runs) {

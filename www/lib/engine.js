@@ -18,11 +18,16 @@ import { TxnBuilder, decode, decodeMany, decodeRows, encode, encodeObject, reviv
 export { TxnBuilder };
 import * as glue0 from '../../pkg/ibexdb.js';
 import { ClosedError, InvalidValueError, PanicError, fromWire } from './errors.js';
+import { compileWasm } from './loader.js';
 import { WASM_URL, checkName, snapshotDue } from './policy.js';
 import { checkStorage, closeAll, openFiles } from './storage.js';
 
-/** The wasm-bindgen glue next to the wasm (statically imported above for the first instance). */
-const PKG_JS = new URL('ibexdb.js', WASM_URL);
+/**
+ * The wasm-bindgen glue next to the wasm (statically imported above for the first instance; a
+ * fresh instance after a panic imports it again by this URL). Written as a literal relative to
+ * this module so that bundlers emit the glue as a file of its own and rewrite the URL.
+ */
+const PKG_JS = new URL('../../pkg/ibexdb.js', import.meta.url);
 
 /** Identities are exported as this prefix + 96 hex digits (the 48-byte P-384 secret). */
 const IDENTITY_PREFIX = 'ibexdb-identity-v1:';
@@ -70,7 +75,7 @@ export function preloadWasm() {
 function loadWasm(fresh) {
   if (fresh) freshInstances++;
   if (freshInstances === 0 && first) return first;
-  compiled ??= WebAssembly.compileStreaming(fetch(WASM_URL)).catch((e) => {
+  compiled ??= compileWasm(WASM_URL).catch((e) => {
     compiled = null;
     throw e;
   });
@@ -91,7 +96,12 @@ function loadWasm(fresh) {
 async function instantiate(url) {
   // The first instance uses the statically imported glue (fetched with this module).
   /** @type {Glue} */
-  const glue = url === PKG_JS.href ? glue0 : await import(url);
+  const glue =
+    url === PKG_JS.href
+      ? glue0
+      : await import(url).catch((e) => {
+          throw new PanicError(`the engine panicked and cannot be restarted: a fresh copy of its glue (${url}) did not load (${e?.message ?? e}); reopen the database`);
+        });
   const exports = await glue.default({ module_or_path: await compiled });
   return { glue, memory: /** @type {WebAssembly.Memory} */ (exports.memory) };
 }
@@ -601,12 +611,23 @@ export class EngineHandle {
     return m ? wasmBytes(m) : undefined;
   }
 
+  /**
+   * Leave nothing pending: seal unsealed commits, flush what is buffered, and write a snapshot
+   * when the log tail is non-empty. What `close()` does before it releases the files (the
+   * benchmark times it as the trailing work of a row's writes).
+   * @returns {{sealed: number, snapshot: boolean}}
+   */
+  settle() {
+    const sealed = this.seal();
+    if (sealed > 0 || this.hasUnflushed()) this.flush();
+    return { sealed, snapshot: this.maybeSnapshot(true) };
+  }
+
   /** Seal, flush, snapshot (if the tail is non-empty), release the files. */
   async close() {
     if (this._raw && !this._dead) {
       try {
-        if (this.seal() > 0) this.flush();
-        this.maybeSnapshot(true);
+        this.settle();
         this._call((r) => r.close());
       } finally {
         this._release();

@@ -37,7 +37,7 @@ export class TooLargeError extends IbexError {}
 export class StorageError extends IbexError {}
 /** The origin's storage quota (or the repository's `quotaBytes`) is exhausted. */
 export class QuotaExceededError extends StorageError {}
-/** OPFS cannot be used here (missing API, non-secure context, no Worker or Web Locks). */
+/** ibexdb cannot work here (`kind`: insecure context, no OPFS, site data blocked, CSP, the worker or wasm not loading, …). */
 export class StorageUnavailableError extends StorageError {}
 /** The database was closed. */
 export class ClosedError extends IbexError {}

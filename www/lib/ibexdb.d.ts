@@ -227,7 +227,7 @@ export declare class Database {
   flush(): Promise<void>;
   verify(): Promise<VerifyReport>;
   exportIdentity(): Promise<string | null>;
-  exportCommits(): Promise<Uint8Array>;
+  exportCommits(): Promise<Uint8Array<ArrayBuffer>>;
   receive(bundle: Uint8Array): Promise<ReceiveReport>;
   storageInfo(): Promise<StorageInfo>;
   /** Sync with an ibexdb-server (`ws://host:port`); null stops. */
@@ -267,6 +267,14 @@ export declare class StorageError extends IbexError {
   readonly kind?: string;
 }
 export declare class QuotaExceededError extends StorageError {}
+/**
+ * ibexdb cannot work on this page; `kind` says why and the message what to do:
+ * 'insecure-context' (not https:// or localhost), 'opaque-origin' (a sandboxed iframe, a data:
+ * URL), 'no-opfs', 'storage-denied' (the browser keeps no data for this site: blocked site data,
+ * a private window without storage), 'opfs', 'no-worker', 'no-locks', 'csp' (the
+ * Content-Security-Policy forbids the wasm or the worker), 'wasm-load', 'worker-load'; absent
+ * when another tab holds the files and does not answer.
+ */
 export declare class StorageUnavailableError extends StorageError {}
 export declare class ClosedError extends IbexError {}
 export declare class CorruptError extends IbexError {

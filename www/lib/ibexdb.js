@@ -12,6 +12,7 @@
 
 import { TxnBuilder, decode, decodeMany, decodeRows, encode, encodeObject } from './codec.js';
 import { ClosedError, InvalidKeyError, InvalidValueError, StorageUnavailableError, fromWire } from './errors.js';
+import { checkEnvironment, compileWasm, startWorker, watchViolations, workerFailure } from './loader.js';
 import { WASM_URL, checkName, isSyncUrl } from './policy.js';
 
 export * from './errors.js';
@@ -38,18 +39,6 @@ export * from './errors.js';
 
 /** What the worker said when it opened the repository. @typedef {{identity: string | null, trusted: boolean, role: 'owner' | 'client'}} OpenInfo */
 
-/** Throw StorageUnavailableError when this page cannot run ibexdb. */
-function checkEnvironment() {
-  if (typeof window !== 'undefined' && window.isSecureContext === false) {
-    throw new StorageUnavailableError('ibexdb needs a secure context (https:// or http://localhost) for OPFS');
-  }
-  if (typeof navigator === 'undefined' || !navigator.storage || typeof navigator.storage.getDirectory !== 'function') {
-    throw new StorageUnavailableError('OPFS is not available (navigator.storage.getDirectory is missing)');
-  }
-  if (typeof Worker === 'undefined') throw new StorageUnavailableError('Web Workers are not available');
-  if (!navigator.locks) throw new StorageUnavailableError('Web Locks (navigator.locks) are not available');
-}
-
 /** @type {Promise<WebAssembly.Module | null> | null} the engine's wasm, compiled once per page */
 let wasmModule = null;
 
@@ -59,14 +48,8 @@ let wasmModule = null;
  * worker's start-up. Null when it can't be done here (the worker then loads it itself, and
  * reports any real error).
  */
-function compileWasm() {
-  wasmModule ??= (async () => {
-    try {
-      return await WebAssembly.compileStreaming(fetch(WASM_URL));
-    } catch {
-      return null;
-    }
-  })();
+function pageWasm() {
+  wasmModule ??= compileWasm(WASM_URL).catch(() => null);
   return wasmModule;
 }
 
@@ -470,7 +453,7 @@ export class Database {
     return this._send('exportIdentity', [], identity);
   }
 
-  /** Every commit and seal of this repository as bytes (for another replica's `receive`). @returns {Promise<Uint8Array>} */
+  /** Every commit and seal of this repository as bytes (for another replica's `receive`). @returns {Promise<Uint8Array<ArrayBuffer>>} */
   exportCommits() {
     return this._send('export', [], identity);
   }
@@ -589,43 +572,54 @@ export async function open(name, options = {}) {
   checkEnvironment();
   // Ask for persistent storage (the browser may refuse; storageInfo() reports the outcome).
   const persist = navigator.storage.persist ? navigator.storage.persist().catch(() => false) : Promise.resolve(false);
-  const wasm = compileWasm();
-  const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: `ibexdb:${name}` });
-  const module = await wasm;
+  const wasm = pageWasm();
+  const csp = watchViolations();
+  const started = startWorker(name);
+  const worker = started.worker;
   /** @type {OpenInfo} */
   const info = await new Promise((resolve, reject) => {
+    // Listen before awaiting anything: a worker whose script fails to load reports it once.
     worker.onmessage = (ev) => {
       const m = ev.data;
       if (m.type === 'opened') resolve(m);
       else if (m.type === 'open-failed') reject(fromWire(m.error));
+      else if (m.type === 'boot-failed') workerFailure(started, csp.violations, m.message).then(reject, reject);
     };
     worker.onerror = (ev) => {
       ev.preventDefault?.();
-      reject(new StorageUnavailableError(`the ibexdb worker failed to start: ${ev.message ?? 'unknown error'}`));
+      // Without a message the worker's script did not load; either way, find out why.
+      workerFailure(started, csp.violations, ev.message).then(reject, reject);
     };
-    const msg = {
-      type: 'open',
-      name,
-      options: {
-        trusted: !!options.trusted,
-        identity: options.identity,
-        recovery: options.recovery,
-        quotaBytes: options.quotaBytes,
-        schemas: options.schemas,
-      },
-      wasm: module,
-    };
-    try {
-      worker.postMessage(msg);
-    } catch (e) {
-      // A module that can't be cloned to the worker: let the worker load the wasm itself.
-      if (/** @type {any} */ (e)?.name !== 'DataCloneError') throw e;
-      worker.postMessage({ ...msg, wasm: null });
-    }
-  }).catch((e) => {
-    worker.terminate();
-    throw e;
-  });
+    wasm.then((module) => {
+      const msg = {
+        type: 'open',
+        name,
+        options: {
+          trusted: !!options.trusted,
+          identity: options.identity,
+          recovery: options.recovery,
+          quotaBytes: options.quotaBytes,
+          schemas: options.schemas,
+        },
+        wasm: module,
+      };
+      try {
+        worker.postMessage(msg);
+      } catch (e) {
+        // A module that can't be cloned to the worker: let the worker load the wasm itself.
+        if (/** @type {any} */ (e)?.name !== 'DataCloneError') throw e;
+        worker.postMessage({ ...msg, wasm: null });
+      }
+    }).catch(reject);
+  })
+    .catch((e) => {
+      worker.terminate();
+      throw e;
+    })
+    .finally(() => {
+      csp.stop();
+      started.started();
+    });
   await persist;
   const db = new Database(name, worker, info, durability, options.onError);
   if (options.sync != null) {

@@ -16,9 +16,10 @@ export const ROOT_DIR = 'ibexdb';
 
 /**
  * The engine's WebAssembly binary: the one place its URL is decided, relative to this module
- * (wasm-pack's output `pkg/` is served as a sibling of `www/`; its glue `ibexdb.js` sits next to
- * the binary and engine.js imports it from there). The page compiles the binary and hands the
- * module to the worker; the worker compiles it itself only without one.
+ * (in the repository wasm-pack's output `pkg/` is served as a sibling of `www/`; in the npm
+ * package it is `./wasm/`, and scripts/build-pkg.mjs rewrites this path and engine.js's import of
+ * the glue `ibexdb.js`, which sits next to the binary). The page compiles the binary and hands
+ * the module to the worker; the worker compiles it itself only without one.
  */
 export const WASM_URL = new URL('../../pkg/ibexdb_bg.wasm', import.meta.url);
 

@@ -9,12 +9,40 @@ import { ROOT_DIR } from './policy.js';
 /** Check that this context can hold OPFS sync access handles. */
 export function checkStorage() {
   if (typeof navigator === 'undefined' || !navigator.storage || typeof navigator.storage.getDirectory !== 'function') {
-    throw new StorageUnavailableError('OPFS is not available here (navigator.storage.getDirectory is missing; a secure context is required)');
+    throw new StorageUnavailableError('OPFS is not available here (navigator.storage.getDirectory is missing; a secure context is required)', { kind: 'no-opfs' });
   }
   // createSyncAccessHandle exists only in dedicated workers (and is not in TypeScript's DOM library).
   if (typeof globalThis.FileSystemFileHandle === 'undefined' || typeof (/** @type {any} */ (FileSystemFileHandle.prototype)).createSyncAccessHandle !== 'function') {
-    throw new StorageUnavailableError('OPFS sync access handles are not available (they exist only in dedicated workers)');
+    throw new StorageUnavailableError('OPFS sync access handles are not available (they exist only in dedicated workers)', { kind: 'no-opfs' });
   }
+}
+
+/**
+ * The origin's OPFS root. The browser refuses it (SecurityError) where the site may keep no data:
+ * a private window without storage, site data blocked in the settings, some third-party iframes.
+ * @returns {Promise<FileSystemDirectoryHandle>}
+ */
+async function opfsRoot() {
+  try {
+    return await navigator.storage.getDirectory();
+  } catch (e) {
+    const err = /** @type {any} */ (e);
+    if (err?.name === 'SecurityError') {
+      throw new StorageUnavailableError(
+        `the browser does not let this site keep data (OPFS: ${err.message}): site data is blocked here — a private window that keeps no storage, cookies and site data blocked in the browser's settings, or a third-party iframe. Allow site data for this site, or open it in a normal window`,
+        { kind: 'storage-denied' },
+      );
+    }
+    throw new StorageUnavailableError(`OPFS cannot be opened: ${err?.name}: ${err?.message ?? err}`, { kind: 'opfs' });
+  }
+}
+
+/**
+ * Check that the browser lets this site use OPFS at all (it refuses where site data is blocked;
+ * Web Locks then fail too, with a less helpful message, so this runs first).
+ */
+export async function checkStorageAccess() {
+  await opfsRoot();
 }
 
 /**
@@ -24,7 +52,7 @@ export function checkStorage() {
  * @returns {Promise<FileSystemDirectoryHandle>}
  */
 export async function repositoryDir(name, { create = false } = {}) {
-  const root = await navigator.storage.getDirectory();
+  const root = await opfsRoot();
   const top = await root.getDirectoryHandle(ROOT_DIR, { create });
   return top.getDirectoryHandle(name, { create });
 }
@@ -36,7 +64,7 @@ export async function repositoryDir(name, { create = false } = {}) {
  */
 export async function removeRepository(name) {
   try {
-    const root = await navigator.storage.getDirectory();
+    const root = await opfsRoot();
     const top = await root.getDirectoryHandle(ROOT_DIR);
     await top.removeEntry(name, { recursive: true });
   } catch (err) {

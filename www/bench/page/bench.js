@@ -68,7 +68,7 @@ async function probeOpfs() {
  * open), merged when a size is in both; then one relational and one verify run per engine. Sizes
  * that only the scaling suite uses come last (1M is the longest).
  */
-export function planRuns(opts) {
+export function planRuns(opts, plan) {
   const want = (suite) => opts.suites.includes(suite) || (suite === 'scaling' && opts.suites.includes('load'));
   const keep = (ids) => (opts.rows ? ids.filter((id) => opts.rows.includes(id)) : ids);
   const datasetRows = (n) => {
@@ -89,14 +89,19 @@ export function planRuns(opts) {
     const rows = datasetRows(n);
     if (rows.length) runs.push({ section: 'dataset', n, rows });
   }
-  for (const section of ['relational', 'verify']) {
-    const rows = keep(ROWS.filter((r) => r.section === section && want(r.suite)).map((r) => r.id));
+  /** @param {string} section */
+  const sectionRows = (section) => keep(ROWS.filter((r) => r.section === section && want(r.suite)).map((r) => r.id));
+  for (const section of ['relational', 'verify', 'omgdb']) {
+    const rows = sectionRows(section);
     if (rows.length) runs.push({ section, n: 0, rows });
   }
+  if (sectionRows('dbx').length) runs.push({ section: 'dbx', n: plan.dbx.rows, rows: sectionRows('dbx') });
   for (const n of scalingOnly) {
     const rows = datasetRows(n);
     if (rows.length) runs.push({ section: 'dataset', n, rows });
   }
+  // The fat-record suite last: its largest size is the longest run.
+  if (sectionRows('fat').length) for (const n of opts.fatSizes ?? plan.fat.sizes) runs.push({ section: 'fat', n, rows: sectionRows('fat') });
   return runs;
 }
 
@@ -110,6 +115,7 @@ export function planRuns(opts) {
  *   rows          all in suites             restrict to these row ids
  *   plan          'full'                    'full' or 'quick' (PLANS in shared/rows.js)
  *   seed          42
+ *   fatSizes      the fat-record suite's sizes (default: the plan's)
  */
 async function runBench(options = {}) {
   if (window.benchRunning) throw new Error('a benchmark run is already in progress');
@@ -123,6 +129,7 @@ async function runBench(options = {}) {
       seed: options.seed ?? 42,
       engines: options.engines ?? null,
       rows: options.rows ?? null,
+      fatSizes: options.fatSizes ?? null,
     };
     const plan = PLANS[opts.plan];
     if (!plan) throw new Error(`unknown plan "${opts.plan}" (known: ${Object.keys(PLANS).join(', ')})`);
@@ -145,7 +152,7 @@ async function runBench(options = {}) {
     }
     if (!engines.length) throw new Error('no engine available');
 
-    const runPlan = planRuns(opts);
+    const runPlan = planRuns(opts, plan);
     const rowIds = ROWS.map((r) => r.id).filter((id) => runPlan.some((x) => x.rows.includes(id)));
 
     const results = {
@@ -162,7 +169,7 @@ async function runBench(options = {}) {
           ? 'wasm memory: the engine\'s WebAssembly.Memory size (linear memory, never shrinks); JS heap: the engine worker\'s V8 heap via CDP Runtime.getHeapUsage (performance.memory and measureUserAgentSpecificMemory are not exposed in workers)'
           : 'wasm memory only: worker JS heap is not measurable without the runner\'s CDP hook',
       },
-      options: { ...opts, engines: engines.map((e) => e.id), rows: rowIds, runs: runPlan, planParams: { relational: plan.relational, verify: plan.verify } },
+      options: { ...opts, engines: engines.map((e) => e.id), rows: rowIds, runs: runPlan, planParams: { relational: plan.relational, verify: plan.verify, dbx: plan.dbx, fat: plan.fat, omgdb: plan.omgdb } },
       rowCatalogue: ROWS,
       engines: all.map(({ id, family, durability, description, config, available, missing, pageApi }) => ({ id, family, durability, description, config, available, missing, pageApi: pageApi ?? 'worker' })),
       runs: [],
@@ -172,10 +179,10 @@ async function runBench(options = {}) {
     setStatus('probing OPFS call costs');
     results.meta.opfsProbe = await probeOpfs();
     log(`OPFS probe (p50): ${Object.entries(results.meta.opfsProbe).map(([k, v]) => `${k} ${fmtMs(v.p50)}`).join(', ')}`);
-    log(`engines: ${engines.map((e) => e.id).join(', ')}; runs: ${runPlan.map((x) => (x.section === 'dataset' ? `N=${x.n} (${x.rows.length} rows)` : `${x.section} (${x.rows.length} rows)`)).join(', ')}; plan: ${opts.plan}`);
+    log(`engines: ${engines.map((e) => e.id).join(', ')}; runs: ${runPlan.map((x) => (x.section === 'dataset' ? `N=${x.n} (${x.rows.length} rows)` : `${x.section}${x.n ? ` N=${x.n}` : ''} (${x.rows.length} rows)`)).join(', ')}; plan: ${opts.plan}`);
 
     for (const rp of runPlan) {
-      const where = rp.section === 'dataset' ? `N=${rp.n}` : rp.section;
+      const where = rp.section === 'dataset' ? `N=${rp.n}` : rp.section === 'fat' || rp.section === 'dbx' ? `${rp.section} N=${rp.n}` : rp.section;
       for (const engine of engines) {
         log(`--- ${engine.id}, ${where}`);
         const run = await runEngine(engine, rp.section, rp.n, rp.rows, plan, opts.seed, (r, rowId) => {

@@ -18,3 +18,10 @@ interface Navigator {
   /** Chromium's Device Memory API (GiB, coarse). */
   readonly deviceMemory?: number;
 }
+
+interface Window {
+  /** cold.js: the outcome of this page's one cold start. */
+  coldResult?: { ms?: number; ok?: boolean; error?: string; sinceNavigationStart?: number; crossOriginIsolated?: boolean };
+  /** The runner's hook: open `url` in a fresh page of the same browser context and return its coldResult. */
+  benchColdPage?: (url: string) => Promise<Window['coldResult'] & { errors?: string[] }>;
+}

@@ -45,7 +45,16 @@ export function fmtCell(line, c, { p95 = false } = {}) {
   let s = fmtMs(c.p50);
   if (p95 && Number.isFinite(c.p95)) s += ` / ${fmtMs(c.p95)}`;
   if (line.rate) s += ` (${fmtRate(1000 / c.p50)} ${line.rate})`;
+  // Write rows: the mean next to the median, so that amortized work (seals, snapshots, the
+  // trailing work in the last sample) shows.
+  if (line.write && c.n > 1 && Number.isFinite(c.mean)) s += ` (mean ${fmtMs(c.mean)})`;
   return s;
+}
+
+/** A cell of the tails table: per-operation p95 / p99 / max of operations timed one by one. */
+export function fmtTail(c) {
+  if (!c?.ops) return '';
+  return `${fmtMs(c.ops.p95)} / ${fmtMs(c.ops.p99)} / ${fmtMs(c.ops.max)}`;
 }
 
 function runsOf(results, section, size) {
@@ -88,6 +97,8 @@ function linesFor(results, runs, rowIds, labelSuffix = '') {
         what: row[side] ?? '',
         cells,
         rate: row.rate,
+        write: !!row.write,
+        reference: row.reference,
         comparable: row.comparable !== false,
       });
     }
@@ -101,7 +112,14 @@ export function tableLines(results, size) {
   return linesFor(results, runs, ROWS.map((r) => r.id));
 }
 
-const SCALING_ROWS = ['bulk-load', 'open-n'];
+const SCALING_ROWS = ['bulk-load-txn', 'bulk-load', 'open-n', 'open-n-query'];
+const FAT_MEMORY_LINES = [
+  ['afterLoad', 'opfsBytes', 'OPFS bytes after load'],
+  ['afterLoad', 'wasmMemoryBytes', 'wasm memory after load'],
+  ['afterLoad', 'jsHeapUsedBytes', 'worker JS heap after load'],
+  ['afterBatch', 'wasmMemoryBytes', 'wasm memory after the batch reads'],
+  ['afterBatch', 'jsHeapUsedBytes', 'worker JS heap after the batch reads'],
+];
 const MEMORY_LINES = [
   ['afterLoad', 'opfsBytes', 'OPFS bytes after bulk load'],
   ['afterLoad', 'wasmMemoryBytes', 'wasm memory after bulk load'],
@@ -152,6 +170,35 @@ export function reportSections(results) {
       : 'after go-sqlite-bench';
     sections.push({ key: 'relational', title: 'Relational workloads (go-sqlite-bench)', subtitle, lines: linesFor(results, rel, ROWS.filter((r) => r.section === 'relational').map((r) => r.id)) });
   }
+  const omg = runsOf(results, 'omgdb');
+  if (omg.length) {
+    const p = results.options?.planParams?.omgdb;
+    sections.push({ key: 'omgdb', title: 'OMGDB seed: its published rows, side by side', subtitle: p ? `${nfmt(p.documents)} documents (the benchmark item) in batches of ${nfmt(p.batch)}; published: OMGDB's performance page (native, in-process, its own machine)` : '', lines: linesFor(results, omg, ROWS.filter((r) => r.section === 'omgdb').map((r) => r.id)), reference: 'OMGDB published' });
+  }
+  const dbx = runsOf(results, 'dbx');
+  if (dbx.length) {
+    sections.push({ key: 'dbx', title: 'DBX seed: aggregates and filters over 1M records, no index on the field', subtitle: `N = ${nfmt(dbx[0].size)} records {name, age, city}`, lines: linesFor(results, dbx, ROWS.filter((r) => r.section === 'dbx').map((r) => r.id)) });
+  }
+  const fatSizes = [...new Set(runsOf(results, 'fat').map((r) => r.size))].sort((a, b) => a - b);
+  if (fatSizes.length) {
+    const lines = [];
+    for (const row of ROWS.filter((r) => r.section === 'fat')) {
+      for (const size of fatSizes) {
+        for (const l of linesFor(results, runsOf(results, 'fat').filter((r) => r.size === size), [row.id], ` — N = ${nfmt(size)}`)) lines.push({ ...l, size });
+      }
+    }
+    for (const [when, key, label] of FAT_MEMORY_LINES) {
+      for (const size of fatSizes) {
+        const cells = {};
+        for (const run of runsOf(results, 'fat').filter((r) => r.size === size)) {
+          const v = run.stats?.[when]?.[key];
+          if (Number.isFinite(v)) cells[run.engine] = { p50: v, n: 1 };
+        }
+        if (Object.keys(cells).length) lines.push({ rowId: `fat:${when}:${key}`, side: 'stat', label: `${label} — N = ${nfmt(size)}`, what: label, cells, unit: 'bytes', comparable: true, size });
+      }
+    }
+    sections.push({ key: 'fat', title: 'go-persist seed: load scaling on fat records', subtitle: `N = ${fatSizes.map(nfmt).join(', ')} records (5 string fields, nested metadata, a 1 KB payload) in 5 collections`, lines });
+  }
   const ver = runsOf(results, 'verify');
   if (ver.length) {
     const p = results.options?.planParams?.verify;
@@ -197,7 +244,7 @@ export function textTable(results) {
   for (const sec of reportSections(results)) {
     const engines = enginesIn(results, sec.lines);
     const ibex = engines.filter((e) => isIbex(results, e));
-    const header = ['operation (p50)', ...engines, ...ibex.map((e) => `${e}/best-sqlite`)];
+    const header = ['operation (p50)', ...engines, ...ibex.map((e) => `${e}/best-sqlite`), ...(sec.reference ? [sec.reference] : [])];
     const body = [];
     const notes = new Map();
     for (const line of sec.lines) {
@@ -214,6 +261,7 @@ export function textTable(results) {
           return fmtCell(line, c);
         }),
         ...ibex.map((e) => (line.comparable === false ? (line.cells[e] ? 'not same work' : '') : r[e] ? fmtRatio(r[e].ratio) : '')),
+        ...(sec.reference ? [line.reference ?? ''] : []),
       ]);
     }
     const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
@@ -238,8 +286,9 @@ export function markdownTables(results) {
     const ibex = engines.filter((e) => isIbex(results, e));
     out.push(`### ${sec.title}`, '');
     if (sec.subtitle) out.push(`${sec.subtitle}`, '');
-    out.push(`| operation (p50) | ${engines.join(' | ')} | ${ibex.map((e) => `${e} ÷ best SQLite`).join(' | ')} |`);
-    out.push(`|---|${engines.map(() => '--:').join('|')}|${ibex.map(() => '--:').join('|')}|`);
+    const ref = sec.reference ? [sec.reference] : [];
+    out.push(`| operation (p50) | ${engines.join(' | ')} | ${[...ibex.map((e) => `${e} ÷ best SQLite`), ...ref].join(' | ')} |`);
+    out.push(`|---|${engines.map(() => '--:').join('|')}|${[...ibex, ...ref].map(() => '--:').join('|')}|`);
     const na = new Map();
     for (const line of sec.lines) {
       const r = ratios(results, line);
@@ -252,10 +301,21 @@ export function markdownTables(results) {
         return fmtCell(line, c).replace(/\|/g, '\\|');
       });
       const rs = ibex.map((e) => (line.comparable === false ? (line.cells[e] ? 'not same work' : '') : r[e] ? `**${fmtRatio(r[e].ratio)}**` : ''));
+      if (sec.reference) rs.push(line.reference ?? '');
       out.push(`| ${line.label} | ${cells.join(' | ')} | ${rs.join(' | ')} |`);
     }
-    for (const [reason, rows] of na) out.push('', `n/a — ${reason}: ${[...rows].join('; ')}.`);
+    // One mention per row, whatever the sizes (the fat suite lists each row at three sizes).
+    for (const [reason, rows] of na) out.push('', `n/a — ${reason}: ${[...new Set([...rows].map((l) => l.replace(/ — N = .*/, '')))].join('; ')}.`);
     out.push('');
+    // Tails: operations long enough to be timed one by one (>= 50 µs), per operation.
+    const tails = sec.lines.filter((l) => Object.values(l.cells).some((c) => c.ops));
+    if (tails.length) {
+      out.push(`Per-operation tails (operations timed one by one): p95 / p99 / max`, '');
+      out.push(`| operation | ${engines.join(' | ')} |`);
+      out.push(`|---|${engines.map(() => '--:').join('|')}|`);
+      for (const line of tails) out.push(`| ${line.label} | ${engines.map((e) => fmtTail(line.cells[e])).join(' | ')} |`);
+      out.push('');
+    }
   }
   return out.join('\n');
 }
@@ -427,7 +487,8 @@ function sectionTable(results, sec) {
   const h = [];
   h.push('<table class="main"><tr><th>operation<br><span class="sub">p50; p95 · samples×K below</span></th>'
     + engines.map((e) => `<th><i class="sw" style="background:${engineColor(e)}"></i>${esc(e)}</th>`).join('')
-    + ibex.map((e) => `<th class="ratio"><i class="sw" style="background:${engineColor(e)};border-radius:6px"></i>${esc(e)}<br><span class="sub">÷ best SQLite</span></th>`).join('') + '</tr>');
+    + ibex.map((e) => `<th class="ratio"><i class="sw" style="background:${engineColor(e)};border-radius:6px"></i>${esc(e)}<br><span class="sub">÷ best SQLite</span></th>`).join('')
+    + (sec.reference ? `<th>${esc(sec.reference)}</th>` : '') + '</tr>');
   for (const line of sec.lines) {
     const r = ratios(results, line);
     h.push(`<tr title="${esc(line.what)}"><td>${esc(line.label)}</td>`
@@ -438,7 +499,9 @@ function sectionTable(results, sec) {
         if (c.na) return `<td class="na" title="${esc(c.na)}">n/a</td>`;
         if (line.unit === 'bytes') return `<td>${esc(fmtBytes(c.p50))}</td>`;
         const rate = line.rate ? ` <span class="rate">${esc(fmtRate(1000 / c.p50))}/s</span>` : '';
-        return `<td title="${esc(c.note ?? '')}">${esc(fmtMs(c.p50))}${rate}<br><span class="p95">${esc(fmtMs(c.p95))} · ${c.n}×${c.k ?? 1}</span></td>`;
+        const mean = line.write && c.n > 1 ? ` <span class="p95">mean ${esc(fmtMs(c.mean))}</span>` : '';
+        const ops = c.ops ? ` · op p95 ${esc(fmtMs(c.ops.p95))}, max ${esc(fmtMs(c.ops.max))}` : '';
+        return `<td title="${esc(c.note ?? '')}">${esc(fmtMs(c.p50))}${rate}${mean}<br><span class="p95">${esc(fmtMs(c.p95))} · ${c.n}×${c.k ?? 1}${ops}</span></td>`;
       }).join('')
       + ibex.map((e) => {
         if (line.comparable === false) return line.cells[e] ? '<td class="na" title="the engines do different work on this row">not same work</td>' : '<td></td>';
@@ -446,6 +509,7 @@ function sectionTable(results, sec) {
         const cls = r[e].ratio <= 1 ? 'good' : 'bad';
         return `<td class="${cls}" title="vs ${esc(r[e].vs)}">${fmtRatio(r[e].ratio)}</td>`;
       }).join('')
+      + (sec.reference ? `<td>${esc(line.reference ?? '')}</td>` : '')
       + '</tr>');
   }
   h.push('</table>');

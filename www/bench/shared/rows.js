@@ -18,6 +18,9 @@
  * @property {string} [na]
  * @property {boolean} [comparable]
  * @property {number} [largeBytes] relational "large" rows: characters per email
+ * @property {string[]} [engines] the engines the row runs on (others: n/a "not run: enginesWhy")
+ * @property {string} [enginesWhy]
+ * @property {string} [reference] a published figure the row is shown next to (seed suites)
  */
 
 /**
@@ -41,15 +44,19 @@ export const ROWS = [
   {
     id: 'create-instance', suite: 'core', label: 'create instance', scale: '1',
     worker: 'init on empty storage: load the engine module (dynamic import + wasm instantiate), set up OPFS storage, create the empty database and schema',
-    page: 'SQLite: new Worker() + init message until its reply; ibexdb: open() of the public API (www/ibexdb.js: its worker + wasm + OPFS + identity) on empty storage',
+    page: 'cold start in a fresh page (no module or wasm carried over), empty storage: SQLite: its page client + worker (import, wasm, sahpool) + open + create the schema, until the first read answers; ibexdb: open() of the public API (www/ibexdb.js: its worker + wasm + OPFS + identity) + the first read',
   },
   {
     id: 'open-empty', suite: 'core', label: 'open empty', scale: '1',
     worker: 'close, then open the existing empty database (schema present) + read one id (absent)',
   },
   {
-    id: 'bulk-load', suite: 'core', label: 'bulk load N (batches of 1,000)', scale: 'n',
-    worker: 'insert N items in transactions/commits of 1,000 items, each durable per the engine config',
+    id: 'bulk-load-txn', suite: 'scaling', label: 'bulk load N (one transaction)', scale: 'n', write: true,
+    worker: 'on a fresh database with its declared index: insert N items in one transaction/commit, durable per config, plus the trailing work (ibexdb: seal, flush, snapshot; SQLite WAL: checkpoint); a fresh worker on clean storage follows',
+  },
+  {
+    id: 'bulk-load', suite: 'core', label: 'bulk load N (batches of 1,000)', scale: 'n', write: true,
+    worker: 'with the declared index built (maintained by every commit): insert N items in transactions/commits of 1,000 items, each durable per the engine config, plus the trailing work (ibexdb: seal, flush, snapshot; SQLite WAL: checkpoint)',
   },
   {
     id: 'read-by-id', suite: 'core', label: 'read item by id', scale: '1', adaptive: true,
@@ -74,21 +81,26 @@ export const ROWS = [
     worker: 'tags contains "category 3" and title contains a digit, sorted by count desc, limit 100, as JS objects',
   },
   {
-    id: 'count', suite: 'core', label: 'count', scale: '1', adaptive: true,
-    worker: 'number of items in the collection',
+    id: 'count', suite: 'core', label: 'count', scale: '1', adaptive: true, comparable: false,
+    worker: 'number of items in the collection. Not the same work: ibexdb returns its maintained collection size, SQLite count(*) scans an index (the DBX suite times counts that scan in both)',
   },
   {
     id: 'keys', suite: 'core', label: 'keys', scale: 'n', adaptive: true,
     worker: 'all N item ids as an array of strings, in key order',
   },
   {
-    id: 'aggregate', suite: 'core', label: 'aggregate (sum/min/max/avg)', scale: 'n', adaptive: true,
-    worker: 'sum, min, max and avg of count over all items',
+    id: 'aggregate', suite: 'core', label: 'aggregate (sum/min/max/avg)', scale: 'n', adaptive: true, comparable: false,
+    worker: 'sum, min, max and avg of count over all items. Not the same work: ibexdb answers from its count index (maintained sum and count, min/max at its ends), SQLite makes a pass over items_count (the DBX suite times aggregates that scan in both)',
   },
   {
     id: 'open-n', suite: 'core', label: 'open N items + first read', scale: 'n',
     worker: 'close, then reopen the database holding N items + read one item by id',
-    page: 'cold start: SQLite: new Worker() + init (opens the N-item database) + one get op; ibexdb: open() of the public API + one db.get(); page-timed',
+    page: 'cold start in a fresh page (no module or wasm carried over): SQLite: its page client + worker + open + one get; ibexdb: open() of the public API + one db.get(); page-timed',
+  },
+  {
+    id: 'open-n-query', suite: 'core', label: 'open N items + first indexed query', scale: 'n',
+    worker: 'close, then reopen the database holding N items + the first query that needs the count index (count in a 1,000-wide range from N/2, sorted): ibexdb builds the index on this first use',
+    page: 'cold start in a fresh page (no module or wasm carried over): SQLite: its page client + worker + open + the query; ibexdb: open() of the public API + db.query(); page-timed',
   },
   {
     id: 'read-by-id-after-open', suite: 'core', label: 'read item by id, just after open', scale: '1', adaptive: true,
@@ -116,7 +128,7 @@ export const ROWS = [
   {
     id: 'writes-batched', suite: 'writes', label: 'batched writes (100 per transaction), per item', scale: '1', adaptive: true, write: true, rate: 'items/s',
     worker: 'transactions/commits of 100 new items back to back, durable per config; time per item',
-    page: '100 single-item writes issued concurrently from the page and awaited together, per item (SQLite: 100 op messages, each its own transaction in its worker; ibexdb: 100 db.put() in one tick = one batch, group-committed with one flush)',
+    page: '100 single-item writes issued in one tick from the page and awaited together, per item. Both page clients send the calls of one tick as one message and make them durable once: SQLite: one transaction with a savepoint per write (one failing write fails alone), one sync at COMMIT; ibexdb: one batch, a commit per write, group-committed with one flush',
   },
   {
     id: 'seal-batch', suite: 'core', label: 'seal (sign) a batch of 100 commits', scale: '1', write: true,
@@ -155,6 +167,14 @@ export const ROWS = [
     worker: 'every user with its articles and their comments, ordered by created at each level (SQLite: one LEFT JOIN over the three tables; ibexdb: 1 + 2×200 indexed queries, app-side join)',
   },
   {
+    id: 'rel-real-query-tuned', suite: 'relational', section: 'relational', label: 'real: per user (SQLite tuned: composite indexes, 3 prepared queries)', scale: '1',
+    worker: 'as "real: per user", on a database whose SQLite schema a tuned app would use: composite indexes articles(userId, created) and comments(articleId, created) in place of the single-column ones, and per user three prepared queries (user by email, its articles, their comments via one join) as ibexdb does; ibexdb: the same as the standard row',
+  },
+  {
+    id: 'rel-complex-query-tuned', suite: 'relational', section: 'relational', label: 'complex: read everything joined (SQLite tuned: composite indexes)', scale: '1',
+    worker: 'as "complex: read everything joined", with the composite indexes of the tuned schema (the LEFT JOIN reads every level in created order without a sort); ibexdb: the same as the standard row',
+  },
+  {
     id: 'rel-many-10', suite: 'relational', section: 'relational', label: 'many: query all of 10 users (per query)', scale: '1',
     worker: 'all users ordered by id, repeated (1,000 queries in total); time per query',
   },
@@ -182,20 +202,75 @@ export const ROWS = [
     comparable: false,
     worker: 'ibexdb: verify() re-proves the repository (every frame checksum, commit hash, seal signature, the snapshot and every index) after 50,000 single-item commits; SQLite: PRAGMA integrity_check of the 50,000-row database — not the same work (no hashes, no signatures, no history)',
   },
+  // --- DBX seed: aggregates and filters over 1M records, no index on the field ------------------
+  {
+    id: 'dbx-load', suite: 'dbx', section: 'dbx', label: 'DBX: load 1M records (transactions of 1,000)', scale: '1', write: true,
+    worker: 'fresh database: N people {name, age, city} (age a permutation of 0 … N−1, no index on it) in transactions of 1,000, durable per config, trailing work included',
+  },
+  {
+    id: 'dbx-count', suite: 'dbx', section: 'dbx', label: 'DBX: COUNT(age) over 1M', scale: '1',
+    worker: 'count of records with an age: a scan in both engines (SQLite: SELECT count(age); ibexdb: aggregate {count: "age"}), no index on age',
+  },
+  {
+    id: 'dbx-sum', suite: 'dbx', section: 'dbx', label: 'DBX: SUM(age) over 1M', scale: '1',
+    worker: 'sum of age over all records: a scan in both engines (SQLite: SELECT sum(age); ibexdb: aggregate {sum: "age"})',
+  },
+  {
+    id: 'dbx-minmax', suite: 'dbx', section: 'dbx', label: 'DBX: MIN/MAX(age) over 1M', scale: '1',
+    worker: 'min and max of age in one query: a scan in both engines (no index: SQLite cannot take them from an index end)',
+  },
+  {
+    id: 'dbx-filter-half', suite: 'dbx', section: 'dbx', label: 'DBX: filter age > 500,000 (≈500k rows)', scale: '1',
+    worker: 'every record with age > N/2, as JS objects (SQLite: SELECT … WHERE age > ?; ibexdb: query where age gt): a scan, half of the records returned',
+  },
+  {
+    id: 'dbx-filter-quarter', suite: 'dbx', section: 'dbx', label: 'DBX: filter age > 250,000 (≈750k rows)', scale: '1',
+    worker: 'every record with age > N/4, as JS objects: a scan, three quarters of the records returned',
+  },
+  // --- go-persist seed: load scaling on fat records --------------------------------------------
+  ...[
+    { id: 'fat-load', label: 'fat: load (transactions of 1,000)', write: true, worker: 'fresh database: N fat records (5 string fields, nested metadata, a 1 KB payload) over 5 collections, in transactions of 1,000, durable per config, trailing work included' },
+    { id: 'fat-get', label: 'fat: read one record by id', adaptive: true, worker: 'one record of a random collection by id, as a JS object (metadata decoded)' },
+    { id: 'fat-batch-read', label: 'fat: batch of 40,000 random reads', worker: '40,000 random records, as getMany calls of up to 1,000 ids of one collection (SQLite: WHERE id IN (…) prepared per arity)' },
+    { id: 'fat-open-cycles', label: 'fat: open → read one → close (per cycle)', worker: 'a cycle: open the database, read one random record, close it; up to 1,000 cycles, or as many as fit in the row\'s time budget (the note says how many)' },
+  ].map((r) => ({
+    suite: 'fat', section: 'fat', scale: 'n', ...r,
+    engines: ['sqlite-default', 'sqlite-tuned', 'ibexdb'],
+    enginesWhy: 'the fat-record suite runs the durable engines (sqlite-default, sqlite-tuned, signed ibexdb) to bound the run time; the relaxed and trusted variants change only the load',
+  })),
+  // --- OMGDB seed: its published rows -------------------------------------------------------------
+  {
+    id: 'omgdb-batched', suite: 'omgdb', section: 'omgdb', label: 'OMGDB: batched documents (batches of 1,000), per document', scale: '1', write: true, rate: 'docs/s',
+    reference: '> 100,000 docs/s',
+    worker: 'fresh database with its declared index: 50,000 documents in batches of 1,000, each one transaction/commit, durable per config, trailing work in the last batch; per document',
+  },
+  {
+    id: 'omgdb-verify', suite: 'omgdb', section: 'omgdb', label: 'OMGDB: verify 50,000 documents', scale: '1', comparable: false,
+    reference: '~1 s',
+    worker: 'closed and reopened, then ibexdb verify() of the 50,000 documents (every frame, hash, signature, snapshot and index); SQLite: PRAGMA integrity_check — not the same work, no ratio',
+  },
+  {
+    id: 'omgdb-single', suite: 'omgdb', section: 'omgdb', label: 'OMGDB: durable single writes', scale: '1', adaptive: true, write: true, rate: 'writes/s',
+    reference: '> 2,500 writes/s',
+    worker: 'one-document transactions/commits back to back (~250 ms per sample) on the 50,000-document database, durable per config, trailing work in the last sample',
+  },
 ];
 
 /** Which suites run which rows, in catalogue order. `load` is the old name of `scaling`. */
 export const SUITES = {
   core: ROWS.filter((r) => r.suite === 'core').map((r) => r.id),
   writes: ROWS.filter((r) => r.suite === 'writes').map((r) => r.id),
-  scaling: ['bulk-load', 'open-n'],
+  scaling: ['bulk-load-txn', 'bulk-load', 'open-n', 'open-n-query'],
   relational: ROWS.filter((r) => r.suite === 'relational').map((r) => r.id),
   verify: ['verify'],
+  dbx: ROWS.filter((r) => r.suite === 'dbx').map((r) => r.id),
+  fat: ROWS.filter((r) => r.suite === 'fat').map((r) => r.id),
+  omgdb: ROWS.filter((r) => r.suite === 'omgdb').map((r) => r.id),
 };
 SUITES.load = SUITES.scaling;
 
 /** Suites that run when none are named (every suite; `load` is an alias). */
-export const DEFAULT_SUITES = ['core', 'writes', 'scaling', 'relational', 'verify'];
+export const DEFAULT_SUITES = ['core', 'writes', 'scaling', 'relational', 'verify', 'dbx', 'fat', 'omgdb'];
 /** Default sizes: the core and writes rows at N = 100k; bulk load and open at 10k, 100k and 1M. */
 export const DEFAULT_SIZES = [100000];
 export const DEFAULT_SCALING_SIZES = [10000, 100000, 1000000];
@@ -219,6 +294,7 @@ export const PLANS = {
     rows: {
       'create-instance': { samples: 5, pageOnly: true },
       'open-empty': { samples: 20, warmup: 1 },
+      'bulk-load-txn': { samples: 1 },
       'bulk-load': { samples: 1, batch: 1000 },
       'read-by-id': { samples: 20, warmup: 1, pageSamples: 300 },
       'bulk-read-100': { samples: 20, warmup: 1 },
@@ -228,7 +304,8 @@ export const PLANS = {
       'count': { samples: 20, warmup: 1 },
       'keys': { samples: 10, warmup: 1 },
       'aggregate': { samples: 10, warmup: 1 },
-      'open-n': { samples: 10, warmup: 1, pageSamples: 3 },
+      'open-n': { samples: 10, warmup: 1, pageSamples: 5 },
+      'open-n-query': { samples: 10, warmup: 1, pageSamples: 5 },
       'read-by-id-after-open': { samples: 10, warmup: 1 },
       // Write rows cap K so a very fast (relaxed) engine does not grow the data set by 100k+ items.
       'create-item': { samples: 30, warmup: 1, pageSamples: 50, maxK: 500 },
@@ -243,6 +320,8 @@ export const PLANS = {
       'rel-real-query': { samples: 5, warmup: 1 },
       'rel-complex-insert': { samples: 3 },
       'rel-complex-query': { samples: 3, warmup: 1 },
+      'rel-real-query-tuned': { samples: 5, warmup: 1 },
+      'rel-complex-query-tuned': { samples: 3, warmup: 1 },
       'rel-many-10': { samples: 10, warmup: 1 },
       'rel-many-100': { samples: 10, warmup: 1 },
       'rel-many-1000': { samples: 10, warmup: 1 },
@@ -253,6 +332,19 @@ export const PLANS = {
       'rel-large-200k-insert': { samples: 1 },
       'rel-large-200k-query': { samples: 3, warmup: 1 },
       'verify': { samples: 3, warmup: 0 },
+      'dbx-load': { samples: 1 },
+      'dbx-count': { samples: 5, warmup: 1 },
+      'dbx-sum': { samples: 5, warmup: 1 },
+      'dbx-minmax': { samples: 5, warmup: 1 },
+      'dbx-filter-half': { samples: 3, warmup: 1 },
+      'dbx-filter-quarter': { samples: 3, warmup: 1 },
+      'fat-load': { samples: 1 },
+      'fat-get': { samples: 10, warmup: 1 },
+      'fat-batch-read': { samples: 3, warmup: 1 },
+      'fat-open-cycles': { samples: 1 },
+      'omgdb-batched': { samples: 50 },
+      'omgdb-verify': { samples: 3, warmup: 0 },
+      'omgdb-single': { samples: 8, warmup: 1, targetMs: 250, maxK: 5000 },
     },
     // go-sqlite-bench sizes, except: simple inserts 1M users there (here 100k: the benchmark's N;
     // see docs/benchmarks.md), large inserts 10,000 rows there (here 1,000: 10k × 200 KB = 2 GB
@@ -265,12 +357,18 @@ export const PLANS = {
       largeRows: 1000,
     },
     verify: { commits: 50000, sealEvery: 100 },
+    // Seed suites: DBX 1M records; go-persist ~205k/410k/820k fat records, 40k batch reads, 1,000
+    // open cycles (at most 60 s of them per row); OMGDB 50,000 documents in batches of 1,000.
+    dbx: { rows: 1_000_000 },
+    fat: { sizes: [204_800, 409_600, 819_200], batchReads: 40_000, cycles: 1000, cycleBudgetMs: 30_000 },
+    omgdb: { documents: 50_000, batch: 1000 },
   },
   quick: {
     targetMs: 2, warmupMs: 10, maxK: 200, pageWarmup: 2,
     rows: {
       'create-instance': { samples: 1, pageOnly: true },
       'open-empty': { samples: 2, warmup: 1 },
+      'bulk-load-txn': { samples: 1 },
       'bulk-load': { samples: 1, batch: 1000 },
       'read-by-id': { samples: 5, warmup: 1, pageSamples: 20 },
       'bulk-read-100': { samples: 3, warmup: 1 },
@@ -281,6 +379,7 @@ export const PLANS = {
       'keys': { samples: 3, warmup: 1 },
       'aggregate': { samples: 3, warmup: 1 },
       'open-n': { samples: 2, warmup: 1, pageSamples: 1 },
+      'open-n-query': { samples: 2, warmup: 1, pageSamples: 1 },
       'read-by-id-after-open': { samples: 3, warmup: 1 },
       'create-item': { samples: 3, warmup: 1, pageSamples: 3 },
       'update-item': { samples: 3, warmup: 1, pageSamples: 3 },
@@ -294,6 +393,8 @@ export const PLANS = {
       'rel-real-query': { samples: 2, warmup: 1 },
       'rel-complex-insert': { samples: 1 },
       'rel-complex-query': { samples: 2, warmup: 1 },
+      'rel-real-query-tuned': { samples: 2, warmup: 1 },
+      'rel-complex-query-tuned': { samples: 2, warmup: 1 },
       'rel-many-10': { samples: 2, warmup: 1 },
       'rel-many-100': { samples: 2, warmup: 1 },
       'rel-many-1000': { samples: 2, warmup: 1 },
@@ -304,6 +405,19 @@ export const PLANS = {
       'rel-large-200k-insert': { samples: 1 },
       'rel-large-200k-query': { samples: 2, warmup: 1 },
       'verify': { samples: 2, warmup: 0 },
+      'dbx-load': { samples: 1 },
+      'dbx-count': { samples: 2, warmup: 1 },
+      'dbx-sum': { samples: 2, warmup: 1 },
+      'dbx-minmax': { samples: 2, warmup: 1 },
+      'dbx-filter-half': { samples: 2, warmup: 1 },
+      'dbx-filter-quarter': { samples: 2, warmup: 1 },
+      'fat-load': { samples: 1 },
+      'fat-get': { samples: 3, warmup: 1 },
+      'fat-batch-read': { samples: 2, warmup: 1 },
+      'fat-open-cycles': { samples: 1 },
+      'omgdb-batched': { samples: 3 },
+      'omgdb-verify': { samples: 2, warmup: 0 },
+      'omgdb-single': { samples: 3, warmup: 1, targetMs: 5, maxK: 20 },
     },
     relational: {
       simpleUsers: 300,
@@ -313,6 +427,9 @@ export const PLANS = {
       largeRows: 3,
     },
     verify: { commits: 250, sealEvery: 100 },
+    dbx: { rows: 2000 },
+    fat: { sizes: [300, 600], batchReads: 400, cycles: 5, cycleBudgetMs: 5000 },
+    omgdb: { documents: 600, batch: 200 },
   },
 };
 
@@ -333,7 +450,9 @@ export function expectedChecks(n) {
   return {
     'open-empty': { count: 0, found: false },
     'bulk-load': { count: n },
+    'bulk-load-txn': { count: n },
     'open-n': { found: true },
+    'open-n-query': { returned: Math.min(1000, n) },
     'read-by-id': { missing: 0 },
     'read-by-id-after-open': { missing: 0 },
     'bulk-read-100': { returned: Math.min(100, n) },

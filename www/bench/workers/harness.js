@@ -17,9 +17,13 @@
 // (go-sqlite-bench) and verify. Timing loops: loops.js.
 
 import { makeItem } from '../shared/model.js';
+import { readBack } from './check.js';
 import { timerResolutionMs } from '../shared/stats.js';
 import { isThenable, now } from './loops.js';
 import { crudRows } from './rows/crud.js';
+import { dbxRows } from './rows/dbx.js';
+import { fatRows } from './rows/fat.js';
+import { omgdbRows } from './rows/omgdb.js';
 import { queryRows } from './rows/queries.js';
 import { relationalRows } from './rows/relational.js';
 import { scalingRows } from './rows/scaling.js';
@@ -48,6 +52,9 @@ import { writeRows } from './rows/writes.js';
  * @property {number} [batch] bulk-load: items per transaction
  * @property {RelationalSizes} [rel]
  * @property {{commits: number, sealEvery: number}} [verify]
+ * @property {{rows: number}} [dbx] DBX seed: records
+ * @property {{sizes: number[], batchReads: number, cycles: number, cycleBudgetMs: number}} [fat] go-persist seed
+ * @property {{documents: number, batch: number}} [omgdb] OMGDB seed
  */
 
 /**
@@ -58,6 +65,8 @@ import { writeRows } from './rows/writes.js';
  * @property {number} warmupSamples
  * @property {Record<string, unknown>} [check]
  * @property {string} [note]
+ * @property {ReturnType<typeof import('./loops.js').opStats>} [ops] per-operation statistics (operations timed one by one)
+ * @property {number} [trailingMs] the trailing work of the row's writes, timed inside its last sample
  */
 
 /**
@@ -82,12 +91,17 @@ import { writeRows } from './rows/writes.js';
  * @property {() => any} keys
  * @property {() => any} aggregate
  * @property {(row: string) => true | string} [supports]
+ * @property {() => unknown} [buildIndexes] build the declared indexes now (ibexdb builds them on first use)
+ * @property {() => unknown} [settle] the trailing work of writes: what close would do (timed inside write rows)
+ * @property {() => unknown} [inspect] after an open, untimed: read settings back, record query plans
+ * @property {() => unknown} [release] after close: give the files to another worker (SQLite: pause the VFS)
  * @property {Record<string, string>} [rowNotes]
  * @property {(items: Item[]) => unknown} [sealPrepare]
  * @property {() => unknown} [sealRun]
  * @property {(o: {items: Item[], sealEvery: number}) => unknown} [verifySetup]
  * @property {() => unknown} [verify]
- * @property {Record<string, any> & {note?: string}} [rel]
+ * @property {Record<string, any> & {note?: string, tunedNote?: string}} [rel]
+ * @property {Record<string, any>} [docs] seed suites (dbx, fat): setup, insert, get, getMany, size, count, sum, minMax, filterGt
  */
 
 /** Serialize an Error for postMessage, keeping name and stack (engine errors have stable names). @param {unknown} err */
@@ -102,6 +116,8 @@ export class Session {
   constructor(adapter) {
     this.adapter = adapter;
     this.open = false;
+    /** Whether the declared indexes are built (and so maintained by every write) since the last open. */
+    this.indexed = false;
     /** Next index for items created by write rows/ops; above the base N so ids never collide. */
     this.nextNew = 0;
     this.updateVersion = 0;
@@ -120,18 +136,55 @@ export class Session {
     return isThenable(r) ? await r : r;
   }
 
+  /** Call an optional adapter method (nothing when the adapter has none). @param {string} name */
+  async optional(name) {
+    if (typeof (/** @type {Record<string, any>} */ (this.adapter))[name] === 'function') return this.call(name);
+    return undefined;
+  }
+
+  /** Open, then check what was opened (untimed: SQLite's pragma read-backs and query plans). */
   async ensureOpen() {
     if (!this.open) {
       await this.call('open');
-      this.open = true;
+      this.opened();
+      await this.optional('inspect');
     }
+  }
+
+  /** Record an open that a row timed itself (call `optional('inspect')` after its timer). */
+  opened() {
+    this.open = true;
+    this.indexed = false;
   }
 
   async ensureClosed() {
     if (this.open) {
       await this.call('close');
       this.open = false;
+      this.indexed = false;
     }
+  }
+
+  /**
+   * Build the declared indexes (untimed) so that the writes that follow maintain them, as an
+   * app's writes do once it has queried its indexes. SQLite's indexes always exist.
+   */
+  async ensureIndexed() {
+    await this.ensureOpen();
+    if (!this.indexed) {
+      await this.optional('buildIndexes');
+      this.indexed = true;
+    }
+  }
+
+  /**
+   * The trailing work of a row's writes, timed inside the row (loops.js `finish`): ibexdb seals,
+   * flushes and snapshots as its close would; SQLite checkpoints its WAL as its close would.
+   * @returns {(() => unknown) | undefined}
+   */
+  get finish() {
+    const a = this.adapter;
+    return typeof a.settle === 'function' ? () => /** @type {() => unknown} */ (a.settle).call(a) : undefined;
   }
 
   /**
@@ -153,17 +206,7 @@ export function serve(adapter) {
   /** @type {{engine: string | null, config: Record<string, unknown> | null}} */
   const worker = { engine: null, config: null };
   /** @type {Record<string, (p: RowParams) => Promise<RowResult>>} */
-  const rows = { ...scalingRows(s), ...crudRows(s), ...queryRows(s), ...writeRows(s), ...relationalRows(s), ...verifyRows(s) };
-
-  /** Single operations for page-side rows. @type {Record<string, (args: any) => Promise<any>>} */
-  const ops = {
-    get: ({ id }) => s.call('get', id),
-    put: ({ item }) => s.call('put', item),
-    putMany: ({ items }) => s.call('putMany', items),
-    update: ({ id, fields }) => s.call('update', id, fields),
-    queryRange: ({ lo, hi }) => s.call('queryRange', lo, hi),
-    count: () => s.call('count'),
-  };
+  const rows = { ...scalingRows(s), ...crudRows(s), ...queryRows(s), ...writeRows(s), ...relationalRows(s), ...verifyRows(s), ...dbxRows(s), ...fatRows(s), ...omgdbRows(s) };
 
   /** @param {any} msg @returns {Promise<object>} the reply's fields */
   async function handle(msg) {
@@ -175,8 +218,10 @@ export function serve(adapter) {
         const t0 = now();
         const initTimes = (await s.call('init', { engine: msg.engine, ...worker.config })) ?? {};
         const t1 = now();
-        await s.ensureOpen();
+        await s.call('open');
+        s.opened();
         const t2 = now();
+        await s.optional('inspect');
         return {
           ms: { total: t2 - t0, init: t1 - t0, open: t2 - t1, ...initTimes },
           info: (await s.call('info')) ?? {},
@@ -194,13 +239,12 @@ export function serve(adapter) {
         const r = await fn(p);
         // What this engine does on the row (plans, shortcuts), from the adapter.
         const note = [r.note, adapter.rowNotes?.[msg.row]].filter(Boolean).join('; ');
-        return { samples: r.samples, iterationsPerSample: r.k, warmupSamples: r.warmupSamples, check: r.check, note };
+        return { samples: r.samples, iterationsPerSample: r.k, warmupSamples: r.warmupSamples, ops: r.ops, trailingMs: r.trailingMs, check: r.check, note };
       }
-      case 'op': {
-        const fn = ops[msg.op];
-        if (!fn) throw new Error(`unknown op "${msg.op}"`);
+      case 'check': {
+        // Read back what the page wrote through its own client: [[id, fields], ...].
         await s.ensureOpen();
-        return { value: await fn(msg.args ?? {}) };
+        return { check: await readBack(s, new Map(msg.items)) };
       }
       case 'stats': {
         const st = (await s.call('stats')) ?? {};
@@ -224,6 +268,7 @@ export function serve(adapter) {
         // Close the database (releasing its OPFS handles) but keep the worker: another context
         // (the ibexdb page API) is about to open the same files. The next row/op reopens.
         await s.ensureClosed();
+        await s.optional('release');
         return {};
       }
       default:

@@ -1,100 +1,77 @@
-// SQLite engine for the benchmark: @sqlite.org/sqlite-wasm (pinned in package.json) on the
-// `opfs-sahpool` VFS, in this dedicated module worker. One worker per engine id; the page passes
-// the configuration in the init message (see www/bench/page/engines.js):
-//
-//   preset 'default' : the build's defaults (rollback journal, 8 KiB pages, normal locking), synchronous=FULL
-//   preset 'tuned'   : locking_mode=EXCLUSIVE, page_size=16384, journal_mode=WAL, cache_size=-65536
-//   synchronous      : 'FULL' (durable rows) or 'OFF' (relaxed rows)
-//
-// Data model, done the idiomatic SQLite way:
-//   items(id TEXT PRIMARY KEY, title TEXT, count INTEGER, tags TEXT)  -- tags: JSON array of strings
-//   CREATE INDEX items_count ON items(count)                          -- ibexdb declares the same index
-// "tags contains X" is `EXISTS (SELECT 1 FROM json_each(tags) WHERE value = X)`: the set lives with
-// its row (no join table to keep in sync on every write) and the planner walks items_count backwards
-// for `ORDER BY count DESC LIMIT 100`, testing the JSON predicate per row until 100 rows matched.
-// All statements are prepared once per open and reused, as an app would.
+// SQLite engine for the benchmark: @sqlite.org/sqlite-wasm on the `opfs-sahpool` VFS, in this
+// dedicated module worker (the presets, the `items` schema and its statements: sqlite-db.js, shared
+// with the lean page worker sqlite-page.js). One worker per engine id; the page passes the
+// configuration in the init message (see www/bench/page/engines.js).
 //
 // Relational workloads (go-sqlite-bench): its schema exactly (users, articles, comments; indexes on
 // created, articles.userId, comments.articleId), created by rel.setup() in a fresh database; the
 // queries are its SQL: ORDER BY id, and LEFT JOINs ordered by created at each level. Differences:
 // journal_mode/synchronous follow the engine preset (go-sqlite-bench: DELETE + FULL), and
 // foreign_keys stays off (SQLite's default): ibexdb does no referential checks either.
+// The 'tuned' variant is what a tuned app would write: composite indexes articles(userId, created)
+// and comments(articleId, created) in place of the single-column ones, so that the joins read in
+// order without a sort, and per user three prepared queries (the user by email, its articles,
+// their comments) instead of one LEFT JOIN, as ibexdb does.
 
 import { serve } from './harness.js';
 import { opfsUsage } from './opfs-usage.js';
-
-const SQLITE_MODULE = '/node_modules/@sqlite.org/sqlite-wasm/dist/index.mjs';
-const DB_FILE = '/bench.sqlite3';
-
-const PRESETS = {
-  default: [],
-  // Order matters: EXCLUSIVE locking must precede WAL on opfs-sahpool (it has no shared memory, so
-  // WAL keeps its index in heap memory, which SQLite only allows in exclusive mode), and page_size
-  // must be set before the first table is created (it cannot change once a database is in WAL mode).
-  tuned: [['locking_mode', 'EXCLUSIVE'], ['page_size', 16384], ['journal_mode', 'WAL'], ['cache_size', -65536]],
-};
-
-const SCHEMA = `
-  CREATE TABLE IF NOT EXISTS items(id TEXT PRIMARY KEY, title TEXT, count INTEGER, tags TEXT);
-  CREATE INDEX IF NOT EXISTS items_count ON items(count);
-`;
-
-const COLS = 'id, title, count, tags';
-const SQL = {
-  get: 'SELECT title, count, tags FROM items WHERE id = ?',
-  put: 'INSERT INTO items(id, title, count, tags) VALUES (?, ?, ?, ?)',
-  update: 'UPDATE items SET title = ?, count = ?, tags = ? WHERE id = ?',
-  all: `SELECT ${COLS} FROM items`,
-  range: `SELECT ${COLS} FROM items WHERE count >= ? AND count < ? ORDER BY count`,
-  complex: `SELECT ${COLS} FROM items
-            WHERE EXISTS (SELECT 1 FROM json_each(items.tags) WHERE json_each.value = ?)
-              AND title GLOB '*[0-9]*'
-            ORDER BY count DESC LIMIT ?`,
-  count: 'SELECT count(*) FROM items',
-  keys: 'SELECT id FROM items ORDER BY id',
-  aggregate: 'SELECT sum(count), min(count), max(count), avg(count) FROM items',
-};
+import { SQL, loadSqlite, openItems, rowsOf, sqliteConfig } from './sqlite-db.js';
+import { FAT_COLLECTIONS } from '../shared/docs.js';
 
 let sqlite3 = null;
 let pool = null; // opfs-sahpool utility object
 let poolDir = '';
 let cfg = null;
-let db = null;
-let st = null; // prepared statements, by SQL key
-let inList = new Map(); // "WHERE id IN (?,...)" statements by arity
+/** @type {import('./sqlite-db.js').Items | null} */
+let items = null;
 let effective = null;
 let rel = null; // relational statements, prepared by rel.setup()
+let relVariant = 'standard';
+let relPlans = null;
 let plans = null;
 let removed = false;
 
-/** Read one item row (columns id, title, count, tags) from a stepped statement. */
-function rowToItem(s) {
-  return { id: s.getString(0), title: s.getString(1), count: s.getInt(2), tags: JSON.parse(s.getString(3)) };
-}
-
-/** Step a statement to completion collecting items; always resets it. */
-function collect(s) {
-  const out = [];
-  try {
-    while (s.step()) out.push(rowToItem(s));
-  } finally {
-    s.reset();
-  }
-  return out;
-}
-
 function pragma(name) {
-  return db.selectValue(`PRAGMA ${name}`);
+  return items.db.selectValue(`PRAGMA ${name}`);
 }
 
-function finalizeAll() {
-  if (st) for (const s of Object.values(st)) s.finalize();
-  for (const s of inList.values()) s.finalize();
+/** @type {Map<string, any>} statements of the seed suites (docs), prepared on first use after each open */
+let docSt = new Map();
+
+function finalizeRel() {
   if (rel) for (const s of Object.values(rel)) s.finalize();
-  st = null;
   rel = null;
-  inList = new Map();
+  for (const s of docSt.values()) s.finalize();
+  docSt = new Map();
 }
+
+/** A prepared statement of the seed suites, prepared once per open. @param {string} sql */
+function docStmt(sql) {
+  let s = docSt.get(sql);
+  if (!s) docSt.set(sql, (s = items.db.prepare(sql)));
+  return s;
+}
+
+
+// The seed suites' tables (shared/docs.js): DBX `people` (no index on age), and go-persist's five
+// tables of fat records (the nested metadata as JSON text, as SQLite apps store documents).
+const DOC_TABLES = {
+  dbx: { people: 'id INTEGER PRIMARY KEY, name TEXT, age INTEGER, city TEXT' },
+  fat: Object.fromEntries(FAT_COLLECTIONS.map((c) => [c, 'id INTEGER PRIMARY KEY, name TEXT, email TEXT, city TEXT, status TEXT, metadata TEXT, payload TEXT'])),
+};
+const INSERT_SQL = new Map();
+/** @param {string} coll */
+const insertSql = (coll) => {
+  let q = INSERT_SQL.get(coll);
+  if (!q) INSERT_SQL.set(coll, (q = `INSERT INTO ${coll}(${docCols(coll)}) VALUES (${docCols(coll).split(',').map(() => '?').join(',')})`));
+  return q;
+};
+const docCols = (coll) => (coll === 'people' ? 'id, name, age, city' : 'id, name, email, city, status, metadata, payload');
+const docBind = (r) => (r.coll === undefined ? [r.id, r.name, r.age, r.city] : [r.id, r.name, r.email, r.city, r.status, JSON.stringify(r.metadata), r.payload]);
+/** @param {string} coll @returns {(s: any) => any} */
+const docRow = (coll) => (coll === 'people'
+  ? (s) => ({ id: s.getInt(0), name: s.getString(1), age: s.getInt(2), city: s.getString(3) })
+  : (s) => ({ id: s.getInt(0), name: s.getString(1), email: s.getString(2), city: s.getString(3), status: s.getString(4), metadata: JSON.parse(s.getString(5)), payload: s.getString(6) }));
 
 const REL_SCHEMA = `
   CREATE TABLE IF NOT EXISTS users (id INTEGER PRIMARY KEY NOT NULL, created INTEGER NOT NULL, email TEXT NOT NULL, active INTEGER NOT NULL);
@@ -106,6 +83,10 @@ const REL_SCHEMA = `
   CREATE INDEX IF NOT EXISTS comments_created ON comments(created);
   CREATE INDEX IF NOT EXISTS comments_articleId ON comments(articleId);
 `;
+/** The tuned variant: composite indexes in place of articles(userId) and comments(articleId). */
+const REL_SCHEMA_TUNED = REL_SCHEMA
+  .replace('articles_userId ON articles(userId)', 'articles_userId_created ON articles(userId, created)')
+  .replace('comments_articleId ON comments(articleId)', 'comments_articleId_created ON comments(articleId, created)');
 const JOIN = `SELECT users.id, users.created, users.email, users.active,
     articles.id, articles.created, articles.userId, articles.text,
     comments.id, comments.created, comments.articleId, comments.text
@@ -119,7 +100,16 @@ const REL_SQL = {
   allUsers: 'SELECT id, created, email, active FROM users ORDER BY id',
   userTree: `${JOIN} WHERE users.email = ? ORDER BY users.created, articles.created, comments.created`,
   allJoined: `${JOIN} ORDER BY users.created, articles.created, comments.created`,
+  counts: 'SELECT (SELECT count(*) FROM users), (SELECT count(*) FROM articles), (SELECT count(*) FROM comments)',
+  // The tuned variant's per-user queries (userTree): three prepared statements.
+  userByEmail: 'SELECT id, created, email, active FROM users WHERE email = ? ORDER BY created',
+  articlesOf: 'SELECT id, created, userId, text FROM articles WHERE userId = ? ORDER BY created',
+  commentsOf: `SELECT comments.id, comments.created, comments.articleId, comments.text
+    FROM articles JOIN comments ON comments.articleId = articles.id
+    WHERE articles.userId = ? ORDER BY articles.created, comments.created`,
 };
+/** A users row (columns id, created, email, active). @param {any} s */
+const userRow = (s) => ({ id: s.getInt(0), created: s.getInt(1), email: s.getString(2), active: s.getInt(3) !== 0 });
 const relBind = {
   users: (u) => [u.id, u.created, u.email, u.active ? 1 : 0],
   articles: (a) => [a.id, a.created, a.userId, a.text],
@@ -155,73 +145,45 @@ function collectJoined(s) {
   return { users, articles, comments };
 }
 
-/** Run `f` in one transaction (BEGIN … COMMIT; ROLLBACK on error). */
-function inTransaction(f) {
-  db.exec('BEGIN');
-  try {
-    f();
-    db.exec('COMMIT');
-  } catch (err) {
-    db.exec('ROLLBACK');
-    throw err;
-  }
-}
-
 serve({
   async init(config) {
-    cfg = { preset: 'default', synchronous: 'FULL', ...config };
-    if (!PRESETS[cfg.preset]) throw new Error(`sqlite-worker: unknown preset "${cfg.preset}"`);
-    if (!['FULL', 'OFF', 'NORMAL', 'EXTRA'].includes(cfg.synchronous)) throw new Error(`sqlite-worker: bad synchronous "${cfg.synchronous}"`);
-    const t0 = performance.now();
-    // Only opfs-sahpool is used: keep the library from also bringing up its other OPFS VFSes, which
-    // would start an extra async-proxy worker during init (what an app using sahpool does too).
-    globalThis.sqlite3ApiConfig = { disable: { vfs: { opfs: true, 'opfs-wl': true } } };
-    const { default: sqlite3InitModule } = await import(SQLITE_MODULE);
-    const t1 = performance.now();
-    sqlite3 = await sqlite3InitModule();
-    const t2 = performance.now();
-    // One VFS name + OPFS directory per engine id, so configurations never share files or locks.
-    poolDir = `.bench-${cfg.engine}`;
-    pool = await sqlite3.installOpfsSAHPoolVfs({ name: `sahpool-${cfg.engine}`, directory: poolDir, initialCapacity: 6 });
-    const t3 = performance.now();
-    return { import: t1 - t0, instantiate: t2 - t1, storage: t3 - t2 };
+    cfg = sqliteConfig(config);
+    const loaded = await loadSqlite(cfg.engine);
+    ({ sqlite3, pool, poolDir } = loaded);
+    return loaded.ms;
   },
 
-  open() {
-    db = new pool.OpfsSAHPoolDb(DB_FILE);
-    for (const [k, v] of PRESETS[cfg.preset]) db.exec(`PRAGMA ${k}=${v}`);
-    db.exec(`PRAGMA synchronous=${cfg.synchronous}`);
-    db.exec(SCHEMA);
-    st = Object.fromEntries(Object.entries(SQL).map(([k, sql]) => [k, db.prepare(sql)]));
+  async open() {
+    items = await openItems(pool, cfg);
+  },
 
-    // Read the settings back: a pragma that silently did not apply would make the comparison unfair.
-    const syncNames = ['OFF', 'NORMAL', 'FULL', 'EXTRA'];
-    effective = {
-      journal_mode: pragma('journal_mode'),
-      locking_mode: pragma('locking_mode'),
-      page_size: pragma('page_size'),
-      cache_size: pragma('cache_size'),
-      synchronous: syncNames[pragma('synchronous')] ?? String(pragma('synchronous')),
-    };
-    const want = { synchronous: cfg.synchronous };
-    if (cfg.preset === 'tuned') Object.assign(want, { journal_mode: 'wal', locking_mode: 'exclusive', page_size: 16384, cache_size: -65536 });
-    for (const [k, v] of Object.entries(want)) {
-      if (effective[k] !== v) throw new Error(`sqlite-worker: PRAGMA ${k} is ${effective[k]}, expected ${v} (preset ${cfg.preset})`);
-    }
+  /** After an open, untimed: read the settings back (a pragma that did not apply fails the run) and record the query plans. */
+  inspect() {
+    effective = items.effective();
     if (!plans) {
       // Record how SQLite runs the query rows (column 3 of EXPLAIN QUERY PLAN is the detail text).
       const binds = { get: ['x'], range: [0, 1], complex: ['category 3', 100], count: undefined, keys: undefined };
       plans = {};
       for (const [k, bind] of Object.entries(binds)) {
-        plans[k] = db.selectArrays(`EXPLAIN QUERY PLAN ${SQL[k]}`, bind).map((r) => r[3]).join('; ');
+        plans[k] = items.db.selectArrays(`EXPLAIN QUERY PLAN ${SQL[k]}`, bind).map((r) => r[3]).join('; ');
       }
     }
   },
 
   close() {
-    finalizeAll();
-    if (db) db.close();
-    db = null;
+    finalizeRel();
+    if (items) items.close();
+    items = null;
+  },
+
+  /** Give the pool's OPFS access handles to another worker (the page worker); the next open takes them back. */
+  release() {
+    if (pool && !removed && !pool.isPaused()) pool.pauseVfs();
+  },
+
+  /** The trailing work of a row's writes, as close would do it: checkpoint the WAL (tuned preset). */
+  settle() {
+    items.checkpoint();
   },
 
   async reset({ final }) {
@@ -230,6 +192,7 @@ serve({
       await pool.removeVfs();
       removed = true;
     } else {
+      if (pool.isPaused()) await pool.unpauseVfs();
       await pool.wipeFiles();
     }
   },
@@ -242,7 +205,7 @@ serve({
 
   async stats() {
     const s = {
-      dbBytes: db ? pragma('page_count') * pragma('page_size') : null,
+      dbBytes: items ? pragma('page_count') * pragma('page_size') : null,
       wasmMemoryBytes: sqlite3.wasm.memory?.buffer.byteLength ?? sqlite3.wasm.heap8u().byteLength,
     };
     // OPFS footprint of this engine: every file under its pool directory, recursively (database,
@@ -259,7 +222,7 @@ serve({
       vfs: 'opfs-sahpool',
       preset: cfg.preset,
       effective,
-      queryPlans: plans,
+      queryPlans: relPlans ? { ...plans, ...relPlans } : plans,
       notes: 'tags as a JSON array column, set membership via json_each; statements prepared once per open',
     };
   },
@@ -272,169 +235,138 @@ serve({
   /** What SQLite does on each row (shown in the report next to the row). */
   get rowNotes() {
     const sync = `synchronous=${cfg.synchronous}${cfg.synchronous === 'OFF' ? ' (no flush)' : ' (flush at commit)'}, ${cfg.preset === 'tuned' ? 'WAL' : 'rollback journal'}`;
+    const trailing = cfg.preset === 'tuned' ? '; trailing WAL checkpoint (TRUNCATE) timed in the last sample' : '';
     return {
       'open-n': 'opens the file; pages are read on demand (nothing loaded up front)',
+      'open-n-query': 'opens the file; the query reads the items_count index and the rows it needs',
       'read-by-id': 'prepared SELECT by primary key',
       'complex-query': 'walks items_count backwards; json_each + GLOB per row until 100 match',
-      count: 'count(*) over the smallest index',
-      aggregate: 'one pass over the items_count index',
+      count: 'count(*): a scan of the smallest index (not the same work as ibexdb\'s maintained size)',
+      aggregate: 'one pass over the items_count index (not the same work as ibexdb\'s maintained sum)',
       keys: 'SELECT id ORDER BY id (primary key index)',
-      'bulk-load': `transactions of 1,000 rows, ${sync}`,
-      'create-item': sync,
-      'update-item': sync,
-      'bulk-create-100': `one transaction, ${sync}`,
-      'writes-single': sync,
-      'writes-batched': `one transaction per 100 rows, ${sync}`,
+      'bulk-load': `transactions of 1,000 rows, ${sync}${trailing}`,
+      'bulk-load-txn': `one transaction, ${sync}${trailing}`,
+      'create-item': sync + trailing,
+      'update-item': sync + trailing,
+      'bulk-create-100': `one transaction, ${sync}${trailing}`,
+      'writes-single': sync + trailing,
+      'writes-batched': `one transaction per 100 rows, ${sync}${trailing}`,
       verify: 'PRAGMA integrity_check: b-tree and index consistency of the file (no hashes, no signatures, no history)',
     };
   },
 
   // PRAGMA integrity_check is SQLite's nearest equivalent of ibexdb's verify(): b-tree and index
   // consistency of the database file. Not the same work (no hashes, signatures or history).
-  verifySetup({ items }) {
-    for (let i = 0; i < items.length; i += 1000) this.putMany(items.slice(i, i + 1000));
-    return { commits: undefined, note: `${items.length.toLocaleString('en-US')} rows inserted in transactions of 1,000 (untimed; integrity_check depends on the file, not on how it was written), then PRAGMA integrity_check` };
+  verifySetup({ items: list }) {
+    for (let i = 0; i < list.length; i += 1000) items.putMany(list.slice(i, i + 1000));
+    return { commits: undefined, note: `${list.length.toLocaleString('en-US')} rows inserted in transactions of 1,000 (untimed; integrity_check depends on the file, not on how it was written), then PRAGMA integrity_check` };
   },
   verify() {
-    const result = db.selectValue('PRAGMA integrity_check');
+    const result = items.db.selectValue('PRAGMA integrity_check');
     return { ok: result === 'ok', result };
+  },
+
+  docs: {
+    /** @param {'dbx' | 'fat'} kind */
+    setup(kind) {
+      for (const [t, cols] of Object.entries(DOC_TABLES[kind])) items.db.exec(`CREATE TABLE IF NOT EXISTS ${t}(${cols})`);
+    },
+    /** One transaction: records `{coll?, id, ...fields}` (`coll` absent: people). */
+    insert(recs) {
+      items.inTransaction(() => {
+        for (const r of recs) docStmt(insertSql(r.coll ?? 'people')).bind(docBind(r)).stepReset();
+      });
+    },
+    get(coll, id) {
+      const s = docStmt(`SELECT ${docCols(coll)} FROM ${coll} WHERE id = ?`);
+      s.bind([id]);
+      return rowsOf(s, docRow(coll))[0];
+    },
+    getMany(coll, ids) {
+      const s = docStmt(`SELECT ${docCols(coll)} FROM ${coll} WHERE id IN (${ids.map(() => '?').join(',')})`);
+      s.bind(ids);
+      return rowsOf(s, docRow(coll));
+    },
+    size: (coll) => items.db.selectValue(`SELECT count(*) FROM ${coll}`),
+    // Aggregates over a column without an index: SQLite scans the table.
+    count: (coll, field) => rowsOf(docStmt(`SELECT count(${field}) FROM ${coll}`), (s) => s.getInt(0))[0],
+    sum: (coll, field) => rowsOf(docStmt(`SELECT sum(${field}) FROM ${coll}`), (s) => s.get(0))[0],
+    minMax: (coll, field) => rowsOf(docStmt(`SELECT min(${field}), max(${field}) FROM ${coll}`), (s) => ({ min: s.get(0), max: s.get(1) }))[0],
+    filterGt(coll, field, x) {
+      const s = docStmt(`SELECT ${docCols(coll)} FROM ${coll} WHERE ${field} > ?`);
+      s.bind([x]);
+      return rowsOf(s, docRow(coll));
+    },
   },
 
   rel: {
     note: 'SQLite: go-sqlite-bench schema and SQL (LEFT JOINs), statements prepared once',
-    setup() {
-      db.exec(REL_SCHEMA);
+    tunedNote: 'SQLite tuned: composite indexes articles(userId, created), comments(articleId, created); per user 3 prepared queries; statements prepared once',
+    /** @param {string} [variant] 'standard' (go-sqlite-bench) or 'tuned' */
+    setup(variant = 'standard') {
+      const db = items.db;
+      db.exec(variant === 'tuned' ? REL_SCHEMA_TUNED : REL_SCHEMA);
+      finalizeRel();
       rel = Object.fromEntries(Object.entries(REL_SQL).map(([k, sql]) => [k, db.prepare(sql)]));
+      relVariant = variant;
+      // How SQLite runs the join queries in this variant (untimed; column 3 is the detail text).
+      const plan = (sql, bind) => db.selectArrays(`EXPLAIN QUERY PLAN ${sql}`, bind).map((r) => r[3]).join('; ');
+      relPlans = {
+        ...relPlans,
+        [`rel ${variant}: allJoined`]: plan(REL_SQL.allJoined),
+        [`rel ${variant}: userTree`]: variant === 'tuned' ? `${plan(REL_SQL.articlesOf, [1])} | ${plan(REL_SQL.commentsOf, [1])}` : plan(REL_SQL.userTree, ['x']),
+      };
+    },
+    counts() {
+      const [users, articles, comments] = items.db.selectArrays(REL_SQL.counts)[0];
+      return { users, articles, comments };
     },
     insert(table, rows) {
       const s = rel[table];
       const b = relBind[table];
-      inTransaction(() => {
+      items.inTransaction(() => {
         for (const r of rows) s.bind(b(r)).stepReset();
       });
       return { commits: 1 };
     },
     insertUserTree(user, articles, comments) {
-      inTransaction(() => {
+      items.inTransaction(() => {
         rel.users.bind(relBind.users(user)).stepReset();
         for (const a of articles) rel.articles.bind(relBind.articles(a)).stepReset();
         for (const c of comments) rel.comments.bind(relBind.comments(c)).stepReset();
       });
     },
     allUsers() {
-      const s = rel.allUsers;
-      const out = [];
-      try {
-        while (s.step()) out.push({ id: s.getInt(0), created: s.getInt(1), email: s.getString(2), active: s.getInt(3) !== 0 });
-      } finally {
-        s.reset();
-      }
-      return out;
+      return rowsOf(rel.allUsers, userRow);
     },
     userTree(email) {
-      rel.userTree.bind([email]);
-      return collectJoined(rel.userTree);
+      if (relVariant !== 'tuned') {
+        rel.userTree.bind([email]);
+        return collectJoined(rel.userTree);
+      }
+      const users = rowsOf(rel.userByEmail.bind([email]), userRow);
+      const articles = [];
+      const comments = [];
+      for (const u of users) {
+        articles.push(...rowsOf(rel.articlesOf.bind([u.id]), (s) => ({ id: s.getInt(0), created: s.getInt(1), userId: s.getInt(2), text: s.getString(3) })));
+        comments.push(...rowsOf(rel.commentsOf.bind([u.id]), (s) => ({ id: s.getInt(0), created: s.getInt(1), articleId: s.getInt(2), text: s.getString(3) })));
+      }
+      return { users, articles, comments };
     },
     allJoined() {
       return collectJoined(rel.allJoined);
     },
   },
 
-  get(id) {
-    const s = st.get;
-    try {
-      s.bind(1, id);
-      if (!s.step()) return undefined;
-      return { id, title: s.getString(0), count: s.getInt(1), tags: JSON.parse(s.getString(2)) };
-    } finally {
-      s.reset();
-    }
-  },
-
-  getMany(ids) {
-    let s = inList.get(ids.length);
-    if (!s) {
-      s = db.prepare(`SELECT ${COLS} FROM items WHERE id IN (${ids.map(() => '?').join(',')})`);
-      inList.set(ids.length, s);
-    }
-    s.bind(ids);
-    return collect(s);
-  },
-
-  put(item) {
-    const s = st.put;
-    try {
-      s.bind([item.id, item.title, item.count, JSON.stringify(item.tags)]).stepReset();
-    } finally {
-      s.reset();
-    }
-  },
-
-  update(id, f) {
-    const s = st.update;
-    try {
-      s.bind([f.title, f.count, JSON.stringify(f.tags), id]).stepReset();
-    } finally {
-      s.reset();
-    }
-  },
-
-  putMany(items) {
-    const s = st.put;
-    db.exec('BEGIN');
-    try {
-      for (const it of items) s.bind([it.id, it.title, it.count, JSON.stringify(it.tags)]).stepReset();
-      db.exec('COMMIT');
-    } catch (err) {
-      s.reset();
-      db.exec('ROLLBACK');
-      throw err;
-    }
-  },
-
-  all() {
-    return collect(st.all);
-  },
-
-  queryRange(lo, hi) {
-    st.range.bind([lo, hi]);
-    return collect(st.range);
-  },
-
-  queryComplex({ tag, limit }) {
-    st.complex.bind([tag, limit]);
-    return collect(st.complex);
-  },
-
-  count() {
-    const s = st.count;
-    try {
-      s.step();
-      return s.getInt(0);
-    } finally {
-      s.reset();
-    }
-  },
-
-  keys() {
-    const s = st.keys;
-    const out = [];
-    try {
-      while (s.step()) out.push(s.getString(0));
-    } finally {
-      s.reset();
-    }
-    return out;
-  },
-
-  aggregate() {
-    const s = st.aggregate;
-    try {
-      s.step();
-      // get() returns a Number for 64-bit integers within the safe range (sum of 100k counts > 2^31).
-      return { sum: s.get(0), min: s.get(1), max: s.get(2), avg: s.get(3) };
-    } finally {
-      s.reset();
-    }
-  },
+  get: (id) => items.get(id),
+  getMany: (ids) => items.getMany(ids),
+  put: (item) => items.put(item),
+  update: (id, f) => items.update(id, f),
+  putMany: (list) => items.putMany(list),
+  all: () => items.all(),
+  queryRange: (lo, hi) => items.queryRange(lo, hi),
+  queryComplex: (q) => items.queryComplex(q),
+  count: () => items.count(),
+  keys: () => items.keys(),
+  aggregate: () => items.aggregate(),
 });

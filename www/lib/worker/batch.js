@@ -71,7 +71,7 @@ export class Batches {
             for (let i = 0; i < ops.length; i++) {
               if (WRITES.has(ops[i][1]) && results[i][1] === 1) results[i] = [ops[i][0], 0, toWire(e)];
             }
-            await this.recover();
+            await this._recover(ops, results);
             return [results, undefined];
           }
           panicAt = ops.length; // the flush itself trapped: run the whole batch again
@@ -79,7 +79,7 @@ export class Batches {
       }
       if (panicAt >= 0) {
         if (panicAt < ops.length) failed.add(panicAt);
-        await this.recover();
+        if (!(await this._recover(ops, results))) return [results, undefined];
         continue;
       }
       if (wrote) {
@@ -93,6 +93,25 @@ export class Batches {
         changes = undefined;
       }
       return [results, changes];
+    }
+  }
+
+  /**
+   * Reopen the engine after a panic. If that fails too (the wasm or its glue cannot be loaded
+   * again: offline, or a deploy removed the files), every op of the batch fails with that error
+   * (the panic included) rather than waiting forever; later calls try again.
+   * @param {Op[]} ops
+   * @param {Result[]} results
+   * @returns {Promise<boolean>} whether the engine is back
+   */
+  async _recover(ops, results) {
+    try {
+      await this.recover();
+      return true;
+    } catch (e) {
+      const error = toWire(e);
+      for (let i = 0; i < ops.length; i++) results[i] = [ops[i][0], 0, error];
+      return false;
     }
   }
 

@@ -11,7 +11,7 @@
 import { openEngine, preloadWasm, provideWasmModule } from '../engine.js';
 import { ClosedError, StorageUnavailableError, toWire } from '../errors.js';
 import { ATTACH_TIMEOUT_MS, channelName, checkName, clientLockName, ownerLockName } from '../policy.js';
-import { checkStorage } from '../storage.js';
+import { checkStorage, checkStorageAccess } from '../storage.js';
 
 /** @typedef {import('../worker.js').Runtime} Runtime */
 /** @typedef {import('../worker.js').Op} Op */
@@ -71,6 +71,7 @@ export class Ownership {
     rt.options = m.options ?? {};
     checkName(rt.name);
     checkStorage();
+    await checkStorageAccess();
     if (!navigator.locks) throw new StorageUnavailableError('Web Locks (navigator.locks) are not available');
     // The page sends the module it compiled (once per page); instantiate it while the lock is
     // requested. A client never uses it (one small instance, no files).

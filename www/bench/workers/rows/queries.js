@@ -16,7 +16,7 @@ export function queryRows(s) {
   const adapter = s.adapter;
   return {
     async 'simple-query'(p) {
-      await s.ensureOpen();
+      await s.ensureIndexed();
       const r = rng(p.seed);
       /** @type {number[]} */
       let los = [];
@@ -36,7 +36,7 @@ export function queryRows(s) {
       return { ...m, check };
     },
     async 'complex-query'(p) {
-      await s.ensureOpen();
+      await s.ensureIndexed();
       /** @type {import('../harness.js').Item[]} */
       let last = [];
       const m = await measure(p, () => {}, () => settle(adapter.queryComplex({ tag: 'category 3', limit: 100 }), (x) => { last = x; }));
@@ -54,16 +54,17 @@ export function queryRows(s) {
     },
     async keys(p) {
       await s.ensureOpen();
-      let returned = 0;
-      let typeOk = true;
-      const m = await measure(p, () => {}, () => settle(adapter.keys(), (x) => { returned = x.length; typeOk = typeof x[0] === 'string' || x.length === 0; }));
+      /** @type {string[]} */
+      let last = [];
+      const m = await measure(p, () => {}, () => settle(adapter.keys(), (x) => { last = x; }));
       /** @type {Record<string, unknown>} */
-      const check = { returned };
-      if (!typeOk) check.notStrings = true;
+      const check = { returned: last.length };
+      if (last.some((k) => typeof k !== 'string')) check.notStrings = true;
+      else if (last.some((k, i) => i > 0 && last[i - 1] >= k) || new Set(last).size !== p.n || !last.includes('item-0') || !last.includes(`item-${p.n - 1}`)) check.unsorted = 'not the N ids in key order';
       return { ...m, check };
     },
     async aggregate(p) {
-      await s.ensureOpen();
+      await s.ensureIndexed();
       /** @type {Record<string, unknown> | null} */
       let value = null;
       const m = await measure(p, () => {}, () => settle(adapter.aggregate(), (x) => { value = x; }));

@@ -110,16 +110,37 @@ export function relationalRows(s) {
     const r = rel[name](...args);
     return isThenable(r) ? await r : r;
   }
-  /** A fresh, empty database with the relational schema (what go-sqlite-bench does per workload). */
-  async function freshRelational() {
+  /**
+   * A fresh, empty database with the relational schema (what go-sqlite-bench does per workload),
+   * its declared indexes built (nothing to build yet), so that every insert maintains them.
+   * `variant` 'tuned': the schema and queries a tuned SQLite app would use (ibexdb: the same).
+   * @param {string} [variant]
+   */
+  async function freshRelational(variant = 'standard') {
     await s.ensureClosed();
     await s.call('reset', { final: false });
     await s.ensureOpen();
-    await relCall('setup');
+    await relCall('setup', variant);
+    await s.optional('buildIndexes');
+    s.indexed = true;
     s.relLoaded = null;
   }
   /**
-   * Insert rows: each sample on a fresh database (go-sqlite-bench makes one; we take p50 of a few).
+   * Rows of each table now (untimed check of an insert row) against what was inserted.
+   * @param {Record<string, number>} want
+   */
+  async function checkCounts(want) {
+    /** @type {Record<string, number>} */
+    const got = await relCall('counts');
+    /** @type {Record<string, unknown>} */
+    const check = { ...got };
+    const bad = Object.entries(want).filter(([t, n]) => got[t] !== n);
+    if (bad.length) check.wrong = bad.map(([t, n]) => `${t}: ${got[t]} rows, inserted ${n}`).join('; ');
+    return check;
+  }
+  /**
+   * Insert rows: each sample on a fresh database (go-sqlite-bench makes one; we take p50 of a few),
+   * the trailing work of the writes (seal, flush, snapshot / checkpoint) timed inside the sample.
    * @template T
    * @param {RowParams} p @param {() => Promise<T>} f
    */
@@ -127,15 +148,21 @@ export function relationalRows(s) {
     const out = [];
     /** @type {T | undefined} */
     let last;
+    let trailingMs = 0;
     for (let i = 0; i < Math.max(1, p.samples); i++) {
       await freshRelational();
       const t0 = now();
       last = await f();
-      out.push(now() - t0);
+      const t1 = now();
+      await s.optional('settle');
+      const t2 = now();
+      trailingMs = t2 - t1;
+      out.push(t2 - t0);
     }
-    return { samples: out, k: 1, warmupSamples: 0, last };
+    return { samples: out, k: 1, warmupSamples: 0, last, trailingMs };
   }
-  const relNote = () => s.adapter.rel?.note ?? '';
+  /** @param {string} [variant] */
+  const relNote = (variant = 'standard') => (variant === 'tuned' ? s.adapter.rel?.tunedNote : null) ?? s.adapter.rel?.note ?? '';
   /** @param {RowParams} p */
   const sizes = (p) => /** @type {import('../harness.js').RelationalSizes} */ (p.rel);
 
@@ -145,7 +172,7 @@ export function relationalRows(s) {
       const users = relUsers(sizes(p).simpleUsers);
       const m = await freshSamples(p, () => relCall('insert', 'users', users));
       s.relLoaded = 'simple';
-      return { ...m, check: {}, note: `${users.length.toLocaleString('en-US')} users in one transaction; fresh database per sample; ${relNote()}` };
+      return { ...m, check: await checkCounts({ users: users.length }), note: `${users.length.toLocaleString('en-US')} users in one transaction; fresh database per sample; ${relNote()}` };
     },
     async 'rel-simple-query'(p) {
       const n = sizes(p).simpleUsers;
@@ -174,36 +201,42 @@ export function relationalRows(s) {
           if (isThenable(r)) await r;
         }
       });
-      s.relLoaded = 'real';
-      return { ...m, check: {}, note: `${t.users.length} transactions of 1 user + ${A} articles + ${A * C} comments; fresh database per sample` };
+      s.relLoaded = 'real:standard';
+      return { ...m, check: await checkCounts({ users: t.users.length, articles: t.articles.length, comments: t.comments.length }), note: `${t.users.length} transactions of 1 user + ${A} articles + ${A * C} comments; fresh database per sample` };
     },
     async 'rel-real-query'(p) {
-      const { users: U, articles: A, comments: C } = sizes(p).real;
-      if (s.relLoaded !== 'real') {
-        await freshRelational();
-        const t = relTree(sizes(p).real);
-        for (let u = 0; u < U; u++) await relCall('insertUserTree', t.users[u], t.articles.slice(u * A, (u + 1) * A), t.comments.slice(u * A * C, (u + 1) * A * C));
-        s.relLoaded = 'real';
-      }
-      let wrong = 0;
-      let comments = 0;
-      const m = await repeat(p, async () => {
-        wrong = 0;
-        comments = 0;
-        for (let u = 1; u <= U; u++) {
-          let r = relCall('userTree', email(u));
-          if (isThenable(r)) r = await r;
-          const joined = /** @type {Joined} */ (/** @type {unknown} */ (r));
-          wrong += checkJoined(joined, 1, A, A * C);
-          if (joined.users[0]?.email !== email(u)) wrong++;
-          comments += joined.comments.length;
-        }
-      });
-      /** @type {Record<string, unknown>} */
-      const check = { comments };
-      if (wrong) check.wrong = wrong;
-      return { ...m, check, note: `${U} users, each: find by email + its ${A} articles + their ${A * C} comments; ${relNote()}` };
+      return realQuery(p, 'standard');
     },
+  };
+  /** @param {RowParams} p @param {string} variant */
+  async function realQuery(p, variant) {
+    const { users: U, articles: A, comments: C } = sizes(p).real;
+    if (s.relLoaded !== `real:${variant}`) {
+      await freshRelational(variant);
+      const t = relTree(sizes(p).real);
+      for (let u = 0; u < U; u++) await relCall('insertUserTree', t.users[u], t.articles.slice(u * A, (u + 1) * A), t.comments.slice(u * A * C, (u + 1) * A * C));
+      s.relLoaded = `real:${variant}`;
+    }
+    let wrong = 0;
+    let comments = 0;
+    const m = await repeat(p, async () => {
+      wrong = 0;
+      comments = 0;
+      for (let u = 1; u <= U; u++) {
+        let r = relCall('userTree', email(u));
+        if (isThenable(r)) r = await r;
+        const joined = /** @type {Joined} */ (/** @type {unknown} */ (r));
+        wrong += checkJoined(joined, 1, A, A * C);
+        if (joined.users[0]?.email !== email(u)) wrong++;
+        comments += joined.comments.length;
+      }
+    });
+    /** @type {Record<string, unknown>} */
+    const check = { comments };
+    if (wrong) check.wrong = wrong;
+    return { ...m, check, note: `${U} users, each: find by email + its ${A} articles + their ${A * C} comments; ${relNote(variant)}` };
+  }
+  Object.assign(rows, {
     async 'rel-complex-insert'(p) {
       const t = relTree(sizes(p).complex, (u) => u % 2 === 0);
       const m = await freshSamples(p, async () => {
@@ -214,28 +247,34 @@ export function relationalRows(s) {
         }
         return commits;
       });
-      s.relLoaded = 'complex';
+      s.relLoaded = 'complex:standard';
       const commits = m.last ?? 0;
-      return { ...m, check: {}, note: `${t.users.length} users, ${t.articles.length.toLocaleString('en-US')} articles, ${t.comments.length.toLocaleString('en-US')} comments in 3 transactions${commits > 3 ? ` (${commits} commits)` : ''}; fresh database per sample` };
+      return { ...m, check: await checkCounts({ users: t.users.length, articles: t.articles.length, comments: t.comments.length }), note: `${t.users.length} users, ${t.articles.length.toLocaleString('en-US')} articles, ${t.comments.length.toLocaleString('en-US')} comments in 3 transactions${commits > 3 ? ` (${commits} commits)` : ''}; fresh database per sample` };
     },
     async 'rel-complex-query'(p) {
-      const { users: U, articles: A, comments: C } = sizes(p).complex;
-      if (s.relLoaded !== 'complex') {
-        await freshRelational();
-        const t = relTree(sizes(p).complex, (u) => u % 2 === 0);
-        for (const table of /** @type {const} */ (['users', 'articles', 'comments'])) await relCall('insert', table, t[table]);
-        s.relLoaded = 'complex';
-      }
-      /** @type {Joined} */
-      let r = { users: [], articles: [], comments: [] };
-      const m = await repeat(p, () => settle(relCall('allJoined'), (x) => { r = x; }));
-      /** @type {Record<string, unknown>} */
-      const check = { users: r.users.length, articles: r.articles.length, comments: r.comments.length };
-      const wrong = checkJoined(r, U, U * A, U * A * C) + r.users.filter((u) => u.active !== (u.id % 2 === 0)).length;
-      if (wrong) check.wrong = wrong;
-      return { ...m, check, note: `${(U * A * C).toLocaleString('en-US')} comments under ${(U * A).toLocaleString('en-US')} articles under ${U} users; ${relNote()}` };
+      return complexQuery(p, 'standard');
     },
-  };
+    'rel-real-query-tuned': (p) => realQuery(p, 'tuned'),
+    'rel-complex-query-tuned': (p) => complexQuery(p, 'tuned'),
+  });
+  /** @param {RowParams} p @param {string} variant */
+  async function complexQuery(p, variant) {
+    const { users: U, articles: A, comments: C } = sizes(p).complex;
+    if (s.relLoaded !== `complex:${variant}`) {
+      await freshRelational(variant);
+      const t = relTree(sizes(p).complex, (u) => u % 2 === 0);
+      for (const table of /** @type {const} */ (['users', 'articles', 'comments'])) await relCall('insert', table, t[table]);
+      s.relLoaded = `complex:${variant}`;
+    }
+    /** @type {Joined} */
+    let r = { users: [], articles: [], comments: [] };
+    const m = await repeat(p, () => settle(relCall('allJoined'), (x) => { r = x; }));
+    /** @type {Record<string, unknown>} */
+    const check = { users: r.users.length, articles: r.articles.length, comments: r.comments.length };
+    const wrong = checkJoined(r, U, U * A, U * A * C) + r.users.filter((u) => u.active !== (u.id % 2 === 0)).length;
+    if (wrong) check.wrong = wrong;
+    return { ...m, check, note: `${(U * A * C).toLocaleString('en-US')} comments under ${(U * A).toLocaleString('en-US')} articles under ${U} users; ${relNote(variant)}` };
+  }
   for (const users of [10, 100, 1000]) {
     rows[`rel-many-${users}`] = async (p) => {
       await freshRelational();
@@ -271,14 +310,16 @@ export function relationalRows(s) {
       const users = relUsers(sizes(p).largeRows, () => text);
       const t0 = now();
       const r = await relCall('insert', 'users', users);
+      await s.optional('settle');
+      const ms = now() - t0;
       s.relLoaded = `large-${size}`;
-      return { ms: now() - t0, commits: r?.commits ?? 1 };
+      return { ms, commits: r?.commits ?? 1, check: await checkCounts({ users: users.length }) };
     };
     rows[row.id] = insert
       ? async (p) => {
-        const { ms, commits } = await load(p);
+        const { ms, commits, check } = await load(p);
         const L = sizes(p).largeRows;
-        return { samples: [ms], k: 1, warmupSamples: 0, check: {}, note: `${L.toLocaleString('en-US')} users × ${size.toLocaleString('en-US')} characters (${((L * size) / 1e6).toFixed(0)} MB) in one transaction${commits > 1 ? `, ${commits} commits` : ''}` };
+        return { samples: [ms], k: 1, warmupSamples: 0, check, note: `${L.toLocaleString('en-US')} users × ${size.toLocaleString('en-US')} characters (${((L * size) / 1e6).toFixed(0)} MB) in one transaction${commits > 1 ? `, ${commits} commits` : ''}; trailing work (seal, flush, snapshot / checkpoint) included` };
       }
       : async (p) => {
         if (s.relLoaded !== `large-${size}`) await load(p);

@@ -1,0 +1,99 @@
+// Task board: a collaborative, offline-first PWA on ibexdb (the npm package's public API only).
+//
+//   ?board=NAME   the board (one ibexdb repository; default "my-board")
+//   ?sync=URL     the ibexdb-server to sync with (ws:// or wss://; remembered on this device)
+//
+// Every view is a live query; edits are signed commits in OPFS, so the app works with no network
+// and syncs when it returns. The service worker (sw.js) keeps the app, the module, its worker and
+// the wasm for offline starts.
+import { open, StorageUnavailableError } from 'ibexdb';
+import { SCHEMAS } from './lib/board.js';
+import { h } from './lib/dom.js';
+import { BoardView } from './views/board-view.js';
+import { Header } from './views/header.js';
+import { registerServiceWorker } from './views/update.js';
+
+const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+
+/** localStorage that may be unavailable (blocked site data). */
+const settings = {
+  get: (/** @type {string} */ k) => {
+    try {
+      return localStorage.getItem(`taskboard:${k}`);
+    } catch {
+      return null;
+    }
+  },
+  set: (/** @type {string} */ k, /** @type {string | null} */ v) => {
+    try {
+      if (v === null) localStorage.removeItem(`taskboard:${k}`);
+      else localStorage.setItem(`taskboard:${k}`, v);
+    } catch {
+      // not remembered
+    }
+  },
+};
+
+const params = new URLSearchParams(location.search);
+if (params.has('sync')) settings.set('sync', params.get('sync') || null);
+const requested = params.get('board') ?? settings.get('board') ?? 'my-board';
+const boardName = NAME_RE.test(requested) ? requested : 'my-board';
+settings.set('board', boardName);
+
+/**
+ * The app's state: the open database and what the views need. `reopen` closes and opens the
+ * board again (with an imported identity, or after the sync server changed).
+ */
+export const app = {
+  board: boardName,
+  /** @type {import('ibexdb').Database} */
+  db: /** @type {any} */ (null),
+  syncUrl: settings.get('sync') ?? '',
+  settings,
+  /** @type {Set<() => void>} called after every (re)open */
+  onOpen: new Set(),
+  /** @param {{identity?: string}} [opts] */
+  async reopen(opts = {}) {
+    const old = this.db;
+    this.db = /** @type {any} */ (null);
+    if (old) await old.close();
+    this.db = await open(this.board, { schemas: SCHEMAS, identity: opts.identity, sync: this.syncUrl || undefined });
+    window.taskboard = this;
+    for (const f of this.onOpen) f();
+  },
+  /** @param {string} url '' = local only */
+  async setSync(url) {
+    this.syncUrl = url;
+    settings.set('sync', url || null);
+    await this.db.sync(url || null);
+  },
+};
+
+async function main() {
+  const root = /** @type {HTMLElement} */ (document.querySelector('#app'));
+  try {
+    await app.reopen();
+  } catch (e) {
+    const err = /** @type {any} */ (e);
+    root.replaceChildren(
+      h('section.fatal', { role: 'alert' },
+        h('h1', null, 'The board cannot open here'),
+        h('p', null, err instanceof StorageUnavailableError ? err.message : `${err.name}: ${err.message}`)),
+    );
+    document.body.dataset.state = 'failed';
+    return;
+  }
+  const header = new Header(app);
+  const board = new BoardView(app, header);
+  root.replaceChildren(header.el, board.el);
+  await board.start();
+  header.start();
+  document.body.dataset.state = 'ready';
+  registerServiceWorker(header);
+  // Back online: reconnect now rather than at the next backoff step (up to 10 s away).
+  addEventListener('online', () => {
+    if (app.syncUrl) app.db.sync(app.syncUrl).catch(() => {});
+  });
+}
+
+main();

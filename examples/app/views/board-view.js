@@ -1,0 +1,176 @@
+// The board: one column per list (a live query of the lists), each column a live query of its
+// tasks with the header's search, tag, sort and "hide done" applied. Cards open the task dialog;
+// drag a card onto another column to move it.
+import { addDefaultLists, addList, addTask, columnQuery, deleteList, renameList, updateTask } from '../lib/board.js';
+import { h } from '../lib/dom.js';
+import { openTaskDialog } from './task-dialog.js';
+
+/** @typedef {typeof import('../app.js').app} App */
+/** @typedef {import('./header.js').Header} Header */
+
+const today = () => new Date().toISOString().slice(0, 10);
+
+export class BoardView {
+  /** @param {App} app @param {Header} header */
+  constructor(app, header) {
+    this.app = app;
+    this.header = header;
+    /** @type {Map<string, Column>} */
+    this.columns = new Map();
+    /** @type {Map<string, string>} list id -> name */
+    this.listNames = new Map();
+    this.cols = h('div.columns');
+    this.empty = h('section.empty', { hidden: true },
+      h('h2', null, 'This board has no lists yet'),
+      h('p', null, 'Start with the usual three, or add your own. (Joining someone else’s board? Its lists arrive as soon as it syncs.)'),
+      h('button.primary', { type: 'button', onclick: () => addDefaultLists(this.app.db) }, 'Start with To do · Doing · Done'));
+    this.newList = h('form.new-list', {
+      onsubmit: (/** @type {SubmitEvent} */ e) => {
+        e.preventDefault();
+        const input = /** @type {HTMLInputElement} */ (this.newList.querySelector('input'));
+        if (input.value.trim()) addList(this.app.db, input.value).then(() => (input.value = ''));
+      },
+    }, h('input', { placeholder: 'Add a list…', 'aria-label': 'New list name' }), h('button', { type: 'submit' }, 'Add list'));
+    this.el = h('main.board', null, this.empty, h('div.scroller', null, this.cols, this.newList));
+    header.onFilters.add(() => {
+      for (const c of this.columns.values()) c.bind();
+    });
+  }
+
+  async start() {
+    await this._bind();
+    this.app.onOpen.add(() => this._bind());
+  }
+
+  async _bind() {
+    await this.app.db.live({ collection: 'lists', sort: ['order'] }, (rows) => this._renderLists(rows));
+    for (const c of this.columns.values()) c.bind();
+  }
+
+  /** @param {import('ibexdb').Row[]} rows */
+  _renderLists(rows) {
+    this.listNames = new Map(rows.map((r) => [r.id, /** @type {string} */ (r.value.name)]));
+    const seen = new Set();
+    for (const r of rows) {
+      seen.add(r.id);
+      let col = this.columns.get(r.id);
+      if (!col) {
+        col = new Column(this, r.id);
+        this.columns.set(r.id, col);
+        col.bind();
+      }
+      col.setName(/** @type {string} */ (r.value.name));
+      this.cols.append(col.el); // in order
+    }
+    for (const [id, col] of this.columns) {
+      if (!seen.has(id)) {
+        col.close();
+        col.el.remove();
+        this.columns.delete(id);
+      }
+    }
+    this.empty.hidden = rows.length > 0;
+  }
+}
+
+class Column {
+  /** @param {BoardView} board @param {string} id */
+  constructor(board, id) {
+    this.board = board;
+    this.id = id;
+    /** @type {import('ibexdb').LiveQuery | null} */
+    this.live = null;
+    this.title = h('h2', { title: 'Double-click to rename', ondblclick: () => this._rename() });
+    this.count = h('span.count');
+    this.list = h('div.cards', { role: 'list' });
+    this.input = /** @type {HTMLInputElement} */ (h('input', { placeholder: 'Add a task… (#tags)', 'aria-label': 'New task' }));
+    this.el = h('section.column', {
+      dataset: { list: id },
+      ondragover: (/** @type {DragEvent} */ e) => {
+        e.preventDefault();
+        this.el.classList.add('drop');
+      },
+      ondragleave: () => this.el.classList.remove('drop'),
+      ondrop: (/** @type {DragEvent} */ e) => {
+        e.preventDefault();
+        this.el.classList.remove('drop');
+        const task = e.dataTransfer?.getData('text/x-task');
+        if (task) updateTask(board.app.db, task, { list: id });
+      },
+    },
+    h('header', null, this.title, this.count,
+      h('button.icon', { type: 'button', 'aria-label': 'Delete list', title: 'Delete this list and its tasks', onclick: () => this._delete() }, '⋯')),
+    this.list,
+    h('form.add', {
+      onsubmit: (/** @type {SubmitEvent} */ e) => {
+        e.preventDefault();
+        if (this.input.value.trim()) addTask(board.app.db, id, this.input.value).then(() => (this.input.value = ''));
+      },
+    }, this.input));
+  }
+
+  /** @param {string} name */
+  setName(name) {
+    this.name = name;
+    this.title.textContent = name;
+    this.el.setAttribute('aria-label', name);
+  }
+
+  /** (Re)start the live query with the current filters. */
+  async bind() {
+    const db = this.board.app.db;
+    const q = columnQuery(this.id, this.board.header.filters);
+    const previous = this.live;
+    this.live = await db.live(q, (rows) => this._render(rows));
+    previous?.close();
+  }
+
+  close() {
+    this.live?.close();
+    this.live = null;
+  }
+
+  /** @param {import('ibexdb').Row[]} rows */
+  _render(rows) {
+    this.count.textContent = String(rows.length);
+    this.list.replaceChildren(...rows.map((r) => card(this.board, /** @type {any} */ (r.value))));
+  }
+
+  _rename() {
+    const name = prompt('Rename list', this.name);
+    if (name && name.trim()) renameList(this.board.app.db, this.id, name);
+  }
+
+  _delete() {
+    if (confirm(`Delete the list “${this.name}” and its tasks?`)) deleteList(this.board.app.db, this.id);
+  }
+}
+
+/** @param {BoardView} board @param {{id: string, title: string, done: boolean, due: string | null, tags?: Set<string>, notes?: string}} t */
+function card(board, t) {
+  const overdue = t.due && !t.done && t.due < today();
+  const el = h('article.card', {
+    role: 'listitem',
+    tabindex: '0',
+    draggable: 'true',
+    class: t.done ? 'done' : '',
+    dataset: { task: t.id },
+    ondragstart: (/** @type {DragEvent} */ e) => e.dataTransfer?.setData('text/x-task', t.id),
+    onclick: (/** @type {MouseEvent} */ e) => {
+      if (!(/** @type {HTMLElement} */ (e.target).closest('input'))) openTaskDialog(board.app, t.id, board.listNames, board.header.people);
+    },
+    onkeydown: (/** @type {KeyboardEvent} */ e) => {
+      if (e.key === 'Enter') openTaskDialog(board.app, t.id, board.listNames, board.header.people);
+    },
+  },
+  h('label.check', { title: t.done ? 'Reopen' : 'Mark done' },
+    h('input', { type: 'checkbox', checked: t.done, 'aria-label': `Done: ${t.title}`, onchange: (/** @type {Event} */ e) => updateTask(board.app.db, t.id, { done: /** @type {HTMLInputElement} */ (e.target).checked }) })),
+  h('div.body', null,
+    h('div.title', null, t.title),
+    (t.due || t.tags?.size || t.notes) &&
+      h('div.meta', null,
+        t.due && h('span.due', { class: overdue ? 'overdue' : '', title: overdue ? 'Overdue' : 'Due date' }, `${overdue ? 'Overdue' : 'Due'} ${t.due}`),
+        [...(t.tags ?? [])].sort().map((tag) => h('span.tag', null, `#${tag}`)),
+        t.notes && h('span.has-notes', { title: 'Has notes' }, '✎'))));
+  return el;
+}

@@ -1,0 +1,47 @@
+// The service worker (sw.js): registered once the board is up; it caches the app, the ibexdb
+// module, its worker and the wasm, all under one versioned folder, for starts with no network.
+// A new version installs in the background and waits; the header offers to reload into it.
+// Only then does it take over (a tab still on the old version keeps its old files: see sw.js).
+
+/** @param {import('./header.js').Header} header */
+export function registerServiceWorker(header) {
+  if (!('serviceWorker' in navigator)) return;
+  const sw = navigator.serviceWorker;
+  let updating = false;
+  const markReady = () => {
+    if (sw.controller) {
+      header.offlineReady.hidden = false;
+      document.body.dataset.offline = 'ready';
+    }
+  };
+  sw.addEventListener('controllerchange', () => {
+    if (updating) location.reload();
+    else markReady();
+  });
+  markReady();
+  /** @param {ServiceWorker} waiting */
+  const offer = (waiting) => {
+    header.update.replaceChildren(
+      document.createTextNode('A new version of the app is ready. '),
+      Object.assign(document.createElement('button'), {
+        type: 'button',
+        textContent: 'Reload to update',
+        onclick: async () => {
+          updating = true;
+          await window.taskboard?.db?.close().catch(() => {});
+          waiting.postMessage({ type: 'skip-waiting' });
+        },
+      }),
+    );
+    header.update.hidden = false;
+  };
+  sw.register('./sw.js', { scope: './', updateViaCache: 'none' }).then((reg) => {
+    if (reg.waiting && sw.controller) offer(reg.waiting);
+    reg.addEventListener('updatefound', () => {
+      const w = reg.installing;
+      w?.addEventListener('statechange', () => {
+        if (w.state === 'installed' && sw.controller) offer(w);
+      });
+    });
+  }, (e) => console.warn('service worker not registered:', e));
+}

@@ -1,0 +1,148 @@
+#!/usr/bin/env node
+// Build the publishable npm package `ibexdb` into dist/npm/ from the shipped library (www/lib/)
+// and wasm-pack's output (pkg/), then `npm pack` it into dist/ (`make pkg`).
+//
+//   dist/npm/
+//     package.json  README.md           (README from www/lib/README.md)
+//     ibexdb.js  ibexdb.d.ts            the public module and its types
+//     worker.js  worker/*.js            the worker
+//     engine.js loader.js policy.js storage.js codec.js errors.js
+//     wasm/ibexdb.js  wasm/ibexdb_bg.wasm  wasm/ibexdb.d.ts   the wasm-bindgen glue and the engine
+//
+// The library's files are copied as they are, except for the one path that differs: in the repo
+// the glue and the wasm are wasm-pack's pkg/ (`../../pkg/` from www/lib/); in the package they
+// are `./wasm/`, next to the modules. Every URL is relative to the module that uses it
+// (`new URL(…, import.meta.url)`), so the package works unbundled from any folder or origin and
+// bundlers (Vite) find the worker and the wasm.
+//
+//   node scripts/build-pkg.mjs          # build dist/npm/ and pack dist/ibexdb-<version>.tgz
+//   node scripts/build-pkg.mjs --no-pack
+//   import { buildPackage } from './build-pkg.mjs'
+
+import { execFileSync } from 'node:child_process';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { gzipSync } from 'node:zlib';
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const LIB = path.join(REPO, 'www/lib');
+const PKG = path.join(REPO, 'pkg');
+
+/** The glue path as the library's files write it, and as the package has it. */
+const REPO_GLUE = '../../pkg/';
+const PACKAGE_GLUE = './wasm/';
+/** The library files that name the glue's folder (each must, exactly that often). */
+const GLUE_REFERENCES = { 'engine.js': 3, 'policy.js': 1 };
+
+/** Files with effects at import time (a bundler must keep them even when nothing is imported from them). */
+const SIDE_EFFECTS = ['./worker.js', './engine.js'];
+
+const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
+
+async function listLibrary() {
+  const out = [];
+  for (const entry of await fs.readdir(LIB, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const rel = path.relative(LIB, path.join(entry.parentPath ?? entry.path, entry.name));
+    if (rel.endsWith('.js') || rel.endsWith('.d.ts') || rel === 'README.md') out.push(rel);
+  }
+  return out.sort();
+}
+
+/**
+ * Build the package folder. Returns { dir, version, files: [[path, bytes]], wasmBytes, wasmGzipBytes }.
+ * @param {{out?: string}} [options]
+ */
+export async function buildPackage({ out = path.join(REPO, 'dist/npm') } = {}) {
+  for (const f of ['ibexdb.js', 'ibexdb_bg.wasm']) {
+    await fs.access(path.join(PKG, f)).catch(() => {
+      throw new Error(`pkg/${f} is missing: build the wasm first (make wasm)`);
+    });
+  }
+  const wasmPkg = JSON.parse(await fs.readFile(path.join(PKG, 'package.json'), 'utf8'));
+  const version = wasmPkg.version;
+  await fs.rm(out, { recursive: true, force: true });
+  await fs.mkdir(path.join(out, 'wasm'), { recursive: true });
+
+  const seen = {};
+  for (const rel of await listLibrary()) {
+    let text = await fs.readFile(path.join(LIB, rel), 'utf8');
+    const n = text.split(REPO_GLUE).length - 1;
+    if (n > 0) {
+      if (rel.includes(path.sep)) throw new Error(`www/lib/${rel} names ${REPO_GLUE}; only top-level files may (the rewrite assumes it)`);
+      seen[rel] = n;
+      text = text.replaceAll(REPO_GLUE, PACKAGE_GLUE);
+    }
+    await fs.mkdir(path.dirname(path.join(out, rel)), { recursive: true });
+    await fs.writeFile(path.join(out, rel), text);
+  }
+  // Fail loudly when the library changed how it finds the glue: the package would not load.
+  for (const [file, count] of Object.entries(GLUE_REFERENCES)) {
+    if (seen[file] !== count) throw new Error(`expected www/lib/${file} to name ${REPO_GLUE} ${count} time(s), found ${seen[file] ?? 0}: update GLUE_REFERENCES in scripts/build-pkg.mjs`);
+  }
+  for (const file of Object.keys(seen)) {
+    if (!(file in GLUE_REFERENCES)) throw new Error(`www/lib/${file} names ${REPO_GLUE}: add it to GLUE_REFERENCES in scripts/build-pkg.mjs`);
+  }
+  for (const f of ['ibexdb.js', 'ibexdb_bg.wasm', 'ibexdb.d.ts']) await fs.copyFile(path.join(PKG, f), path.join(out, 'wasm', f));
+
+  const manifest = {
+    name: 'ibexdb',
+    version,
+    description: 'A local-first database for the browser: a Rust engine in WebAssembly, in a Web Worker, over OPFS; signed commits, live queries, sync.',
+    license: wasmPkg.license ?? 'MIT OR Apache-2.0',
+    keywords: ['database', 'local-first', 'offline', 'opfs', 'wasm', 'crdt', 'sync', 'web-worker'],
+    type: 'module',
+    main: './ibexdb.js',
+    module: './ibexdb.js',
+    types: './ibexdb.d.ts',
+    exports: {
+      '.': { types: './ibexdb.d.ts', default: './ibexdb.js' },
+      './package.json': './package.json',
+    },
+    files: ['*.js', '*.d.ts', 'worker/', 'wasm/', 'README.md'],
+    sideEffects: SIDE_EFFECTS,
+  };
+  await fs.writeFile(path.join(out, 'package.json'), JSON.stringify(manifest, null, 2) + '\n');
+
+  const files = [];
+  for (const entry of await fs.readdir(out, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const p = path.join(entry.parentPath ?? entry.path, entry.name);
+    files.push([path.relative(out, p), (await fs.stat(p)).size]);
+  }
+  files.sort((a, b) => a[0].localeCompare(b[0]));
+  const wasm = await fs.readFile(path.join(out, 'wasm/ibexdb_bg.wasm'));
+  return { dir: out, version, files, wasmBytes: wasm.length, wasmGzipBytes: gzipSync(wasm, { level: 9 }).length };
+}
+
+/**
+ * `npm pack` the package folder into `dest`; returns { tarball, size, unpackedSize, entryCount }.
+ * @param {string} dir
+ * @param {string} dest
+ */
+export function packPackage(dir, dest) {
+  const json = execFileSync('npm', ['pack', '--json', '--pack-destination', dest], {
+    cwd: dir,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const [info] = JSON.parse(json);
+  return { tarball: path.join(dest, info.filename), size: info.size, unpackedSize: info.unpackedSize, entryCount: info.entryCount };
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  try {
+    const built = await buildPackage();
+    console.log(`ibexdb ${built.version} -> ${path.relative(REPO, built.dir)}/`);
+    for (const [f, n] of built.files) console.log(`  ${f.padEnd(24)} ${kib(n).padStart(11)}`);
+    console.log(`  wasm: ${kib(built.wasmBytes)}, gzipped ${kib(built.wasmGzipBytes)}`);
+    if (!process.argv.includes('--no-pack')) {
+      const packed = packPackage(built.dir, path.dirname(built.dir));
+      console.log(`npm pack: ${path.relative(REPO, packed.tarball)}: ${kib(packed.size)} (${packed.entryCount} files, ${kib(packed.unpackedSize)} unpacked)`);
+    }
+  } catch (e) {
+    console.error(`build-pkg: ${e.message}`);
+    process.exit(1);
+  }
+}
