@@ -123,6 +123,52 @@ impl<S: Storage> Hub<S> {
         commits_messages(&self.repo, &self.seals, from as usize, to as usize, skip)
     }
 
+    /// The reply to a `Hello` with `cursor` without the catch-up: the `Hello` carrying the
+    /// head, and the sequence to stream from (the cursor, or 0 for a cursor past the head).
+    /// A server that streams catch-up in bounded steps uses this with [`Hub::batch`].
+    pub fn subscribe(&self, repo_name: &str, cursor: u64) -> Result<(Message, u64)> {
+        let head = self.head();
+        let from = if cursor > head { 0 } else { cursor };
+        let hello = Message::Hello {
+            repo: repo_name.to_string(),
+            cursor: head,
+        };
+        Ok((hello, from))
+    }
+
+    /// One `Commits` message starting after sequence `from` (`from < to`): the commits up to
+    /// `to`, stopping after about [`BATCH_BYTES`] (at least one sequence), leaving out `skip`.
+    /// Its `to` field says where the next one starts.
+    pub fn batch(&self, from: u64, to: u64, skip: &HashSet<CommitId>) -> Result<Message> {
+        let (from, to) = (from as usize, to as usize);
+        let core = self.repo.graph();
+        let (mut end, mut bytes) = (from, 0);
+        let mut list = Vec::new();
+        while end < to && bytes < BATCH_BYTES {
+            let id = core.commits[end].id;
+            if !skip.contains(&id) {
+                let b = self.repo.commit_bytes_at(end)?;
+                bytes += b.len() + 40;
+                list.push((end, id, b));
+            }
+            end += 1;
+        }
+        let positions: Vec<usize> = list.iter().map(|(p, _, _)| *p).collect();
+        let seals = self.seals.seals_for(&self.repo, &positions)?;
+        Ok(Message::Commits {
+            from: from as u64,
+            to: end as u64,
+            commits: list.into_iter().map(|(_, id, b)| (id, b)).collect(),
+            seals,
+        })
+    }
+
+    /// Flush, then write the repository's snapshot (false when it was opened without a
+    /// snapshot file). See [`Repo::write_snapshot`].
+    pub fn write_snapshot(&mut self) -> Result<bool> {
+        self.repo.write_snapshot()
+    }
+
     /// Verify and store a push. On error nothing was stored (a verification error) or the
     /// repository must be closed and reopened (a storage error: frames may be half written).
     /// On success everything new is flushed to storage before this returns.

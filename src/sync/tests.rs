@@ -316,3 +316,49 @@ fn commits_out_of_order_are_a_protocol_error() {
     assert_eq!(kind(e), ProtocolErrorKind::Unexpected);
     let _ = Value::from(1i64);
 }
+
+/// Catch-up one `Hub::batch` at a time gives the same commits as `Hub::hello`.
+#[test]
+fn stepwise_catch_up_matches_hello() {
+    let mut hub = server();
+    let mut a = signed(1);
+    let big = "x".repeat(300_000);
+    for i in 0..8 {
+        let mut t = Txn::new();
+        t.put(&format!("t/{i}"), map! { "s" => big.as_str() }.as_map())
+            .unwrap();
+        a.commit(t).unwrap();
+    }
+    sync(&mut hub, &mut Client::new("r", 0, 0).unwrap(), &mut a);
+    let (hello, from) = hub.subscribe("r", 99).unwrap();
+    assert_eq!(
+        (hello, from),
+        (
+            Message::Hello {
+                repo: "r".into(),
+                cursor: 8
+            },
+            0
+        )
+    );
+    let (mut b, mut c) = (signed(2), Client::new("r", 0, 0).unwrap());
+    c.connect();
+    c.handle(&mut b, hub.subscribe("r", 0).unwrap().0).unwrap();
+    let (mut at, mut messages) = (0, 0);
+    while at < hub.head() {
+        let m = hub.batch(at, hub.head(), &Default::default()).unwrap();
+        let Message::Commits { to, .. } = &m else {
+            unreachable!()
+        };
+        assert!(*to > at, "every batch advances");
+        at = *to;
+        messages += 1;
+        c.handle(&mut b, wire(m)).unwrap();
+    }
+    assert!(messages >= 2, "about 1 MiB per message");
+    assert_eq!(b.state_hash(), a.state_hash());
+    assert!(
+        hub.write_snapshot().is_ok_and(|written| !written),
+        "no snapshot file"
+    );
+}
