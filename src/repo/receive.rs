@@ -4,7 +4,7 @@
 //! stored ([`Repo::store_received`]), seals first, and commits whose parents are missing wait
 //! in the causal buffer.
 
-use super::causal::{missing_parents, Stored};
+use super::causal::{check_room, missing_parents, Stored};
 use super::write::check_size;
 use super::Repo;
 use crate::commit::{Commit, CommitId, FieldOp, Op, PublicKey, Seal};
@@ -53,6 +53,8 @@ impl<S: Storage> Repo<S> {
             self.check_commit(&commit, &id, &checked.cover, now)?;
             accepted.push((commit, id, b));
         }
+        let new: Vec<(&Commit, CommitId)> = accepted.iter().map(|(c, id, _)| (c, *id)).collect();
+        check_room(&self.graph, &self.wait, &new, &checked.cover, &self.opts)?;
         report.applied = self.store_received(checked.seals, accepted)?;
         report.pending = self.wait.len();
         Ok(report)
