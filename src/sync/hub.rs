@@ -137,14 +137,21 @@ impl<S: Storage> Hub<S> {
     }
 
     /// One `Commits` message starting after sequence `from` (`from < to`): the commits up to
-    /// `to`, stopping after about [`BATCH_BYTES`] (at least one sequence), leaving out `skip`.
-    /// Its `to` field says where the next one starts.
-    pub fn batch(&self, from: u64, to: u64, skip: &HashSet<CommitId>) -> Result<Message> {
+    /// `to`, stopping after about `max_bytes` (at least one sequence; [`BATCH_BYTES`] is what
+    /// `hello` and `range` use), leaving out `skip`. Its `to` field says where the next one
+    /// starts.
+    pub fn batch(
+        &self,
+        from: u64,
+        to: u64,
+        skip: &HashSet<CommitId>,
+        max_bytes: usize,
+    ) -> Result<Message> {
         let (from, to) = (from as usize, to as usize);
         let core = self.repo.graph();
         let (mut end, mut bytes) = (from, 0);
         let mut list = Vec::new();
-        while end < to && bytes < BATCH_BYTES {
+        while end < to && (bytes < max_bytes || end == from) {
             let id = core.commits[end].id;
             if !skip.contains(&id) {
                 let b = self.repo.commit_bytes_at(end)?;

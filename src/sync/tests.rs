@@ -346,7 +346,9 @@ fn stepwise_catch_up_matches_hello() {
     c.handle(&mut b, hub.subscribe("r", 0).unwrap().0).unwrap();
     let (mut at, mut messages) = (0, 0);
     while at < hub.head() {
-        let m = hub.batch(at, hub.head(), &Default::default()).unwrap();
+        let m = hub
+            .batch(at, hub.head(), &Default::default(), 1 << 20)
+            .unwrap();
         let Message::Commits { to, .. } = &m else {
             unreachable!()
         };
