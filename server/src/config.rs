@@ -23,6 +23,7 @@ pub struct Config {
     pub push_bytes_burst: f64,
     pub queue_bytes: usize,
     pub queue_messages: usize,
+    pub batch_bytes: usize,
     pub max_pending: usize,
     pub max_unknown_sealed: usize,
     pub max_repos: usize,
@@ -217,6 +218,7 @@ impl Config {
             push_bytes_burst: 32.0 * MIB as f64,
             queue_bytes: 8 * MIB as usize,
             queue_messages: 4096,
+            batch_bytes: 64 << 10,
             max_pending: 10_000,
             max_unknown_sealed: 100_000,
             max_repos: 256,
@@ -277,6 +279,7 @@ impl Config {
             "--push-bytes-burst" => self.push_bytes_burst = int(name, v)? as f64,
             "--queue-bytes" => self.queue_bytes = int(name, v)? as usize,
             "--queue-messages" => self.queue_messages = int(name, v)? as usize,
+            "--batch-bytes" => self.batch_bytes = int(name, v)? as usize,
             "--max-pending" => self.max_pending = int(name, v)? as usize,
             "--max-unknown-sealed" => self.max_unknown_sealed = int(name, v)? as usize,
             "--max-repos" => self.max_repos = int(name, v)? as usize,
@@ -312,8 +315,11 @@ impl Config {
         if let Some((n, _)) = zero.iter().find(|(_, v)| *v == 0) {
             return Err(format!("{n} must be at least 1"));
         }
-        if self.queue_bytes < 2 * (1 << 20) + 64 * 1024 {
-            return Err("--queue-bytes must hold two 1 MiB batches (at least 2162688)".into());
+        if self.batch_bytes < 1024 || self.batch_bytes > 1 << 20 {
+            return Err("--batch-bytes must be 1024..=1048576".into());
+        }
+        if self.queue_bytes < 4 * self.batch_bytes {
+            return Err("--queue-bytes must hold four batches (--batch-bytes)".into());
         }
         if self.push_rate <= 0.0 || self.push_bytes_rate <= 0.0 || self.push_burst < 1.0 {
             return Err("push rates must be positive and --push-burst at least 1".into());

@@ -31,6 +31,9 @@ use tokio_tungstenite::WebSocketStream;
 
 type Socket = WebSocketStream<Prefixed<BoxIo>>;
 
+/// The WebSocket layer's read buffer per connection (it reads in chunks of this size).
+const READ_BUFFER: usize = 8 << 10;
+
 /// One log line and one metric per refusal.
 pub fn log_refusal(session: &Session, r: &Refusal, repo: Option<&str>) {
     log::event(
@@ -73,7 +76,10 @@ async fn upgrade(server: &Server, tcp: TcpStream) -> Option<Socket> {
         return None;
     }
     let max = server.cfg.max_message_bytes;
+    // Small read buffers: an idle connection costs kilobytes, not the default 128 KiB.
     let config = WebSocketConfig::default()
+        .read_buffer_size(READ_BUFFER)
+        .write_buffer_size(0)
         .max_message_size(Some(max))
         .max_frame_size(Some(max));
     let io = Prefixed::new(head, io);

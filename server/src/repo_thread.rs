@@ -193,7 +193,9 @@ impl Actor {
                     return Ok(());
                 }
             }
-            let m = self.hub.batch(sub.sent, head, &HashSet::new())?;
+            let m = self
+                .hub
+                .batch(sub.sent, head, &HashSet::new(), self.cfg.batch_bytes)?;
             let Message::Commits { to, .. } = &m else {
                 unreachable!("Hub::batch makes Commits")
             };
@@ -256,7 +258,8 @@ impl Actor {
             return Ok(());
         }
         let mine: HashSet<CommitId> = commits.iter().map(|c| c.0).collect();
-        let for_all = range_of(&self.hub, from, to, &HashSet::new())?;
+        let max = self.cfg.batch_bytes;
+        let for_all = range_of(&self.hub, from, to, &HashSet::new(), max)?;
         let mut slow = Vec::new();
         let mut behind = Vec::new();
         for (&conn, sub) in self.subs.iter_mut() {
@@ -266,7 +269,7 @@ impl Actor {
             }
             let own;
             let msgs = if conn == pusher {
-                own = range_of(&self.hub, from, to, &mine)?;
+                own = range_of(&self.hub, from, to, &mine, max)?;
                 &own
             } else {
                 &for_all
@@ -368,11 +371,12 @@ fn range_of(
     from: u64,
     to: u64,
     skip: &HashSet<CommitId>,
+    max_bytes: usize,
 ) -> Result<Vec<Bytes>, Error> {
     let mut out = Vec::new();
     let mut at = from;
     while at < to {
-        let m = hub.batch(at, to, skip)?;
+        let m = hub.batch(at, to, skip, max_bytes)?;
         if let Message::Commits { to, .. } = &m {
             at = *to;
         }
