@@ -332,3 +332,28 @@ async fn open_repositories_are_capped_and_idle_ones_closed_and_reopened() {
     assert!(snap.len() > 0, "snapshot written on close");
     assert!(server.log_text().contains("event=repo_close repo=one"));
 }
+
+/// Out of file descriptors, the accept loop backs off (no hot loop) and serves again once
+/// descriptors are free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accept_errors_back_off_and_the_server_recovers() {
+    let server = Server::start_with_fds(Server::dir("emfile"), 48, &[]);
+    let mut held = Vec::new();
+    for _ in 0..60 {
+        let open = tokio::time::timeout(Duration::from_millis(300), try_socket(&server.url, None));
+        match open.await {
+            Ok(Some(ws)) => held.push(ws),
+            _ => break,
+        }
+    }
+    assert!(held.len() >= 10 && held.len() < 60, "held {}", held.len());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let errors = server.log_text().matches("event=accept_error").count();
+    assert!(
+        (1..100).contains(&errors),
+        "{errors} accept errors logged in 0.5 s"
+    );
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    still_serves(&server.url, "r", 1, 0).await;
+}

@@ -172,3 +172,50 @@ fn unsafe_kill(pid: u32, sig: &str) {
         .unwrap();
     assert!(ok.success());
 }
+
+/// The load generator runs end to end on a small load and writes its JSON (the full run and
+/// its figures: docs/design.md §12.3).
+#[test]
+fn load_generator_smoke() {
+    let json = Server::dir("load").with_extension("json");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ibexdb-load"))
+        .args([
+            "--connections",
+            "40",
+            "--writers",
+            "4",
+            "--repos",
+            "2",
+            "--batch",
+            "20",
+        ])
+        .args([
+            "--seconds",
+            "1",
+            "--slow",
+            "4",
+            "--slow-seconds",
+            "1",
+            "--slow-rate",
+            "400",
+        ])
+        .args(["--json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("stored/s") && text.contains("slow-readers"),
+        "{text}"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let rows = doc["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["connections_held"], 40);
+    assert!(rows[0]["commits_stored"].as_u64().unwrap() > 0);
+    assert!(rows[0]["commits_relayed"].as_u64().unwrap() > 0);
+}

@@ -45,9 +45,25 @@ impl Server {
 
     /// Start on an ephemeral port with extra flags; waits for the "listening" line.
     pub fn start_with(data: PathBuf, args: &[&str]) -> Server {
+        Server::spawn(
+            Command::new(env!("CARGO_BIN_EXE_ibexdb-server")),
+            data,
+            args,
+        )
+    }
+
+    /// Start with at most `fds` open files (soft and hard limit), through `sh -c ulimit`.
+    pub fn start_with_fds(data: PathBuf, fds: u32, args: &[&str]) -> Server {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", &format!("ulimit -n {fds} && exec \"$0\" \"$@\"")]);
+        cmd.arg(env!("CARGO_BIN_EXE_ibexdb-server"));
+        Server::spawn(cmd, data, args)
+    }
+
+    fn spawn(mut cmd: Command, data: PathBuf, args: &[&str]) -> Server {
         let n = STARTS.fetch_add(1, Ordering::Relaxed);
         let log = PathBuf::from(format!("{}.stderr-{n}", data.display()));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ibexdb-server"))
+        let mut child = cmd
             .args(["--data", data.to_str().unwrap(), "--listen", "127.0.0.1:0"])
             .args(args)
             .stdout(Stdio::piped())
