@@ -15,7 +15,7 @@ use bytes::Bytes;
 use ibexdb::{CommitId, Error, ErrorCode, Hub, Message};
 use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::Instant;
@@ -216,6 +216,7 @@ impl Actor {
         commits: &[(CommitId, Vec<u8>)],
         seals: &[Vec<u8>],
     ) -> Result<(), Error> {
+        panic_hook(&self.name);
         self.metrics.pushes.fetch_add(1, Relaxed);
         let Some(out) = self.subs.get(&session.conn).map(|s| s.out.clone()) else {
             return Ok(());
@@ -235,6 +236,7 @@ impl Actor {
             Err(e) => {
                 let r = Refusal::from(&e);
                 self.metrics.commits_refused(r.code, commits.len());
+                self.metrics.refusal(&r.what);
                 crate::connection::log_refusal(session, &r, Some(&self.name));
                 out.force(Bytes::from(r.encode()));
                 match ErrorCode::of(&e) {
@@ -302,6 +304,7 @@ impl Actor {
             ),
         );
         self.metrics.queue_drops.fetch_add(1, Relaxed);
+        self.metrics.refusal(&r.what);
         crate::connection::log_refusal(&sub.session, &r, Some(&self.name));
         sub.out.abort(Bytes::from(r.encode()));
     }
@@ -362,6 +365,16 @@ impl Actor {
             "repo_close",
             &[("repo", &self.name), ("commits", &self.hub.head())],
         );
+    }
+}
+
+/// Test hook: with `IBEXDB_SERVER_PANIC_ON_PUSH=NAME` in the environment, the first push to
+/// repository NAME panics its thread (the tests check that the thread is replaced).
+fn panic_hook(name: &str) {
+    static FIRED: AtomicBool = AtomicBool::new(false);
+    let armed = std::env::var_os("IBEXDB_SERVER_PANIC_ON_PUSH").is_some_and(|n| n == name);
+    if armed && !FIRED.swap(true, Relaxed) {
+        panic!("test hook: panic on a push to {name}");
     }
 }
 

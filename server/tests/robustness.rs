@@ -135,3 +135,38 @@ async fn a_repository_reopens_from_its_snapshot() {
         "only the tail after the snapshot is replayed: {open}"
     );
 }
+
+/// A repository thread that panics tells its clients and is replaced: they reconnect and the
+/// next client reopens it from disk; other repositories are not touched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_repository_thread_is_replaced() {
+    let var = ("IBEXDB_SERVER_PANIC_ON_PUSH", "boom");
+    let server = Server::start_with_env(Server::dir("panic"), var, &[]);
+    let mut other = Peer::new(3, "calm");
+    other.write();
+    other.connect(&server.url).await;
+    other.settle(1).await;
+    let mut a = Peer::new(1, "boom");
+    a.write();
+    a.connect(&server.url).await;
+    let (code, text) = loop {
+        match a.event(WAIT).await {
+            Some(ibexdb::ClientEvent::ServerError { code, message }) => break (code, message),
+            Some(_) => continue,
+            None => panic!("no error after the panic"),
+        }
+    };
+    assert_eq!(code, ErrorCode::Unavailable, "{text}");
+    assert!(text.contains("repository thread failed"), "{text}");
+    assert!(server.metric("ibexdb_repository_failures_total") >= 1.0);
+    // Reconnecting reopens the repository from disk; the push goes through this time.
+    a.connect(&server.url).await;
+    a.settle(1).await;
+    let mut b = Peer::new(2, "boom");
+    b.catch_up(&server.url).await;
+    assert_eq!(b.repo.state_hash(), a.repo.state_hash());
+    // The other repository kept its connection throughout.
+    other.write();
+    other.push().await;
+    other.settle(2).await;
+}

@@ -60,6 +60,13 @@ impl Server {
         Server::spawn(cmd, data, args)
     }
 
+    /// Start with one extra environment variable.
+    pub fn start_with_env(data: PathBuf, var: (&str, &str), args: &[&str]) -> Server {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ibexdb-server"));
+        cmd.env(var.0, var.1);
+        Server::spawn(cmd, data, args)
+    }
+
     fn spawn(mut cmd: Command, data: PathBuf, args: &[&str]) -> Server {
         let n = STARTS.fetch_add(1, Ordering::Relaxed);
         let log = PathBuf::from(format!("{}.stderr-{n}", data.display()));
