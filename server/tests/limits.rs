@@ -246,7 +246,7 @@ async fn orphan_commits_and_junk_seals_are_capped() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn silent_connections_time_out_and_live_ones_do_not() {
-    let args = ["--idle-timeout-ms", "600", "--handshake-timeout-ms", "500"];
+    let args = ["--idle-timeout-ms", "1000", "--handshake-timeout-ms", "500"];
     let server = Server::fresh_with("timeouts", &args);
     // Handshake timeout: a WebSocket that never says Hello.
     let mut mute = socket(&server.url).await;
@@ -270,7 +270,7 @@ async fn silent_connections_time_out_and_live_ones_do_not() {
     hello(&mut idle, "r").await;
     let mut live = Peer::new(1, "r");
     live.connect(&server.url).await;
-    let until = Instant::now() + Duration::from_millis(1500);
+    let until = Instant::now() + Duration::from_millis(2500);
     while Instant::now() < until {
         live.step(Duration::from_millis(50)).await;
     }
