@@ -131,7 +131,7 @@ async fn sigterm_during_pushes_keeps_acked_commits_and_exits_0() {
         }));
     }
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    unsafe_kill(server.pid(), "TERM");
+    send_signal(server.pid(), "TERM");
     let status = server.child.wait().unwrap();
     assert_eq!(status.code(), Some(0), "clean exit on SIGTERM");
     let mut acked = Vec::new();
@@ -165,7 +165,7 @@ async fn sigterm_during_pushes_keeps_acked_commits_and_exits_0() {
 }
 
 /// Send a signal with kill(1).
-fn unsafe_kill(pid: u32, sig: &str) {
+fn send_signal(pid: u32, sig: &str) {
     let ok = std::process::Command::new("kill")
         .args([&format!("-{sig}"), &pid.to_string()])
         .status()
