@@ -393,3 +393,43 @@ fn received_commits_obey_the_rules_of_local_writes() {
     let (c, s) = crafted(1, vec![change(Op::Put(item(1)))]);
     assert_eq!(b.receive(&c, &s).unwrap().applied, 1);
 }
+
+#[test]
+fn pending_commits_and_unknown_sealed_ids_are_bounded() {
+    let mut a = open(1);
+    for i in 0..5 {
+        put(&mut a, &format!("items/{i}"), item(i));
+    }
+    a.seal().unwrap();
+    let (c, s) = a.export().unwrap();
+    let limited = |pending, sealed| {
+        let mut o = signed(2);
+        o.max_pending = pending;
+        o.max_unknown_sealed = sealed;
+        Repo::open(MemStorage::new(), None, o).unwrap()
+    };
+    let what = |e: Error| match e {
+        Error::Limit { what, .. } => what,
+        other => panic!("expected a limit error, got {other:?}"),
+    };
+    // Children without their first parent: 4 would wait, 3 may.
+    let mut b = limited(3, 100);
+    assert_eq!(what(b.receive(&c[1..], &s).unwrap_err()), "pending commits");
+    assert_eq!(
+        (b.commit_count(), b.pending(), b.log_len()),
+        (0, 0, b.log_len())
+    );
+    assert_eq!(b.receive(&c[2..], &s).unwrap().pending, 3);
+    assert_eq!(b.receive(&c[..2], &[]).unwrap().applied, 5);
+    // A seal over 5 ids none of which arrives: refused over a cap of 4, nothing stored.
+    let mut b = limited(100, 4);
+    let before = b.log_len();
+    assert_eq!(
+        what(b.receive(&[], &s).unwrap_err()),
+        "sealed unknown commits"
+    );
+    assert_eq!(b.log_len(), before);
+    // With the commits in the same batch the seal covers nothing unknown.
+    assert_eq!(b.receive(&c, &s).unwrap().applied, 5);
+    assert_eq!(b.state_hash(), a.state_hash());
+}

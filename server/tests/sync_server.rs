@@ -1,198 +1,12 @@
 //! The real `ibexdb-server` binary over real WebSockets on 127.0.0.1, with clients that each
 //! hold an in-memory signed core `Repo` and the core's sync `Client`.
 
-use futures_util::{SinkExt, StreamExt};
-use ibexdb::system_clock;
-use ibexdb::MemStorage;
-use ibexdb::{map, Identity, Repo, RepoOptions, Txn};
-use ibexdb::{Client, ClientEvent, ErrorCode, Message};
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+mod common;
+use common::*;
+use futures_util::SinkExt;
+use ibexdb::{Client, ErrorCode, Message};
 use std::time::{Duration, Instant};
-use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message as Ws;
-use tokio_tungstenite::{connect_async, MaybeTlsStream, WebSocketStream};
-
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
-
-/// A running server process; killed (SIGKILL) on drop.
-struct Server {
-    child: Child,
-    url: String,
-    data: PathBuf,
-}
-
-impl Server {
-    fn start(data: PathBuf) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ibexdb-server"))
-            .args(["--data", data.to_str().unwrap(), "--listen", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start ibexdb-server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("ibexdb-server listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_string();
-        Server {
-            child,
-            url: format!("ws://{addr}"),
-            data,
-        }
-    }
-
-    fn fresh(tag: &str) -> Server {
-        let dir = std::env::temp_dir().join(format!(
-            "ibexdb-server-test-{tag}-{}-{}",
-            std::process::id(),
-            Instant::now().elapsed().as_nanos()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        Server::start(dir)
-    }
-
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    fn log_len(&self, repo: &str) -> u64 {
-        std::fs::metadata(self.data.join(format!("{repo}.log")))
-            .map(|m| m.len())
-            .unwrap_or(0)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-async fn socket(url: &str) -> Socket {
-    connect_async(url).await.expect("connect").0
-}
-
-async fn send(ws: &mut Socket, m: &Message) {
-    ws.send(Ws::binary(m.encode())).await.unwrap();
-}
-
-/// The next protocol message, `None` on close or after `wait` with nothing.
-async fn recv(ws: &mut Socket, wait: Duration) -> Option<Message> {
-    loop {
-        match tokio::time::timeout(wait, ws.next()).await {
-            Ok(Some(Ok(Ws::Binary(b)))) => return Some(Message::decode(&b).unwrap()),
-            Ok(Some(Ok(Ws::Close(_)))) | Ok(None) | Ok(Some(Err(_))) | Err(_) => return None,
-            Ok(Some(Ok(_))) => continue,
-        }
-    }
-}
-
-/// A client: an in-memory signed repository plus the core's sync state machine.
-struct Peer {
-    repo: Repo<MemStorage>,
-    client: Client,
-    ws: Option<Socket>,
-    n: u8,
-    writes: u64,
-    /// Commits that arrived in `Commits` messages (for the resume test).
-    received: usize,
-}
-
-impl Peer {
-    fn new(n: u8, repo_name: &str) -> Peer {
-        let opts = RepoOptions::new(Some(Identity::from_entropy(&[n; 48])), system_clock());
-        Peer {
-            repo: Repo::open(MemStorage::new(), None, opts).unwrap(),
-            client: Client::new(repo_name, 0, 0).unwrap(),
-            ws: None,
-            n,
-            writes: 0,
-            received: 0,
-        }
-    }
-
-    fn write(&mut self) {
-        self.writes += 1;
-        let mut t = Txn::new();
-        let (n, w) = (self.n as i64, self.writes as i64);
-        t.put(
-            &format!("items/p{}-{}", self.n, self.writes),
-            map! { "by" => n, "i" => w }.as_map(),
-        )
-        .unwrap();
-        // Every peer overwrites the same item: concurrent writes that must merge alike.
-        t.put("items/shared", map! { "by" => n, "i" => w }.as_map())
-            .unwrap();
-        self.repo.commit(t).unwrap();
-    }
-
-    async fn connect(&mut self, url: &str) {
-        let mut ws = socket(url).await;
-        send(&mut ws, &self.client.connect()).await;
-        self.ws = Some(ws);
-    }
-
-    fn disconnect(&mut self) {
-        self.ws = None;
-    }
-
-    /// Push whatever the server lacks (after the server's Hello).
-    async fn push(&mut self) {
-        while let Some(m) = self.client.outgoing(&mut self.repo).unwrap() {
-            send(self.ws.as_mut().unwrap(), &m).await;
-        }
-    }
-
-    /// Handle one incoming message if one arrives within `wait`. False when none did.
-    async fn step(&mut self, wait: Duration) -> bool {
-        let Some(m) = recv(self.ws.as_mut().unwrap(), wait).await else {
-            return false;
-        };
-        if let Message::Commits { commits, .. } = &m {
-            self.received += commits.len();
-        }
-        match self.client.handle(&mut self.repo, m).unwrap() {
-            ClientEvent::ServerError { code, message } => {
-                panic!("server error {code:?}: {message}")
-            }
-            _ => self.push().await,
-        }
-        true
-    }
-
-    /// Exchange until the server holds all our commits and we hold `total`.
-    async fn settle(&mut self, total: usize) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !(self.client.cursor() == total as u64
-            && self.repo.commit_count() == total
-            && self.client.push_from() == total)
-        {
-            assert!(Instant::now() < deadline, "peer {} did not settle", self.n);
-            self.step(Duration::from_millis(200)).await;
-        }
-    }
-}
-
-/// splitmix64
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_clients_write_concurrently_and_converge() {
@@ -200,10 +14,11 @@ async fn three_clients_write_concurrently_and_converge() {
     let url = server.url.clone();
     let mut tasks = Vec::new();
     const N: u64 = 40;
-    for n in 1..=3u8 {
+    // Peer 1 founds the repository (one commit) and lets the others write.
+    const TOTAL: usize = 3 * N as usize + 1;
+    for mut p in Peer::team("team", &[1, 2, 3]) {
         let url = url.clone();
         tasks.push(tokio::spawn(async move {
-            let mut p = Peer::new(n, "team");
             p.connect(&url).await;
             for _ in 0..N {
                 p.write();
@@ -212,7 +27,7 @@ async fn three_clients_write_concurrently_and_converge() {
                 }
                 while p.step(Duration::from_millis(1)).await {}
             }
-            p.settle(3 * N as usize).await;
+            p.settle(TOTAL).await;
             p
         }));
     }
@@ -223,45 +38,46 @@ async fn three_clients_write_concurrently_and_converge() {
     let h = peers[0].repo.state_hash();
     for p in &peers {
         assert_eq!(p.repo.state_hash(), h, "peer {} differs", p.n);
-        assert_eq!(p.repo.commit_count(), 3 * N as usize);
+        assert_eq!(p.repo.commit_count(), TOTAL);
     }
-    // A newcomer gets the same state from the server alone.
+    // A newcomer (anyone may read) gets the same state from the server alone.
     let mut late = Peer::new(9, "team");
     late.connect(&url).await;
-    late.settle(3 * N as usize).await;
+    late.settle(TOTAL).await;
     assert_eq!(late.repo.state_hash(), h);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reconnect_with_cursor_gets_only_what_was_missed() {
     let server = Server::fresh("resume");
-    let (mut a, mut b) = (Peer::new(1, "r"), Peer::new(2, "r"));
+    let mut team = Peer::team("r", &[1, 2]).into_iter();
+    let (mut a, mut b) = (team.next().unwrap(), team.next().unwrap());
     for _ in 0..10 {
         a.write();
     }
     a.connect(&server.url).await;
-    a.settle(10).await;
+    a.settle(11).await;
     b.connect(&server.url).await;
-    b.settle(10).await;
-    assert_eq!(b.received, 10);
+    b.settle(11).await;
+    assert_eq!(b.received, 11);
     a.disconnect();
     let cursor = a.client.cursor();
-    assert_eq!(cursor, 10);
+    assert_eq!(cursor, 11);
     for _ in 0..5 {
         b.write();
     }
     b.push().await;
-    b.settle(15).await;
+    b.settle(16).await;
     a.received = 0;
     a.connect(&server.url).await;
-    a.settle(15).await;
+    a.settle(16).await;
     assert_eq!(a.received, 5, "only the 5 missed commits are resent");
     assert_eq!(a.repo.state_hash(), b.repo.state_hash());
     // While both are connected, a write reaches the other one live.
     a.write();
     a.push().await;
-    a.settle(16).await;
-    b.settle(16).await;
+    a.settle(17).await;
+    b.settle(17).await;
     assert_eq!(a.repo.state_hash(), b.repo.state_hash());
 }
 
@@ -273,17 +89,10 @@ async fn tampered_or_unsigned_push_is_refused_nothing_stored_connection_usable()
     a.repo.seal().unwrap();
     let (commits, seals) = a.repo.export().unwrap();
     let mut ws = socket(&server.url).await;
-    send(
-        &mut ws,
-        &Message::Hello {
-            repo: "r".into(),
-            cursor: 0,
-        },
-    )
-    .await;
-    let Some(Message::Hello { cursor: 0, .. }) = recv(&mut ws, Duration::from_secs(5)).await else {
-        panic!("no Hello reply")
-    };
+    assert_eq!(
+        hello_as(&mut ws, &server.url, "r", Some(&identity(1))).await,
+        0
+    );
     let before = server.log_len("r");
     assert!(before > 0, "the log exists once the repository is opened");
 
@@ -341,23 +150,34 @@ async fn tampered_or_unsigned_push_is_refused_nothing_stored_connection_usable()
         m => panic!("expected an Ack, got {m:?}"),
     }
     assert!(server.log_len("r") > before);
+    // Someone else may not read A's repository.
     let mut b = Peer::new(2, "r");
     b.connect(&server.url).await;
-    b.settle(1).await;
-    assert_eq!(b.repo.state_hash(), a.repo.state_hash());
+    loop {
+        match b.event(Duration::from_secs(5)).await {
+            Some(ibexdb::ClientEvent::ServerError { code, message }) => {
+                assert_eq!(code, ErrorCode::Permission, "{message}");
+                break;
+            }
+            Some(_) => continue,
+            None => panic!("no PermissionError for a stranger"),
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_messages_get_a_protocol_error_and_the_connection_closes() {
     let server = Server::fresh("protocol");
     let cases: Vec<(Vec<u8>, &str)> = vec![
-        (vec![1, 99], "UnknownType"),
+        (vec![2, 99], "UnknownType"),
+        (vec![1, 1, 1, b'r', 0], "Version"),
         (vec![7, 1, 1, b'r', 0], "Version"),
         (
             [
                 Message::Hello {
                     repo: "r".into(),
                     cursor: 0,
+                    auth: None,
                 }
                 .encode(),
                 vec![0],
@@ -365,7 +185,7 @@ async fn bad_messages_get_a_protocol_error_and_the_connection_closes() {
             .concat(),
             "TrailingBytes",
         ),
-        (vec![1, 3, 5], "Malformed"),
+        (vec![2, 3, 5], "Malformed"),
         (Message::Ack { ids: vec![] }.encode(), "Unexpected"),
         (
             Message::Push {
@@ -378,6 +198,7 @@ async fn bad_messages_get_a_protocol_error_and_the_connection_closes() {
     ];
     for (bytes, expect) in cases {
         let mut ws = socket(&server.url).await;
+        challenge(&mut ws).await;
         ws.send(Ws::binary(bytes)).await.unwrap();
         match recv(&mut ws, Duration::from_secs(5)).await {
             Some(Message::Error {
@@ -399,6 +220,7 @@ async fn bad_messages_get_a_protocol_error_and_the_connection_closes() {
     }
     // Text frames are refused too.
     let mut ws = socket(&server.url).await;
+    challenge(&mut ws).await;
     ws.send(Ws::text("hello")).await.unwrap();
     assert!(matches!(
         recv(&mut ws, Duration::from_secs(5)).await,
@@ -416,20 +238,89 @@ async fn restart_keeps_everything_acked() {
     for _ in 0..20 {
         a.write();
     }
+    a.repo.set_public(true, false).unwrap();
     a.connect(&server.url).await;
-    a.settle(20).await; // every commit acked
+    a.settle(21).await; // every commit acked
     server.kill(); // SIGKILL: no clean shutdown
     let server = Server::start(server.data.clone());
     let mut b = Peer::new(2, "durable");
     b.connect(&server.url).await;
-    b.settle(20).await;
+    b.settle(21).await;
     assert_eq!(b.repo.state_hash(), a.repo.state_hash());
     // The old client resumes against the restarted server with its cursor.
     a.write();
     a.connect(&server.url).await;
-    a.settle(21).await;
-    b.settle(21).await;
+    a.settle(22).await;
+    b.settle(22).await;
     assert_eq!(b.repo.state_hash(), a.repo.state_hash());
+}
+
+/// Several clients push concurrently; the server is killed with SIGKILL in the middle. After a
+/// restart every commit any client saw acknowledged is on the server, and every client
+/// converges once it reconnects and re-pushes what was not acknowledged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_during_concurrent_pushes_loses_nothing_acked() {
+    let fast = ["--push-rate", "100000", "--push-burst", "100000"];
+    let mut server = Server::fresh_with("kill9", &fast);
+    let url = server.url.clone();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for mut p in Peer::team("crash", &[1, 2, 3, 4]) {
+        let (url, stop) = (url.clone(), stop.clone());
+        tasks.push(tokio::spawn(async move {
+            p.connect(&url).await;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                p.write();
+                if p.client.welcomed() {
+                    p.push().await;
+                }
+                while p.event(Duration::from_millis(2)).await.is_some() {}
+            }
+            p
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    server.kill(); // SIGKILL while pushes are in flight
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut peers = Vec::new();
+    for t in tasks {
+        peers.push(t.await.unwrap());
+    }
+    let acked: usize = peers.iter().map(|p| p.acked.len()).sum();
+    assert!(
+        acked > 20,
+        "only {acked} commits were acknowledged before the kill"
+    );
+    let server = server.restart();
+    let mut fresh = Peer::new(9, "crash");
+    fresh.catch_up(&server.url).await;
+    for p in &peers {
+        for id in &p.acked {
+            assert!(
+                fresh.repo.has_commit(id),
+                "acknowledged commit {} lost",
+                id.to_hex()
+            );
+        }
+    }
+    let total: u64 = peers.iter().map(|p| p.writes).sum::<u64>() + 1; // + the founding commit
+    for p in peers.iter_mut() {
+        p.connect(&server.url).await;
+    }
+    for p in peers.iter_mut() {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while p.client.push_from() < p.repo.commit_count() || !p.client.welcomed() {
+            assert!(Instant::now() < deadline, "peer {} did not re-push", p.n);
+            p.step(Duration::from_millis(100)).await;
+        }
+    }
+    for p in peers.iter_mut() {
+        p.settle(total as usize).await;
+    }
+    let h = peers[0].repo.state_hash();
+    for p in &peers {
+        assert_eq!(p.repo.state_hash(), h, "peer {} differs", p.n);
+    }
 }
 
 /// Peers write, go offline, come back with their cursor (or with none, as after losing their
@@ -449,7 +340,7 @@ async fn seeded_multi_peer_simulation() {
     println!("seeded_multi_peer_simulation seed = {seed} (IBEXDB_SIM_SEED={seed} to replay)");
     let mut rng = Rng(seed);
     let server = Server::fresh("sim");
-    let mut peers: Vec<Peer> = (1..=4).map(|n| Peer::new(n, "sim")).collect();
+    let mut peers = Peer::team("sim", &[1, 2, 3, 4]);
     for _ in 0..120 {
         let p = &mut peers[rng.below(4) as usize];
         match rng.below(10) {
@@ -463,7 +354,7 @@ async fn seeded_multi_peer_simulation() {
             6 if p.ws.is_none() => {
                 if rng.below(4) == 0 {
                     // Lost its sync state: starts over from cursor 0 (duplicates only).
-                    p.client = Client::new("sim", 0, 0).unwrap();
+                    p.client = Client::new("sim", &server.url, 0, 0).unwrap();
                 }
                 p.connect(&server.url).await;
             }
@@ -474,7 +365,7 @@ async fn seeded_multi_peer_simulation() {
             }
         }
     }
-    let total: u64 = peers.iter().map(|p| p.writes).sum();
+    let total: u64 = peers.iter().map(|p| p.writes).sum::<u64>() + 1; // + the founding commit
     for p in peers.iter_mut() {
         if p.ws.is_none() {
             p.connect(&server.url).await;

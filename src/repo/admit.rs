@@ -7,9 +7,10 @@
 //!
 //! A sync server adds, for a session's push ([`Admission::Server`]): a new commit must also be
 //! allowed by the server's *current* access list merged with its past, so a revoked key cannot
-//! push even on top of an old history; the session's own key must be allowed to write; a new
-//! repository is created only by a root that makes the session's key its owner (or, where the
-//! server allows it, an unowned root); a second root is refused on every replica.
+//! push even on top of an old history; the session's own key must be allowed to write (by the
+//! access list the push itself leaves, so a new repository's root may come from any session
+//! its grants let write); a server that does not host unowned repositories refuses an unowned
+//! root. A second root is refused on every replica.
 
 use super::Repo;
 use crate::access::{check_commit, Acl};
@@ -94,8 +95,8 @@ impl<S: Storage> Repo<S> {
         admit(admission, self.graph.current_acl(), &past, commit, id).map(|_| ())
     }
 
-    /// A root: it must be the only root (or join other unowned roots), and on a server it
-    /// creates the repository only for the session that owns it.
+    /// A root: it must be the only root (or join other unowned roots), and a server may refuse
+    /// unowned ones.
     fn admit_root(
         &self,
         admission: &Admission,
@@ -114,17 +115,11 @@ impl<S: Storage> Repo<S> {
                 ),
             ));
         }
-        if let Admission::Server {
-            session,
-            allow_unowned,
-        } = admission
-        {
-            let creator = after.owned() && *session == Some(commit.author);
-            let open_root = *allow_unowned && !after.owned();
-            if !prov.have_root && !creator && !open_root {
+        if let Admission::Server { allow_unowned, .. } = admission {
+            if !after.owned() && !*allow_unowned {
                 return Err(denied(
                     PermissionErrorKind::CannotCreate,
-                    "a repository is created by a root commit that makes the session's key its owner",
+                    "this server hosts only owned repositories: the root must make its signed author owner",
                 ));
             }
         }

@@ -4,9 +4,11 @@
 //! receive it holds a peer's commits that arrived before their parents. Waiting commits are
 //! not stored: they are lost on close and must be received again.
 
-use crate::commit::{Commit, CommitId};
+use super::RepoOptions;
+use crate::commit::{Commit, CommitId, PublicKey};
+use crate::error::{Error, Result};
 use crate::graph::Graph;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Where a waiting commit's bytes are.
 pub(super) enum Stored {
@@ -104,4 +106,53 @@ pub(super) fn missing_parents(graph: &Graph, commit: &Commit) -> Vec<CommitId> {
         .filter(|p| !graph.by_id.contains_key(p))
         .copied()
         .collect()
+}
+
+/// Refuse a checked batch (before anything of it is stored) that would make more commits wait
+/// than `opts.max_pending`, or leave more ids sealed without their commit than
+/// `opts.max_unknown_sealed`. A commit counts as waiting unless its parents are applied or come
+/// earlier in the batch (parents before children, as peers send them), so a batch in another
+/// order may be counted high.
+pub(super) fn check_room(
+    graph: &Graph,
+    wait: &Waiting,
+    batch: &[(&Commit, CommitId)],
+    cover: &HashMap<CommitId, Vec<PublicKey>>,
+    opts: &RepoOptions,
+) -> Result<()> {
+    let mut ready = HashSet::new();
+    for (c, id) in batch {
+        if c.parents
+            .iter()
+            .all(|p| graph.by_id.contains_key(p) || ready.contains(p))
+        {
+            ready.insert(*id);
+        }
+    }
+    let waiting = wait.len() + batch.len() - ready.len();
+    if waiting > opts.max_pending {
+        return Err(Error::Limit {
+            what: "pending commits".into(),
+            detail: format!(
+                "{waiting} commits would wait for missing parents; this repository holds at most {}",
+                opts.max_pending
+            ),
+        });
+    }
+    let unknown = cover
+        .keys()
+        .filter(|id| !graph.by_id.contains_key(*id) && !ready.contains(*id))
+        .filter(|id| !graph.seal_cover.contains_key(*id))
+        .count();
+    let sealed = graph.seal_cover.len() + unknown;
+    if unknown > 0 && sealed > opts.max_unknown_sealed {
+        return Err(Error::Limit {
+            what: "sealed unknown commits".into(),
+            detail: format!(
+                "seals would cover {sealed} commits this repository does not have; it holds at most {}",
+                opts.max_unknown_sealed
+            ),
+        });
+    }
+    Ok(())
 }

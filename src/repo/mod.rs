@@ -79,6 +79,12 @@ pub struct RepoOptions {
     /// Remote commits whose clock is further ahead of ours than this are refused.
     pub max_clock_skew_ms: u64,
     pub clock: Clock,
+    /// At most this many received commits wait for missing parents; a batch that would make
+    /// more wait is refused whole with [`Error::Limit`] (a server bounds what peers may park).
+    pub max_pending: usize,
+    /// At most this many ids covered by stored seals whose commits have not arrived (the
+    /// graph's seal cover); a batch that would add more is refused whole with [`Error::Limit`].
+    pub max_unknown_sealed: usize,
 }
 
 impl RepoOptions {
@@ -92,6 +98,8 @@ impl RepoOptions {
             recovery: Recovery::Strict,
             max_clock_skew_ms: 60 * 60 * 1000,
             clock,
+            max_pending: usize::MAX,
+            max_unknown_sealed: usize::MAX,
         }
     }
 }

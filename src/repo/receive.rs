@@ -6,7 +6,7 @@
 //! causal buffer (the rule checks them when they become ready).
 
 use super::admit::Admission;
-use super::causal::{missing_parents, Stored};
+use super::causal::{check_room, missing_parents, Stored};
 use super::write::check_size;
 use super::Repo;
 use crate::commit::{Commit, CommitId, FieldOp, Op, PublicKey, Seal};
@@ -79,6 +79,8 @@ impl<S: Storage> Repo<S> {
             self.check_commit(&commit, &id, &checked.cover, now)?;
             accepted.push((commit, id, b));
         }
+        let new: Vec<(&Commit, CommitId)> = accepted.iter().map(|(c, id, _)| (c, *id)).collect();
+        check_room(&self.graph, &self.wait, &new, &checked.cover, &self.opts)?;
         self.admit_batch(admission, &accepted)?;
         let (applied, refused) = self.store_received(admission, checked.seals, accepted)?;
         report.applied = applied;

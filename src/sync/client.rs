@@ -93,6 +93,13 @@ impl Client {
         self.refused
     }
 
+    /// Sync with the server at `url` from now on (the next connection's proof names it). The
+    /// cursor is kept: nodes of one deployment share sequence numbers (docs/design.md §12); a
+    /// server with fewer commits than the cursor makes the client start over (`Welcome`).
+    pub fn set_url(&mut self, url: &str) {
+        self.url = url.to_string();
+    }
+
     /// Start a (re)connection: nothing is sent until the server's `Challenge` arrives. Pushes
     /// in flight on an earlier connection are pushed again.
     pub fn connect(&mut self) {

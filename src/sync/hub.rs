@@ -132,6 +132,27 @@ impl<S: Storage> Hub<S> {
         cursor: u64,
         session: Option<&PublicKey>,
     ) -> Result<Vec<Message>> {
+        let (welcome, from) = self.subscribe(repo_name, cursor, session)?;
+        let mut out = vec![welcome];
+        out.extend(self.range(from, self.head(), &HashSet::new())?);
+        Ok(out)
+    }
+
+    /// `Commits` messages for sequences `from + 1 ..= to`, leaving out `skip`.
+    pub fn range(&self, from: u64, to: u64, skip: &HashSet<CommitId>) -> Result<Vec<Message>> {
+        commits_messages(&self.repo, &self.seals, from as usize, to as usize, skip)
+    }
+
+    /// The `Welcome` answering a `Hello` from `session` with `cursor`, without the catch-up,
+    /// and the sequence the catch-up starts after (a cursor past the head restarts from 0):
+    /// for a server that streams catch-up with [`Hub::batch`] as its queue drains. A session
+    /// that may not read gets `PermissionError`.
+    pub fn subscribe(
+        &self,
+        repo_name: &str,
+        cursor: u64,
+        session: Option<&PublicKey>,
+    ) -> Result<(Message, u64)> {
         let rights = self.rights(session);
         if !rights.read {
             return Err(Error::Permission {
@@ -141,18 +162,52 @@ impl<S: Storage> Hub<S> {
         }
         let head = self.head();
         let from = if cursor > head { 0 } else { cursor };
-        let mut out = vec![Message::Welcome {
+        let welcome = Message::Welcome {
             repo: repo_name.to_string(),
             head,
             rights,
-        }];
-        out.extend(self.range(from, head, &HashSet::new())?);
-        Ok(out)
+        };
+        Ok((welcome, from))
     }
 
-    /// `Commits` messages for sequences `from + 1 ..= to`, leaving out `skip`.
-    pub fn range(&self, from: u64, to: u64, skip: &HashSet<CommitId>) -> Result<Vec<Message>> {
-        commits_messages(&self.repo, &self.seals, from as usize, to as usize, skip)
+    /// One `Commits` message starting after sequence `from` (`from < to`): the commits up to
+    /// `to`, stopping after about `max_bytes` (at least one sequence; [`BATCH_BYTES`] is what
+    /// `hello` and `range` use), leaving out `skip`. Its `to` field says where the next one
+    /// starts.
+    pub fn batch(
+        &self,
+        from: u64,
+        to: u64,
+        skip: &HashSet<CommitId>,
+        max_bytes: usize,
+    ) -> Result<Message> {
+        let (from, to) = (from as usize, to as usize);
+        let core = self.repo.graph();
+        let (mut end, mut bytes) = (from, 0);
+        let mut list = Vec::new();
+        while end < to && (bytes < max_bytes || end == from) {
+            let id = core.commits[end].id;
+            if !skip.contains(&id) {
+                let b = self.repo.commit_bytes_at(end)?;
+                bytes += b.len() + 40;
+                list.push((end, id, b));
+            }
+            end += 1;
+        }
+        let positions: Vec<usize> = list.iter().map(|(p, _, _)| *p).collect();
+        let seals = self.seals.seals_for(&self.repo, &positions)?;
+        Ok(Message::Commits {
+            from: from as u64,
+            to: end as u64,
+            commits: list.into_iter().map(|(_, id, b)| (id, b)).collect(),
+            seals,
+        })
+    }
+
+    /// Flush, then write the repository's snapshot (false when it was opened without a
+    /// snapshot file). See [`Repo::write_snapshot`].
+    pub fn write_snapshot(&mut self) -> Result<bool> {
+        self.repo.write_snapshot()
     }
 
     /// Verify and store a push. On error nothing was stored (a verification error) or the

@@ -487,13 +487,32 @@ fn tampered_unsigned_or_foreign_pushes_are_refused_and_nothing_is_stored() {
         ),
         "{e:?}"
     );
-    // Someone else's session cannot create A's repository.
+    // A session with no right in A's repository cannot push it; nor an unowned root.
     let stranger = Admission::Server {
         session: Some(ident(9).public()),
         allow_unowned: false,
     };
     let e = hub.push(&stranger, &commits, &seals).unwrap_err();
+    assert_eq!(permission(e), PermissionErrorKind::CannotWrite);
+    let mut opts = RepoOptions::new(REPO, None, clock());
+    opts.trusted = true;
+    let mut open_repo = Repo::open(MemStorage::new(), None, opts).unwrap();
+    write(&mut open_repo, "t/z", 1);
+    let mut opts = RepoOptions::new(REPO, None, clock());
+    opts.accept_trusted = true;
+    let mut hub2 = Hub::new(Repo::open(MemStorage::new(), None, opts).unwrap()).unwrap();
+    let anyone = Admission::Server {
+        session: None,
+        allow_unowned: false,
+    };
+    let unowned = open_repo.export().unwrap().0;
+    let e = hub2.push(&anyone, &unowned, &[]).unwrap_err();
     assert_eq!(permission(e), PermissionErrorKind::CannotCreate);
+    let anyone = Admission::Server {
+        session: None,
+        allow_unowned: true,
+    };
+    assert_eq!(hub2.push(&anyone, &unowned, &[]).unwrap().to, 1);
     assert_eq!(hub.head(), 0);
     assert_eq!(
         hub.repo().storage().bytes().len() as u64,
@@ -657,4 +676,59 @@ fn out_of_order_messages_are_protocol_errors() {
         ProtocolErrorKind::Unexpected
     );
     let _ = Value::from(1i64);
+}
+
+/// Catch-up one `Hub::batch` at a time gives the same commits as `Hub::hello`.
+#[test]
+fn stepwise_catch_up_matches_hello() {
+    let mut hub = server();
+    let mut a = signed(1);
+    let big = "x".repeat(300_000);
+    for i in 0..8 {
+        let mut t = Txn::new();
+        t.put(&format!("t/{i}"), map! { "s" => big.as_str() }.as_map())
+            .unwrap();
+        a.commit(t).unwrap();
+    }
+    a.set_public(true, false).unwrap();
+    sync(&mut hub, &mut client(), &mut a);
+    let (welcome, from) = hub.subscribe(REPO, 99, None).unwrap();
+    assert_eq!(
+        (welcome, from),
+        (
+            Message::Welcome {
+                repo: REPO.into(),
+                head: 9,
+                rights: Rights {
+                    read: true,
+                    write: false,
+                    administer: false
+                }
+            },
+            0
+        )
+    );
+    let (mut b, mut c) = (signed(2), client());
+    c.connect();
+    c.handle(&mut b, hub.subscribe(REPO, 0, None).unwrap().0)
+        .unwrap();
+    let (mut at, mut messages) = (0, 0);
+    while at < hub.head() {
+        let m = hub
+            .batch(at, hub.head(), &Default::default(), 1 << 20)
+            .unwrap();
+        let Message::Commits { to, .. } = &m else {
+            unreachable!()
+        };
+        assert!(*to > at, "every batch advances");
+        at = *to;
+        messages += 1;
+        c.handle(&mut b, wire(m)).unwrap();
+    }
+    assert!(messages >= 2, "about 1 MiB per message");
+    assert_eq!(b.state_hash(), a.state_hash());
+    assert!(
+        hub.write_snapshot().is_ok_and(|written| !written),
+        "no snapshot file"
+    );
 }

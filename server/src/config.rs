@@ -1,0 +1,403 @@
+//! The command line: every flag, its default, and the `--help` text (docs/design.md §12.3).
+
+use ibexdb::MAX_MESSAGE_BYTES;
+use std::path::PathBuf;
+use std::time::Duration;
+
+const MIB: u64 = 1 << 20;
+
+/// Everything the server is told on its command line.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub data: PathBuf,
+    pub listen: String,
+    /// URLs clients use to reach this server (bound into their session proofs, §12.3).
+    pub public_urls: Vec<String>,
+    pub accept_trusted: bool,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    pub max_message_bytes: usize,
+    pub max_connections: usize,
+    pub max_connections_per_ip: usize,
+    pub push_rate: f64,
+    pub push_burst: f64,
+    pub push_bytes_rate: f64,
+    pub push_bytes_burst: f64,
+    pub queue_bytes: usize,
+    pub queue_messages: usize,
+    pub batch_bytes: usize,
+    pub max_pending: usize,
+    pub max_unknown_sealed: usize,
+    pub max_repos: usize,
+    pub repo_idle: Duration,
+    pub repo_retry: Duration,
+    pub handshake_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub snapshot_tail_bytes: u64,
+    pub shutdown_timeout: Duration,
+}
+
+/// One flag: name, value name (empty for a switch), default shown in `--help`, description.
+type Flag = (&'static str, &'static str, &'static str, &'static str);
+
+const FLAGS: &[Flag] = &[
+    (
+        "--data",
+        "DIR",
+        "(required)",
+        "directory of the repositories: NAME.log and NAME.snapshot",
+    ),
+    (
+        "--listen",
+        "HOST:PORT",
+        "127.0.0.1:8787",
+        "address for WebSocket, /healthz and /metrics (port 0: any)",
+    ),
+    (
+        "--public-url",
+        "URL",
+        "the listen address",
+        "a ws:// or wss:// URL clients dial (repeatable; their session proofs name it)",
+    ),
+    (
+        "--accept-trusted",
+        "",
+        "off",
+        "accept unsigned (trusted-mode) commits where the access list lets anyone write, and let keyless sessions create unowned (public) repositories",
+    ),
+    (
+        "--tls-cert",
+        "FILE",
+        "none",
+        "PEM certificate chain: serve wss:// and https:// (with --tls-key)",
+    ),
+    (
+        "--tls-key",
+        "FILE",
+        "none",
+        "PEM private key (PKCS#8, PKCS#1 or SEC1)",
+    ),
+    (
+        "--max-message-bytes",
+        "N",
+        "16777216",
+        "largest WebSocket message or frame (at most 83886080)",
+    ),
+    (
+        "--max-connections",
+        "N",
+        "10000",
+        "connections held at once",
+    ),
+    (
+        "--max-connections-per-ip",
+        "N",
+        "256",
+        "connections held at once from one source address",
+    ),
+    (
+        "--push-rate",
+        "N",
+        "50",
+        "pushes per second per connection (token bucket rate)",
+    ),
+    (
+        "--push-burst",
+        "N",
+        "100",
+        "pushes a connection may make at once (token bucket size)",
+    ),
+    (
+        "--push-bytes-rate",
+        "N",
+        "8388608",
+        "pushed bytes per second per connection",
+    ),
+    (
+        "--push-bytes-burst",
+        "N",
+        "33554432",
+        "pushed bytes at once per connection (at least --max-message-bytes)",
+    ),
+    (
+        "--queue-bytes",
+        "N",
+        "8388608",
+        "bytes queued to one connection; a live reader past it is dropped",
+    ),
+    (
+        "--queue-messages",
+        "N",
+        "4096",
+        "messages queued to one connection; a live reader past it is dropped",
+    ),
+    (
+        "--max-pending",
+        "N",
+        "10000",
+        "commits per repository waiting for missing parents",
+    ),
+    (
+        "--max-unknown-sealed",
+        "N",
+        "100000",
+        "ids per repository covered by seals whose commits are missing",
+    ),
+    (
+        "--max-repos",
+        "N",
+        "256",
+        "repositories open at once (the least recently used idle one is closed)",
+    ),
+    (
+        "--repo-idle-ms",
+        "MS",
+        "60000",
+        "close a repository no connection used for this long",
+    ),
+    (
+        "--repo-retry-ms",
+        "MS",
+        "5000",
+        "after a repository failed to open, answer Unavailable this long",
+    ),
+    (
+        "--handshake-timeout-ms",
+        "MS",
+        "10000",
+        "from accept to the client's Hello (TLS, HTTP, WebSocket)",
+    ),
+    (
+        "--idle-timeout-ms",
+        "MS",
+        "60000",
+        "close a connection silent this long (pinged after half of it)",
+    ),
+    (
+        "--snapshot-tail-bytes",
+        "N",
+        "67108864",
+        "write NAME.snapshot when the log grew this much past it",
+    ),
+    (
+        "--shutdown-timeout-ms",
+        "MS",
+        "10000",
+        "on SIGTERM, wait this long for connections to finish",
+    ),
+    ("--help", "", "", "print this help"),
+];
+
+/// The `--help` text.
+pub fn help() -> String {
+    let mut s = String::from(
+        "ibexdb-server: verifies, stores and relays signed commits over WebSocket.\n\n\
+         usage: ibexdb-server --data DIR [--listen HOST:PORT] [FLAGS]\n\n\
+         The listener also answers plain HTTP GET /healthz and GET /metrics (Prometheus).\n\
+         SIGTERM or Ctrl-C: stop accepting, finish pushes, tell clients, write snapshots, exit 0.\n\n\
+         flags (default in brackets):\n",
+    );
+    for (name, value, default, what) in FLAGS {
+        let flag = format!("{name} {value}");
+        let default = if default.is_empty() {
+            String::new()
+        } else {
+            format!(" [{default}]")
+        };
+        s.push_str(&format!("  {flag:<28} {what}{default}\n"));
+    }
+    s
+}
+
+impl Config {
+    fn defaults(data: PathBuf) -> Config {
+        Config {
+            data,
+            listen: "127.0.0.1:8787".into(),
+            public_urls: Vec::new(),
+            accept_trusted: false,
+            tls_cert: None,
+            tls_key: None,
+            max_message_bytes: 16 * MIB as usize,
+            max_connections: 10_000,
+            max_connections_per_ip: 256,
+            push_rate: 50.0,
+            push_burst: 100.0,
+            push_bytes_rate: 8.0 * MIB as f64,
+            push_bytes_burst: 32.0 * MIB as f64,
+            queue_bytes: 8 * MIB as usize,
+            queue_messages: 4096,
+            batch_bytes: 64 << 10,
+            max_pending: 10_000,
+            max_unknown_sealed: 100_000,
+            max_repos: 256,
+            repo_idle: Duration::from_secs(60),
+            repo_retry: Duration::from_secs(5),
+            handshake_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            snapshot_tail_bytes: 64 * MIB,
+            shutdown_timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// The `host:port` forms clients may have dialed: the `--public-url`s, and the bound address
+    /// (the loopback names too for a loopback or unspecified address).
+    pub fn hosts(&self, bound: std::net::SocketAddr) -> Vec<String> {
+        let mut hosts: Vec<String> = self
+            .public_urls
+            .iter()
+            .filter_map(|u| ibexdb::url_authority(u))
+            .collect();
+        let port = bound.port();
+        if bound.ip().is_unspecified() || bound.ip().is_loopback() {
+            for h in ["localhost", "127.0.0.1", "[::1]"] {
+                hosts.push(format!("{h}:{port}"));
+            }
+        }
+        if !bound.ip().is_unspecified() {
+            hosts.push(bound.to_string());
+        }
+        hosts
+    }
+
+    /// Parse `--flag value` and `--flag=value` arguments. `Ok(None)` means `--help`.
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Option<Config>, String> {
+        let mut cfg = Config::defaults(PathBuf::new());
+        let mut data = None;
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            let (name, inline) = match arg.split_once('=') {
+                Some((n, v)) => (n.to_string(), Some(v.to_string())),
+                None => (arg.clone(), None),
+            };
+            let Some(flag) = FLAGS.iter().find(|f| f.0 == name) else {
+                return Err(format!("unknown argument {arg:?} (see --help)"));
+            };
+            if name == "--help" {
+                return Ok(None);
+            }
+            let value = match (flag.1.is_empty(), inline) {
+                (true, None) => String::new(),
+                (true, Some(_)) => return Err(format!("{name} takes no value")),
+                (false, Some(v)) => v,
+                (false, None) => args.next().ok_or_else(|| format!("{name} needs a value"))?,
+            };
+            if name == "--data" {
+                data = Some(PathBuf::from(value));
+            } else {
+                cfg.set(&name, &value)?;
+            }
+        }
+        cfg.data = data.ok_or("--data DIR is required (see --help)")?;
+        cfg.check()?;
+        Ok(Some(cfg))
+    }
+
+    fn set(&mut self, name: &str, v: &str) -> Result<(), String> {
+        match name {
+            "--listen" => self.listen = v.to_string(),
+            "--public-url" => {
+                if ibexdb::url_authority(v).is_none() {
+                    return Err(format!("--public-url {v:?} is not a ws:// or wss:// URL"));
+                }
+                self.public_urls.push(v.to_string());
+            }
+            "--accept-trusted" => self.accept_trusted = true,
+            "--tls-cert" => self.tls_cert = Some(PathBuf::from(v)),
+            "--tls-key" => self.tls_key = Some(PathBuf::from(v)),
+            "--max-message-bytes" => self.max_message_bytes = int(name, v)? as usize,
+            "--max-connections" => self.max_connections = int(name, v)? as usize,
+            "--max-connections-per-ip" => self.max_connections_per_ip = int(name, v)? as usize,
+            "--push-rate" => self.push_rate = int(name, v)? as f64,
+            "--push-burst" => self.push_burst = int(name, v)? as f64,
+            "--push-bytes-rate" => self.push_bytes_rate = int(name, v)? as f64,
+            "--push-bytes-burst" => self.push_bytes_burst = int(name, v)? as f64,
+            "--queue-bytes" => self.queue_bytes = int(name, v)? as usize,
+            "--queue-messages" => self.queue_messages = int(name, v)? as usize,
+            "--batch-bytes" => self.batch_bytes = int(name, v)? as usize,
+            "--max-pending" => self.max_pending = int(name, v)? as usize,
+            "--max-unknown-sealed" => self.max_unknown_sealed = int(name, v)? as usize,
+            "--max-repos" => self.max_repos = int(name, v)? as usize,
+            "--repo-idle-ms" => self.repo_idle = ms(name, v)?,
+            "--repo-retry-ms" => self.repo_retry = ms(name, v)?,
+            "--handshake-timeout-ms" => self.handshake_timeout = ms(name, v)?,
+            "--idle-timeout-ms" => self.idle_timeout = ms(name, v)?,
+            "--snapshot-tail-bytes" => self.snapshot_tail_bytes = int(name, v)?,
+            "--shutdown-timeout-ms" => self.shutdown_timeout = ms(name, v)?,
+            _ => unreachable!("flag {name} listed but not handled"),
+        }
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.max_message_bytes < 1024 || self.max_message_bytes > MAX_MESSAGE_BYTES {
+            return Err(format!(
+                "--max-message-bytes must be 1024..={MAX_MESSAGE_BYTES}"
+            ));
+        }
+        if self.push_bytes_burst < self.max_message_bytes as f64 {
+            return Err("--push-bytes-burst must be at least --max-message-bytes".into());
+        }
+        if self.tls_cert.is_some() != self.tls_key.is_some() {
+            return Err("--tls-cert and --tls-key go together".into());
+        }
+        let zero = [
+            ("--max-connections", self.max_connections),
+            ("--max-connections-per-ip", self.max_connections_per_ip),
+            ("--queue-messages", self.queue_messages),
+            ("--max-repos", self.max_repos),
+        ];
+        if let Some((n, _)) = zero.iter().find(|(_, v)| *v == 0) {
+            return Err(format!("{n} must be at least 1"));
+        }
+        if self.batch_bytes < 1024 || self.batch_bytes > 1 << 20 {
+            return Err("--batch-bytes must be 1024..=1048576".into());
+        }
+        if self.queue_bytes < 4 * self.batch_bytes {
+            return Err("--queue-bytes must hold four batches (--batch-bytes)".into());
+        }
+        if self.push_rate <= 0.0 || self.push_bytes_rate <= 0.0 || self.push_burst < 1.0 {
+            return Err("push rates must be positive and --push-burst at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+fn int(name: &str, v: &str) -> Result<u64, String> {
+    v.parse()
+        .map_err(|_| format!("{name} wants a whole number, got {v:?}"))
+}
+
+fn ms(name: &str, v: &str) -> Result<Duration, String> {
+    Ok(Duration::from_millis(int(name, v)?.max(1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn flags_parse_with_defaults_and_errors() {
+        let c = Config::parse(args("--data d --max-repos=3 --idle-timeout-ms 500"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (c.max_repos, c.idle_timeout),
+            (3, Duration::from_millis(500))
+        );
+        assert_eq!(c.listen, "127.0.0.1:8787");
+        assert!(Config::parse(args("--help")).unwrap().is_none());
+        assert!(Config::parse(args("--listen x")).is_err(), "no --data");
+        assert!(Config::parse(args("--data d --nope")).is_err());
+        assert!(Config::parse(args("--data d --max-repos x")).is_err());
+        assert!(Config::parse(args("--data d --tls-cert c")).is_err());
+        assert!(Config::parse(args("--data d --max-message-bytes 999999999")).is_err());
+        for f in FLAGS {
+            assert!(help().contains(f.0), "{} documented", f.0);
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! One client connection: TLS and the HTTP request (a plain GET is answered by `http`), the
+//! WebSocket upgrade, the handshake, then the session: pushes are read one at a time and the
+//! socket is not read again until the repository thread has stored, acknowledged and relayed
+//! the last one (back-pressure), within the connection's push budget; silence is met with a
+//! ping, then closed. Every refusal is sent as an `Error` before the close.
+
+use crate::handshake::{self, Hello};
+use crate::http::{self, Request};
+use crate::limits::{ConnGuard, PushBudget};
+use crate::log;
+use crate::outbox::Outbox;
+use crate::refusal::{Ended, Refusal};
+use crate::registry::RepoHandle;
+use crate::repo_thread::Cmd;
+use crate::server::Server;
+use crate::session::Session;
+use crate::stream::{BoxIo, Prefixed};
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use ibexdb::{ErrorCode, Message};
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+use tokio::time::{sleep_until, timeout_at, Instant};
+use tokio_tungstenite::tungstenite::error::CapacityError;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message as Ws};
+use tokio_tungstenite::WebSocketStream;
+
+type Socket = WebSocketStream<Prefixed<BoxIo>>;
+
+/// The WebSocket layer's read buffer per connection (it reads in chunks of this size).
+const READ_BUFFER: usize = 8 << 10;
+
+/// One log line and one metric per refusal.
+pub fn log_refusal(session: &Session, r: &Refusal, repo: Option<&str>) {
+    log::event(
+        "refusal",
+        &[
+            ("conn", &session.conn),
+            ("peer", &session.peer),
+            ("repo", &repo.unwrap_or("-")),
+            ("code", &(r.code as u8)),
+            ("what", &r.what),
+            ("text", &r.text),
+        ],
+    );
+}
+
+/// A WebSocket read error: an oversized message is a `Limit` refusal, anything else a close.
+pub fn ws_error(e: WsError, max: usize) -> Ended {
+    match e {
+        WsError::Capacity(CapacityError::MessageTooLong { size, .. }) => Ended::Refused(Refusal::limit(
+            "message size",
+            format!("a message of {size} bytes exceeds the limit of {max} bytes (--max-message-bytes)"),
+        )),
+        WsError::Capacity(_) => Ended::Refused(Refusal::limit(
+            "message size",
+            format!("a frame exceeds the limit of {max} bytes (--max-message-bytes)"),
+        )),
+        _ => Ended::Closed("socket error"),
+    }
+}
+
+/// TLS, then the HTTP request; `None` when it was plain HTTP (answered) or failed.
+async fn upgrade(server: &Server, tcp: TcpStream) -> Option<Socket> {
+    let mut io: BoxIo = match &server.tls {
+        Some(acceptor) => Box::new(acceptor.accept(tcp).await.ok()?),
+        None => Box::new(tcp),
+    };
+    let (head, req) = http::read_head(&mut io).await.ok()?;
+    if !matches!(req, Request::Upgrade) {
+        http::respond(&mut io, req, server).await;
+        return None;
+    }
+    let max = server.cfg.max_message_bytes;
+    // Small read buffers: an idle connection costs kilobytes, not the default 128 KiB.
+    let config = WebSocketConfig::default()
+        .read_buffer_size(READ_BUFFER)
+        .write_buffer_size(0)
+        .max_message_size(Some(max))
+        .max_frame_size(Some(max));
+    let io = Prefixed::new(head, io);
+    tokio_tungstenite::accept_async_with_config(io, Some(config))
+        .await
+        .ok()
+}
+
+/// Serve one accepted TCP connection to its end.
+pub async fn serve(server: Arc<Server>, tcp: TcpStream, peer: SocketAddr, guard: ConnGuard) {
+    let _ = tcp.set_nodelay(true);
+    let deadline = Instant::now() + server.cfg.handshake_timeout;
+    let Ok(Some(ws)) = timeout_at(deadline, upgrade(&server, tcp)).await else {
+        return;
+    };
+    let mut session = Session {
+        conn: server.next_conn(),
+        peer,
+        key: None,
+    };
+    server.metrics.connections.fetch_add(1, Relaxed);
+    server.metrics.connections_total.fetch_add(1, Relaxed);
+    log::event("conn_open", &[("conn", &session.conn), ("peer", &peer)]);
+    let (sink, mut source) = ws.split();
+    let out = Arc::new(Outbox::new(
+        server.cfg.queue_bytes,
+        server.cfg.queue_messages,
+    ));
+    let writer = {
+        let (out, idle) = (out.clone(), server.cfg.idle_timeout);
+        tokio::spawn(async move { out.write(sink, idle).await })
+    };
+    let (ended, repo) = session_run(&server, &mut source, &out, &mut session, deadline).await;
+    let why = match &ended {
+        Ended::Refused(r) => {
+            tell(&server, &session, &out, r, repo.as_deref());
+            r.what.clone()
+        }
+        Ended::Closed(why) => why.to_string(),
+    };
+    out.close();
+    let _ = writer.await;
+    server.metrics.connections.fetch_sub(1, Relaxed);
+    let repo = repo.unwrap_or_else(|| "-".into());
+    log::event(
+        "conn_close",
+        &[
+            ("conn", &session.conn),
+            ("peer", &peer),
+            ("repo", &repo),
+            ("why", &why),
+        ],
+    );
+    drop(guard);
+}
+
+fn tell(server: &Server, session: &Session, out: &Outbox, r: &Refusal, repo: Option<&str>) {
+    log_refusal(session, r, repo);
+    server.metrics.refusal(&r.what);
+    out.force(Bytes::from(r.encode()));
+}
+
+/// Handshake, subscribe, then read until the session ends. Also returns the repository name.
+async fn session_run<S>(
+    server: &Arc<Server>,
+    source: &mut S,
+    out: &Arc<Outbox>,
+    session: &mut Session,
+    deadline: Instant,
+) -> (Ended, Option<String>)
+where
+    S: Stream<Item = Result<Ws, WsError>> + Unpin,
+{
+    let max = server.cfg.max_message_bytes;
+    let expect = handshake::Expect {
+        hosts: &server.hosts,
+        max_age: server.cfg.handshake_timeout,
+        max,
+    };
+    let hello = match timeout_at(
+        deadline,
+        handshake::handshake(source, out, session, &expect),
+    )
+    .await
+    {
+        Ok(Ok(hello)) => hello,
+        Ok(Err(ended)) => return (ended, None),
+        Err(_) => {
+            let ms = server.cfg.handshake_timeout.as_millis();
+            let detail = format!("no Hello within {ms} ms of connecting (--handshake-timeout-ms)");
+            return (
+                Ended::Refused(Refusal::limit("handshake timeout", detail)),
+                None,
+            );
+        }
+    };
+    let name = hello.repo.clone();
+    let ended = match subscribe(server, out, session, hello).await {
+        Ok(repo) => {
+            let ended = read_loop(server, source, out, &repo, session).await;
+            repo.send(Cmd::Leave { conn: session.conn });
+            ended
+        }
+        Err(ended) => ended,
+    };
+    (ended, Some(name))
+}
+
+async fn subscribe(
+    server: &Arc<Server>,
+    out: &Arc<Outbox>,
+    session: &Session,
+    hello: Hello,
+) -> Result<RepoHandle, Ended> {
+    if server.shutdown.is_set() {
+        return Err(shutting_down());
+    }
+    let repo = server
+        .registry
+        .acquire(&hello.repo)
+        .await
+        .map_err(Ended::Refused)?;
+    let (tx, conn) = (repo.sender(), session.conn);
+    out.set_drain_hook(Box::new(move || {
+        let _ = tx.send(Cmd::Drained { conn });
+    }));
+    let cmd = Cmd::Subscribe {
+        session: session.clone(),
+        cursor: hello.cursor,
+        out: out.clone(),
+    };
+    if !repo.send(cmd) {
+        return Err(gone());
+    }
+    Ok(repo)
+}
+
+fn shutting_down() -> Ended {
+    Ended::Refused(Refusal::unavailable("server shutting down".into()))
+}
+
+fn gone() -> Ended {
+    Ended::Refused(Refusal::unavailable(
+        "the repository closed; reconnect".into(),
+    ))
+}
+
+/// Read messages until the session ends: pushes one at a time, pings on silence.
+async fn read_loop<S>(
+    server: &Arc<Server>,
+    source: &mut S,
+    out: &Arc<Outbox>,
+    repo: &RepoHandle,
+    session: &Session,
+) -> Ended
+where
+    S: Stream<Item = Result<Ws, WsError>> + Unpin,
+{
+    let cfg = &server.cfg;
+    let mut budget = PushBudget::new(
+        cfg.push_rate,
+        cfg.push_burst,
+        cfg.push_bytes_rate,
+        cfg.push_bytes_burst,
+    );
+    let (mut heard, mut pinged) = (Instant::now(), false);
+    loop {
+        let wake = heard
+            + if pinged {
+                cfg.idle_timeout
+            } else {
+                cfg.idle_timeout / 2
+            };
+        let frame = tokio::select! {
+            f = source.next() => f,
+            _ = sleep_until(wake) => {
+                if pinged {
+                    let ms = cfg.idle_timeout.as_millis();
+                    let detail = format!("no message or pong for {ms} ms (--idle-timeout-ms)");
+                    return Ended::Refused(Refusal::limit("idle timeout", detail));
+                }
+                out.ping();
+                pinged = true;
+                continue;
+            }
+            _ = out.closed() => return Ended::Closed("closed by the server"),
+            _ = server.shutdown.wait() => return shutting_down(),
+        };
+        (heard, pinged) = (Instant::now(), false);
+        let bytes = match frame {
+            Some(Ok(Ws::Binary(b))) => b,
+            Some(Ok(Ws::Text(_))) => {
+                return Ended::protocol("text frames are not part of the protocol")
+            }
+            Some(Ok(Ws::Close(_))) | None => return Ended::Closed("closed by the peer"),
+            Some(Ok(_)) => continue,
+            Some(Err(e)) => return ws_error(e, cfg.max_message_bytes),
+        };
+        if let Err(ended) = on_message(server, &bytes, out, repo, session, &mut budget).await {
+            return ended;
+        }
+    }
+}
+
+/// One message after the handshake: only `Push` is valid.
+async fn on_message(
+    server: &Arc<Server>,
+    bytes: &[u8],
+    out: &Arc<Outbox>,
+    repo: &RepoHandle,
+    session: &Session,
+    budget: &mut PushBudget,
+) -> Result<(), Ended> {
+    let (commits, seals) = match Message::decode(bytes) {
+        Ok(Message::Push { commits, seals }) => (commits, seals),
+        Ok(Message::Hello { .. }) => {
+            return Err(Ended::protocol("a second Hello on one connection"))
+        }
+        Ok(_) => {
+            return Err(Ended::protocol(
+                "a server-to-client message sent to the server",
+            ))
+        }
+        Err(e) => return Err(Ended::Refused(Refusal::from(&e))),
+    };
+    if let Err(wait) = budget.take(bytes.len()) {
+        let cfg = &server.cfg;
+        let detail = format!(
+            "over {} pushes or {} bytes per second on this connection (--push-rate, --push-bytes-rate); nothing of this push was stored; retry in {} ms",
+            cfg.push_rate, cfg.push_bytes_rate, wait.as_millis()
+        );
+        let r = Refusal::limit("push rate", detail);
+        server
+            .metrics
+            .commits_refused(ErrorCode::Limit, commits.len());
+        tell(server, session, out, &r, None);
+        tokio::time::sleep(wait).await; // back-pressure: the socket is not read meanwhile
+        return Ok(());
+    }
+    let (done, stored) = oneshot::channel();
+    let cmd = Cmd::Push {
+        session: session.clone(),
+        commits,
+        seals,
+        done,
+    };
+    if !repo.send(cmd) {
+        return Err(gone());
+    }
+    let _ = stored.await; // back-pressure: one push at a time per connection
+    Ok(())
+}

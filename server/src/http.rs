@@ -1,0 +1,83 @@
+//! The first bytes of a connection are an HTTP request: a WebSocket upgrade goes on to the
+//! sync protocol; a plain `GET /healthz` or `GET /metrics` is answered here and closed.
+
+use crate::server::Server;
+use std::io;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// Longest request head read (bytes).
+const MAX_HEAD: usize = 8192;
+
+pub enum Request {
+    Upgrade,
+    Get(String),
+    Bad,
+}
+
+/// Read up to the end of the request head. Returns every byte read (the WebSocket layer reads
+/// them again) and what the request asks for.
+pub async fn read_head<S: AsyncRead + Unpin>(io: &mut S) -> io::Result<(Vec<u8>, Request)> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    loop {
+        let n = io.read(&mut chunk).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let req = classify(&buf[..end]);
+            return Ok((buf, req));
+        }
+        if buf.len() > MAX_HEAD {
+            return Ok((buf, Request::Bad));
+        }
+    }
+}
+
+fn classify(head: &[u8]) -> Request {
+    let text = String::from_utf8_lossy(head);
+    let mut lines = text.split("\r\n");
+    let first: Vec<&str> = lines.next().unwrap_or("").split(' ').collect();
+    let [method, path, _version] = first[..] else {
+        return Request::Bad;
+    };
+    if method != "GET" {
+        return Request::Bad;
+    }
+    let upgrade = lines.any(|l| {
+        let l = l.to_ascii_lowercase();
+        l.starts_with("upgrade:") && l.contains("websocket")
+    });
+    if upgrade {
+        Request::Upgrade
+    } else {
+        Request::Get(path.to_string())
+    }
+}
+
+/// Answer a plain HTTP request and close.
+pub async fn respond<S: AsyncWrite + Unpin>(io: &mut S, req: Request, server: &Server) {
+    let (status, ctype, body) = match req {
+        Request::Get(p) if p == "/healthz" && server.shutdown.is_set() => (
+            "503 Service Unavailable",
+            "text/plain",
+            "shutting down\n".to_string(),
+        ),
+        Request::Get(p) if p == "/healthz" => ("200 OK", "text/plain", "ok\n".to_string()),
+        Request::Get(p) if p == "/metrics" => (
+            "200 OK",
+            "text/plain; version=0.0.4",
+            server.metrics.render(),
+        ),
+        Request::Get(_) => ("404 Not Found", "text/plain", "not found\n".to_string()),
+        _ => ("400 Bad Request", "text/plain", "bad request\n".to_string()),
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = io.write_all(head.as_bytes()).await;
+    let _ = io.write_all(body.as_bytes()).await;
+    let _ = io.shutdown().await;
+}

@@ -1,0 +1,71 @@
+//! What the server refuses, as the `Error` message the client gets: a code and a text
+//! "ErrorName: message". Limits name the limit and its flag.
+
+use ibexdb::{Error, ErrorCode, Message};
+
+/// A refusal: the code, the text sent, and a short name for logs and metrics.
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    pub code: ErrorCode,
+    pub text: String,
+    /// `limit` refusals name the limit (`connections`, `push rate`, …); others the code.
+    pub what: String,
+}
+
+impl Refusal {
+    pub fn limit(what: &str, detail: String) -> Refusal {
+        Refusal::from(&Error::Limit {
+            what: what.to_string(),
+            detail,
+        })
+    }
+
+    pub fn unavailable(detail: String) -> Refusal {
+        Refusal::from(&Error::Unavailable { detail })
+    }
+
+    pub fn message(&self) -> Message {
+        Message::Error {
+            code: self.code,
+            message: self.text.clone(),
+        }
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        self.message().encode()
+    }
+}
+
+impl From<&Error> for Refusal {
+    fn from(e: &Error) -> Refusal {
+        let what = match e {
+            Error::Limit { what, .. } => what.clone(),
+            e => e.name().to_string(),
+        };
+        let Message::Error { code, message } = Message::error(e) else {
+            unreachable!("Message::error makes an Error")
+        };
+        Refusal {
+            code,
+            text: message,
+            what,
+        }
+    }
+}
+
+/// Why a connection's session ended.
+pub enum Ended {
+    /// The server refuses something: the client is told, then the connection is closed.
+    Refused(Refusal),
+    /// The peer closed, the server closed the queue, or the socket failed.
+    Closed(&'static str),
+}
+
+impl Ended {
+    pub fn protocol(detail: &str) -> Ended {
+        Ended::Refused(Refusal::from(&Error::Protocol {
+            kind: ibexdb::ProtocolErrorKind::Unexpected,
+            detail: detail.to_string(),
+        }))
+    }
+}

@@ -1,0 +1,329 @@
+//! The open repositories: one thread each, opened on first use, closed when idle (and their
+//! files released), at most `--max-repos` at once (the least recently used idle one is closed
+//! to make room). A repository that failed to open answers `Unavailable` until its retry time;
+//! a thread that ended (closed, failed, panicked) is replaced on the next use, after its files
+//! are closed.
+
+use crate::config::Config;
+use crate::log;
+use crate::metrics::Metrics;
+use crate::refusal::Refusal;
+use crate::repo_thread::{self, Cmd, Exit};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+enum Entry {
+    Open {
+        tx: Sender<Cmd>,
+        users: usize,
+        last_used: Instant,
+        gen: u64,
+        done: watch::Receiver<bool>,
+    },
+    /// Told to close; its thread still holds the files until `done`.
+    Closing {
+        gen: u64,
+        done: watch::Receiver<bool>,
+    },
+    Failed {
+        until: Instant,
+        why: String,
+    },
+}
+
+pub struct Registry {
+    cfg: Arc<Config>,
+    metrics: Arc<Metrics>,
+    entries: Mutex<HashMap<String, Entry>>,
+    next_gen: AtomicU64,
+}
+
+/// A connection's use of one repository thread; dropping it marks the use ended.
+pub struct RepoHandle {
+    registry: Arc<Registry>,
+    name: String,
+    gen: u64,
+    tx: Sender<Cmd>,
+}
+
+impl RepoHandle {
+    /// Send a command; false when the thread is gone.
+    pub fn send(&self, cmd: Cmd) -> bool {
+        self.tx.send(cmd).is_ok()
+    }
+
+    pub fn sender(&self) -> Sender<Cmd> {
+        self.tx.clone()
+    }
+}
+
+impl Drop for RepoHandle {
+    fn drop(&mut self) {
+        self.registry.release(&self.name, self.gen);
+    }
+}
+
+/// Ends a repository thread's registration whatever way it ends (a panic included).
+struct ExitGuard {
+    registry: Arc<Registry>,
+    name: String,
+    gen: u64,
+    exit: Option<Exit>,
+    done: watch::Sender<bool>,
+}
+
+impl Drop for ExitGuard {
+    fn drop(&mut self) {
+        let exit = self.exit.take().unwrap_or(Exit::Panicked);
+        self.registry.exited(&self.name, self.gen, &exit);
+        let _ = self.done.send(true);
+    }
+}
+
+impl Registry {
+    pub fn new(cfg: Arc<Config>, metrics: Arc<Metrics>) -> Arc<Registry> {
+        Arc::new(Registry {
+            cfg,
+            metrics,
+            entries: Mutex::new(HashMap::new()),
+            next_gen: AtomicU64::new(1),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The repository's thread, opening it if needed; waits while an earlier thread of the same
+    /// repository is closing.
+    pub async fn acquire(self: &Arc<Self>, name: &str) -> Result<RepoHandle, Refusal> {
+        loop {
+            let mut done = match self.try_acquire(name)? {
+                Ok(handle) => return Ok(handle),
+                Err(done) => done,
+            };
+            while !*done.borrow_and_update() {
+                if done.changed().await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// A handle, or the closing thread to wait for.
+    #[allow(clippy::type_complexity)]
+    fn try_acquire(
+        self: &Arc<Self>,
+        name: &str,
+    ) -> Result<Result<RepoHandle, watch::Receiver<bool>>, Refusal> {
+        let mut entries = self.lock();
+        match entries.get_mut(name) {
+            Some(Entry::Open { tx, users, gen, .. }) => {
+                *users += 1;
+                return Ok(Ok(self.handle(name, *gen, tx.clone())));
+            }
+            Some(Entry::Closing { done, .. }) => return Ok(Err(done.clone())),
+            Some(Entry::Failed { until, why }) if Instant::now() < *until => {
+                let detail = format!("repository {name} cannot be opened ({why}); try again later");
+                return Err(Refusal::unavailable(detail));
+            }
+            _ => {}
+        }
+        self.make_room(&mut entries)?;
+        self.spawn(&mut entries, name).map(Ok)
+    }
+
+    fn handle(self: &Arc<Self>, name: &str, gen: u64, tx: Sender<Cmd>) -> RepoHandle {
+        RepoHandle {
+            registry: self.clone(),
+            name: name.to_string(),
+            gen,
+            tx,
+        }
+    }
+
+    /// Below `--max-repos` open, or close the least recently used idle one, or refuse.
+    fn make_room(&self, entries: &mut HashMap<String, Entry>) -> Result<(), Refusal> {
+        let open = entries
+            .values()
+            .filter(|e| matches!(e, Entry::Open { .. }))
+            .count();
+        if open < self.cfg.max_repos {
+            return Ok(());
+        }
+        let lru = entries
+            .iter()
+            .filter_map(|(n, e)| match e {
+                Entry::Open {
+                    users: 0,
+                    last_used,
+                    ..
+                } => Some((*last_used, n.clone())),
+                _ => None,
+            })
+            .min();
+        let Some((_, victim)) = lru else {
+            let detail = format!(
+                "{} repositories are open and in use (--max-repos)",
+                self.cfg.max_repos
+            );
+            return Err(Refusal::limit("open repositories", detail));
+        };
+        close_entry(entries, &victim, "evicted");
+        Ok(())
+    }
+
+    fn spawn(
+        self: &Arc<Self>,
+        entries: &mut HashMap<String, Entry>,
+        name: &str,
+    ) -> Result<RepoHandle, Refusal> {
+        let gen = self.next_gen.fetch_add(1, Relaxed);
+        let (tx, rx) = channel();
+        let (done_tx, done) = watch::channel(false);
+        let guard = ExitGuard {
+            registry: self.clone(),
+            name: name.to_string(),
+            gen,
+            exit: None,
+            done: done_tx,
+        };
+        let (cfg, metrics, n) = (self.cfg.clone(), self.metrics.clone(), name.to_string());
+        std::thread::Builder::new()
+            .name(format!("repo-{name}"))
+            .spawn(move || {
+                let mut guard = guard;
+                let exit = repo_thread::run(&n, &cfg, &metrics, &rx);
+                let why = match &exit {
+                    Exit::Failed(why) => Some(why.clone()),
+                    _ => None,
+                };
+                guard.exit = Some(exit);
+                drop(guard);
+                if let Some(why) = why {
+                    repo_thread::refuse_rest(
+                        &rx,
+                        &format!("repository {n} cannot be opened ({why}); try again later"),
+                    );
+                }
+            })
+            .map_err(|e| Refusal::unavailable(format!("cannot start a repository thread: {e}")))?;
+        self.metrics.repositories_open.fetch_add(1, Relaxed);
+        let entry = Entry::Open {
+            tx: tx.clone(),
+            users: 1,
+            last_used: Instant::now(),
+            gen,
+            done,
+        };
+        entries.insert(name.to_string(), entry);
+        Ok(self.handle(name, gen, tx))
+    }
+
+    fn release(&self, name: &str, gen: u64) {
+        if let Some(Entry::Open {
+            users,
+            last_used,
+            gen: g,
+            ..
+        }) = self.lock().get_mut(name)
+        {
+            if *g == gen {
+                *users = users.saturating_sub(1);
+                *last_used = Instant::now();
+            }
+        }
+    }
+
+    /// A thread ended: forget it (a failure is remembered until the retry time).
+    fn exited(&self, name: &str, gen: u64, exit: &Exit) {
+        self.metrics.repositories_open.fetch_sub(1, Relaxed);
+        let mut entries = self.lock();
+        let ours = match entries.get(name) {
+            Some(Entry::Open { gen: g, .. }) | Some(Entry::Closing { gen: g, .. }) => *g == gen,
+            _ => false,
+        };
+        match exit {
+            Exit::Failed(why) => {
+                self.metrics.repository_failures.fetch_add(1, Relaxed);
+                log::event("repo_unavailable", &[("repo", &name), ("error", why)]);
+                let until = Instant::now() + self.cfg.repo_retry;
+                if ours {
+                    entries.insert(
+                        name.to_string(),
+                        Entry::Failed {
+                            until,
+                            why: why.clone(),
+                        },
+                    );
+                }
+            }
+            Exit::Panicked | Exit::Closed => {
+                if ours {
+                    entries.remove(name);
+                }
+            }
+        }
+    }
+
+    /// Close the repositories no connection used for `--repo-idle-ms`.
+    pub fn close_idle(&self) {
+        let mut entries = self.lock();
+        let idle: Vec<String> = entries
+            .iter()
+            .filter(|(_, e)| {
+                matches!(e, Entry::Open { users: 0, last_used, .. }
+                    if last_used.elapsed() >= self.cfg.repo_idle)
+            })
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in idle {
+            close_entry(&mut entries, &name, "idle");
+        }
+    }
+
+    /// Close every repository (snapshots written) and wait for their threads, at most `limit`.
+    pub async fn close_all(&self, limit: Duration) {
+        let waits: Vec<watch::Receiver<bool>> = {
+            let mut entries = self.lock();
+            let names: Vec<String> = entries.keys().cloned().collect();
+            for name in &names {
+                close_entry(&mut entries, name, "shutdown");
+            }
+            entries
+                .values()
+                .filter_map(|e| match e {
+                    Entry::Closing { done, .. } => Some(done.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let all = async {
+            for mut done in waits {
+                while !*done.borrow_and_update() {
+                    if done.changed().await.is_err() {
+                        break;
+                    }
+                }
+            }
+        };
+        let _ = tokio::time::timeout(limit, all).await;
+    }
+}
+
+/// Tell an open repository's thread to close; the entry waits for it.
+fn close_entry(entries: &mut HashMap<String, Entry>, name: &str, why: &str) {
+    if let Some(Entry::Open { tx, gen, done, .. }) = entries.get(name) {
+        let _ = tx.send(Cmd::Close);
+        log::event("repo_closing", &[("repo", &name), ("why", &why)]);
+        let closing = Entry::Closing {
+            gen: *gen,
+            done: done.clone(),
+        };
+        entries.insert(name.to_string(), closing);
+    }
+}

@@ -1,0 +1,370 @@
+//! Every limit of the server provoked over real WebSockets, each refusal asserted by its error
+//! code and text, with the stored data unchanged and other clients still served.
+
+mod common;
+use common::*;
+use futures_util::SinkExt;
+use ibexdb::{ErrorCode, Message};
+use std::time::{Duration, Instant};
+use tokio_tungstenite::tungstenite::Message as Ws;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// The server still serves: a new replica of key `n` (the owner, if `repo` holds `before`
+/// commits already) reads them, writes, and reads its write back.
+async fn still_serves(url: &str, repo: &str, n: u8, before: usize) {
+    let mut p = Peer::new(n, repo);
+    if before > 0 {
+        p.catch_up(url).await;
+        assert_eq!(p.repo.commit_count(), before);
+        p.write();
+        p.push().await;
+    } else {
+        p.write();
+        p.connect(url).await;
+    }
+    p.settle(before + 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_message_is_refused_with_a_limit_error() {
+    let server = Server::fresh_with("size", &["--max-message-bytes", "65536"]);
+    let mut ws = socket(&server.url).await;
+    hello(&mut ws, "r").await;
+    let before = server.log_len("r");
+    let big = Message::Push {
+        commits: vec![(ibexdb::CommitId([1; 32]), vec![0; 100_000])],
+        seals: vec![],
+    };
+    ws.send(Ws::binary(big.encode())).await.unwrap();
+    let (code, text) = expect_error(&mut ws, WAIT).await;
+    assert_eq!(code, ErrorCode::Limit, "{text}");
+    assert!(
+        text.starts_with("LimitError") && text.contains("message size"),
+        "{text}"
+    );
+    assert!(text.contains("65536"), "{text}");
+    assert!(
+        recv(&mut ws, WAIT).await.is_none(),
+        "closed after the refusal"
+    );
+    assert_eq!(server.log_len("r"), before, "nothing stored");
+    still_serves(&server.url, "r", 2, 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_are_limited_in_total_and_per_source_address() {
+    let args = ["--max-connections", "3", "--max-connections-per-ip", "2"];
+    let server = Server::fresh_with("conns", &args);
+    let mut held = Vec::new();
+    for ip in ["127.0.0.1", "127.0.0.1"] {
+        let mut ws = try_socket(&server.url, Some(ip)).await.unwrap();
+        hello(&mut ws, "r").await;
+        held.push(ws);
+    }
+    let mut third = try_socket(&server.url, Some("127.0.0.1")).await.unwrap();
+    let (code, text) = expect_error(&mut third, WAIT).await;
+    assert_eq!(code, ErrorCode::Limit);
+    assert!(
+        text.contains("connections per ip") && text.contains("--max-connections-per-ip"),
+        "{text}"
+    );
+    let mut other = try_socket(&server.url, Some("127.0.0.2")).await.unwrap();
+    hello(&mut other, "r").await;
+    let mut fourth = try_socket(&server.url, Some("127.0.0.3")).await.unwrap();
+    let (code, text) = expect_error(&mut fourth, WAIT).await;
+    assert_eq!(code, ErrorCode::Limit);
+    assert!(
+        text.contains("maximum of 3 connections") && text.contains("--max-connections"),
+        "{text}"
+    );
+    // A place freed is a place for the next one.
+    drop(held.pop());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    still_serves(&server.url, "r", 1, 0).await;
+    assert!(server.log_text().contains("what=\"connections per ip\""));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_pushes_is_refused_past_the_push_budget() {
+    let args = ["--push-rate", "2", "--push-burst", "3"];
+    let server = Server::fresh_with("rate", &args);
+    let mut a = Peer::new(1, "r");
+    a.write();
+    a.repo.seal().unwrap();
+    let (commits, seals) = a.repo.export().unwrap();
+    let mut ws = socket(&server.url).await;
+    hello_as(&mut ws, &server.url, "r", Some(&identity(1))).await;
+    let empty = Message::Push {
+        commits: vec![],
+        seals: vec![],
+    };
+    for _ in 0..3 {
+        send(&mut ws, &empty).await;
+    }
+    let real = Message::Push {
+        commits: commits.clone(),
+        seals,
+    };
+    send(&mut ws, &real).await;
+    let mut acks = 0;
+    let (code, text) = loop {
+        match recv(&mut ws, WAIT).await {
+            Some(Message::Ack { .. }) => acks += 1,
+            Some(Message::Error { code, message }) => break (code, message),
+            m => panic!("unexpected {m:?}"),
+        }
+    };
+    assert_eq!(acks, 3, "the burst is served");
+    assert_eq!(code, ErrorCode::Limit);
+    assert!(
+        text.contains("push rate") && text.contains("nothing of this push was stored"),
+        "{text}"
+    );
+    let before = server.log_len("r");
+    assert_eq!(server.metric("ibexdb_commits_stored_total"), 0.0);
+    // The connection stays usable: once the budget refilled, the same push is stored.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    send(&mut ws, &real).await;
+    match recv(&mut ws, WAIT).await {
+        Some(Message::Ack { ids }) => assert_eq!(ids, vec![commits[0].0]),
+        m => panic!("expected an Ack, got {m:?}"),
+    }
+    assert!(server.log_len("r") > before);
+    still_serves(&server.url, "r", 1, 1).await;
+}
+
+/// A subscriber that stops reading is dropped once its queue is full; the server's memory
+/// stays bounded and everyone else gets every commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_reader_is_dropped_and_memory_stays_bounded() {
+    let args = [
+        "--queue-bytes",
+        "2200000",
+        "--queue-messages",
+        "64",
+        "--push-bytes-rate",
+        "1000000000",
+        "--push-bytes-burst",
+        "1000000000",
+        "--push-rate",
+        "1000",
+    ];
+    let server = Server::fresh_with("slow", &args);
+    let mut team = Peer::team("r", &[1, 2]).into_iter();
+    let (mut w, mut reader) = (team.next().unwrap(), team.next().unwrap());
+    w.pad = 400_000;
+    w.connect(&server.url).await;
+    w.settle(1).await; // the founding commit: anyone may read
+    let mut slow = socket(&server.url).await;
+    hello(&mut slow, "r").await; // then it never reads
+    reader.connect(&server.url).await;
+    const N: usize = 101; // the founding commit + 100 writes: 40 MB through the server
+    for _ in 1..N {
+        w.write();
+        w.push().await;
+        while w.event(Duration::from_millis(1)).await.is_some() {}
+        while reader.event(Duration::from_millis(1)).await.is_some() {}
+    }
+    w.settle(N).await;
+    reader.settle(N).await;
+    assert_eq!(reader.repo.state_hash(), w.repo.state_hash());
+    assert!(
+        server.metric("ibexdb_queue_drops_total") >= 1.0,
+        "the slow reader was dropped"
+    );
+    let rss = server.rss();
+    assert!(
+        rss < 150 << 20,
+        "server RSS {} MiB with a slow reader",
+        rss >> 20
+    );
+    // The slow reader, reading at last, finds the refusal at the end of what it was sent.
+    let (code, text) = expect_error(&mut slow, WAIT).await;
+    assert_eq!(code, ErrorCode::Limit);
+    assert!(
+        text.contains("queue is full") && text.contains("--queue-bytes"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orphan_commits_and_junk_seals_are_capped() {
+    let args = ["--max-pending", "3", "--max-unknown-sealed", "4"];
+    let server = Server::fresh_with("pending", &args);
+    let mut a = Peer::new(1, "r");
+    for _ in 0..5 {
+        a.write();
+    }
+    a.repo.seal().unwrap();
+    let (c, s) = a.repo.export().unwrap();
+    let mut ws = socket(&server.url).await;
+    hello_as(&mut ws, &server.url, "r", Some(&identity(1))).await;
+    let before = server.log_len("r");
+    // Junk seals: a seal over five ids the server does not have.
+    send(
+        &mut ws,
+        &Message::Push {
+            commits: vec![],
+            seals: s.clone(),
+        },
+    )
+    .await;
+    let (code, text) = expect_error(&mut ws, WAIT).await;
+    assert_eq!(code, ErrorCode::Limit);
+    assert!(
+        text.contains("sealed unknown commits") && text.contains("at most 4"),
+        "{text}"
+    );
+    // Orphans: four commits whose first parent never comes.
+    send(
+        &mut ws,
+        &Message::Push {
+            commits: c[1..].to_vec(),
+            seals: s.clone(),
+        },
+    )
+    .await;
+    let (code, text) = expect_error(&mut ws, WAIT).await;
+    assert_eq!(code, ErrorCode::Limit);
+    assert!(
+        text.contains("pending commits") && text.contains("at most 3"),
+        "{text}"
+    );
+    assert_eq!(server.log_len("r"), before, "nothing stored");
+    // The whole history in order is stored, on the same connection.
+    send(
+        &mut ws,
+        &Message::Push {
+            commits: c.clone(),
+            seals: s,
+        },
+    )
+    .await;
+    match recv(&mut ws, WAIT).await {
+        Some(Message::Ack { ids }) => assert_eq!(ids.len(), 5),
+        m => panic!("expected an Ack, got {m:?}"),
+    }
+    let refused = server.metric("ibexdb_commits_refused_total{code=\"10\"");
+    assert_eq!(
+        refused, 4.0,
+        "the orphans' commits counted as refused by code 10"
+    );
+    still_serves(&server.url, "r", 1, 5).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_connections_time_out_and_live_ones_do_not() {
+    let args = ["--idle-timeout-ms", "1000", "--handshake-timeout-ms", "500"];
+    let server = Server::fresh_with("timeouts", &args);
+    // Handshake timeout: a WebSocket that never says Hello.
+    let mut mute = socket(&server.url).await;
+    let (code, text) = expect_error(&mut mute, WAIT).await;
+    assert_eq!(code, ErrorCode::Limit);
+    assert!(
+        text.contains("handshake timeout") && text.contains("500 ms"),
+        "{text}"
+    );
+    // A TCP connection that never sends a byte is closed.
+    let mut raw = tokio::net::TcpStream::connect(&server.addr).await.unwrap();
+    let t = Instant::now();
+    let mut buf = [0u8; 16];
+    let n = tokio::time::timeout(WAIT, tokio::io::AsyncReadExt::read(&mut raw, &mut buf))
+        .await
+        .expect("closed by the server");
+    assert!(matches!(n, Ok(0) | Err(_)));
+    assert!(t.elapsed() < Duration::from_secs(3));
+    // Idle: one client reads (and so answers pings), the other does not.
+    let mut idle = socket(&server.url).await;
+    hello(&mut idle, "r").await;
+    let mut live = Peer::new(1, "r");
+    live.connect(&server.url).await;
+    let until = Instant::now() + Duration::from_millis(2500);
+    while Instant::now() < until {
+        live.step(Duration::from_millis(50)).await;
+    }
+    let (code, text) = expect_error(&mut idle, WAIT).await;
+    assert_eq!(code, ErrorCode::Limit);
+    assert!(
+        text.contains("idle timeout") && text.contains("--idle-timeout-ms"),
+        "{text}"
+    );
+    live.write();
+    live.push().await;
+    live.settle(1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_repositories_are_capped_and_idle_ones_closed_and_reopened() {
+    let args = ["--max-repos", "2", "--repo-idle-ms", "300"];
+    let server = Server::fresh_with("repos", &args);
+    let mut a = Peer::new(1, "one");
+    a.write();
+    a.connect(&server.url).await;
+    a.settle(1).await;
+    let mut b = Peer::new(2, "two");
+    b.write();
+    b.connect(&server.url).await;
+    b.settle(1).await;
+    let mut ws = socket(&server.url).await;
+    challenge(&mut ws).await;
+    send(
+        &mut ws,
+        &Message::Hello {
+            repo: "three".into(),
+            cursor: 0,
+            auth: None,
+        },
+    )
+    .await;
+    let (code, text) = expect_error(&mut ws, WAIT).await;
+    assert_eq!(code, ErrorCode::Limit);
+    assert!(
+        text.contains("open repositories") && text.contains("--max-repos"),
+        "{text}"
+    );
+    // Once "one" is idle it makes room for "three" (least recently used), without waiting.
+    a.disconnect();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    still_serves(&server.url, "three", 3, 0).await;
+    // "one" reopens transparently from disk (evicting whichever is idle).
+    drop(b);
+    let mut again = Peer::new(1, "one"); // the owner, on a new device
+    again.catch_up(&server.url).await;
+    assert_eq!(again.repo.state_hash(), a.repo.state_hash());
+    drop(again);
+    // Idle repositories are closed after --repo-idle-ms, their snapshots written.
+    let deadline = Instant::now() + WAIT;
+    while server.metric("ibexdb_repositories_open") > 0.0 {
+        assert!(Instant::now() < deadline, "idle repositories stay open");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let snap = std::fs::metadata(server.data.join("one.snapshot")).unwrap();
+    assert!(snap.len() > 0, "snapshot written on close");
+    assert!(server.log_text().contains("event=repo_close repo=one"));
+}
+
+/// Out of file descriptors, the accept loop backs off (no hot loop) and serves again once
+/// descriptors are free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accept_errors_back_off_and_the_server_recovers() {
+    let server = Server::start_with_fds(Server::dir("emfile"), 48, &[]);
+    let mut held = Vec::new();
+    for _ in 0..60 {
+        let open = tokio::time::timeout(Duration::from_millis(300), try_socket(&server.url, None));
+        match open.await {
+            Ok(Some(ws)) => held.push(ws),
+            _ => break,
+        }
+    }
+    assert!(held.len() >= 10 && held.len() < 60, "held {}", held.len());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let errors = server.log_text().matches("event=accept_error").count();
+    assert!(
+        (1..100).contains(&errors),
+        "{errors} accept errors logged in 0.5 s"
+    );
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    still_serves(&server.url, "r", 1, 0).await;
+}
