@@ -160,7 +160,9 @@ impl Client {
                 Ok(ClientEvent::Acked { count })
             }
             Message::Error { code, message } => {
-                self.refused |= code == ErrorCode::Permission;
+                // A refused push (after the Welcome); a PermissionError before it refuses the
+                // session (it may not read), which pushing has nothing to do with.
+                self.refused |= code == ErrorCode::Permission && self.welcomed;
                 Ok(ClientEvent::ServerError { code, message })
             }
             Message::Push { .. } | Message::Hello { .. } => Err(protocol(
