@@ -46,7 +46,7 @@ impl Engine {
     /// Handle one message from the server; received commits are verified and applied (live
     /// queries see them; the worker flushes like any write). Returns the event as JSON:
     /// `{event: 'challenge'|'welcome'|'received'|'acked'|'error', ..., cursor, pushFrom,
-    /// refused}`. After `challenge`, `syncOutgoing` returns the signed `Hello`.
+    /// pending, refused}`. After `challenge`, `syncOutgoing` returns the signed `Hello`.
     #[wasm_bindgen(js_name = syncHandle)]
     pub fn sync_handle(&mut self, bytes: &[u8]) -> JsResult<String> {
         let msg = Message::decode(bytes).js()?;
@@ -71,9 +71,18 @@ impl Engine {
             let mut ev = ev;
             ev["cursor"] = json!(c.cursor());
             ev["pushFrom"] = json!(c.push_from());
+            ev["pending"] = json!(repo.commit_count().saturating_sub(c.push_from()));
             ev["refused"] = json!(c.refused());
             Ok(ev.to_string())
         })
+    }
+
+    /// Local commit-table entries not yet known to the server (0 once everything local was
+    /// acknowledged or came from the server).
+    #[wasm_bindgen(js_name = syncPending)]
+    pub fn sync_pending(&self) -> JsResult<f64> {
+        let count = self.repo()?.commit_count();
+        with_client(|c| Ok(count.saturating_sub(c.push_from()) as f64))
     }
 
     /// The next `Push` (local commits the server lacks, sealed first), or undefined.

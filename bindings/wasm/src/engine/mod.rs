@@ -146,7 +146,7 @@ impl Engine {
         Ok(Identity::from_secret_bytes(secret).js()?.public().to_hex())
     }
 
-    fn repo(&self) -> JsResult<&Repo<OpfsStorage>> {
+    pub(crate) fn repo(&self) -> JsResult<&Repo<OpfsStorage>> {
         self.repo.as_ref().ok_or_else(|| to_js(&Error::Closed))
     }
 
