@@ -155,15 +155,26 @@ function rethrow(e, eng) {
 /**
  * What the engine's sync client made of one server message (`EngineHandle.syncHandle`).
  * @typedef {object} SyncEvent
- * @property {'welcome' | 'received' | 'acked' | 'error'} event
+ * @property {'challenge' | 'welcome' | 'received' | 'acked' | 'error'} event
  * @property {number} cursor the last server sequence received
  * @property {number} pushFrom local commit-table entries before it are known to the server
+ * @property {number} pending local commits the server does not know yet
+ * @property {boolean} refused the server refused a push for lack of permission (pushing pauses until a grant arrives)
  * @property {number} [head] welcome: the server's last sequence
+ * @property {{read: boolean, write: boolean, administer: boolean}} [rights] welcome: what this session may do
  * @property {number} [applied] received: commits applied
  * @property {number} [duplicates] received: commits already held
  * @property {number} [count] acked: commits the server stored
  * @property {number} [code] error: the server's error code
  * @property {string} [message] error: its text
+ */
+
+/**
+ * Where sync stands with one server, as persisted in the repository's `sync` file.
+ * @typedef {object} SyncPosition
+ * @property {string} url the server (normalized: `new URL(url).href`)
+ * @property {number} cursor the last server sequence received (and flushed)
+ * @property {number} pushFrom local commit-table entries before it are known to the server
  */
 
 /**
@@ -220,6 +231,10 @@ export class EngineHandle {
     this._u32 = new Uint32Array(0);
     /** u32 index in memory of the engine's getInto `[ptr, len]` slot */
     this._slot = 0;
+    /** @type {any} the `sync` file's access handle, once opened (also in `_handles`) */
+    this._syncHandle = null;
+    /** @type {(() => void) | null} called after every successful flush (sync captures its durable position) */
+    this.afterFlush = null;
   }
 
   /** @param {boolean} fresh a new wasm instance (after a panic) */
@@ -345,6 +360,7 @@ export class EngineHandle {
   _release() {
     closeAll(this._handles);
     this._handles = [];
+    this._syncHandle = null;
   }
 
   // ----- reads -------------------------------------------------------------------------
@@ -513,6 +529,7 @@ export class EngineHandle {
   /** Write buffered frames with one OPFS write and flush. */
   flush() {
     this._call((r) => r.flush());
+    this.afterFlush?.();
   }
   /** @returns {boolean} whether anything waits to be written or flushed */
   hasUnflushed() {
@@ -573,19 +590,39 @@ export class EngineHandle {
     return s ? formatIdentity(s) : null;
   }
 
+  // ----- access list (docs/design.md §6.4; each change is one ordinary commit) -----------
+
+  /** Give a key (98 hex digits) a role. @param {string} publicKey @param {'owner' | 'writer' | 'reader'} role */
+  grant(publicKey, role) {
+    this._call((r) => r.grant(publicKey, role));
+  }
+  /** Take a key's role away. @param {string} publicKey */
+  revoke(publicKey) {
+    this._call((r) => r.revoke(publicKey));
+  }
+  /** Set the public switches. @param {boolean} read @param {boolean} write */
+  setPublic(read, write) {
+    this._call((r) => r.setPublic(read, write));
+  }
+  /** @returns {string} `{owned, public: {read, write}, members: [{publicKey, role}]}` as JSON */
+  membersJson() {
+    return this._call((r) => r.members());
+  }
+
   // ----- sync (the core's sync client inside the engine; docs/design.md §12.2) ----------
 
   /**
-   * Create the engine's sync client for repository `name` on a server, resuming at `cursor`
-   * (last server sequence received) and `pushFrom` (local commits before it are known there).
-   * @param {string} name @param {number} cursor @param {number} pushFrom
+   * Create the engine's sync client for repository `name` on the server at `url` (as dialed:
+   * it is bound into the session proof), resuming at `cursor` (last server sequence received)
+   * and `pushFrom` (local commits before it are known there).
+   * @param {string} name @param {string} url @param {number} cursor @param {number} pushFrom
    */
-  syncStart(name, cursor, pushFrom) {
-    this._call((r) => r.syncStart(name, cursor, pushFrom));
+  syncStart(name, url, cursor, pushFrom) {
+    this._call((r) => r.syncStart(name, url, cursor, pushFrom));
   }
-  /** @returns {Uint8Array<ArrayBuffer>} the Hello message that opens a connection */
+  /** A new connection: resets the client's connection state (nothing is sent until the server's challenge). */
   syncConnect() {
-    return wasmBytes(this._call((r) => r.syncConnect()));
+    this._call((r) => r.syncConnect());
   }
   /**
    * Handle one message from the server (received commits are verified and applied).
@@ -595,10 +632,66 @@ export class EngineHandle {
   syncHandle(bytes) {
     return JSON.parse(this._call((r) => r.syncHandle(bytes)));
   }
-  /** @returns {Uint8Array<ArrayBuffer> | undefined} the next message to send (seals unsealed commits first), if any */
+  /**
+   * The next message to send, if any: after a challenge the signed Hello; after the Welcome,
+   * pushes of what the server lacks (unsealed commits are sealed first).
+   * @returns {Uint8Array<ArrayBuffer> | undefined}
+   */
   syncOutgoing() {
     const m = this._call((r) => r.syncOutgoing());
     return m ? wasmBytes(m) : undefined;
+  }
+  /** @returns {number} local commits the server does not know yet */
+  syncPending() {
+    return this._call((r) => r.syncPending());
+  }
+
+  /**
+   * The sync position persisted with the repository (the `sync` file next to the log), or
+   * null when there is none (or it does not parse: then sync starts from 0/0, which is only
+   * slower). Opens the file on first use.
+   * @returns {Promise<SyncPosition | null>}
+   */
+  async syncLoad() {
+    const h = await this._syncFile();
+    const size = h.getSize();
+    if (size === 0 || size > 4096) return null;
+    const buf = new Uint8Array(size);
+    h.read(buf, { at: 0 });
+    try {
+      const v = JSON.parse(utf8.decode(buf));
+      const ok = v && v.v === 1 && typeof v.url === 'string' && Number.isSafeInteger(v.cursor) && Number.isSafeInteger(v.pushFrom) && v.cursor >= 0 && v.pushFrom >= 0;
+      return ok ? { url: v.url, cursor: v.cursor, pushFrom: v.pushFrom } : null;
+    } catch {
+      return null;
+    }
+  }
+  /**
+   * Persist a sync position. It must describe flushed state only (the worker captures it
+   * right after a flush): a cursor past what the log holds would skip commits after a crash.
+   * A torn write leaves a file that does not parse, i.e. a restart from 0/0.
+   * @param {SyncPosition} pos
+   */
+  async syncSave(pos) {
+    const h = await this._syncFile();
+    const bytes = new TextEncoder().encode(JSON.stringify({ v: 1, url: pos.url, cursor: pos.cursor, pushFrom: pos.pushFrom }));
+    h.write(bytes, { at: 0 });
+    h.truncate(bytes.length);
+    h.flush();
+  }
+  /** The `sync` file's access handle (opened on first use, released with the others). */
+  async _syncFile() {
+    if (this._raw === null) throw new ClosedError(`repository ${this.name} is closed`);
+    if (!this._syncHandle) {
+      const [h] = await openFiles(this.name, ['sync']);
+      if (this._raw === null) {
+        closeAll([h]);
+        throw new ClosedError(`repository ${this.name} is closed`);
+      }
+      this._syncHandle = h;
+      this._handles.push(h);
+    }
+    return this._syncHandle;
   }
 
   /** Seal, flush, snapshot (if the tail is non-empty), release the files. */
