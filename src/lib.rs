@@ -54,7 +54,7 @@ pub use store::{MemStorage, Recovery, Storage};
 pub use repo::system_clock;
 pub use repo::{
     Admission, Clock, Durability, Export, HistoryEntry, OpenReport, ReceiveReport, Repo,
-    RepoOptions, VerifyReport, ANONYMOUS,
+    RepoOptions, SealRequest, VerifyReport, ANONYMOUS,
 };
 
 // §10 Queries.

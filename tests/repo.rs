@@ -393,3 +393,57 @@ fn received_commits_obey_the_rules_of_local_writes() {
     let (c, s) = crafted(1, vec![change(Op::Put(item(1)))]);
     assert_eq!(b.receive(&c, &s).unwrap().applied, 1);
 }
+
+#[test]
+fn a_seal_signed_outside_the_core_is_an_ordinary_seal() {
+    let mut a = open(1);
+    put(&mut a, "items/1", item(1));
+    put(&mut a, "items/2", item(2));
+    let req = a.seal_request().unwrap();
+    assert_eq!(req.count, 2);
+    // A commit made while the host signs stays unsealed.
+    put(&mut a, "items/3", item(3));
+    // The host signs the message with the same key (any valid signature will do).
+    let sig = ident(1).sign(&req.message);
+    let seal = a.seal_with(req.count, sig).unwrap();
+    assert_eq!(seal.ids.len(), 2);
+    assert_eq!(seal.encode(), {
+        let mut same = Seal::create(&ident(1), REPO, &seal.ids);
+        same.signature = sig;
+        same.encode()
+    });
+    seal.verify().unwrap();
+    assert_eq!(a.unsealed(), 1);
+    a.seal().unwrap();
+    assert!(a.seal_request().is_none());
+    a.flush().unwrap();
+    assert_eq!(a.verify().unwrap().commits, 3);
+    // Another replica receives it like any seal.
+    let (commits, seals) = a.export().unwrap();
+    let mut b = open(2);
+    assert_eq!(b.receive(&commits, &seals).unwrap().applied, 3);
+    // Counts outside 1..=unsealed are refused; nothing to seal without an identity.
+    put(&mut a, "items/4", item(4));
+    assert!(a.seal_with(0, sig).is_err());
+    assert!(a.seal_with(2, sig).is_err());
+    let mut t = Repo::open(MemStorage::new(), None, trusted(1)).unwrap();
+    put(&mut t, "items/1", item(1));
+    assert!(t.seal_request().is_none());
+}
+
+#[test]
+fn a_bad_signature_vouched_for_by_the_host_is_caught_by_verify_and_receivers() {
+    let mut a = open(1);
+    put(&mut a, "items/1", item(1));
+    let req = a.seal_request().unwrap();
+    let wrong = ident(1).sign(b"not the seal message");
+    a.seal_with(req.count, wrong).unwrap();
+    a.flush().unwrap();
+    assert!(a.verify().is_err());
+    let (commits, seals) = a.export().unwrap();
+    let mut b = open(2);
+    assert_eq!(
+        sig_kind(b.receive(&commits, &seals).unwrap_err()),
+        SignatureErrorKind::BadSignature
+    );
+}
