@@ -447,3 +447,38 @@ fn a_bad_signature_vouched_for_by_the_host_is_caught_by_verify_and_receivers() {
         SignatureErrorKind::BadSignature
     );
 }
+
+#[test]
+fn receive_vouched_skips_only_the_seal_signatures() {
+    let (a, (commits, seals)) = exported();
+    let mut b = open(2);
+    // Every other check still runs: a missing seal, tampered bytes, a seal by another key.
+    assert_eq!(
+        sig_kind(b.receive_vouched(&commits, &[]).unwrap_err()),
+        SignatureErrorKind::Missing
+    );
+    let mut t = commits.clone();
+    let pos = t[0].1.windows(4).position(|w| w == b"Item").unwrap();
+    t[0].1[pos] = b'J';
+    assert_eq!(
+        sig_kind(b.receive_vouched(&t, &seals).unwrap_err()),
+        SignatureErrorKind::Tampered
+    );
+    let ids: Vec<_> = commits.iter().map(|c| c.0).collect();
+    let other = Seal::create(&ident(3), REPO, &ids).encode();
+    assert_eq!(
+        sig_kind(b.receive_vouched(&commits, &[other]).unwrap_err()),
+        SignatureErrorKind::WrongKey
+    );
+    // The genuine batch: as receive() does.
+    assert_eq!(b.receive_vouched(&commits, &seals).unwrap().applied, 2);
+    assert_eq!(b.state_hash(), a.state_hash());
+    assert_eq!(b.verify().unwrap().commits, 2);
+    // A host that vouched for a bad signature: verify() re-proves it and fails.
+    let mut bad = seals.clone();
+    let n = bad[0].len();
+    bad[0][n - 10] ^= 1;
+    let mut c = open(3);
+    c.receive_vouched(&commits, &bad).unwrap();
+    assert!(c.verify().is_err());
+}

@@ -128,6 +128,25 @@ impl Client {
     /// (verified; the host flushes them like any write). An error here means the server sent
     /// something this peer refuses: drop the connection.
     pub fn handle<S: Storage>(&mut self, repo: &mut Repo<S>, msg: Message) -> Result<ClientEvent> {
+        self.handle_checked(repo, msg, false)
+    }
+
+    /// [`Client::handle`] for a host that verified the signature of every seal in `msg` itself
+    /// (see [`Repo::receive_vouched`]); everything else is checked as usual.
+    pub fn handle_vouched<S: Storage>(
+        &mut self,
+        repo: &mut Repo<S>,
+        msg: Message,
+    ) -> Result<ClientEvent> {
+        self.handle_checked(repo, msg, true)
+    }
+
+    fn handle_checked<S: Storage>(
+        &mut self,
+        repo: &mut Repo<S>,
+        msg: Message,
+        vouched: bool,
+    ) -> Result<ClientEvent> {
         match msg {
             Message::Challenge {
                 nonce,
@@ -152,7 +171,7 @@ impl Client {
                 to,
                 commits,
                 seals,
-            } => self.on_commits(repo, from, to, &commits, &seals),
+            } => self.on_commits(repo, from, to, &commits, &seals, vouched),
             Message::Ack { ids } => {
                 let count = ids.len();
                 self.known.extend(ids);
@@ -208,6 +227,7 @@ impl Client {
         to: u64,
         commits: &[(CommitId, Vec<u8>)],
         seals: &[Vec<u8>],
+        vouched: bool,
     ) -> Result<ClientEvent> {
         if !self.welcomed || from != self.cursor {
             return Err(protocol(
@@ -219,7 +239,11 @@ impl Client {
                 ),
             ));
         }
-        let report = repo.receive(commits, seals)?;
+        let report = if vouched {
+            repo.receive_vouched(commits, seals)?
+        } else {
+            repo.receive(commits, seals)?
+        };
         for (id, _) in commits {
             self.known.insert(*id);
         }

@@ -659,3 +659,20 @@ fn out_of_order_messages_are_protocol_errors() {
     );
     let _ = Value::from(1i64);
 }
+
+#[test]
+fn a_client_whose_host_verified_the_seals_receives_like_any_other() {
+    let mut hub = server();
+    let (mut owner, mut r) = (signed(1), signed(3));
+    write(&mut owner, "t/0", 0);
+    owner.grant(&r.author(), Role::Reader).unwrap();
+    let (mut co, mut cr) = (client(), client());
+    sync(&mut hub, &mut co, &mut owner);
+    let (_, reply) = handshake(&hub, &mut cr, &mut r);
+    for m in reply.unwrap() {
+        cr.handle_vouched(&mut r, wire(m)).unwrap();
+    }
+    assert_eq!(cr.cursor(), hub.head());
+    assert_eq!(r.state_hash(), owner.state_hash());
+    assert_eq!(r.verify().unwrap().commits, 2);
+}
