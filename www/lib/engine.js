@@ -231,6 +231,8 @@ export class EngineHandle {
     this._u32 = new Uint32Array(0);
     /** u32 index in memory of the engine's getInto `[ptr, len]` slot */
     this._slot = 0;
+    /** @type {Glue | null} the glue module of the instance (its static functions) */
+    this._glue = null;
     /** @type {any} the `sync` file's access handle, once opened (also in `_handles`) */
     this._syncHandle = null;
     /** @type {(() => void) | null} called after every successful flush (sync captures its durable position) */
@@ -293,6 +295,7 @@ export class EngineHandle {
         throw rethrow(e, this);
       }
       this._handles = handles;
+      this._glue = glue;
       this._dead = false;
       this._generation++;
       this._memory = memory;
@@ -539,6 +542,36 @@ export class EngineHandle {
   seal() {
     return /** @type {number} */ (this._call((r) => r.seal()));
   }
+  /**
+   * What to sign to seal the unsealed local commits outside the engine (WebCrypto): the number
+   * of commits the seal covers and the message; undefined when nothing waits for a seal.
+   * @returns {{count: number, message: Uint8Array} | undefined}
+   */
+  sealRequest() {
+    const r = this._call((raw) => raw.sealRequest());
+    return r ? { count: r[0], message: r[1] } : undefined;
+  }
+  /**
+   * Seal the first `count` unsealed commits with a signature made over `sealRequest()`'s
+   * message with this repository's key (ECDSA P-384 / SHA-384, 96 bytes r ‖ s). Not re-checked
+   * here; receivers and `verify()` check it. Buffered: flush afterwards.
+   * @param {number} count @param {Uint8Array} signature
+   */
+  sealWith(count, signature) {
+    this._call((r) => r.sealWith(count, signature));
+  }
+  /** The 48-byte identity secret (null in trusted mode). Keep it in the worker. @returns {Uint8Array | null} */
+  identitySecret() {
+    return this._call((r) => r.identitySecret()) ?? null;
+  }
+  /**
+   * The uncompressed form (97 bytes, `04 ‖ x ‖ y`) of a compressed public key (49 bytes).
+   * @param {Uint8Array} compressed
+   * @returns {Uint8Array}
+   */
+  uncompressedKey(compressed) {
+    return this._call(() => /** @type {Glue} */ (this._glue).Engine.uncompressedKey(compressed));
+  }
   /** @returns {number} local commits waiting for a seal */
   unsealed() {
     return this._call((r) => r.unsealed());
@@ -626,11 +659,24 @@ export class EngineHandle {
   }
   /**
    * Handle one message from the server (received commits are verified and applied).
+   * `vouched`: the caller verified every seal signature in it (`syncSealChecks`); the core
+   * then skips only those checks.
    * @param {Uint8Array} bytes
+   * @param {boolean} [vouched]
    * @returns {SyncEvent}
    */
-  syncHandle(bytes) {
-    return JSON.parse(this._call((r) => r.syncHandle(bytes)));
+  syncHandle(bytes, vouched = false) {
+    return JSON.parse(this._call((r) => r.syncHandle(bytes, vouched)));
+  }
+  /**
+   * The seals of a server message, to verify with WebCrypto before `syncHandle(bytes, true)`:
+   * `[authorKey (49 bytes), message, signature (96 bytes)]` each; undefined when a seal does not
+   * decode (let `syncHandle(bytes)` report it).
+   * @param {Uint8Array} bytes
+   * @returns {[Uint8Array, Uint8Array, Uint8Array][] | undefined}
+   */
+  syncSealChecks(bytes) {
+    return this._call(() => /** @type {Glue} */ (this._glue).Engine.syncSealChecks(bytes));
   }
   /**
    * The next message to send, if any: after a challenge the signed Hello; after the Welcome,
