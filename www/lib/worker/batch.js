@@ -64,8 +64,6 @@ export class Batches {
       }
       if (panicAt < 0 && wrote && durability === 'flush') {
         try {
-          // Signing the seal (WebCrypto, off this thread) overlaps the flush.
-          if (wrote) this.sync.presign();
           this.rt.owned().flush();
         } catch (e) {
           if (!(e instanceof PanicError) || round > MAX_FLUSH_RETRIES) {

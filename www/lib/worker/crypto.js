@@ -1,6 +1,6 @@
 // Seal signatures with WebCrypto on sync's critical path. The engine's P-384 in wasm costs about
 // 2 ms to sign and 3 ms to verify a seal here; the browser's ECDSA P-384 (SHA-384, signatures
-// r ‖ s: the core's format) about 0.4 ms, off the worker's thread. So sync:
+// r ‖ s: the core's format) well under 1 ms. So sync:
 //
 // - seals local commits before a push with `sign`: the engine gives the message
 //   (`sealRequest`), WebCrypto signs it with the repository's key (imported once as a JWK from
@@ -43,8 +43,6 @@ export class HostCrypto {
     this._verifying = new Map();
     /** @type {{secret: string, key: Promise<CryptoKey>} | null} the signing key and whose it is */
     this._signing = null;
-    /** @type {{message: Uint8Array, sig: Promise<Uint8Array>} | null} a signature `presign` started */
-    this._pre = null;
   }
 
   /** Whether WebCrypto can do the work here. */
@@ -76,21 +74,6 @@ export class HostCrypto {
   }
 
   /**
-   * Start signing the seal of the unsealed local commits now (WebCrypto works off the worker's
-   * thread), so that the signature is ready when `seal` needs it: the worker calls it just
-   * before a batch's flush, which then overlaps the signing.
-   * @param {EngineHandle} engine
-   */
-  presign(engine) {
-    const req = engine.sealRequest();
-    const key = req && this._signingKey(engine);
-    if (!req || !key) return;
-    const sig = this._sign(key, req.message);
-    sig.catch(() => {});
-    this._pre = { message: req.message, sig };
-  }
-
-  /**
    * @param {Promise<CryptoKey>} key
    * @param {Uint8Array} message
    * @returns {Promise<Uint8Array>}
@@ -101,23 +84,20 @@ export class HostCrypto {
 
   /**
    * Seal the engine's unsealed local commits with a WebCrypto signature (no-op when nothing
-   * waits for a seal), using the one `presign` started if it is for the same commits. Returns
-   * false when it could not (trusted mode, WebCrypto failed): the engine then seals by itself
-   * when it pushes.
+   * waits for a seal). Returns false when it could not (trusted mode, WebCrypto failed): the
+   * engine then seals by itself when it pushes.
    * @param {EngineHandle} engine
    * @returns {Promise<boolean>}
    */
   async seal(engine) {
     const req = engine.sealRequest();
-    const pre = this._pre;
-    this._pre = null;
     if (!req) return true;
     const key = this._signingKey(engine);
     if (!key) return false;
     const generation = engine.generation;
     let sig;
     try {
-      sig = await (pre && sameBytes(pre.message, req.message) ? pre.sig : this._sign(key, req.message));
+      sig = await this._sign(key, req.message);
     } catch {
       return false;
     }

@@ -12,10 +12,10 @@
 //   flush and delivers live-query changes to the pages.
 // - Local writes call `nudge()`: unsealed commits are sealed (a signed commit never travels
 //   without its seal) and what the server has not acknowledged is pushed.
-// - Seal signatures on this critical path use WebCrypto (./crypto.js: ~0.4 ms off this thread
-//   instead of 2-3 ms of P-384 in wasm): a batch that wrote starts signing its seal just before
-//   its flush (`presign`), so the flush hides it; a received message's seals are verified
-//   before the engine receives it as vouched. Without WebCrypto the engine does both.
+// - Seal signatures on this critical path use WebCrypto (./crypto.js: under 1 ms instead of
+//   2-3 ms of P-384 in wasm): the push seals with a WebCrypto signature; a received message's
+//   seals are verified before the engine receives it as vouched. Without WebCrypto the engine
+//   does both.
 // - The position (cursor, pushFrom) is captured right after every engine flush (so it claims
 //   only what is durable) and written to the repository's `sync` file SYNC_SAVE_MS later, on
 //   close and on pagehide; a reload, a new tab or a takeover resumes from it.
@@ -174,16 +174,6 @@ export class SyncManager {
       lastError: this.lastError,
       saved: this.saved ? { cursor: this.saved.cursor, pushFrom: this.saved.pushFrom } : null,
     };
-  }
-
-  /**
-   * A batch wrote local commits and is about to flush: start signing their seal now, so the
-   * flush overlaps it (WebCrypto runs off this thread). Only while a push will follow.
-   */
-  presign() {
-    if (!this._crypto || !this.welcomed || this.refused) return;
-    const engine = this.hooks.engine();
-    if (engine && !engine.dead && engine.generation === this._generation) this._crypto.presign(engine);
   }
 
   /** Local commits were written: push them (on the work chain, after the current batch). */
