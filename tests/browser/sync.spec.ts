@@ -427,3 +427,30 @@ test('sync resumes after an engine panic (fresh wasm instance)', async ({ browse
     stopServer(server);
   }
 });
+
+test('a server that never sends its Welcome is dropped after the handshake timeout and dialed again', async ({ page, watched }) => {
+  void watched;
+  // A TCP server that accepts connections and never answers the WebSocket upgrade.
+  const { createServer } = await import('node:net');
+  const sockets: import('node:net').Socket[] = [];
+  const silent = createServer((s) => sockets.push(s));
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  const port = (silent.address() as import('node:net').AddressInfo).port;
+  try {
+    await gotoPlayground(page);
+    await openSynced(page, uniqueName('silent'), `ws://127.0.0.1:${port}`);
+    expect((await status(page)).state).toBe('offline');
+    // HANDSHAKE_TIMEOUT_MS is 10 s: then UnavailableError, and a new connection.
+    await expect
+      .poll(async () => {
+        const s = await status(page);
+        return [s.lastError?.name, s.connects > 1];
+      }, { timeout: 20_000, intervals: [500] })
+      .toEqual(['UnavailableError', true]);
+    expect(sockets.length).toBeGreaterThan(1);
+    await page.evaluate(() => (window as any).db.close());
+  } finally {
+    for (const s of sockets) s.destroy();
+    silent.close();
+  }
+});
