@@ -64,15 +64,24 @@ export async function measureSyncLatency({ browser, baseUrl, serverBin, config, 
     }));
     const name = `bench-sync-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
     const opts = { sync: server.url, durability: config.durability ?? 'flush', trusted: !!config.trusted };
-    await a.evaluate(async ([name, opts]) => { window.db = await window.ibexdb.open(name, opts); }, [name, opts]);
-    await b.evaluate(async ([name, opts]) => {
+    // A creates the repository (signed: its first write makes its key the owner) and lets B
+    // read (B tells its key); B catches up (`db.sync()`) before the timed writes.
+    await a.evaluate(async ([name, opts]) => {
       window.db = await window.ibexdb.open(name, opts);
+      await window.db.put('items/founding', { n: -2 });
+      await window.db.sync();
+    }, [name, opts]);
+    await b.evaluate(async ([name, opts]) => { window.db = await window.ibexdb.open(name, opts); }, [name, opts]);
+    const keyB = await b.evaluate(() => window.db.publicKey);
+    if (keyB) await a.evaluate(async (k) => { await window.db.grant(k, 'reader'); await window.db.sync(); }, keyB);
+    await b.evaluate(async () => {
+      await window.db.sync();
       window.seen = {};
       window.lq = await window.db.live({ collection: 'items' }, (rows) => {
         const now = performance.timeOrigin + performance.now();
         for (const r of rows) if (!(r.id in window.seen)) window.seen[r.id] = now;
       });
-    }, [name, opts]);
+    });
     const lat = [];
     for (let i = -1; i < writes; i++) {
       const t0 = await a.evaluate(async (i) => {

@@ -35,7 +35,7 @@ pub use value::{Map, Name, Set, Value, MAX_DEPTH, MAX_FIELD_NAME, MAX_ITEM_BYTES
 // §4-5 Commits and seals.
 pub use commit::{
     from_hex, Change, Commit, CommitId, FieldOp, Identity, Op, PublicKey, Seal, Signature,
-    MAX_COMMIT_BYTES, MAX_PARENTS, MAX_SEAL_IDS,
+    MAX_COMMIT_BYTES, MAX_PARENTS, MAX_SEAL_IDS, SIGNATURE_LEN, UNCOMPRESSED_KEY_LEN,
 };
 
 // §6.4 Permissions: who may read and write.
@@ -54,7 +54,7 @@ pub use store::{MemStorage, Recovery, Storage};
 pub use repo::system_clock;
 pub use repo::{
     Admission, Clock, Durability, Export, HistoryEntry, OpenReport, ReceiveReport, Repo,
-    RepoOptions, VerifyReport, ANONYMOUS,
+    RepoOptions, SealRequest, VerifyReport, ANONYMOUS,
 };
 
 // §10 Queries.

@@ -563,3 +563,33 @@ fn damage_before_small_or_tight_frames() {
     }
     assert_eq!(st.unflushed_writes(), 0);
 }
+
+/// The last written batch reads back from memory (sync pushes the commits it just flushed);
+/// earlier frames from storage, as before.
+#[test]
+fn the_last_written_batch_reads_back_from_memory() {
+    let fs = FaultStorage::new();
+    let (mut log, _) = open(&fs, Recovery::Strict).unwrap();
+    let a = log.append(FRAME_COMMIT, b"first batch").unwrap();
+    log.flush().unwrap();
+    let b = log.append(FRAME_COMMIT, b"second batch").unwrap();
+    log.flush().unwrap();
+    // Damage both frames in storage: the last batch still reads from memory, the first fails.
+    fs.flip_bit(a + FRAME_HEADER_LEN as u64, 0);
+    fs.flip_bit(b + FRAME_HEADER_LEN as u64, 0);
+    assert_eq!(
+        log.read_frame(b).unwrap(),
+        (FRAME_COMMIT, b"second batch".to_vec())
+    );
+    assert!(matches!(log.read_frame(a), Err(Error::Corrupt { .. })));
+    // Once another batch is written, the second is read from storage again.
+    log.append(FRAME_COMMIT, b"third").unwrap();
+    log.flush().unwrap();
+    assert!(matches!(log.read_frame(b), Err(Error::Corrupt { .. })));
+    // A batch over the limit is not kept.
+    let big = vec![9u8; (256 << 10) + 1];
+    let c = log.append(FRAME_COMMIT, &big).unwrap();
+    log.flush().unwrap();
+    fs.flip_bit(c + FRAME_HEADER_LEN as u64, 0);
+    assert!(matches!(log.read_frame(c), Err(Error::Corrupt { .. })));
+}

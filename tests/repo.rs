@@ -433,3 +433,91 @@ fn pending_commits_and_unknown_sealed_ids_are_bounded() {
     assert_eq!(b.receive(&c, &s).unwrap().applied, 5);
     assert_eq!(b.state_hash(), a.state_hash());
 }
+
+fn a_seal_signed_outside_the_core_is_an_ordinary_seal() {
+    let mut a = open(1);
+    put(&mut a, "items/1", item(1));
+    put(&mut a, "items/2", item(2));
+    let req = a.seal_request().unwrap();
+    assert_eq!(req.count, 2);
+    // A commit made while the host signs stays unsealed.
+    put(&mut a, "items/3", item(3));
+    // The host signs the message with the same key (any valid signature will do).
+    let sig = ident(1).sign(&req.message);
+    let seal = a.seal_with(req.count, sig).unwrap();
+    assert_eq!(seal.ids.len(), 2);
+    assert_eq!(seal.encode(), {
+        let mut same = Seal::create(&ident(1), REPO, &seal.ids);
+        same.signature = sig;
+        same.encode()
+    });
+    seal.verify().unwrap();
+    assert_eq!(a.unsealed(), 1);
+    a.seal().unwrap();
+    assert!(a.seal_request().is_none());
+    a.flush().unwrap();
+    assert_eq!(a.verify().unwrap().commits, 3);
+    // Another replica receives it like any seal.
+    let (commits, seals) = a.export().unwrap();
+    let mut b = open(2);
+    assert_eq!(b.receive(&commits, &seals).unwrap().applied, 3);
+    // Counts outside 1..=unsealed are refused; nothing to seal without an identity.
+    put(&mut a, "items/4", item(4));
+    assert!(a.seal_with(0, sig).is_err());
+    assert!(a.seal_with(2, sig).is_err());
+    let mut t = Repo::open(MemStorage::new(), None, trusted(1)).unwrap();
+    put(&mut t, "items/1", item(1));
+    assert!(t.seal_request().is_none());
+}
+
+#[test]
+fn a_bad_signature_vouched_for_by_the_host_is_caught_by_verify_and_receivers() {
+    let mut a = open(1);
+    put(&mut a, "items/1", item(1));
+    let req = a.seal_request().unwrap();
+    let wrong = ident(1).sign(b"not the seal message");
+    a.seal_with(req.count, wrong).unwrap();
+    a.flush().unwrap();
+    assert!(a.verify().is_err());
+    let (commits, seals) = a.export().unwrap();
+    let mut b = open(2);
+    assert_eq!(
+        sig_kind(b.receive(&commits, &seals).unwrap_err()),
+        SignatureErrorKind::BadSignature
+    );
+}
+
+#[test]
+fn receive_vouched_skips_only_the_seal_signatures() {
+    let (a, (commits, seals)) = exported();
+    let mut b = open(2);
+    // Every other check still runs: a missing seal, tampered bytes, a seal by another key.
+    assert_eq!(
+        sig_kind(b.receive_vouched(&commits, &[]).unwrap_err()),
+        SignatureErrorKind::Missing
+    );
+    let mut t = commits.clone();
+    let pos = t[0].1.windows(4).position(|w| w == b"Item").unwrap();
+    t[0].1[pos] = b'J';
+    assert_eq!(
+        sig_kind(b.receive_vouched(&t, &seals).unwrap_err()),
+        SignatureErrorKind::Tampered
+    );
+    let ids: Vec<_> = commits.iter().map(|c| c.0).collect();
+    let other = Seal::create(&ident(3), REPO, &ids).encode();
+    assert_eq!(
+        sig_kind(b.receive_vouched(&commits, &[other]).unwrap_err()),
+        SignatureErrorKind::WrongKey
+    );
+    // The genuine batch: as receive() does.
+    assert_eq!(b.receive_vouched(&commits, &seals).unwrap().applied, 2);
+    assert_eq!(b.state_hash(), a.state_hash());
+    assert_eq!(b.verify().unwrap().commits, 2);
+    // A host that vouched for a bad signature: verify() re-proves it and fails.
+    let mut bad = seals.clone();
+    let n = bad[0].len();
+    bad[0][n - 10] ^= 1;
+    let mut c = open(3);
+    c.receive_vouched(&commits, &bad).unwrap();
+    assert!(c.verify().is_err());
+}

@@ -9,6 +9,8 @@ use sha2::{Digest, Sha256};
 
 /// Length of a compressed SEC1 P-384 public key.
 pub const PUBLIC_KEY_LEN: usize = 49;
+/// Length of an uncompressed SEC1 P-384 public key (`04 ‖ x ‖ y`).
+pub const UNCOMPRESSED_KEY_LEN: usize = 97;
 /// Length of a fixed-size (r ‖ s) P-384 signature.
 pub const SIGNATURE_LEN: usize = 96;
 /// Length of a P-384 secret scalar.
@@ -62,6 +64,16 @@ impl PublicKey {
                 "signature does not verify",
             )
         })
+    }
+
+    /// The uncompressed SEC1 form (`04 ‖ x ‖ y`, 97 bytes): what a host's crypto API imports
+    /// (WebCrypto's `raw` key format, or `x` and `y` of a JWK) to verify or sign with this key
+    /// itself. Decompressing costs a square root mod p: hosts keep the result per key.
+    pub fn uncompressed(&self) -> Result<[u8; UNCOMPRESSED_KEY_LEN]> {
+        let point = self.verifying_key()?.to_sec1_point(false);
+        let mut out = [0u8; UNCOMPRESSED_KEY_LEN];
+        out.copy_from_slice(point.as_bytes());
+        Ok(out)
     }
 
     /// A 64-bit tag used as the author tie-breaker in stamps.
@@ -195,5 +207,41 @@ mod tests {
         assert!(Identity::from_secret_bytes(&[0xffu8; 48]).is_err());
         // Invalid entropy still yields a key.
         let _ = Identity::from_entropy(&[0u8; 48]);
+    }
+
+    /// A host's crypto (WebCrypto) does not normalize `s`: (r, n − s) must verify like (r, s).
+    #[test]
+    fn signatures_with_either_s_verify() {
+        const N: [u8; 48] = [
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xc7, 0x63, 0x4d, 0x81,
+            0xf4, 0x37, 0x2d, 0xdf, 0x58, 0x1a, 0x0d, 0xb2, 0x48, 0xb0, 0xa7, 0x7a, 0xec, 0xec,
+            0x19, 0x6a, 0xcc, 0xc5, 0x29, 0x73,
+        ];
+        let a = Identity::from_entropy(&[7u8; 48]);
+        let sig = a.sign(b"hello");
+        let mut flipped = sig;
+        let mut borrow = 0i16;
+        for i in (0..48).rev() {
+            let d = N[i] as i16 - sig.0[48 + i] as i16 - borrow;
+            flipped.0[48 + i] = d.rem_euclid(256) as u8;
+            borrow = i16::from(d < 0);
+        }
+        assert_ne!(flipped, sig);
+        a.public().verify(b"hello", &sig).unwrap();
+        a.public().verify(b"hello", &flipped).unwrap();
+    }
+
+    #[test]
+    fn uncompressed_key_is_the_same_point() {
+        let a = Identity::from_entropy(&[7u8; 48]).public();
+        let u = a.uncompressed().unwrap();
+        assert_eq!(u[0], 4);
+        // x is the compressed key's coordinate; y's parity is its prefix (02 even, 03 odd).
+        assert_eq!(&u[1..49], &a.0[1..]);
+        assert_eq!(a.0[0], 2 + (u[96] & 1));
+        let back = VerifyingKey::from_sec1_bytes(&u).unwrap();
+        assert_eq!(back.to_sec1_point(true).as_bytes(), &a.0[..]);
+        assert!(PublicKey([2u8; 49]).uncompressed().is_err());
     }
 }

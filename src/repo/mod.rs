@@ -32,7 +32,7 @@ pub use export::Export;
 pub use read::HistoryEntry;
 pub use receive::ReceiveReport;
 pub use verify::VerifyReport;
-pub use write::Durability;
+pub use write::{Durability, SealRequest};
 
 use crate::commit::{CommitId, Identity, PublicKey, PUBLIC_KEY_LEN};
 use crate::error::{Error, Result, SignatureErrorKind};

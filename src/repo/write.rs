@@ -4,9 +4,9 @@
 //! (buffered) and applied. Sealing (§5.2) signs the local commits later, in batches.
 
 use super::Repo;
-use crate::commit::{Change, Commit, CommitId, FieldOp, Op, Seal, Stamp};
+use crate::commit::{Change, Commit, CommitId, FieldOp, Op, Seal, Signature, Stamp};
 use crate::commit::{MAX_COMMIT_BYTES, MAX_PARENTS, MAX_SEAL_IDS};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SignatureErrorKind};
 use crate::schema::{FieldType, Schema};
 use crate::state::{FieldMeta, Item};
 use crate::store::log::{FRAME_COMMIT, FRAME_SEAL};
@@ -14,6 +14,23 @@ use crate::store::Storage;
 use crate::txn::{FieldWrite, Txn, Write};
 use crate::value::{Map, Name, Value, MAX_ITEM_BYTES};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// A seal to be signed outside the core: see [`Repo::seal_request`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealRequest {
+    /// How many unsealed commits (the oldest) the seal covers.
+    pub count: usize,
+    /// The bytes to sign.
+    pub message: Vec<u8>,
+}
+
+/// A seal's ids: sorted, without duplicates (as `Seal::create` makes them).
+fn seal_ids(ids: &[CommitId]) -> Vec<CommitId> {
+    let mut ids = ids.to_vec();
+    ids.sort();
+    ids.dedup();
+    ids
+}
 
 /// When a write is durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +106,57 @@ impl<S: Storage> Repo<S> {
         }
         self.unsealed.clear();
         Ok(out)
+    }
+
+    /// What to sign to seal the unsealed local commits with a signature made outside the core
+    /// (a host's platform crypto, e.g. WebCrypto in a browser worker, is several times faster
+    /// than the core's P-384 in wasm): the first batch of up to 65,536 unsealed commits, and
+    /// the seal message over them (§5.1), to sign with this repository's identity (ECDSA P-384,
+    /// SHA-384, `r ‖ s`). `None` when nothing waits for a seal or the repository has no
+    /// identity. Pass the signature to [`Repo::seal_with`].
+    pub fn seal_request(&self) -> Option<SealRequest> {
+        let identity = self.opts.identity.as_ref()?;
+        let count = self.unsealed.len().min(MAX_SEAL_IDS);
+        if count == 0 {
+            return None;
+        }
+        let ids = seal_ids(&self.unsealed[..count]);
+        Some(SealRequest {
+            count,
+            message: Seal::message(&self.opts.name, &identity.public(), &ids),
+        })
+    }
+
+    /// Seal the first `count` unsealed commits (a [`SealRequest`]'s) with `signature`, made by
+    /// this repository's identity over the request's message. The signature is not checked
+    /// here: the caller vouches for it (every receiver and `verify()` check it). Commits made
+    /// after the request stay unsealed. Returns the seal (buffered until `flush`).
+    pub fn seal_with(&mut self, count: usize, signature: Signature) -> Result<Seal> {
+        let Some(identity) = self.opts.identity.as_ref() else {
+            return Err(Error::sig(
+                SignatureErrorKind::Unsigned,
+                "a repository without an identity makes no seals",
+            ));
+        };
+        if count == 0 || count > self.unsealed.len().min(MAX_SEAL_IDS) {
+            return Err(Error::InvalidValue {
+                path: "count".into(),
+                reason: format!(
+                    "a seal covers 1..={} unsealed commits, not {count}",
+                    self.unsealed.len().min(MAX_SEAL_IDS)
+                ),
+            });
+        }
+        let seal = Seal {
+            repo: self.opts.name.clone(),
+            author: identity.public(),
+            ids: seal_ids(&self.unsealed[..count]),
+            signature,
+        };
+        let offset = self.log.append(FRAME_SEAL, &seal.encode())?;
+        self.graph.add_seal(&seal, offset);
+        self.unsealed.drain(..count);
+        Ok(seal)
     }
 
     /// Local commits waiting for a seal.

@@ -54,6 +54,9 @@ pub const FRAME_PAD: u8 = 3;
 
 /// Write buffers that grew beyond this are released after a write instead of kept for reuse.
 const KEEP_BUFFER_CAPACITY: usize = 4 << 20;
+/// A written batch up to this size stays readable from memory until the next one (see
+/// `Log::recent`).
+const RECENT_MAX: usize = 256 << 10;
 
 /// The 16 header bytes every log starts with.
 pub fn header_bytes() -> [u8; 16] {
@@ -311,6 +314,11 @@ pub struct Log<S: Storage> {
     buf: Vec<u8>,
     written: u64,
     durable: u64,
+    /// The last batch handed to `write_at` (if at most [`RECENT_MAX`] bytes), at offset
+    /// `recent_at`: `read_frame` serves it from memory (sync reads back the commits it just
+    /// flushed to push them; a storage read costs far more than keeping a small copy).
+    recent: Vec<u8>,
+    recent_at: u64,
 }
 
 impl<S: Storage + fmt::Debug> fmt::Debug for Log<S> {
@@ -353,6 +361,8 @@ impl<S: Storage> Log<S> {
             buf: Vec::new(),
             written: end,
             durable: end,
+            recent: Vec::new(),
+            recent_at: end,
         };
         Ok((log, scan))
     }
@@ -385,7 +395,16 @@ impl<S: Storage> Log<S> {
             return Ok(());
         }
         self.storage.write_at(self.written, &self.buf)?;
+        let at = self.written;
         self.written += self.buf.len() as u64;
+        if self.buf.len() <= RECENT_MAX {
+            // Keep the batch readable from memory; its old buffer becomes the write buffer.
+            std::mem::swap(&mut self.buf, &mut self.recent);
+            self.recent_at = at;
+        } else {
+            self.recent.clear();
+            self.recent_at = self.written;
+        }
         if self.buf.capacity() > KEEP_BUFFER_CAPACITY {
             self.buf = Vec::new();
         } else {
@@ -442,8 +461,14 @@ impl<S: Storage> Log<S> {
         if offset < HEADER_LEN || offset >= self.len() {
             return Err(bad("offset outside the log"));
         }
+        let recent_end = self.recent_at + self.recent.len() as u64;
         let (frame, pos) = if offset >= self.written {
             (None, (offset - self.written) as usize)
+        } else if offset >= self.recent_at && offset < recent_end {
+            let pos = (offset - self.recent_at) as usize;
+            let (kind, len) = check_frame(&self.recent, pos).map_err(bad)?;
+            let body = pos + FRAME_HEADER_LEN;
+            return Ok((kind, self.recent[body..body + len].to_vec()));
         } else {
             let mut h = [0u8; FRAME_HEADER_LEN];
             let avail = self.written - offset;

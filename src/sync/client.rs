@@ -135,6 +135,25 @@ impl Client {
     /// (verified; the host flushes them like any write). An error here means the server sent
     /// something this peer refuses: drop the connection.
     pub fn handle<S: Storage>(&mut self, repo: &mut Repo<S>, msg: Message) -> Result<ClientEvent> {
+        self.handle_checked(repo, msg, false)
+    }
+
+    /// [`Client::handle`] for a host that verified the signature of every seal in `msg` itself
+    /// (see [`Repo::receive_vouched`]); everything else is checked as usual.
+    pub fn handle_vouched<S: Storage>(
+        &mut self,
+        repo: &mut Repo<S>,
+        msg: Message,
+    ) -> Result<ClientEvent> {
+        self.handle_checked(repo, msg, true)
+    }
+
+    fn handle_checked<S: Storage>(
+        &mut self,
+        repo: &mut Repo<S>,
+        msg: Message,
+        vouched: bool,
+    ) -> Result<ClientEvent> {
         match msg {
             Message::Challenge {
                 nonce,
@@ -159,7 +178,7 @@ impl Client {
                 to,
                 commits,
                 seals,
-            } => self.on_commits(repo, from, to, &commits, &seals),
+            } => self.on_commits(repo, from, to, &commits, &seals, vouched),
             Message::Ack { ids } => {
                 let count = ids.len();
                 self.known.extend(ids);
@@ -167,7 +186,9 @@ impl Client {
                 Ok(ClientEvent::Acked { count })
             }
             Message::Error { code, message } => {
-                self.refused |= code == ErrorCode::Permission;
+                // A refused push (after the Welcome); a PermissionError before it refuses the
+                // session (it may not read), which pushing has nothing to do with.
+                self.refused |= code == ErrorCode::Permission && self.welcomed;
                 Ok(ClientEvent::ServerError { code, message })
             }
             Message::Push { .. } | Message::Hello { .. } => Err(protocol(
@@ -213,6 +234,7 @@ impl Client {
         to: u64,
         commits: &[(CommitId, Vec<u8>)],
         seals: &[Vec<u8>],
+        vouched: bool,
     ) -> Result<ClientEvent> {
         if !self.welcomed || from != self.cursor {
             return Err(protocol(
@@ -224,7 +246,11 @@ impl Client {
                 ),
             ));
         }
-        let report = repo.receive(commits, seals)?;
+        let report = if vouched {
+            repo.receive_vouched(commits, seals)?
+        } else {
+            repo.receive(commits, seals)?
+        };
         for (id, _) in commits {
             self.known.insert(*id);
         }

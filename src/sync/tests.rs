@@ -532,12 +532,13 @@ fn members_read_and_write_by_role_and_revocation_stops_a_writer() {
     owner.grant(&r.author(), Role::Reader).unwrap();
     let (mut co, mut cw, mut cr, mut cx) = (client(), client(), client(), client());
     sync(&mut hub, &mut co, &mut owner);
-    // A stranger cannot even read.
+    // A stranger cannot even read. That refusal of its session does not pause its pushes
+    // (only a refused push does).
     let (_, reply) = handshake(&hub, &mut cx, &mut x);
-    assert_eq!(
-        permission(reply.unwrap_err()),
-        PermissionErrorKind::CannotRead
-    );
+    let e = reply.unwrap_err();
+    cx.handle(&mut x, wire(Message::error(&e))).unwrap();
+    assert!(!cx.refused());
+    assert_eq!(permission(e), PermissionErrorKind::CannotRead);
     // The reader reads; its own writes are refused locally, before anything is written.
     sync(&mut hub, &mut cr, &mut r);
     assert_eq!(r.state_hash(), owner.state_hash());
@@ -731,4 +732,21 @@ fn stepwise_catch_up_matches_hello() {
         hub.write_snapshot().is_ok_and(|written| !written),
         "no snapshot file"
     );
+}
+
+#[test]
+fn a_client_whose_host_verified_the_seals_receives_like_any_other() {
+    let mut hub = server();
+    let (mut owner, mut r) = (signed(1), signed(3));
+    write(&mut owner, "t/0", 0);
+    owner.grant(&r.author(), Role::Reader).unwrap();
+    let (mut co, mut cr) = (client(), client());
+    sync(&mut hub, &mut co, &mut owner);
+    let (_, reply) = handshake(&hub, &mut cr, &mut r);
+    for m in reply.unwrap() {
+        cr.handle_vouched(&mut r, wire(m)).unwrap();
+    }
+    assert_eq!(cr.cursor(), hub.head());
+    assert_eq!(r.state_hash(), owner.state_hash());
+    assert_eq!(r.verify().unwrap().commits, 2);
 }

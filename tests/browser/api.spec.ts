@@ -236,8 +236,12 @@ test('calls in one tick are batched; relaxed durability; flush, verify, storageI
   expect(out.info.repository.logBytes).toBeGreaterThan(200 * 20);
 });
 
-test('identity export and import; trusted mode; commit exchange', async ({ page }) => {
-  const out = await page.evaluate(async ([a, b, c]) => {
+test('identity export and import; trusted mode; commit exchange', async ({ page, browser }) => {
+  // Seals are bound to the repository's name: a bundle is received by another replica of the
+  // same repository (here in another browser context, i.e. another OPFS), and refused by a
+  // repository of another name.
+  const name = uniqueName('idA');
+  const out = await page.evaluate(async ([a, other, c]) => {
     const { open } = (window as any).ibexdb;
     const dbA = await open(a);
     const exported = await dbA.exportIdentity();
@@ -245,24 +249,44 @@ test('identity export and import; trusted mode; commit exchange', async ({ page 
     const bundle = await dbA.exportCommits();
     const idA = dbA.identity;
     await dbA.close();
-    const dbB = await open(b, { identity: exported });
-    const report = await dbB.receive(bundle);
-    const got = await dbB.get('notes/1');
-    const verified = await dbB.verify();
-    const idB = dbB.identity;
-    await dbB.close();
+    const dbO = await open(other);
+    const wrong = await dbO.receive(bundle).then(
+      () => null,
+      (e: any) => [e.name, e.kind],
+    );
+    await dbO.close();
     const dbC = await open(c, { trusted: true });
     await dbC.put('notes/x', { t: 1 });
     const trustedId = dbC.identity;
     const trustedVerify = await dbC.verify();
     await dbC.close();
-    return { same: idA === idB, exportedPrefix: exported.slice(0, 19), report, got, verified, trustedId, trustedVerify };
-  }, [uniqueName('idA'), uniqueName('idB'), uniqueName('idC')]);
-  expect(out.same).toBe(true);
-  expect(out.exportedPrefix).toBe('ibexdb-identity-v1:');
-  expect(out.report.applied).toBe(1);
-  expect(out.got).toEqual({ text: 'from A' });
-  expect(out.verified.signaturesVerified).toBeGreaterThan(0);
+    return { exported, idA, bundle: Array.from(bundle as Uint8Array), wrong, trustedId, trustedVerify };
+  }, [name, uniqueName('idB'), uniqueName('idC')]);
+  expect(out.exported.slice(0, 19)).toBe('ibexdb-identity-v1:');
+  expect(out.wrong).toEqual(['SignatureError', 'wrong-repository']);
   expect(out.trustedId).toBeNull();
   expect(out.trustedVerify.trustedCommits).toBe(1);
+
+  const ctxB = await browser.newContext();
+  try {
+    const pageB = await ctxB.newPage();
+    await pageB.goto('/www/examples/playground.html');
+    await pageB.waitForSelector('body[data-ready="1"]');
+    const got = await pageB.evaluate(async ([name, exported, bytes]) => {
+      const { open } = (window as any).ibexdb;
+      const dbB = await open(name, { identity: exported });
+      const report = await dbB.receive(new Uint8Array(bytes as number[]));
+      const item = await dbB.get('notes/1');
+      const verified = await dbB.verify();
+      const idB = dbB.identity;
+      await dbB.close();
+      return { report, item, verified, idB };
+    }, [name, out.exported, out.bundle] as const);
+    expect(got.idB).toBe(out.idA);
+    expect(got.report.applied).toBe(1);
+    expect(got.item).toEqual({ text: 'from A' });
+    expect(got.verified.signaturesVerified).toBeGreaterThan(0);
+  } finally {
+    await ctxB.close();
+  }
 });

@@ -6,7 +6,13 @@ import {
   type LiveQuery,
   type Row,
   type SyncStatus,
+  type Role,
+  type Members,
   ProtocolError,
+  PermissionError,
+  AuthError,
+  LimitError,
+  UnavailableError,
   NotFoundError,
   QuotaExceededError,
   SchemaError,
@@ -66,7 +72,23 @@ export async function example(): Promise<void> {
   await synced.sync(null);
   await synced.sync('ws://127.0.0.1:8788');
   const st: SyncStatus = await synced.syncStatus();
-  if (st.state === 'connected' && st.lastError === null) void [st.cursor, st.pushFrom, st.serverHead, st.acked];
+  if (st.state === 'synced' && st.lastError === null) void [st.cursor, st.pushFrom, st.pending, st.serverHead, st.acked, st.saved?.cursor];
+  if (st.rights?.write) void st.rights.administer;
+  await synced.sync();
+  const stopListening: () => void = synced.onSyncStatus((s: SyncStatus) => {
+    if (s.state === 'error' && s.lastError instanceof PermissionError) void [s.lastError.kind, s.lastError.code];
+    else if (s.lastError instanceof AuthError || s.lastError instanceof LimitError || s.lastError instanceof UnavailableError) void s.lastError.message;
+    else if (s.state === 'offline' || s.state === 'online' || s.state === 'syncing' || s.state === 'off') void s.url;
+  });
+  stopListening();
+  const key: string | null = synced.publicKey;
+  if (key) await db.grant(key, 'writer');
+  if (key) await db.revoke(key);
+  const role: Role = 'reader';
+  if (key) await db.grant(key, role);
+  await db.setPublic({ read: true, write: false });
+  const acl: Members = await db.members();
+  void [acl.owned, acl.public.read, acl.members.map((m) => [m.publicKey, m.role])];
   await db.defineSchema('tasks', { fields: { due: { type: 'number', nullable: true } }, allowOtherFields: false });
   try {
     await db.update('notes/missing', { done: true });
@@ -74,6 +96,7 @@ export async function example(): Promise<void> {
     if (e instanceof NotFoundError) void e.key;
     else if (e instanceof SchemaError) void e.field;
     else if (e instanceof ProtocolError) void e.message;
+    else if (e instanceof PermissionError && e.kind === 'cannot-write') void e.message;
     else if (e instanceof QuotaExceededError && e instanceof StorageError && e instanceof IbexError) void e.message;
   }
   await db.close();

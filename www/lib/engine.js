@@ -165,15 +165,26 @@ function rethrow(e, eng) {
 /**
  * What the engine's sync client made of one server message (`EngineHandle.syncHandle`).
  * @typedef {object} SyncEvent
- * @property {'welcome' | 'received' | 'acked' | 'error'} event
+ * @property {'challenge' | 'welcome' | 'received' | 'acked' | 'error'} event
  * @property {number} cursor the last server sequence received
  * @property {number} pushFrom local commit-table entries before it are known to the server
+ * @property {number} pending local commits the server does not know yet
+ * @property {boolean} refused the server refused a push for lack of permission (pushing pauses until a grant arrives)
  * @property {number} [head] welcome: the server's last sequence
+ * @property {{read: boolean, write: boolean, administer: boolean}} [rights] welcome: what this session may do
  * @property {number} [applied] received: commits applied
  * @property {number} [duplicates] received: commits already held
  * @property {number} [count] acked: commits the server stored
  * @property {number} [code] error: the server's error code
  * @property {string} [message] error: its text
+ */
+
+/**
+ * Where sync stands with one server, as persisted in the repository's `sync` file.
+ * @typedef {object} SyncPosition
+ * @property {string} url the server (normalized: `new URL(url).href`)
+ * @property {number} cursor the last server sequence received (and flushed)
+ * @property {number} pushFrom local commit-table entries before it are known to the server
  */
 
 /**
@@ -230,6 +241,12 @@ export class EngineHandle {
     this._u32 = new Uint32Array(0);
     /** u32 index in memory of the engine's getInto `[ptr, len]` slot */
     this._slot = 0;
+    /** @type {Glue | null} the glue module of the instance (its static functions) */
+    this._glue = null;
+    /** @type {any} the `sync` file's access handle, once opened (also in `_handles`) */
+    this._syncHandle = null;
+    /** @type {(() => void) | null} called after every successful flush (sync captures its durable position) */
+    this.afterFlush = null;
   }
 
   /** @param {boolean} fresh a new wasm instance (after a panic) */
@@ -288,6 +305,7 @@ export class EngineHandle {
         throw rethrow(e, this);
       }
       this._handles = handles;
+      this._glue = glue;
       this._dead = false;
       this._generation++;
       this._memory = memory;
@@ -355,6 +373,7 @@ export class EngineHandle {
   _release() {
     closeAll(this._handles);
     this._handles = [];
+    this._syncHandle = null;
   }
 
   // ----- reads -------------------------------------------------------------------------
@@ -523,6 +542,7 @@ export class EngineHandle {
   /** Write buffered frames with one OPFS write and flush. */
   flush() {
     this._call((r) => r.flush());
+    this.afterFlush?.();
   }
   /** @returns {boolean} whether anything waits to be written or flushed */
   hasUnflushed() {
@@ -531,6 +551,36 @@ export class EngineHandle {
   /** Sign unsealed local commits (one signature); returns the number of seals (buffered). */
   seal() {
     return /** @type {number} */ (this._call((r) => r.seal()));
+  }
+  /**
+   * What to sign to seal the unsealed local commits outside the engine (WebCrypto): the number
+   * of commits the seal covers and the message; undefined when nothing waits for a seal.
+   * @returns {{count: number, message: Uint8Array} | undefined}
+   */
+  sealRequest() {
+    const r = this._call((raw) => raw.sealRequest());
+    return r ? { count: r[0], message: r[1] } : undefined;
+  }
+  /**
+   * Seal the first `count` unsealed commits with a signature made over `sealRequest()`'s
+   * message with this repository's key (ECDSA P-384 / SHA-384, 96 bytes r ‖ s). Not re-checked
+   * here; receivers and `verify()` check it. Buffered: flush afterwards.
+   * @param {number} count @param {Uint8Array} signature
+   */
+  sealWith(count, signature) {
+    this._call((r) => r.sealWith(count, signature));
+  }
+  /** The 48-byte identity secret (null in trusted mode). Keep it in the worker. @returns {Uint8Array | null} */
+  identitySecret() {
+    return this._call((r) => r.identitySecret()) ?? null;
+  }
+  /**
+   * The uncompressed form (97 bytes, `04 ‖ x ‖ y`) of a compressed public key (49 bytes).
+   * @param {Uint8Array} compressed
+   * @returns {Uint8Array}
+   */
+  uncompressedKey(compressed) {
+    return this._call(() => /** @type {Glue} */ (this._glue).Engine.uncompressedKey(compressed));
   }
   /** @returns {number} local commits waiting for a seal */
   unsealed() {
@@ -583,32 +633,121 @@ export class EngineHandle {
     return s ? formatIdentity(s) : null;
   }
 
+  // ----- access list (docs/design.md §6.4; each change is one ordinary commit) -----------
+
+  /** Give a key (98 hex digits) a role. @param {string} publicKey @param {'owner' | 'writer' | 'reader'} role */
+  grant(publicKey, role) {
+    this._call((r) => r.grant(publicKey, role));
+  }
+  /** Take a key's role away. @param {string} publicKey */
+  revoke(publicKey) {
+    this._call((r) => r.revoke(publicKey));
+  }
+  /** Set the public switches. @param {boolean} read @param {boolean} write */
+  setPublic(read, write) {
+    this._call((r) => r.setPublic(read, write));
+  }
+  /** @returns {string} `{owned, public: {read, write}, members: [{publicKey, role}]}` as JSON */
+  membersJson() {
+    return this._call((r) => r.members());
+  }
+
   // ----- sync (the core's sync client inside the engine; docs/design.md §12.2) ----------
 
   /**
-   * Create the engine's sync client for repository `name` on a server, resuming at `cursor`
-   * (last server sequence received) and `pushFrom` (local commits before it are known there).
-   * @param {string} name @param {number} cursor @param {number} pushFrom
+   * Create the engine's sync client for repository `name` on the server at `url` (as dialed:
+   * it is bound into the session proof), resuming at `cursor` (last server sequence received)
+   * and `pushFrom` (local commits before it are known there).
+   * @param {string} name @param {string} url @param {number} cursor @param {number} pushFrom
    */
-  syncStart(name, cursor, pushFrom) {
-    this._call((r) => r.syncStart(name, cursor, pushFrom));
+  syncStart(name, url, cursor, pushFrom) {
+    this._call((r) => r.syncStart(name, url, cursor, pushFrom));
   }
-  /** @returns {Uint8Array<ArrayBuffer>} the Hello message that opens a connection */
+  /** A new connection: resets the client's connection state (nothing is sent until the server's challenge). */
   syncConnect() {
-    return wasmBytes(this._call((r) => r.syncConnect()));
+    this._call((r) => r.syncConnect());
   }
   /**
    * Handle one message from the server (received commits are verified and applied).
+   * `vouched`: the caller verified every seal signature in it (`syncSealChecks`); the core
+   * then skips only those checks.
    * @param {Uint8Array} bytes
+   * @param {boolean} [vouched]
    * @returns {SyncEvent}
    */
-  syncHandle(bytes) {
-    return JSON.parse(this._call((r) => r.syncHandle(bytes)));
+  syncHandle(bytes, vouched = false) {
+    return JSON.parse(this._call((r) => r.syncHandle(bytes, vouched)));
   }
-  /** @returns {Uint8Array<ArrayBuffer> | undefined} the next message to send (seals unsealed commits first), if any */
+  /**
+   * The seals of a server message, to verify with WebCrypto before `syncHandle(bytes, true)`:
+   * `[authorKey (49 bytes), message, signature (96 bytes)]` each; undefined when a seal does not
+   * decode (let `syncHandle(bytes)` report it).
+   * @param {Uint8Array} bytes
+   * @returns {[Uint8Array, Uint8Array, Uint8Array][] | undefined}
+   */
+  syncSealChecks(bytes) {
+    return this._call(() => /** @type {Glue} */ (this._glue).Engine.syncSealChecks(bytes));
+  }
+  /**
+   * The next message to send, if any: after a challenge the signed Hello; after the Welcome,
+   * pushes of what the server lacks (unsealed commits are sealed first).
+   * @returns {Uint8Array<ArrayBuffer> | undefined}
+   */
   syncOutgoing() {
     const m = this._call((r) => r.syncOutgoing());
     return m ? wasmBytes(m) : undefined;
+  }
+  /** @returns {number} local commits the server does not know yet */
+  syncPending() {
+    return this._call((r) => r.syncPending());
+  }
+
+  /**
+   * The sync position persisted with the repository (the `sync` file next to the log), or
+   * null when there is none (or it does not parse: then sync starts from 0/0, which is only
+   * slower). Opens the file on first use.
+   * @returns {Promise<SyncPosition | null>}
+   */
+  async syncLoad() {
+    const h = await this._syncFile();
+    const size = h.getSize();
+    if (size === 0 || size > 4096) return null;
+    const buf = new Uint8Array(size);
+    h.read(buf, { at: 0 });
+    try {
+      const v = JSON.parse(utf8.decode(buf));
+      const ok = v && v.v === 1 && typeof v.url === 'string' && Number.isSafeInteger(v.cursor) && Number.isSafeInteger(v.pushFrom) && v.cursor >= 0 && v.pushFrom >= 0;
+      return ok ? { url: v.url, cursor: v.cursor, pushFrom: v.pushFrom } : null;
+    } catch {
+      return null;
+    }
+  }
+  /**
+   * Persist a sync position. It must describe flushed state only (the worker captures it
+   * right after a flush): a cursor past what the log holds would skip commits after a crash.
+   * A torn write leaves a file that does not parse, i.e. a restart from 0/0.
+   * @param {SyncPosition} pos
+   */
+  async syncSave(pos) {
+    const h = await this._syncFile();
+    const bytes = new TextEncoder().encode(JSON.stringify({ v: 1, url: pos.url, cursor: pos.cursor, pushFrom: pos.pushFrom }));
+    h.write(bytes, { at: 0 });
+    h.truncate(bytes.length);
+    h.flush();
+  }
+  /** The `sync` file's access handle (opened on first use, released with the others). */
+  async _syncFile() {
+    if (this._raw === null) throw new ClosedError(`repository ${this.name} is closed`);
+    if (!this._syncHandle) {
+      const [h] = await openFiles(this.name, ['sync']);
+      if (this._raw === null) {
+        closeAll([h]);
+        throw new ClosedError(`repository ${this.name} is closed`);
+      }
+      this._syncHandle = h;
+      this._handles.push(h);
+    }
+    return this._syncHandle;
   }
 
   /**

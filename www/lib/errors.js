@@ -57,6 +57,18 @@ export class DecodeError extends IbexError {}
 export class ClockSkewError extends IbexError {}
 /** A sync protocol message was refused (bad version, unknown type, malformed, unexpected). */
 export class ProtocolError extends IbexError {}
+/**
+ * The repository's access list does not allow it (`kind`: `cannot-read`, `cannot-write`,
+ * `cannot-administer`, `foreign-root`, `cannot-create`): a local write, a grant, or the server
+ * refusing this replica's session or push.
+ */
+export class PermissionError extends IbexError {}
+/** The sync server did not accept this replica's session proof (`kind`: `stale`, `wrong-server`, ...). */
+export class AuthError extends IbexError {}
+/** The sync server refused something over one of its limits (`limit` names it). */
+export class LimitError extends IbexError {}
+/** The sync server cannot serve the repository now (try again later). */
+export class UnavailableError extends IbexError {}
 
 /** @type {Record<string, typeof IbexError>} */
 export const ERROR_CLASSES = {
@@ -79,6 +91,10 @@ export const ERROR_CLASSES = {
   DecodeError,
   ClockSkewError,
   ProtocolError,
+  PermissionError,
+  AuthError,
+  LimitError,
+  UnavailableError,
 };
 
 for (const [name, cls] of Object.entries(ERROR_CLASSES)) {
@@ -120,4 +136,43 @@ export function fromWire(w) {
   const e = new IbexError(w.message, w);
   Object.defineProperty(e, 'name', { value: w.name, writable: true, configurable: true });
   return e;
+}
+
+/**
+ * The error class of each sync protocol error code (docs/design.md §12.2); code 0 ("other")
+ * and unknown codes have none.
+ * @type {Record<number, string>}
+ */
+const SYNC_CODES = {
+  1: 'ProtocolError',
+  2: 'SignatureError',
+  3: 'DecodeError',
+  4: 'ClockSkewError',
+  5: 'TooLargeError',
+  6: 'StorageError',
+  7: 'InvalidKeyError',
+  8: 'PermissionError',
+  9: 'AuthError',
+  10: 'LimitError',
+  11: 'UnavailableError',
+};
+
+/**
+ * The wire form of an `Error` message from the sync server: `code` and the text
+ * `"ErrorName: message"`. The name comes from the text when it names a known class (the
+ * server's `Error::name`), else from the code; a `(kind)` right after the first words
+ * (`permission denied (cannot-write): ...`) becomes `kind`.
+ * @param {number} code
+ * @param {string} text
+ * @returns {WireError}
+ */
+export function syncErrorToWire(code, text) {
+  const m = /^([A-Za-z]+Error): ([\s\S]*)$/.exec(text);
+  const name = m && ERROR_CLASSES[m[1]] ? m[1] : (SYNC_CODES[code] ?? 'IbexError');
+  const message = m ? m[2] : text;
+  /** @type {WireError} */
+  const w = { name, message: `the sync server refused: ${message}`, code };
+  const kind = /^[^(:]*\(([a-z]+(?:-[a-z]+)*)\)/.exec(message);
+  if (kind && (name === 'PermissionError' || name === 'AuthError' || name === 'SignatureError')) w.kind = kind[1];
+  return w;
 }

@@ -166,26 +166,62 @@ export interface ReceiveReport {
   pending: number;
 }
 
+/**
+ * Where sync stands (`db.syncStatus()`, `db.onSyncStatus`). `state`:
+ * - `off`: sync was never started, or was stopped (`db.sync(null)`).
+ * - `offline`: no connection to the server: dialing, or waiting before the next try (backoff
+ *   with jitter; `lastError` says what failed).
+ * - `online`: connected; the handshake (challenge, signed Hello) is under way.
+ * - `syncing`: the server welcomed this replica; it is still receiving what the server had at
+ *   the Welcome, or local commits wait for the server's acknowledgement.
+ * - `synced`: everything the server had at the Welcome is here (later commits arrive live) and
+ *   the server acknowledged every local commit.
+ * - `error`: the server refused this replica: its session at the handshake (`PermissionError`
+ *   kind `cannot-read`, `AuthError`; asked again only every 10 s), or a push (`PermissionError`
+ *   kind `cannot-write`: pushing pauses until a grant arrives; other refusals until the next
+ *   acknowledgement or connection). `lastError` is the refusal.
+ */
 export interface SyncStatus {
-  /** 'off' (never started or stopped), 'connecting', 'connected', 'backoff' (waiting to reconnect). */
-  state: 'off' | 'connecting' | 'connected' | 'backoff';
+  state: 'off' | 'offline' | 'online' | 'syncing' | 'synced' | 'error';
+  /** The server, normalized (`new URL(url).href`), or null when off. */
   url: string | null;
   /** Last server sequence received. */
   cursor: number;
   /** Local commit-table entries before this one are known to the server. */
   pushFrom: number;
+  /** Local commits the server has not acknowledged yet. */
+  pending: number;
   /** The server's last sequence, as last heard. */
   serverHead: number | null;
+  /** What the server's Welcome said this replica's session may do (null before it). */
+  rights: { read: boolean; write: boolean; administer: boolean } | null;
   /** Connection attempts so far. */
   connects: number;
-  /** Commits received and applied. */
+  /** Commits this worker received from the server (applied, or already held). */
   received: number;
   /** Push messages sent. */
   pushed: number;
   /** Commits the server acknowledged as stored. */
   acked: number;
-  /** The last error: a server `Error` message ({code, message}) or a local failure ({name, message}). */
-  lastError: { code?: number; name?: string; message: string } | null;
+  /**
+   * The last failure: the server's refusal as its error class (`PermissionError`, `AuthError`,
+   * `LimitError`, `UnavailableError`, `SignatureError`, ... with `code`, the protocol error
+   * code), or a local/connection failure.
+   */
+  lastError: IbexError | null;
+  /** The position last persisted with the repository (a reload or another tab resumes from it). */
+  saved: { cursor: number; pushFrom: number } | null;
+}
+
+export type Role = 'owner' | 'writer' | 'reader';
+
+/** The access list as a replica knows it (`db.members()`). */
+export interface Members {
+  /** Whether the repository has owners (a signed repository's first commit makes its author one). */
+  owned: boolean;
+  /** What anyone may do. */
+  public: { read: boolean; write: boolean };
+  members: { publicKey: string; role: Role }[];
 }
 
 export interface Transaction {
@@ -201,6 +237,8 @@ export declare class Database {
   readonly name: string;
   /** Public key (hex) signing this repository's commits; null in trusted mode. */
   readonly identity: string | null;
+  /** This device's public key (98 hex digits; the same as `identity`): what an owner passes to `grant`. */
+  readonly publicKey: string | null;
   readonly trusted: boolean;
   readonly durability: 'flush' | 'relaxed';
   /** 'owner' if this tab's worker holds the files, 'client' if it reaches another tab's. */
@@ -230,9 +268,22 @@ export declare class Database {
   exportCommits(): Promise<Uint8Array<ArrayBuffer>>;
   receive(bundle: Uint8Array): Promise<ReceiveReport>;
   storageInfo(): Promise<StorageInfo>;
-  /** Sync with an ibexdb-server (`ws://host:port`); null stops. */
-  sync(url: string | null): Promise<void>;
+  /** Give a key a role (only an owner may; PermissionError otherwise). */
+  grant(publicKey: string, role: Role): Promise<void>;
+  /** Take a key's role away (PermissionError for the last owner). */
+  revoke(publicKey: string): Promise<void>;
+  /** What anyone may do (only an owner may change it). */
+  setPublic(flags: { read: boolean; write: boolean }): Promise<void>;
+  members(): Promise<Members>;
+  /**
+   * Sync with an ibexdb-server (`ws://host:port`), or the current one without a URL; null stops.
+   * Resolves when `synced` (everything local acknowledged by the server, the server's history
+   * received); rejects with the server's refusal (e.g. PermissionError) at `error`.
+   */
+  sync(url?: string | null): Promise<void>;
   syncStatus(): Promise<SyncStatus>;
+  /** Called at every change of sync's state, server or last error; returns an unsubscribe function. */
+  onSyncStatus(cb: (status: SyncStatus) => void): () => void;
   close(): Promise<void>;
 }
 
@@ -282,11 +333,31 @@ export declare class CorruptError extends IbexError {
   readonly nextValid?: number;
 }
 export declare class SignatureError extends IbexError {
-  readonly kind: 'tampered' | 'bad-signature' | 'wrong-key' | 'missing' | 'malformed' | 'unsigned' | 'other';
+  readonly kind: 'tampered' | 'bad-signature' | 'wrong-key' | 'missing' | 'malformed' | 'unsigned' | 'wrong-repository' | 'other';
 }
 export declare class QueryError extends IbexError {}
 export declare class VerifyError extends IbexError {}
 export declare class PanicError extends IbexError {}
 export declare class DecodeError extends IbexError {}
 export declare class ClockSkewError extends IbexError {}
-export declare class ProtocolError extends IbexError {}
+export declare class ProtocolError extends IbexError {
+  /** The protocol error code when the sync server sent it. */
+  readonly code?: number;
+}
+export declare class PermissionError extends IbexError {
+  readonly kind: 'cannot-read' | 'cannot-write' | 'cannot-administer' | 'foreign-root' | 'cannot-create';
+  /** The protocol error code (8) when the sync server refused. */
+  readonly code?: number;
+}
+export declare class AuthError extends IbexError {
+  readonly kind?: 'bad-signature' | 'replayed' | 'stale' | 'wrong-server' | 'malformed';
+  readonly code?: number;
+}
+export declare class LimitError extends IbexError {
+  /** Which limit. */
+  readonly limit?: string;
+  readonly code?: number;
+}
+export declare class UnavailableError extends IbexError {
+  readonly code?: number;
+}

@@ -11,7 +11,7 @@
 // come back as one (with durability 'flush' they also share one OPFS flush). Types: ibexdb.d.ts.
 
 import { TxnBuilder, decode, decodeMany, decodeRows, encode, encodeObject } from './codec.js';
-import { ClosedError, InvalidKeyError, InvalidValueError, StorageUnavailableError, fromWire } from './errors.js';
+import { ClosedError, IbexError, InvalidKeyError, InvalidValueError, StorageUnavailableError, fromWire } from './errors.js';
 import { checkEnvironment, compileWasm, startWorker, watchViolations, workerFailure } from './loader.js';
 import { WASM_URL, checkName, isSyncUrl } from './policy.js';
 
@@ -37,7 +37,35 @@ export * from './errors.js';
  * @property {[string, number, number][]} moved
  */
 
-/** What the worker said when it opened the repository. @typedef {{identity: string | null, trusted: boolean, role: 'owner' | 'client'}} OpenInfo */
+/** What the worker said when it opened the repository. @typedef {{identity: string | null, trusted: boolean, role: 'owner' | 'client', sync?: WireSyncStatus | null}} OpenInfo */
+/** @typedef {import('./ibexdb.js').SyncStatus} SyncStatus */
+/** A sync status as the worker sends it (`lastError` in wire form). @typedef {Omit<SyncStatus, 'lastError'> & {lastError: WireError | null}} WireSyncStatus */
+
+/** @type {SyncStatus} */
+const SYNC_OFF = Object.freeze({
+  state: 'off',
+  url: null,
+  cursor: 0,
+  pushFrom: 0,
+  pending: 0,
+  serverHead: null,
+  rights: null,
+  connects: 0,
+  received: 0,
+  pushed: 0,
+  acked: 0,
+  lastError: null,
+  saved: null,
+});
+
+/**
+ * A status from the worker, with its error rebuilt as an `IbexError` subclass.
+ * @param {WireSyncStatus} w
+ * @returns {SyncStatus}
+ */
+function reviveStatus(w) {
+  return { ...w, lastError: w.lastError ? /** @type {import('./errors.js').IbexError} */ (fromWire(w.lastError)) : null };
+}
 
 /** @type {Promise<WebAssembly.Module | null> | null} the engine's wasm, compiled once per page */
 let wasmModule = null;
@@ -170,6 +198,10 @@ export class Database {
     /** @type {{promise: Promise<WireError | undefined>, resolve: (error: WireError | undefined) => void} | null} */
     this._closing = null;
     this._scheduled = false;
+    /** @type {SyncStatus} the latest sync status the worker reported */
+    this._syncStatus = info.sync ? reviveStatus(info.sync) : SYNC_OFF;
+    /** @type {Set<(status: SyncStatus) => void>} */
+    this._syncListeners = new Set();
     worker.onmessage = (ev) => this._onMessage(ev.data);
     worker.onerror = (ev) => {
       ev.preventDefault?.();
@@ -182,6 +214,14 @@ export class Database {
   /** Whether this tab's worker holds the repository's files ('owner') or reaches another tab's. */
   get role() {
     return this._role;
+  }
+
+  /**
+   * This device's public key for this repository (98 hex digits, a compressed P-384 point):
+   * what another replica's owner passes to `grant`. Null in trusted mode.
+   */
+  get publicKey() {
+    return this.identity;
   }
 
   /**
@@ -242,6 +282,9 @@ export class Database {
       case 'role':
         this._role = m.role;
         break;
+      case 'sync-status':
+        this._setSyncStatus(reviveStatus(m.status));
+        break;
       case 'background-error': {
         const err = fromWire(m.error);
         if (this._onError) this._onError(err);
@@ -292,6 +335,23 @@ export class Database {
     this._closed = true;
     for (const [, c] of this._calls) c[1](err);
     this._calls.clear();
+    this._setSyncStatus({ ...SYNC_OFF, lastError: err instanceof Error ? /** @type {any} */ (err) : null });
+    this._syncListeners.clear();
+  }
+
+  /** A newer sync status: keep it and tell the listeners. @param {SyncStatus} st */
+  _setSyncStatus(st) {
+    this._syncStatus = st;
+    for (const cb of [...this._syncListeners]) {
+      try {
+        cb(st);
+      } catch (e) {
+        // An app callback error must not stop the other listeners.
+        queueMicrotask(() => {
+          throw e;
+        });
+      }
+    }
   }
 
   // ----- reads -------------------------------------------------------------------------
@@ -467,23 +527,105 @@ export class Database {
     return this._send('receive', [bundle], parseJson);
   }
 
+  // ----- access list ---------------------------------------------------------------------
+
   /**
-   * Sync this repository with an ibexdb-server (`ws://host:port`; null stops). The tab that owns
-   * the files holds the WebSocket; it pushes local commits (sealed), applies received ones (live
-   * queries update) and reconnects with backoff.
-   * @param {string | null} url
+   * Give a key (another device's `db.publicKey`) a role in this repository: `owner` (may also
+   * change the access list), `writer` or `reader`. Only an owner may (PermissionError). The
+   * grant is an ordinary signed commit: it syncs like any write, and every replica and the
+   * server enforce it.
+   * @param {string} publicKey @param {import('./ibexdb.js').Role} role @returns {Promise<void>}
+   */
+  grant(publicKey, role) {
+    return this._send('grant', [publicKey, role], none);
+  }
+
+  /** Take a key's role away (PermissionError for the last owner). @param {string} publicKey @returns {Promise<void>} */
+  revoke(publicKey) {
+    return this._send('revoke', [publicKey], none);
+  }
+
+  /**
+   * Let anyone (any key, or an anonymous session) read and/or write. Only an owner may.
+   * @param {{read: boolean, write: boolean}} flags @returns {Promise<void>}
+   */
+  setPublic(flags) {
+    if (!flags || typeof flags.read !== 'boolean' || typeof flags.write !== 'boolean') {
+      return Promise.reject(new InvalidValueError('setPublic needs {read: boolean, write: boolean}', { path: 'flags' }));
+    }
+    return this._send('setPublic', [flags.read, flags.write], none);
+  }
+
+  /** The access list as this replica knows it. @returns {Promise<import('./ibexdb.js').Members>} */
+  members() {
+    return this._send('members', [], parseJson);
+  }
+
+  // ----- sync ------------------------------------------------------------------------------
+
+  /**
+   * Sync with an ibexdb-server (`ws://host:port`), or with the current one when called without
+   * a URL; `null` stops. The tab that owns the files holds the WebSocket (another tab's call is
+   * forwarded to it; a tab that takes over ownership resumes sync by itself).
+   *
+   * Resolves once this replica is `synced`: it has received everything the server had when the
+   * connection was made and the server acknowledged every local commit, including the writes
+   * made before this call. Rejects with the server's refusal (`PermissionError`, `AuthError`,
+   * ...) when sync reaches the `error` state, and with `ClosedError` if sync is stopped or the
+   * database closed meanwhile. It keeps waiting while the server cannot be reached.
+   * @param {string | null} [url]
    * @returns {Promise<void>}
    */
   sync(url) {
-    if (url !== null && !isSyncUrl(url)) {
+    if (url === null) return this._send('sync', [null], none);
+    if (url !== undefined && !isSyncUrl(url)) {
       return Promise.reject(new InvalidValueError(`sync needs a ws:// or wss:// URL, got ${JSON.stringify(url)}`, { path: 'url' }));
     }
-    return this._send('sync', [url], none);
+    return this._send('sync', [url], (t) => reviveStatus(JSON.parse(t))).then((st) => {
+      if (st.state === 'off') throw new InvalidValueError('sync is off: pass the server URL', { path: 'url' });
+      return this._waitSynced(st);
+    });
   }
 
-  /** Where sync stands: state, cursor, counters, last error. @returns {Promise<import('./ibexdb.js').SyncStatus>} */
+  /**
+   * Resolve at the first `synced` status from `st` on; reject at `error` or `off`.
+   * @param {SyncStatus} st the status when the wait starts
+   * @returns {Promise<void>}
+   */
+  _waitSynced(st) {
+    return new Promise((resolve, reject) => {
+      /** @param {SyncStatus} s */
+      const check = (s) => {
+        if (s.state === 'synced') resolve();
+        else if (s.state === 'error') reject(s.lastError ?? new IbexError('sync failed'));
+        else if (s.state === 'off') reject(new ClosedError('sync was stopped before it completed'));
+        else return false;
+        this._syncListeners.delete(check);
+        return true;
+      };
+      if (!check(st)) this._syncListeners.add(check);
+    });
+  }
+
+  /** Where sync stands: state, position, counters, last error. @returns {Promise<SyncStatus>} */
   syncStatus() {
-    return this._send('syncStatus', [], parseJson);
+    return this._send('syncStatus', [], (t) => reviveStatus(JSON.parse(t)));
+  }
+
+  /**
+   * Call `cb(status)` whenever sync's state, server or last error changes (in every tab of
+   * the repository). Returns a function that stops the calls.
+   * @param {(status: SyncStatus) => void} cb
+   * @returns {() => void}
+   */
+  onSyncStatus(cb) {
+    if (typeof cb !== 'function') throw new TypeError('onSyncStatus needs a function');
+    /** @param {SyncStatus} s */
+    const f = (s) => {
+      cb(s);
+    };
+    this._syncListeners.add(f);
+    return () => this._syncListeners.delete(f);
   }
 
   /** Origin usage and quota, whether storage is persistent, and this repository's bytes. @returns {Promise<import('./ibexdb.js').StorageInfo>} */
@@ -624,7 +766,9 @@ export async function open(name, options = {}) {
   const db = new Database(name, worker, info, durability, options.onError);
   if (options.sync != null) {
     try {
-      await db.sync(options.sync);
+      // Start, do not wait for the server: the database works offline.
+      if (!isSyncUrl(options.sync)) throw new InvalidValueError(`options.sync must be a ws:// or wss:// URL, got ${JSON.stringify(options.sync)}`, { path: 'options.sync' });
+      await db._send('sync', [options.sync], none);
     } catch (e) {
       await db.close().catch(() => {});
       throw e;

@@ -49,6 +49,14 @@ export const clientLockName = (id) => `ibexdb-client:${id}`;
 /** Sync server URLs: `ws://` or `wss://`. @param {unknown} url @returns {url is string} */
 export const isSyncUrl = (url) => typeof url === 'string' && /^wss?:\/\//.test(url);
 
+/**
+ * The one spelling of a sync URL (`new URL(url).href`, e.g. `ws://127.0.0.1:8787/`): the worker
+ * dials it, signs it into the session proof and persists it with the cursor, so the same server
+ * is always named the same way.
+ * @param {string} url
+ */
+export const normalizeSyncUrl = (url) => new URL(url).href;
+
 // ----- timers ------------------------------------------------------------------------------
 
 /** Relaxed writes are flushed at most this long after the first unflushed one (if the worker is not busy). */
@@ -59,9 +67,24 @@ export const SEAL_DELAY_MS = 100;
 export const MAINTENANCE_RETRY_MS = 1000;
 /** How long a new client tab waits for the owner to answer before failing `open`. */
 export const ATTACH_TIMEOUT_MS = 15_000;
-/** Sync reconnects after this long, doubling up to RECONNECT_MAX_MS (reset by the server's Hello). */
+/**
+ * Sync reconnects after a delay that starts at RECONNECT_MIN_MS and doubles up to
+ * RECONNECT_MAX_MS (reset by the server's Welcome); each wait is drawn uniformly from
+ * [delay/2, delay] (jitter, so tabs and devices do not reconnect in lockstep).
+ */
 export const RECONNECT_MIN_MS = 100;
 export const RECONNECT_MAX_MS = 10_000;
+/** A connection without the server's Welcome this long after it was dialed is dropped and dialed again. */
+export const HANDSHAKE_TIMEOUT_MS = 10_000;
+/** The sync position (cursor, pushFrom) is written to the repository's `sync` file at most this long after it changed. */
+export const SYNC_SAVE_MS = 250;
+
+/**
+ * The next reconnection wait for backoff `delay` (ms), with jitter; `random` in [0, 1).
+ * @param {number} delay
+ * @param {number} [random]
+ */
+export const reconnectWait = (delay, random = Math.random()) => Math.round(delay / 2 + (delay / 2) * random);
 
 // ----- snapshots ---------------------------------------------------------------------------
 

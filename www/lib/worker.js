@@ -7,16 +7,18 @@
 //   worker/live.js         live queries: subscriptions, epochs, delivering changes
 //   worker/maintenance.js  timers: relaxed flush, seal + flush + snapshot check (policy.js)
 //   worker/sync.js         sync with an ibexdb-server over a WebSocket
+//   worker/crypto.js       WebCrypto seal signatures on sync's critical path
 //
 // Page <-> worker protocol (one message per batch each way):
 //   page -> worker  {type:'open', name, options, wasm?}
 //                   {type:'batch', durability, ops: [[seq, op, ...args], ...]}
 //                   {type:'hide'}                         (pagehide: flush now, best effort)
 //                   {type:'close'}
-//   worker -> page  {type:'opened', identity, trusted, role} | {type:'open-failed', error}
+//   worker -> page  {type:'opened', identity, trusted, role, sync} | {type:'open-failed', error}
 //                   {type:'results', results: [[seq, ok, payload], ...], live?}
 //                   {type:'live', epoch, changes?, resets?}   live-query updates
 //                   {type:'role', role}                      this tab took over ownership
+//                   {type:'sync-status', status}             sync's state, URL or last error changed
 //                   {type:'background-error', error}         a relaxed flush / seal failed
 //                   {type:'closed', error?}
 // Values, queries and results travel as JSON text (codec.js); errors as {name, message, ...}.
@@ -61,6 +63,8 @@ import { SyncManager } from './worker/sync.js';
  * @property {(msg: object) => void} post send to this worker's page
  * @property {(msg: object) => void} broadcast send to the other tabs' workers
  * @property {() => boolean} isOwner whether this worker owns the files now
+ * @property {string | null} syncUrl the sync server the repository syncs with (as the owner last reported it):
+ *   a worker that takes over ownership resumes sync with it
  */
 
 /** @type {Promise<unknown>} */
@@ -84,6 +88,7 @@ const rt = {
   post: (msg) => self.postMessage(msg),
   broadcast: (msg) => ownership.broadcast(msg),
   isOwner: () => ownership.role === 'owner',
+  syncUrl: null,
 };
 
 /** Reopen the engine from OPFS after a panic (or a failed flush); re-create its live queries. */
@@ -106,15 +111,20 @@ const sync = new SyncManager({
     live.deliver(live.take());
   },
   afterPush: () => maintenance.schedule(),
+  onStatus: (status) => {
+    rt.syncUrl = status.url;
+    rt.post({ type: 'sync-status', status });
+    rt.broadcast({ type: 'sync-status', status });
+  },
 });
 const batches = new Batches(rt, { live, sync, maintenance, recover });
-const ownership = new Ownership(rt, { live, batches });
+const ownership = new Ownership(rt, { live, batches, sync });
 
-/** Stop the timers and sync, then close the engine or leave the owner. */
+/** Stop the timers and sync (saving its position; other tabs keep its URL), then close the engine or leave the owner. */
 async function close() {
   if (ownership.closed) return undefined;
   maintenance.cancel();
-  sync.stop();
+  await sync.stop({ quiet: true }).catch(() => {});
   return ownership.close();
 }
 
@@ -134,7 +144,10 @@ self.onmessage = (ev) => {
       rt.run(close).then((error) => rt.post({ type: 'closed', error }));
       break;
     case 'hide':
-      if (rt.isOwner()) rt.run(() => maintenance.flushNow());
+      if (rt.isOwner()) {
+        rt.run(() => maintenance.flushNow());
+        rt.run(() => sync.saveNow()).catch(() => {});
+      }
       break;
     default:
   }

@@ -6,7 +6,8 @@
 
 use crate::engine::Engine;
 use crate::error::{IntoJs, JsResult};
-use ibexdb::{Client, ClientEvent, Message};
+use ibexdb::{Client, ClientEvent, Message, Seal};
+use js_sys::{Array, Uint8Array};
 use serde_json::json;
 use std::cell::RefCell;
 use wasm_bindgen::prelude::*;
@@ -43,16 +44,46 @@ impl Engine {
         })
     }
 
+    /// The seals of a server message, for the worker to verify with WebCrypto before
+    /// `syncHandle(bytes, true)`: `[authorKey (49 bytes, compressed), message, signature (96
+    /// bytes, r ‖ s)]` per seal (ECDSA P-384 with SHA-384). Empty for a message without seals;
+    /// undefined when a seal does not decode (then `syncHandle(bytes, false)` reports it).
+    #[wasm_bindgen(js_name = syncSealChecks)]
+    pub fn sync_seal_checks(bytes: &[u8]) -> Option<Array> {
+        let Ok(Message::Commits { seals, .. }) = Message::decode(bytes) else {
+            return Some(Array::new());
+        };
+        let out = Array::new();
+        for b in &seals {
+            let seal = Seal::decode(b).ok()?;
+            let msg = Seal::message(&seal.repo, &seal.author, &seal.ids);
+            let item = Array::of3(
+                &Uint8Array::from(&seal.author.0[..]),
+                &Uint8Array::from(&msg[..]),
+                &Uint8Array::from(&seal.signature.0[..]),
+            );
+            out.push(&item);
+        }
+        Some(out)
+    }
+
     /// Handle one message from the server; received commits are verified and applied (live
     /// queries see them; the worker flushes like any write). Returns the event as JSON:
     /// `{event: 'challenge'|'welcome'|'received'|'acked'|'error', ..., cursor, pushFrom,
-    /// refused}`. After `challenge`, `syncOutgoing` returns the signed `Hello`.
+    /// pending, refused}`. After `challenge`, `syncOutgoing` returns the signed `Hello`.
     #[wasm_bindgen(js_name = syncHandle)]
-    pub fn sync_handle(&mut self, bytes: &[u8]) -> JsResult<String> {
+    /// `vouched`: the worker verified the signature of every seal in the message itself
+    /// (`syncSealChecks`, WebCrypto); the core then skips only those signature checks.
+    pub fn sync_handle(&mut self, bytes: &[u8], vouched: bool) -> JsResult<String> {
         let msg = Message::decode(bytes).js()?;
         let repo = self.repo_mut()?;
         with_client(|c| {
-            let ev = match c.handle(repo, msg).js()? {
+            let event = if vouched {
+                c.handle_vouched(repo, msg)
+            } else {
+                c.handle(repo, msg)
+            };
+            let ev = match event.js()? {
                 ClientEvent::Challenged { server_time_ms } => {
                     json!({"event": "challenge", "serverTimeMs": server_time_ms})
                 }
@@ -71,9 +102,18 @@ impl Engine {
             let mut ev = ev;
             ev["cursor"] = json!(c.cursor());
             ev["pushFrom"] = json!(c.push_from());
+            ev["pending"] = json!(repo.commit_count().saturating_sub(c.push_from()));
             ev["refused"] = json!(c.refused());
             Ok(ev.to_string())
         })
+    }
+
+    /// Local commit-table entries not yet known to the server (0 once everything local was
+    /// acknowledged or came from the server).
+    #[wasm_bindgen(js_name = syncPending)]
+    pub fn sync_pending(&self) -> JsResult<f64> {
+        let count = self.repo()?.commit_count();
+        with_client(|c| Ok(count.saturating_sub(c.push_from()) as f64))
     }
 
     /// The next `Push` (local commits the server lacks, sealed first), or undefined.

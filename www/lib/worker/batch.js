@@ -12,7 +12,7 @@ import { PanicError, toWire } from '../errors.js';
 /** @typedef {import('../worker.js').Result} Result */
 
 /** Ops that write: a batch holding one is flushed (durability 'flush') and arms maintenance. */
-const WRITES = new Set(['put', 'update', 'delete', 'txn', 'receive']);
+const WRITES = new Set(['put', 'update', 'delete', 'txn', 'receive', 'grant', 'revoke', 'setPublic']);
 
 /** After so many panics of its group-commit flush, a batch fails instead of running again. */
 const MAX_FLUSH_RETRIES = 2;
@@ -169,10 +169,20 @@ export class Batches {
         return engine.exportBundle();
       case 'receive':
         return engine.receiveBundleJson(a[0]);
+      case 'grant':
+        return engine.grant(a[0], a[1]);
+      case 'revoke':
+        return engine.revoke(a[0]);
+      case 'setPublic':
+        return engine.setPublic(a[0], a[1]);
+      case 'members':
+        return engine.membersJson();
       case 'sync':
-        if (a[0] == null) this.sync.stop();
-        else this.sync.start(a[0]);
-        return undefined;
+        // null stops; a URL starts (or keeps) sync with that server; undefined: the current one.
+        if (a[0] === null) this.sync.stop().catch(() => {});
+        else if (a[0] !== undefined) this.sync.start(a[0]);
+        else this.sync.retryRefused();
+        return JSON.stringify(this.sync.status());
       case 'syncStatus':
         return JSON.stringify(this.sync.status());
       case 'debugPanic':

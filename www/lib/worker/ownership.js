@@ -17,7 +17,7 @@ import { checkStorage, checkStorageAccess } from '../storage.js';
 /** @typedef {import('../worker.js').Op} Op */
 /** @typedef {import('../worker.js').OpenMessage} OpenMessage */
 /** @typedef {'flush' | 'relaxed'} Durability */
-/** @typedef {{identity: string | null, trusted: boolean, role: string}} OpenInfo */
+/** @typedef {{identity: string | null, trusted: boolean, role: string, sync: import('../ibexdb.js').SyncStatus | null}} OpenInfo */
 
 export class Ownership {
   /**
@@ -25,11 +25,13 @@ export class Ownership {
    * @param {object} parts
    * @param {import('./live.js').LiveQueries} parts.live
    * @param {import('./batch.js').Batches} parts.batches
+   * @param {import('./sync.js').SyncManager} parts.sync
    */
-  constructor(rt, { live, batches }) {
+  constructor(rt, { live, batches, sync }) {
     this.rt = rt;
     this.live = live;
     this.batches = batches;
+    this.sync = sync;
     /** @type {'opening' | 'owner' | 'client' | 'closing' | 'closed'} */
     this.role = 'opening';
     this.closed = false;
@@ -96,10 +98,10 @@ export class Ownership {
       } else {
         granted.then(() => rt.run(() => this._becomeOwner())).catch((e) => rt.post({ type: 'background-error', error: toWire(e) }));
         for (const e of first.info.errors ?? []) throw Object.assign(new Error(e.message), e);
-        return { identity: first.info.identity, trusted: first.info.trusted, role: this.role };
+        return { identity: first.info.identity, trusted: first.info.trusted, role: this.role, sync: first.info.sync ?? null };
       }
     }
-    return { identity: rt.owned().identity, trusted: !!rt.options.trusted, role: this.role };
+    return { identity: rt.owned().identity, trusted: !!rt.options.trusted, role: this.role, sync: this.sync.status() };
   }
 
   /**
@@ -206,6 +208,8 @@ export class Ownership {
       rt.post({ type: 'role', role: 'owner' });
     }
     this.broadcast({ type: 'owner', from: rt.id });
+    // The repository was syncing (the old owner said so): carry on from the saved position.
+    if (wasClient && rt.syncUrl) this.sync.start(rt.syncUrl);
     if (wasClient) {
       const reqs = [...this._pending.entries()].sort((a, b) => a[0] - b[0]);
       this._pending.clear();
@@ -251,6 +255,7 @@ export class Ownership {
     switch (m.type) {
       case 'attached':
         if (m.resets?.length) rt.post({ type: 'live', epoch: m.epoch, resets: m.resets });
+        if (m.sync) rt.syncUrl = m.sync.url;
         this._attachResolve?.(m);
         this._attachResolve = null;
         break;
@@ -260,6 +265,10 @@ export class Ownership {
         break;
       case 'live':
         rt.post({ type: 'live', epoch: m.epoch, changes: m.changes, resets: m.resets });
+        break;
+      case 'sync-status':
+        rt.syncUrl = m.status.url;
+        rt.post({ type: 'sync-status', status: m.status });
         break;
       case 'owner':
         if (this.role === 'client') {
@@ -315,7 +324,7 @@ export class Ownership {
         resets.push([subId, this.live.epoch, -1, null, toWire(e)]);
       }
     }
-    this.broadcast({ type: 'attached', to: m.from, epoch: this.live.epoch, identity: engine.identity, trusted: engine.trusted, resets, errors });
+    this.broadcast({ type: 'attached', to: m.from, epoch: this.live.epoch, identity: engine.identity, trusted: engine.trusted, resets, errors, sync: this.sync.status() });
   }
 
   /** A client's batch: run it like this page's, answer on the channel. @param {any} m */

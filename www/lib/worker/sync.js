@@ -1,122 +1,267 @@
 // Sync from the worker that owns the repository: one WebSocket to an ibexdb-server, driven by
 // the core's sync client inside the wasm engine (EngineHandle.syncStart/syncConnect/syncHandle/
-// syncOutgoing of ../engine.js; protocol in docs/design.md §12).
+// syncOutgoing of ../engine.js; protocol v2 in docs/design.md §12.2).
 //
 // - Every engine call runs on the worker's work chain (`hooks.run`), between batches.
-// - Received commits are verified and applied by the engine; `hooks.afterReceive` flushes them
-//   (group commit with the next batch) and delivers live-query changes to the pages.
-// - Local writes call `nudge()`: the sync client seals unsealed commits (a signed commit never
-//   travels without its seal) and pushes what the server has not acknowledged.
-// - The socket reconnects with exponential backoff (policy.js RECONNECT_MIN_MS doubling up to
-//   RECONNECT_MAX_MS, reset once the server's Hello arrives), resuming from the cursor.
-// - The cursor lives in memory: a new worker (page reload) starts from 0 and the server
-//   resends everything (received as duplicates). After an engine panic the wasm instance is
-//   new; the client is re-created from cursor 0 (what was not flushed is gone with the old
-//   instance) and the socket reconnects.
+// - A connection: the server sends a Challenge; the engine answers with a Hello signed by the
+//   repository's identity (over the nonce, the URL as dialed, the protocol version, the
+//   repository and the key); the server's Welcome carries its head and this session's rights;
+//   then commits after our cursor, and live relays. No Welcome within HANDSHAKE_TIMEOUT_MS:
+//   the connection is dropped and dialed again.
+// - Received commits are verified and applied by the engine; `hooks.afterReceive` schedules their
+//   flush and delivers live-query changes to the pages.
+// - Local writes call `nudge()`: unsealed commits are sealed (a signed commit never travels
+//   without its seal) and what the server has not acknowledged is pushed.
+// - Seal signatures on this critical path use WebCrypto (./crypto.js: under 1 ms instead of
+//   2-3 ms of P-384 in wasm): the push seals with a WebCrypto signature; a received message's
+//   seals are verified before the engine receives it as vouched. Without WebCrypto the engine
+//   does both.
+// - The position (cursor, pushFrom) is captured right after every engine flush (so it claims
+//   only what is durable) and written to the repository's `sync` file SYNC_SAVE_MS later, on
+//   close and on pagehide; a reload, a new tab or a takeover resumes from it.
+// - Reconnection: backoff from RECONNECT_MIN_MS doubling to RECONNECT_MAX_MS, with jitter,
+//   reset by a Welcome. A server that refuses the session (PermissionError at Hello, AuthError)
+//   is retried at RECONNECT_MAX_MS only; a push refused for lack of permission pauses pushing
+//   (the engine resumes once a grant arrives), it is not retried in a loop.
+// - After an engine panic the wasm instance is new: the client is re-created from the last
+//   durable position and the socket reconnects.
 
-import { RECONNECT_MAX_MS, RECONNECT_MIN_MS, isSyncUrl } from '../policy.js';
+import { syncErrorToWire, toWire } from '../errors.js';
+import { HostCrypto } from './crypto.js';
+import { HANDSHAKE_TIMEOUT_MS, RECONNECT_MAX_MS, RECONNECT_MIN_MS, SYNC_SAVE_MS, isSyncUrl, normalizeSyncUrl, reconnectWait } from '../policy.js';
+
+/** @typedef {import('../ibexdb.js').SyncStatus} SyncStatus */
+/** @typedef {import('../engine.js').SyncPosition} SyncPosition */
+/** @typedef {import('../errors.js').WireError} WireError */
+
+/** Protocol error code of PermissionError (docs/design.md §12.2). */
+const PERMISSION = 8;
 
 /**
  * @typedef {object} SyncHooks
  * @property {string} name repository name (also the name on the server)
  * @property {() => import('../engine.js').EngineHandle | null} engine the open engine (or null)
- * @property {(f: () => any) => Promise<any>} run run `f` on the worker's work chain
+ * @property {<T>(f: () => T | Promise<T>) => Promise<T>} run run `f` on the worker's work chain
  * @property {() => void} afterReceive received commits were applied
  * @property {() => void} afterPush local commits were sealed and pushed
+ * @property {(status: SyncStatus) => void} onStatus the state, the URL or the last error changed
  */
 
 export class SyncManager {
   /** @param {SyncHooks} hooks */
   constructor(hooks) {
     this.hooks = hooks;
-    /** @type {string | null} */
+    /** @type {string | null} the server (normalized), null when sync is off */
     this.url = null;
     /** @type {WebSocket | null} */
     this.ws = null;
-    /** @type {import('../ibexdb.js').SyncStatus['state']} */
-    this.state = 'off';
+    /** The socket is open (the handshake may still be under way). */
+    this.open = false;
+    /** The server's Welcome arrived on this connection. */
+    this.welcomed = false;
     this.cursor = 0;
     this.pushFrom = 0;
-    /** @type {number | null} */
-    this.serverHead = null;
-    /** @type {import('../ibexdb.js').SyncStatus['lastError']} */
+    /** Local commits the server does not know yet (as of the last engine call). */
+    this.pending = 0;
+    /** The server's head as its Welcome announced it (catch-up target), then as last heard. */
+    this.serverHead = /** @type {number | null} */ (null);
+    /** The head announced by this connection's Welcome: caught up once the cursor reaches it. */
+    this._welcomeHead = 0;
+    /** @type {SyncStatus['rights']} */
+    this.rights = null;
+    /** @type {WireError | null} */
     this.lastError = null;
+    /** The server refused a push for lack of permission (the engine pauses pushing). */
+    this.refused = false;
+    /** The server refused this session at Hello (closed the connection): retried slowly. */
+    this._sessionRefused = false;
+    /** The server refused a push for another reason (bad signature, clock skew, ...) since the last Welcome/Ack. */
+    this._pushRefused = false;
     this.connects = 0;
     this.received = 0;
     this.pushed = 0;
     this.acked = 0;
-    /** The engine generation (EngineHandle.generation) whose sync client this state belongs to. */
+    /** The engine generation (EngineHandle.generation) and URL the engine's sync client was made for. */
     this._generation = 0;
+    /** @type {string | null} */
+    this._clientUrl = null;
+    /** @type {SyncPosition | null} the position as of the last flush (only durable state) */
+    this._durable = null;
+    /** @type {SyncPosition | null} the position last written to the `sync` file */
+    this.saved = null;
     this._delay = RECONNECT_MIN_MS;
     /** @type {ReturnType<typeof setTimeout> | 0} */
     this._timer = 0;
+    /** @type {ReturnType<typeof setTimeout> | 0} */
+    this._handshakeTimer = 0;
+    /** @type {ReturnType<typeof setTimeout> | 0} */
+    this._saveTimer = 0;
+    /** @type {string} the state last reported through onStatus (with the error's message) */
+    this._reported = '';
+    /** WebCrypto for seal signatures on the critical path (null: the engine does everything). */
+    this._crypto = HostCrypto.available() ? new HostCrypto() : null;
   }
 
-  /** Start (or move to another server). @param {unknown} url */
+  /**
+   * Start (or move to another server); the same URL while running changes nothing.
+   * @param {unknown} url
+   */
   start(url) {
     if (!isSyncUrl(url)) {
       throw new TypeError(`sync needs a ws:// or wss:// URL, got ${JSON.stringify(url)}`);
     }
-    if (this.url !== url) {
-      this.cursor = 0;
-      this.pushFrom = 0;
-      this._generation = 0;
+    const href = normalizeSyncUrl(url);
+    if (href === this.url) {
+      this.retryRefused();
+      return;
     }
-    this.url = url;
+    this.url = href;
     this._drop();
     this._connect();
+    this._report();
   }
 
-  stop() {
+  /**
+   * The app asks again (`db.sync()`): a session the server refused is re-dialed now rather
+   * than at the slow pace (e.g. after an owner granted this key a role).
+   */
+  retryRefused() {
+    if (!this.url || !this._sessionRefused) return;
+    this._sessionRefused = false;
+    // A connection under way (a retry already dialed) gives the answer; else dial now.
+    if (!this.ws) this._connect();
+    this._report();
+  }
+
+  /**
+   * Stop sync. The position is saved (the engine is still open). `quiet`: report nothing to
+   * the pages (the worker is closing: other tabs keep the URL and resume sync if they take over).
+   * @param {{quiet?: boolean}} [opts]
+   */
+  async stop({ quiet = false } = {}) {
+    if (!this.url) return;
+    // Flush what was received, so the saved position covers it.
+    const engine = this.hooks.engine();
+    if (engine && !engine.dead && engine.generation > 0 && engine.hasUnflushed()) engine.flush();
     this.url = null;
-    this.state = 'off';
     clearTimeout(this._timer);
     this._drop();
+    await this.saveNow();
+    if (!quiet) this._report();
   }
 
-  /** @returns {import('../ibexdb.js').SyncStatus} */
+  /** @returns {SyncStatus} */
   status() {
+    if (this.welcomed) {
+      try {
+        this.pending = /** @type {import('../engine.js').EngineHandle} */ (this.hooks.engine()).syncPending();
+      } catch {
+        // the engine is being reopened: keep the last count
+      }
+    }
     return {
-      state: this.state,
+      state: this._state(),
       url: this.url,
       cursor: this.cursor,
       pushFrom: this.pushFrom,
+      pending: this.pending,
       serverHead: this.serverHead,
+      rights: this.rights,
       connects: this.connects,
       received: this.received,
       pushed: this.pushed,
       acked: this.acked,
       lastError: this.lastError,
+      saved: this.saved ? { cursor: this.saved.cursor, pushFrom: this.saved.pushFrom } : null,
     };
   }
 
   /** Local commits were written: push them (on the work chain, after the current batch). */
   nudge() {
-    if (this.state !== 'connected') return;
+    if (!this.welcomed) return;
     this.hooks.run(() => this._push()).catch((e) => this._fail(e));
+  }
+
+  /**
+   * Write the durable position to the `sync` file now, if it changed (on the work chain; the
+   * engine is open).
+   */
+  async saveNow() {
+    clearTimeout(this._saveTimer);
+    this._saveTimer = 0;
+    const pos = this._durable;
+    const engine = this.hooks.engine();
+    if (!pos || !engine || engine.dead || engine.generation === 0) return;
+    if (this.saved && this.saved.url === pos.url && this.saved.cursor === pos.cursor && this.saved.pushFrom === pos.pushFrom) return;
+    await engine.syncSave(pos);
+    this.saved = pos;
   }
 
   // ----- internals ----------------------------------------------------------------------
 
-  /** The engine, with a sync client for this connection's state. */
-  _engine() {
+  /** @returns {SyncStatus['state']} */
+  _state() {
+    if (!this.url) return 'off';
+    if (this.refused || this._pushRefused || (this._sessionRefused && !this.welcomed)) return 'error';
+    if (!this.open) return 'offline';
+    if (!this.welcomed) return 'online';
+    return this.cursor < this._welcomeHead || this.pending > 0 ? 'syncing' : 'synced';
+  }
+
+  /** Tell the pages when the state or the last error changed. */
+  _report() {
+    const st = this.status();
+    const key = `${st.state}|${st.url}|${st.lastError?.name ?? ''}:${st.lastError?.message ?? ''}`;
+    if (key === this._reported) return;
+    this._reported = key;
+    this.hooks.onStatus(st);
+  }
+
+  /**
+   * The engine, with a sync client for this URL: made when the engine or the URL is new,
+   * resuming from the durable position (this worker's, else the `sync` file's) for the URL.
+   */
+  async _client() {
     const engine = this.hooks.engine();
-    if (!engine || engine.generation === 0) throw new Error('the repository is not open');
-    if (this._generation !== engine.generation) {
-      // A new wasm instance (first start, or reopened from OPFS after a panic) starts from 0/0:
-      // received commits not yet flushed were lost with the old instance, so the old cursor
-      // may claim commits this engine does not have. The server resends; duplicates are cheap.
-      this.cursor = 0;
-      this.pushFrom = 0;
-      engine.syncStart(this.hooks.name, 0, 0);
-      this._generation = engine.generation;
+    if (!engine || engine.generation === 0 || !this.url) throw new Error('the repository is not open');
+    if (this._generation === engine.generation && this._clientUrl === this.url) return engine;
+    let pos = this._durable?.url === this.url ? this._durable : null;
+    if (!pos) {
+      const stored = await engine.syncLoad();
+      if (stored) this.saved = stored;
+      pos = stored?.url === this.url ? stored : { url: this.url, cursor: 0, pushFrom: 0 };
     }
+    engine.syncStart(this.hooks.name, this.url, pos.cursor, pos.pushFrom);
+    this.cursor = pos.cursor;
+    this.pushFrom = pos.pushFrom;
+    this._durable = pos;
+    this._generation = engine.generation;
+    this._clientUrl = this.url;
+    // Capture the position at every flush: from then on it describes durable state.
+    engine.afterFlush = () => this._captured();
     return engine;
   }
 
+  /** The engine flushed: everything applied so far is durable. Save the position soon. */
+  _captured() {
+    if (!this.url || this._clientUrl !== this.url) return;
+    const d = this._durable;
+    if (d && d.url === this.url && d.cursor === this.cursor && d.pushFrom === this.pushFrom) return;
+    this._durable = { url: this.url, cursor: this.cursor, pushFrom: this.pushFrom };
+    if (!this._saveTimer) {
+      this._saveTimer = setTimeout(() => {
+        this._saveTimer = 0;
+        this.hooks.run(() => this.saveNow()).catch(() => {});
+      }, SYNC_SAVE_MS);
+    }
+  }
+
   _drop() {
+    clearTimeout(this._handshakeTimer);
     const ws = this.ws;
     this.ws = null;
+    this.open = false;
+    this.welcomed = false;
     if (ws) {
       ws.onopen = ws.onmessage = ws.onclose = ws.onerror = null;
       try {
@@ -130,7 +275,6 @@ export class SyncManager {
   _connect() {
     if (!this.url) return;
     clearTimeout(this._timer);
-    this.state = 'connecting';
     this.connects++;
     let ws;
     try {
@@ -141,11 +285,21 @@ export class SyncManager {
     }
     ws.binaryType = 'arraybuffer';
     this.ws = ws;
+    this._handshakeTimer = setTimeout(() => {
+      if (this.ws !== ws || this.welcomed) return;
+      this.lastError = { name: 'UnavailableError', message: `no Welcome from ${this.url} within ${HANDSHAKE_TIMEOUT_MS} ms` };
+      this._drop();
+      this._retry();
+    }, HANDSHAKE_TIMEOUT_MS);
     ws.onopen = () =>
       this.hooks
-        .run(() => {
+        .run(async () => {
           if (this.ws !== ws) return;
-          ws.send(this._engine().syncConnect());
+          const engine = await this._client();
+          if (this.ws !== ws) return;
+          engine.syncConnect();
+          this.open = true;
+          this._report();
         })
         .catch((e) => this._fail(e));
     ws.onmessage = (ev) => {
@@ -153,43 +307,81 @@ export class SyncManager {
       this.hooks.run(() => this._onMessage(ws, bytes)).catch((e) => this._fail(e));
     };
     ws.onclose = () => {
-      if (this.ws === ws) this._retry();
+      if (this.ws === ws) {
+        this._drop();
+        this._retry();
+      }
     };
     ws.onerror = () => {};
   }
 
-  /** @param {WebSocket} ws the connection it came on @param {Uint8Array} bytes */
-  _onMessage(ws, bytes) {
-    if (this.ws !== ws || this._reopened()) return;
-    const ev = this._engine().syncHandle(bytes);
+  /**
+   * One message from the server, on the work chain (held while WebCrypto verifies its seals).
+   * @param {WebSocket} ws the connection it came on @param {Uint8Array} bytes
+   */
+  async _onMessage(ws, bytes) {
+    if (this.ws !== ws || !this.open || this._reopened()) return;
+    const engine = /** @type {import('../engine.js').EngineHandle} */ (this.hooks.engine());
+    let vouched = false;
+    if (this._crypto) {
+      const checks = engine.syncSealChecks(bytes);
+      if (checks && checks.length > 0) {
+        vouched = await this._crypto.verifyAll(engine, checks);
+        // Dropped meanwhile: the next connection resumes from the cursor.
+        if (this.ws !== ws || this._reopened()) return;
+      }
+    }
+    const ev = engine.syncHandle(bytes, vouched);
     this.cursor = ev.cursor;
     this.pushFrom = ev.pushFrom;
+    this.pending = ev.pending;
+    const wasRefused = this.refused;
+    this.refused = ev.refused;
+    if (wasRefused && !this.refused && this.lastError?.name === 'PermissionError') this.lastError = null;
     switch (ev.event) {
+      case 'challenge': {
+        // The signed Hello, at once.
+        const hello = engine.syncOutgoing();
+        if (hello) ws.send(hello);
+        break;
+      }
       case 'welcome':
-        this.state = 'connected';
-        this.serverHead = ev.head ?? null;
-        this.lastError = null;
+        clearTimeout(this._handshakeTimer);
+        this.welcomed = true;
+        this._sessionRefused = false;
+        this._pushRefused = false;
+        this.serverHead = ev.head ?? 0;
+        this._welcomeHead = ev.head ?? 0;
+        this.rights = ev.rights ?? null;
+        if (!this.refused) this.lastError = null;
         this._delay = RECONNECT_MIN_MS;
         break;
       case 'received':
-        this.received += ev.applied ?? 0;
+        this.received += (ev.applied ?? 0) + (ev.duplicates ?? 0);
         this.serverHead = Math.max(this.serverHead ?? 0, ev.cursor);
         if ((ev.applied ?? 0) > 0) this.hooks.afterReceive();
         break;
       case 'acked':
         this.acked += ev.count ?? 0;
+        this._pushRefused = false;
         break;
-      case 'error':
-        this.lastError = { code: ev.code, message: ev.message ?? '' };
+      case 'error': {
+        const code = ev.code ?? 0;
+        this.lastError = syncErrorToWire(code, ev.message ?? '');
+        if (!this.welcomed) this._sessionRefused = true;
+        else if (code !== PERMISSION) this._pushRefused = true;
         break;
+      }
       default:
     }
-    this._push();
+    await this._push();
+    this._report();
   }
 
   /**
-   * The engine was reopened (after a panic) since this connection's Hello: its sync client is
-   * new and not welcomed, so start a new connection (resuming from the cursor). True if so.
+   * The engine was reopened (after a panic) since this connection's handshake: its sync client
+   * is new and not welcomed, so start a new connection (resuming from the durable position).
+   * True if so.
    */
   _reopened() {
     if (this._generation === this.hooks.engine()?.generation) return false;
@@ -198,10 +390,17 @@ export class SyncManager {
     return true;
   }
 
-  _push() {
-    if (this.state !== 'connected' || !this.ws || this.ws.readyState !== WebSocket.OPEN) return;
+  /** Seal (WebCrypto when available) and push what the server lacks, on the work chain. */
+  async _push() {
+    if (!this.welcomed || !this.ws || this.ws.readyState !== WebSocket.OPEN) return;
     if (this._reopened()) return;
-    const engine = this._engine();
+    const engine = /** @type {import('../engine.js').EngineHandle} */ (this.hooks.engine());
+    const ws = this.ws;
+    if (this._crypto && !this.refused && engine.unsealed() > 0) {
+      // Otherwise the engine seals in wasm inside syncOutgoing.
+      await this._crypto.seal(engine);
+      if (this.ws !== ws || !this.welcomed || this._reopened()) return;
+    }
     let sent = 0;
     for (;;) {
       const m = engine.syncOutgoing();
@@ -209,15 +408,17 @@ export class SyncManager {
       this.ws.send(m);
       sent++;
     }
+    this.pending = engine.syncPending();
     if (sent > 0) {
       this.pushed += sent;
       this.hooks.afterPush();
     }
+    this._report();
   }
 
   /** @param {any} e */
   _fail(e) {
-    this.lastError = { name: e?.name ?? 'Error', message: String(e?.message ?? e) };
+    this.lastError = toWire(e);
     this._drop();
     this._retry();
   }
@@ -225,10 +426,11 @@ export class SyncManager {
   _retry() {
     this.ws = null;
     if (!this.url) return;
-    this.state = 'backoff';
     clearTimeout(this._timer);
-    const delay = this._delay;
+    // A session the server refused is asked again only at the slowest pace.
+    const delay = this._sessionRefused ? RECONNECT_MAX_MS : this._delay;
     this._delay = Math.min(this._delay * 2, RECONNECT_MAX_MS);
-    this._timer = setTimeout(() => this._connect(), delay);
+    this._timer = setTimeout(() => this._connect(), reconnectWait(delay));
+    this._report();
   }
 }

@@ -2,7 +2,9 @@
 //! read.
 
 use super::Engine;
-use crate::error::{IntoJs, JsResult};
+use crate::error::{to_js, IntoJs, JsResult};
+use ibexdb::{Error, Signature, SIGNATURE_LEN};
+use js_sys::{Array, Uint8Array};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 
@@ -23,6 +25,35 @@ impl Engine {
     /// The seal frames are buffered: flush afterwards.
     pub fn seal(&mut self) -> JsResult<u32> {
         Ok(self.repo_mut()?.seal().js()?.len() as u32)
+    }
+
+    /// What to sign to seal the unsealed local commits with WebCrypto (ECDSA P-384, SHA-384):
+    /// `[count, message]`, or undefined when nothing waits for a seal. Then `sealWith`.
+    #[wasm_bindgen(js_name = sealRequest)]
+    pub fn seal_request(&self) -> JsResult<Option<Array>> {
+        Ok(self.repo()?.seal_request().map(|r| {
+            Array::of2(
+                &JsValue::from_f64(r.count as f64),
+                &Uint8Array::from(&r.message[..]),
+            )
+        }))
+    }
+
+    /// Seal the first `count` unsealed commits with a 96-byte `r ‖ s` signature the worker made
+    /// over `sealRequest`'s message with this repository's key (not re-checked: every receiver
+    /// and `verify()` check it). The seal frame is buffered: flush afterwards.
+    #[wasm_bindgen(js_name = sealWith)]
+    pub fn seal_with(&mut self, count: u32, signature: &[u8]) -> JsResult<()> {
+        let sig: [u8; SIGNATURE_LEN] = signature.try_into().map_err(|_| {
+            to_js(&Error::InvalidValue {
+                path: "signature".into(),
+                reason: format!("a signature is {SIGNATURE_LEN} bytes (r ‖ s)"),
+            })
+        })?;
+        self.repo_mut()?
+            .seal_with(count as usize, Signature(sig))
+            .js()?;
+        Ok(())
     }
 
     /// Local commits waiting for a seal.

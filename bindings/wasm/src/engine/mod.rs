@@ -21,7 +21,7 @@ mod write;
 use crate::error::{to_js, IntoJs, JsResult};
 use crate::json::parse_json;
 use crate::opfs::{OpfsStorage, Quota};
-use ibexdb::{Error, Identity, Recovery, Repo, RepoOptions};
+use ibexdb::{Error, Identity, PublicKey, Recovery, Repo, RepoOptions};
 use std::cell::{Cell, RefCell};
 use wasm_bindgen::prelude::*;
 
@@ -146,7 +146,15 @@ impl Engine {
         Ok(Identity::from_secret_bytes(secret).js()?.public().to_hex())
     }
 
-    fn repo(&self) -> JsResult<&Repo<OpfsStorage>> {
+    /// The uncompressed form (`04 ‖ x ‖ y`, 97 bytes) of a compressed public key (49 bytes):
+    /// what WebCrypto imports (`raw`, or a JWK's `x` and `y`).
+    #[wasm_bindgen(js_name = uncompressedKey)]
+    pub fn uncompressed_key(compressed: &[u8]) -> JsResult<Vec<u8>> {
+        let key = PublicKey::from_bytes(compressed).js()?;
+        Ok(key.uncompressed().js()?.to_vec())
+    }
+
+    pub(crate) fn repo(&self) -> JsResult<&Repo<OpfsStorage>> {
         self.repo.as_ref().ok_or_else(|| to_js(&Error::Closed))
     }
 

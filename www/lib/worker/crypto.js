@@ -1,0 +1,163 @@
+// Seal signatures with WebCrypto on sync's critical path. The engine's P-384 in wasm costs about
+// 2 ms to sign and 3 ms to verify a seal here; the browser's ECDSA P-384 (SHA-384, signatures
+// r ‖ s: the core's format) well under 1 ms. So sync:
+//
+// - seals local commits before a push with `sign`: the engine gives the message
+//   (`sealRequest`), WebCrypto signs it with the repository's key (imported once as a JWK from
+//   the identity secret and the uncompressed public point), the engine stores the seal
+//   (`sealWith`; not re-checked: the server and every receiver verify it, and `verify()`
+//   re-proves it);
+// - verifies the seals of a received message with `verifyAll` (the engine lists them:
+//   `syncSealChecks`); only when every one verifies does the engine receive it as vouched
+//   (`syncHandle(bytes, true)`, skipping just those signature checks). Otherwise the engine
+//   verifies itself and reports the error.
+//
+// Every other path (maintenance seals, exports, `receive`, `verify()`) keeps the engine's own
+// crypto. Without WebCrypto (no `crypto.subtle`, e.g. an insecure context) `available()` is
+// false and sync uses the engine for everything.
+
+/** @typedef {import('../engine.js').EngineHandle} EngineHandle */
+
+const ECDSA = { name: 'ECDSA', namedCurve: 'P-384' };
+const SIGN = { name: 'ECDSA', hash: 'SHA-384' };
+/** Imported verifying keys kept (authors seen by this worker); the cache is cleared past it. */
+const MAX_KEYS = 1024;
+
+/** @param {Uint8Array} b */
+function base64url(b) {
+  let s = '';
+  for (const x of b) s += String.fromCharCode(x);
+  return btoa(s).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+/** @param {Uint8Array} b */
+function hex(b) {
+  let s = '';
+  for (const x of b) s += x.toString(16).padStart(2, '0');
+  return s;
+}
+
+export class HostCrypto {
+  constructor() {
+    /** @type {Map<string, Promise<CryptoKey>>} author (compressed, hex) -> its verifying key */
+    this._verifying = new Map();
+    /** @type {{secret: string, key: Promise<CryptoKey>} | null} the signing key and whose it is */
+    this._signing = null;
+  }
+
+  /** Whether WebCrypto can do the work here. */
+  static available() {
+    return typeof crypto !== 'undefined' && !!crypto.subtle;
+  }
+
+  /**
+   * The repository's signing key, imported once per identity.
+   * @param {EngineHandle} engine
+   * @returns {Promise<CryptoKey> | null} null in trusted mode
+   */
+  _signingKey(engine) {
+    const tag = engine.identity;
+    if (!tag) return null;
+    if (this._signing?.secret !== tag) {
+      const secret = engine.identitySecret();
+      if (!secret) return null;
+      const point = engine.uncompressedKey(hexBytes(tag));
+      const jwk = { kty: 'EC', crv: 'P-384', d: base64url(secret), x: base64url(point.subarray(1, 49)), y: base64url(point.subarray(49, 97)), ext: false };
+      secret.fill(0);
+      const key = crypto.subtle.importKey('jwk', jwk, ECDSA, false, ['sign']);
+      key.catch(() => {
+        if (this._signing?.key === key) this._signing = null;
+      });
+      this._signing = { secret: tag, key };
+    }
+    return this._signing.key;
+  }
+
+  /**
+   * @param {Promise<CryptoKey>} key
+   * @param {Uint8Array} message
+   * @returns {Promise<Uint8Array>}
+   */
+  async _sign(key, message) {
+    return new Uint8Array(await crypto.subtle.sign(SIGN, await key, /** @type {Uint8Array<ArrayBuffer>} */ (message)));
+  }
+
+  /**
+   * Seal the engine's unsealed local commits with a WebCrypto signature (no-op when nothing
+   * waits for a seal). Returns false when it could not (trusted mode, WebCrypto failed): the
+   * engine then seals by itself when it pushes.
+   * @param {EngineHandle} engine
+   * @returns {Promise<boolean>}
+   */
+  async seal(engine) {
+    const req = engine.sealRequest();
+    if (!req) return true;
+    const key = this._signingKey(engine);
+    if (!key) return false;
+    const generation = engine.generation;
+    let sig;
+    try {
+      sig = await this._sign(key, req.message);
+    } catch {
+      return false;
+    }
+    // The work chain is held while signing, but the engine may have been reopened (a panic).
+    if (engine.generation !== generation || engine.dead) return false;
+    const again = engine.sealRequest();
+    if (!again || !sameBytes(again.message, req.message)) return false;
+    engine.sealWith(req.count, sig);
+    return true;
+  }
+
+  /**
+   * Verify seal signatures (`EngineHandle.syncSealChecks`): true only if every one verifies.
+   * @param {EngineHandle} engine
+   * @param {[Uint8Array, Uint8Array, Uint8Array][]} checks
+   * @returns {Promise<boolean>}
+   */
+  async verifyAll(engine, checks) {
+    try {
+      const results = await Promise.all(
+        checks.map(async ([author, message, signature]) => {
+          const key = await this._verifyingKey(engine, author);
+          return crypto.subtle.verify(SIGN, key, /** @type {Uint8Array<ArrayBuffer>} */ (signature), /** @type {Uint8Array<ArrayBuffer>} */ (message));
+        }),
+      );
+      return results.every(Boolean);
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * @param {EngineHandle} engine
+   * @param {Uint8Array} author a compressed public key
+   * @returns {Promise<CryptoKey>}
+   */
+  _verifyingKey(engine, author) {
+    const id = hex(author);
+    let key = this._verifying.get(id);
+    if (!key) {
+      if (this._verifying.size >= MAX_KEYS) this._verifying.clear();
+      const raw = engine.uncompressedKey(author);
+      key = crypto.subtle.importKey('raw', /** @type {Uint8Array<ArrayBuffer>} */ (raw), ECDSA, false, ['verify']);
+      key.catch(() => this._verifying.delete(id));
+      this._verifying.set(id, key);
+    }
+    return key;
+  }
+}
+
+/** @param {string} h */
+function hexBytes(h) {
+  const out = new Uint8Array(h.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(h.slice(2 * i, 2 * i + 2), 16);
+  return out;
+}
+
+/** @param {Uint8Array} a @param {Uint8Array} b */
+function sameBytes(a, b) {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
