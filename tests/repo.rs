@@ -434,6 +434,7 @@ fn pending_commits_and_unknown_sealed_ids_are_bounded() {
     assert_eq!(b.state_hash(), a.state_hash());
 }
 
+#[test]
 fn a_seal_signed_outside_the_core_is_an_ordinary_seal() {
     let mut a = open(1);
     put(&mut a, "items/1", item(1));
