@@ -3,6 +3,8 @@
 //! and the core's sync `Client`.
 #![allow(dead_code)]
 
+pub mod pg;
+
 use futures_util::{SinkExt, StreamExt};
 use ibexdb::system_clock;
 use ibexdb::MemStorage;
@@ -67,11 +69,21 @@ impl Server {
         Server::spawn(cmd, data, args)
     }
 
+    /// A node of the PostgreSQL store at `url` (`tag` names its log file).
+    pub fn node(tag: &str, url: &str, args: &[&str]) -> Server {
+        let args = [&["--store", url][..], args].concat();
+        Server::start_with(Server::dir(tag), &args)
+    }
+
     fn spawn(mut cmd: Command, data: PathBuf, args: &[&str]) -> Server {
         let n = STARTS.fetch_add(1, Ordering::Relaxed);
         let log = PathBuf::from(format!("{}.stderr-{n}", data.display()));
+        // With --store the data path only names the log file.
+        if !args.contains(&"--store") {
+            cmd.args(["--data", data.to_str().unwrap()]);
+        }
         let mut child = cmd
-            .args(["--data", data.to_str().unwrap(), "--listen", "127.0.0.1:0"])
+            .args(["--listen", "127.0.0.1:0"])
             .args(args)
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log).unwrap())
