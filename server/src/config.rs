@@ -444,7 +444,10 @@ mod tests {
         let pg = Config::parse(args("--store postgres://u@127.0.0.1:5/db"))
             .unwrap()
             .unwrap();
-        assert_eq!(pg.store, Store::Postgres("postgres://u@127.0.0.1:5/db".into()));
+        assert_eq!(
+            pg.store,
+            Store::Postgres("postgres://u@127.0.0.1:5/db".into())
+        );
         assert!(Config::parse(args("--data d --store postgres://h/db")).is_err());
         assert!(Config::parse(args("--store mysql://h/db")).is_err());
         assert!(Config::parse(args("--data d --pg-connections 0")).is_err());

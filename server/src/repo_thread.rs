@@ -202,7 +202,10 @@ impl<R: RepoStore> Actor<R> {
             Ok(r) => self.relay_new(r.from, r.to, None, &[], r.access_changed),
             Err(StoreError::Broken(e)) => Err(e),
             Err(e) => {
-                log::event("refresh_failed", &[("repo", &self.name), ("error", e.error())]);
+                log::event(
+                    "refresh_failed",
+                    &[("repo", &self.name), ("error", e.error())],
+                );
                 Ok(())
             }
         }
@@ -240,7 +243,10 @@ impl<R: RepoStore> Actor<R> {
             }
         }
         let conn = session.conn;
-        match self.hub().subscribe(&self.name, cursor, session.key.as_ref()) {
+        match self
+            .hub()
+            .subscribe(&self.name, cursor, session.key.as_ref())
+        {
             Ok((welcome, from)) => {
                 out.force(Bytes::from(welcome.encode()));
                 let sub = Sub {
@@ -275,10 +281,10 @@ impl<R: RepoStore> Actor<R> {
                     return Ok(());
                 }
             }
-            let m = self
-                .store
-                .hub()
-                .batch(sub.sent, head, &HashSet::new(), self.cfg.batch_bytes)?;
+            let m =
+                self.store
+                    .hub()
+                    .batch(sub.sent, head, &HashSet::new(), self.cfg.batch_bytes)?;
             let Message::Commits { to, .. } = &m else {
                 unreachable!("Hub::batch makes Commits")
             };

@@ -116,7 +116,11 @@ fn store_name(store: &Store) -> String {
     match store {
         Store::Files(dir) => dir.display().to_string(),
         Store::Postgres(url) => match url.parse::<tokio_postgres::Config>() {
-            Ok(c) => format!("postgres:{:?}/{}", c.get_hosts(), c.get_dbname().unwrap_or("")),
+            Ok(c) => format!(
+                "postgres:{:?}/{}",
+                c.get_hosts(),
+                c.get_dbname().unwrap_or("")
+            ),
             Err(_) => "postgres".into(),
         },
     }

@@ -3,7 +3,7 @@
 //! committed) goes to repository NAME's thread if it is open here, which takes the new rows in
 //! and relays them to its subscribers. Notices sent while this node was not listening are
 //! lost, so after every (re)connection each open repository looks for itself. A ping every
-//! second finds a connection that died quietly; reconnection backs off from 100 ms to 5 s.
+//! second finds a connection that died quietly; reconnection backs off from 100 ms to 1 s.
 
 use super::{Pg, CHANNEL};
 use crate::log;
@@ -21,7 +21,7 @@ pub async fn run(pg: Arc<Pg>, registry: Arc<Registry>) {
         let why = listen(&pg, &registry, &mut backoff).await;
         log::event("pg_listen_lost", &[("error", &why)]);
         tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(5));
+        backoff = (backoff * 2).min(Duration::from_secs(1));
     }
 }
 
@@ -77,4 +77,3 @@ fn parse(payload: &str) -> Option<(u64, &str)> {
     let (head, name) = payload.split_once(' ')?;
     Some((head.parse().ok()?, name))
 }
-

@@ -80,7 +80,9 @@ impl PgRepo {
         let db = Db::new(tx, self.pg.timeout);
         let (id, head) = db.lock(&self.name).await?;
         if self.id.is_some_and(|known| known != id) {
-            return Err(broken(unavailable("the repository was re-created in the database")));
+            return Err(broken(unavailable(
+                "the repository was re-created in the database",
+            )));
         }
         let caught = self.apply_rows(&db, id, head).await?;
         let seals_before = self.hub.repo().seal_count();

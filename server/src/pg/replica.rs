@@ -45,7 +45,13 @@ fn replica(
 ) -> Result<Hub<MemStorage>, Error> {
     let flag = replaying.clone();
     let mut system = ibexdb::system_clock();
-    let clock = Box::new(move || if flag.load(SeqCst) { u64::MAX } else { system() });
+    let clock = Box::new(move || {
+        if flag.load(SeqCst) {
+            u64::MAX
+        } else {
+            system()
+        }
+    });
     let mut opts = server_options(cfg, name, clock);
     // Commits whose parents are missing are refused, not held: a commit held in one node's
     // memory would take a sequence number no other node knows of once its parents arrive.
@@ -198,7 +204,11 @@ impl RepoStore for PgRepo {
             let head = self.hub.head();
             let Some((id, at)) = db.repo(&self.name).await? else {
                 conn.release();
-                return Ok(Refreshed { from: head, to: head, access_changed: false });
+                return Ok(Refreshed {
+                    from: head,
+                    to: head,
+                    access_changed: false,
+                });
             };
             self.check_id(id)?;
             let r = self.apply_rows(&db, id, at).await?;

@@ -68,7 +68,9 @@ impl<'a, C: GenericClient + Sync> Db<'a, C> {
         let insert = "INSERT INTO ibexdb_repos (name) VALUES ($1) ON CONFLICT (name) DO NOTHING";
         self.query(insert, &[(&name, Type::TEXT)]).await?;
         let rows = self.query(select, &[(&name, Type::TEXT)]).await?;
-        let r = rows.first().ok_or_else(|| damaged("a repository row vanished"))?;
+        let r = rows
+            .first()
+            .ok_or_else(|| damaged("a repository row vanished"))?;
         Ok((r.get(0), seq_of(r.get(1))?))
     }
 
@@ -108,12 +110,22 @@ impl<'a, C: GenericClient + Sync> Db<'a, C> {
     }
 
     /// The seals stored by pushes that began at sequences `after + 1 ..= upto`.
-    pub async fn seals(&self, repo: i64, after: u64, upto: u64) -> Result<Vec<Vec<u8>>, StoreError> {
+    pub async fn seals(
+        &self,
+        repo: i64,
+        after: u64,
+        upto: u64,
+    ) -> Result<Vec<Vec<u8>>, StoreError> {
         let sql = "SELECT bytes FROM ibexdb_seals
                    WHERE repo = $1 AND at_seq > $2 AND at_seq <= $3 ORDER BY at_seq";
         let (lo, hi) = (after as i64, upto as i64);
         let params: &Params = &[(&repo, Type::INT8), (&lo, Type::INT8), (&hi, Type::INT8)];
-        Ok(self.query(sql, params).await?.iter().map(|r| r.get(0)).collect())
+        Ok(self
+            .query(sql, params)
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect())
     }
 
     /// Insert commits at sequences `first, first + 1, …`; how many were inserted (a commit
@@ -127,7 +139,9 @@ impl<'a, C: GenericClient + Sync> Db<'a, C> {
         let sql = "INSERT INTO ibexdb_commits (repo, seq, id, bytes)
                    SELECT $1, s, i, b FROM unnest($2::int8[], $3::bytea[], $4::bytea[]) AS t(s, i, b)
                    ON CONFLICT DO NOTHING RETURNING seq";
-        let seqs: Vec<i64> = (0..commits.len()).map(|i| (first + i as u64) as i64).collect();
+        let seqs: Vec<i64> = (0..commits.len())
+            .map(|i| (first + i as u64) as i64)
+            .collect();
         let ids: Vec<&[u8]> = commits.iter().map(|(id, _)| &id.0[..]).collect();
         let bytes: Vec<&[u8]> = commits.iter().map(|(_, b)| &b[..]).collect();
         let params: &Params = &[
@@ -141,7 +155,12 @@ impl<'a, C: GenericClient + Sync> Db<'a, C> {
 
     /// Insert seals stored by a push that began at sequence `at` (before that commit is
     /// applied, a replica applies them); a seal already stored is kept as it is.
-    pub async fn insert_seals(&self, repo: i64, at: u64, seals: &[Vec<u8>]) -> Result<(), StoreError> {
+    pub async fn insert_seals(
+        &self,
+        repo: i64,
+        at: u64,
+        seals: &[Vec<u8>],
+    ) -> Result<(), StoreError> {
         let sql = "INSERT INTO ibexdb_seals (repo, hash, at_seq, bytes)
                    SELECT $1, h, $2, b FROM unnest($3::bytea[], $4::bytea[]) AS t(h, b)
                    ON CONFLICT DO NOTHING";
@@ -166,7 +185,9 @@ impl<'a, C: GenericClient + Sync> Db<'a, C> {
             .await?;
         let payload = format!("{head} {name}");
         let notify = format!("SELECT pg_notify('{CHANNEL}', $1)");
-        self.query(&notify, &[(&payload, Type::TEXT)]).await.map(|_| ())
+        self.query(&notify, &[(&payload, Type::TEXT)])
+            .await
+            .map(|_| ())
     }
 
     /// The repository's snapshot: (sequence, log image, snapshot image).

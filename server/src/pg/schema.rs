@@ -70,7 +70,10 @@ async fn apply_missing(c: &mut tokio_postgres::Client) -> Result<(), Error> {
     .await
     .map_err(unavailable)?;
     let row = c
-        .query_one("SELECT coalesce(max(version), 0) FROM ibexdb_migrations", &[])
+        .query_one(
+            "SELECT coalesce(max(version), 0) FROM ibexdb_migrations",
+            &[],
+        )
         .await
         .map_err(unavailable)?;
     let have: i32 = row.get(0);

@@ -219,6 +219,25 @@ pub async fn recv(ws: &mut Socket, wait: Duration) -> Option<Message> {
     }
 }
 
+/// What one read found.
+pub enum Recv {
+    Message(Message),
+    Idle,
+    Closed,
+}
+
+/// The next protocol message, or that nothing came within `wait`, or that the socket closed.
+pub async fn recv_or_closed(ws: &mut Socket, wait: Duration) -> Recv {
+    loop {
+        match tokio::time::timeout(wait, ws.next()).await {
+            Ok(Some(Ok(Ws::Binary(b)))) => return Recv::Message(Message::decode(&b).unwrap()),
+            Ok(Some(Ok(Ws::Close(_)))) | Ok(None) | Ok(Some(Err(_))) => return Recv::Closed,
+            Err(_) => return Recv::Idle,
+            Ok(Some(Ok(_))) => continue,
+        }
+    }
+}
+
 /// Read until an `Error` arrives (skipping other messages); its code and text.
 pub async fn expect_error(ws: &mut Socket, wait: Duration) -> (ErrorCode, String) {
     let deadline = Instant::now() + wait;
@@ -390,6 +409,32 @@ impl Peer {
         Some(ev)
     }
 
+    /// Like `event`, but a closed socket is told apart (and forgotten: `ws` becomes `None`);
+    /// server errors are events, not failures.
+    pub async fn poll(&mut self, wait: Duration) -> Polled {
+        let Some(ws) = self.ws.as_mut() else {
+            return Polled::Closed;
+        };
+        let m = match recv_or_closed(ws, wait).await {
+            Recv::Message(m) => m,
+            Recv::Idle => return Polled::Idle,
+            Recv::Closed => {
+                self.ws = None;
+                return Polled::Closed;
+            }
+        };
+        match &m {
+            Message::Commits { commits, .. } => self.received += commits.len(),
+            Message::Ack { ids } => self.acked.extend(ids.iter().copied()),
+            _ => {}
+        }
+        let ev = self.client.handle(&mut self.repo, m).unwrap();
+        if !matches!(ev, ClientEvent::ServerError { .. }) {
+            self.push().await;
+        }
+        Polled::Event(ev)
+    }
+
     /// Handle one incoming message if one arrives within `wait`. False when none did. A server
     /// error fails the test.
     pub async fn step(&mut self, wait: Duration) -> bool {
@@ -436,6 +481,13 @@ impl Peer {
         }
         head
     }
+}
+
+/// What `Peer::poll` found.
+pub enum Polled {
+    Event(ClientEvent),
+    Idle,
+    Closed,
 }
 
 /// A TLS client configuration that trusts `cert_der` only.

@@ -76,10 +76,7 @@ impl Postgres {
     /// initdb and start a new cluster.
     pub fn start(tag: &str) -> Postgres {
         let n = CLUSTERS.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!(
-            "ibexdb-pg-{tag}-{}-{n}",
-            std::process::id()
-        ));
+        let dir = std::env::temp_dir().join(format!("ibexdb-pg-{tag}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         if is_root() {
@@ -124,13 +121,27 @@ impl Postgres {
         let t = Instant::now();
         loop {
             let mut c = self.ctl();
-            c.args(["-w", "-t", "30", "-l", self.dir.join("log").to_str().unwrap()]);
+            c.args([
+                "-w",
+                "-t",
+                "30",
+                "-l",
+                self.dir.join("log").to_str().unwrap(),
+            ]);
             c.args(["-o", &opts, "start"]);
-            let ok = c.stdin(Stdio::null()).stdout(Stdio::null()).status().unwrap();
+            let ok = c
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .status()
+                .unwrap();
             if ok.success() {
                 return;
             }
-            assert!(t.elapsed() < Duration::from_secs(30), "PostgreSQL did not start: {}", self.log());
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "PostgreSQL did not start: {}",
+                self.log()
+            );
             std::thread::sleep(Duration::from_millis(200));
         }
     }
@@ -160,7 +171,11 @@ impl Drop for Postgres {
     fn drop(&mut self) {
         let mut c = self.ctl();
         c.args(["-m", "immediate", "stop"]);
-        let _ = c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status();
+        let _ = c
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
