@@ -220,6 +220,7 @@ pub async fn recv(ws: &mut Socket, wait: Duration) -> Option<Message> {
 }
 
 /// What one read found.
+#[allow(clippy::large_enum_variant)]
 pub enum Recv {
     Message(Message),
     Idle,
@@ -484,6 +485,7 @@ impl Peer {
 }
 
 /// What `Peer::poll` found.
+#[allow(clippy::large_enum_variant)]
 pub enum Polled {
     Event(ClientEvent),
     Idle,
