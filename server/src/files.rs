@@ -141,7 +141,7 @@ impl RepoStore for FileRepo {
     }
 
     /// Nobody else writes these files.
-    fn refresh(&mut self) -> Result<Refreshed, StoreError> {
+    fn refresh(&mut self, _: Option<u64>) -> Result<Refreshed, StoreError> {
         let head = self.hub.head();
         Ok(Refreshed {
             from: head,

@@ -34,10 +34,11 @@ impl Wakeup {
         !self.queued.swap(true, SeqCst)
     }
 
-    /// The thread's side: whether anything past `head` was noticed (clears the notices).
-    pub fn take(&self, head: u64) -> bool {
+    /// The thread's side: the highest head noticed, if past `head` (`u64::MAX`: unknown, ask
+    /// the store); clears the notices.
+    pub fn take(&self, head: u64) -> Option<u64> {
         self.queued.store(false, SeqCst);
-        self.seen.swap(0, SeqCst) > head
+        Some(self.seen.swap(0, SeqCst)).filter(|&seen| seen > head)
     }
 }
 

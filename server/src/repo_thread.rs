@@ -195,10 +195,11 @@ impl<R: RepoStore> Actor<R> {
     /// Take in what other nodes stored and relay it. An unreachable store is left for the next
     /// notice (the listener asks every repository again when it reconnects).
     fn refresh(&mut self) -> Result<(), Error> {
-        if !self.wakeup.take(self.hub().head()) {
+        let Some(seen) = self.wakeup.take(self.hub().head()) else {
             return Ok(());
-        }
-        match self.store.refresh() {
+        };
+        let known = (seen != u64::MAX).then_some(seen);
+        match self.store.refresh(known) {
             Ok(r) => self.relay_new(r.from, r.to, None, &[], r.access_changed),
             Err(StoreError::Broken(e)) => Err(e),
             Err(e) => {
@@ -230,7 +231,7 @@ impl<R: RepoStore> Actor<R> {
     fn subscribe(&mut self, session: Session, cursor: u64, out: Arc<Outbox>) -> Result<(), Error> {
         // Another node may have stored more than this copy has seen: a cursor from it must
         // not look like one past the head.
-        match self.store.refresh() {
+        match self.store.refresh(None) {
             Ok(r) => self.relay_new(r.from, r.to, None, &[], r.access_changed)?,
             Err(e) => {
                 let r = Refusal::from(e.error());

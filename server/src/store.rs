@@ -97,8 +97,9 @@ pub trait RepoStore {
         seals: &[Vec<u8>],
     ) -> Result<Stored, StoreError>;
 
-    /// Take in what other nodes stored (nothing to do for the file store).
-    fn refresh(&mut self) -> Result<Refreshed, StoreError>;
+    /// Take in what other nodes stored (nothing to do for the file store): up to `head` if
+    /// a notice told it, else up to what the store says now.
+    fn refresh(&mut self, head: Option<u64>) -> Result<Refreshed, StoreError>;
 
     /// Bytes written since the last snapshot.
     fn tail_bytes(&self) -> u64;

@@ -125,9 +125,11 @@ impl PgRepo {
         let before = self.hub.repo().access().clone();
         while self.hub.head() < head {
             let after = self.hub.head();
-            let rows = db.commits(id, after, head, STEP_ROWS, STEP_BYTES).await?;
+            let (rows, seals) = db.step(id, after, head, STEP_ROWS, STEP_BYTES).await?;
+            if rows.is_empty() {
+                break; // a notice named a head not (or not yet) visible here
+            }
             let upto = after + rows.len() as u64;
-            let seals = db.seals(id, after, upto + 1).await?;
             let commits: Vec<(CommitId, Vec<u8>)> =
                 rows.into_iter().map(|(_, id, b)| (id, b)).collect();
             self.replaying.store(true, SeqCst);
@@ -195,13 +197,19 @@ impl RepoStore for PgRepo {
         self.push_in_transaction(admission, commits, seals)
     }
 
-    /// Take in the rows other nodes stored since the replica's head.
-    fn refresh(&mut self) -> Result<Refreshed, StoreError> {
+    /// Take in the rows other nodes stored since the replica's head: up to the head a notice
+    /// named (one query fewer), else up to the repository row's head.
+    fn refresh(&mut self, known: Option<u64>) -> Result<Refreshed, StoreError> {
         let pg = self.pg.clone();
         pg.run(async {
             let mut conn = pg.pool.get().await.map_err(StoreError::Unavailable)?;
             let db = Db::new(&*conn.client(), pg.timeout);
             let head = self.hub.head();
+            if let (Some(id), Some(at)) = (self.id, known) {
+                let r = self.apply_rows(&db, id, at).await?;
+                conn.release();
+                return Ok(r);
+            }
             let Some((id, at)) = db.repo(&self.name).await? else {
                 conn.release();
                 return Ok(Refreshed {

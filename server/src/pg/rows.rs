@@ -1,7 +1,8 @@
 //! Every SQL statement of the PostgreSQL store, each bounded by `--pg-timeout-ms` (and by
 //! the session's `statement_timeout`). Statements are sent with their parameter types
-//! (`query_typed`): one round trip each, no prepared statements to keep per connection.
-//! What comes back from the database is checked before it is used (lengths, sequences).
+//! (`query_typed`): no prepared statements to keep per connection, and statements awaited
+//! together travel together (the client pipelines them: one round trip for several). What
+//! comes back from the database is checked before it is used (lengths, sequences).
 
 use super::{unavailable, CHANNEL};
 use crate::store::StoreError;
@@ -40,10 +41,23 @@ impl<'a, C: GenericClient + Sync> Db<'a, C> {
         match tokio::time::timeout(self.limit, self.c.query_typed(sql, params)).await {
             Ok(Ok(rows)) => Ok(rows),
             Ok(Err(e)) => Err(StoreError::Unavailable(unavailable(e))),
-            Err(_) => Err(StoreError::Unavailable(unavailable(format!(
-                "no answer within {} ms (--pg-timeout-ms)",
-                self.limit.as_millis()
-            )))),
+            Err(_) => Err(self.late()),
+        }
+    }
+
+    fn late(&self) -> StoreError {
+        StoreError::Unavailable(unavailable(format!(
+            "no answer within {} ms (--pg-timeout-ms)",
+            self.limit.as_millis()
+        )))
+    }
+
+    /// A statement without parameters or rows (`BEGIN`, `COMMIT`, `ROLLBACK`).
+    pub async fn simple(&self, sql: &str) -> Result<(), StoreError> {
+        match tokio::time::timeout(self.limit, self.c.batch_execute(sql)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(StoreError::Unavailable(unavailable(e))),
+            Err(_) => Err(self.late()),
         }
     }
 
@@ -57,12 +71,14 @@ impl<'a, C: GenericClient + Sync> Db<'a, C> {
         }
     }
 
-    /// Lock the repository's row for this transaction, creating it if needed: (id, head).
-    /// Pushes to one repository queue here, whichever node they reach.
-    pub async fn lock(&self, name: &str) -> Result<(i64, u64), StoreError> {
+    /// Begin a transaction and lock the repository's row, creating it if needed: (id,
+    /// head). Pushes to one repository queue here, whichever node they reach.
+    pub async fn begin_and_lock(&self, name: &str) -> Result<(i64, u64), StoreError> {
         let select = "SELECT id, head FROM ibexdb_repos WHERE name = $1 FOR UPDATE";
-        let rows = self.query(select, &[(&name, Type::TEXT)]).await?;
-        if let Some(r) = rows.first() {
+        let params: &Params = &[(&name, Type::TEXT)];
+        let (begun, rows) = futures_util::join!(self.simple("BEGIN"), self.query(select, params));
+        begun?;
+        if let Some(r) = rows?.first() {
             return Ok((r.get(0), seq_of(r.get(1))?));
         }
         let insert = "INSERT INTO ibexdb_repos (name) VALUES ($1) ON CONFLICT (name) DO NOTHING";
@@ -128,8 +144,28 @@ impl<'a, C: GenericClient + Sync> Db<'a, C> {
             .collect())
     }
 
-    /// Insert commits at sequences `first, first + 1, …`; how many were inserted (a commit
-    /// already stored is left out by its unique id: the caller refuses a short count).
+    /// One step of catching up, both statements at once: commits `after + 1 ..` (as in
+    /// `commits`) and the seals pushes stored before them (`seals` up to the step's last
+    /// possible sequence + 1: a seal may arrive a step early, which is harmless).
+    pub async fn step(
+        &self,
+        repo: i64,
+        after: u64,
+        head: u64,
+        rows: u64,
+        bytes: i64,
+    ) -> Result<(Vec<CommitRow>, Vec<Vec<u8>>), StoreError> {
+        let upto = head.min(after + rows);
+        let (commits, seals) = futures_util::join!(
+            self.commits(repo, after, upto, rows, bytes),
+            self.seals(repo, after, upto + 1)
+        );
+        Ok((commits?, seals?))
+    }
+
+    /// Insert commits at sequences `first, first + 1, …`; how many were inserted. A commit
+    /// stored already (at any sequence) violates the unique id and aborts the transaction:
+    /// skipping it would leave a gap in the sequence.
     pub async fn insert_commits(
         &self,
         repo: i64,
@@ -138,7 +174,7 @@ impl<'a, C: GenericClient + Sync> Db<'a, C> {
     ) -> Result<usize, StoreError> {
         let sql = "INSERT INTO ibexdb_commits (repo, seq, id, bytes)
                    SELECT $1, s, i, b FROM unnest($2::int8[], $3::bytea[], $4::bytea[]) AS t(s, i, b)
-                   ON CONFLICT DO NOTHING RETURNING seq";
+                   RETURNING seq";
         let seqs: Vec<i64> = (0..commits.len())
             .map(|i| (first + i as u64) as i64)
             .collect();
@@ -176,13 +212,21 @@ impl<'a, C: GenericClient + Sync> Db<'a, C> {
         self.query(sql, params).await.map(|_| ())
     }
 
-    /// Set the head and tell every node (the notice is delivered when the transaction
-    /// commits, and only then).
-    pub async fn advance(&self, repo: i64, name: &str, head: u64) -> Result<(), StoreError> {
+    /// Set the head (the row is locked by this transaction): exactly one row.
+    pub async fn set_head(&self, repo: i64, head: u64) -> Result<(), StoreError> {
         let h = head as i64;
-        let sql = "UPDATE ibexdb_repos SET head = $2 WHERE id = $1";
-        self.query(sql, &[(&repo, Type::INT8), (&h, Type::INT8)])
+        let sql = "UPDATE ibexdb_repos SET head = $2 WHERE id = $1 RETURNING id";
+        let rows = self
+            .query(sql, &[(&repo, Type::INT8), (&h, Type::INT8)])
             .await?;
+        match rows.len() {
+            1 => Ok(()),
+            _ => Err(damaged("the repository row to advance")),
+        }
+    }
+
+    /// Tell every node (the notice is delivered when the transaction commits, and only then).
+    pub async fn notify(&self, name: &str, head: u64) -> Result<(), StoreError> {
         let payload = format!("{head} {name}");
         let notify = format!("SELECT pg_notify('{CHANNEL}', $1)");
         self.query(&notify, &[(&payload, Type::TEXT)])
