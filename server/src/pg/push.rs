@@ -116,7 +116,10 @@ impl PgRepo {
             db.simple("COMMIT"),
         );
         let inserted = inserted?;
-        (sealed?, head?, told?, committed?);
+        sealed?;
+        head?;
+        told?;
+        committed?;
         if inserted != new.len() {
             return Err(broken("fewer commits were inserted than were new"));
         }
