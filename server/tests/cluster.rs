@@ -441,3 +441,55 @@ async fn postgres_stopped_under_load_then_back_loses_nothing_acknowledged() {
     converge(&mut peers, &urls, total, 0).await;
     assert_eq!(assert_gapless(&pg, "outage").await, total);
 }
+
+/// A repository closed on a node (idle) leaves its snapshot in PostgreSQL; a node opening it
+/// starts from that snapshot and takes in only the rows after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_opens_from_the_snapshot_another_left_in_postgres() {
+    let pg = Postgres::start("snap");
+    let idle = [&FAST[..], &["--repo-idle-ms", "200"]].concat();
+    let a = Server::node("snap-a", &pg.url, &idle);
+    let mut p = Peer::new(1, "snap");
+    p.repo.set_public(true, false).unwrap();
+    for _ in 0..30 {
+        p.write();
+    }
+    p.connect(&a.url).await;
+    p.settle(31).await;
+    p.disconnect();
+    let c = pg.client().await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let rows = c
+            .query("SELECT seq FROM ibexdb_snapshots", &[])
+            .await
+            .unwrap();
+        if rows.first().map(|r| r.get::<_, i64>(0)) == Some(31) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no snapshot after the idle close"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Five more through another node, then a third node opens the repository.
+    let b = Server::node("snap-b", &pg.url, &FAST);
+    for _ in 0..5 {
+        p.write();
+    }
+    p.connect(&b.url).await;
+    p.settle(36).await;
+    let n3 = Server::node("snap-c", &pg.url, &FAST);
+    let mut fresh = Peer::new(9, "snap");
+    fresh.catch_up(&n3.url).await;
+    assert_eq!(fresh.repo.commit_count(), 36);
+    assert_eq!(fresh.repo.state_hash(), p.repo.state_hash());
+    let log = n3.log_text();
+    let open = log
+        .lines()
+        .find(|l| l.contains("event=repo_open") && l.contains("repo=snap"))
+        .unwrap_or_else(|| panic!("no repo_open in\n{log}"));
+    assert!(open.contains("from_snapshot=true"), "{open}");
+    assert!(open.contains("commits=36"), "{open}");
+}
