@@ -25,6 +25,8 @@ pub struct Wakeup {
     queued: AtomicBool,
     /// The highest head noticed since the thread last looked (`u64::MAX`: look anyway).
     seen: AtomicU64,
+    /// The thread's last look failed: look again at the next tick.
+    stale: AtomicBool,
 }
 
 impl Wakeup {
@@ -32,6 +34,11 @@ impl Wakeup {
     fn notice(&self, head: u64) -> bool {
         self.seen.fetch_max(head, SeqCst);
         !self.queued.swap(true, SeqCst)
+    }
+
+    /// The thread's side: its look at the store failed; the registry's tick retries it.
+    pub fn failed(&self) {
+        self.stale.store(true, SeqCst);
     }
 
     /// The thread's side: the highest head noticed, if past `head` (`u64::MAX`: unknown, ask
@@ -323,6 +330,17 @@ impl Registry {
         for entry in self.lock().values() {
             if let Entry::Open { tx, wakeup, .. } = entry {
                 if wakeup.notice(u64::MAX) {
+                    let _ = tx.send(Cmd::Refresh);
+                }
+            }
+        }
+    }
+
+    /// Repositories whose last look at the store failed look again.
+    pub fn retry_stale(&self) {
+        for entry in self.lock().values() {
+            if let Entry::Open { tx, wakeup, .. } = entry {
+                if wakeup.stale.swap(false, SeqCst) && wakeup.notice(u64::MAX) {
                     let _ = tx.send(Cmd::Refresh);
                 }
             }

@@ -207,6 +207,7 @@ impl<R: RepoStore> Actor<R> {
                     "refresh_failed",
                     &[("repo", &self.name), ("error", e.error())],
                 );
+                self.wakeup.failed();
                 Ok(())
             }
         }

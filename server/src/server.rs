@@ -25,6 +25,7 @@ const REFUSING_AT_ONCE: usize = 32;
 
 pub struct Server {
     pub cfg: Arc<Config>,
+    pub backend: Backend,
     pub metrics: Arc<Metrics>,
     pub registry: Arc<Registry>,
     pub conns: Arc<ConnLimiter>,
@@ -77,6 +78,7 @@ pub async fn run(cfg: Config) -> i32 {
     let server = Arc::new(Server {
         hosts,
         registry: Registry::new(cfg.clone(), metrics.clone(), backend.clone()),
+        backend: backend.clone(),
         conns: ConnLimiter::new(cfg.max_connections, cfg.max_connections_per_ip),
         shutdown: Shutdown::new(),
         tls,
@@ -126,12 +128,14 @@ fn store_name(store: &Store) -> String {
     }
 }
 
-/// Close idle repositories every so often.
+/// Close idle repositories every so often; repositories whose last look at the store failed
+/// look again.
 async fn close_idle_repos(server: Arc<Server>) {
     let every = (server.cfg.repo_idle / 4).clamp(Duration::from_millis(20), Duration::from_secs(1));
     loop {
         tokio::time::sleep(every).await;
         server.registry.close_idle();
+        server.registry.retry_stale();
     }
 }
 

@@ -28,6 +28,17 @@ impl Backend {
     }
 }
 
+impl Backend {
+    /// Whether the store can be reached (`/healthz`): the file store always; PostgreSQL while
+    /// this node's LISTEN connection is up.
+    pub fn reachable(&self) -> bool {
+        match self {
+            Backend::Files => true,
+            Backend::Postgres(pg) => pg.listening(),
+        }
+    }
+}
+
 /// What a stored push did.
 #[derive(Debug, Default)]
 pub struct Stored {

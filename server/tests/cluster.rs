@@ -407,6 +407,11 @@ async fn postgres_stopped_under_load_then_back_loses_nothing_acknowledged() {
     drop(c);
     tokio::task::block_in_place(|| pg.stop());
     tokio::time::sleep(Duration::from_millis(2000)).await;
+    let health = |n: &Server| tokio::task::block_in_place(|| n.http_get("/healthz").0);
+    assert!(
+        health(&nodes[0]).contains("503"),
+        "unhealthy while PostgreSQL is down"
+    );
     tokio::task::block_in_place(|| pg.resume());
     let c = pg.client().await;
     let at_resume: i64 = c
@@ -415,6 +420,7 @@ async fn postgres_stopped_under_load_then_back_loses_nothing_acknowledged() {
         .unwrap()
         .get(0);
     tokio::time::sleep(Duration::from_millis(3000)).await;
+    assert!(health(&nodes[1]).contains("200"), "healthy again");
     let after: i64 = c
         .query_one("SELECT count(*) FROM ibexdb_commits", &[])
         .await

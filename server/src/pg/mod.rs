@@ -34,6 +34,7 @@ use ibexdb::Error;
 use pool::Pool;
 use std::fmt::Display;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -48,6 +49,8 @@ pub struct Pg {
     timeout: Duration,
     metrics: Arc<Metrics>,
     runtime: tokio::runtime::Handle,
+    /// The LISTEN connection is up (`/healthz` answers 503 while it is not).
+    listening: AtomicBool,
 }
 
 /// An error of PostgreSQL (unreachable, a failed statement, a timeout) as the client sees it.
@@ -82,7 +85,12 @@ impl Pg {
             timeout: cfg.pg_timeout,
             metrics: metrics.clone(),
             runtime: tokio::runtime::Handle::current(),
+            listening: AtomicBool::new(false),
         }))
+    }
+
+    pub fn listening(&self) -> bool {
+        self.listening.load(SeqCst)
     }
 
     /// Run `f` to completion on the calling repository thread (never a runtime thread): the
