@@ -499,3 +499,50 @@ async fn a_node_opens_from_the_snapshot_another_left_in_postgres() {
     assert!(open.contains("from_snapshot=true"), "{open}");
     assert!(open.contains("commits=36"), "{open}");
 }
+
+/// The limits hold for relays that come from another node: a reader of node 2 that stops
+/// reading is dropped once its queue is full, while writes go through node 1; everyone else
+/// gets every commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_reader_of_another_node_is_dropped() {
+    let pg = Postgres::start("slow");
+    let big = [
+        "--queue-bytes",
+        "2200000",
+        "--queue-messages",
+        "64",
+        "--push-bytes-rate",
+        "1000000000",
+        "--push-bytes-burst",
+        "1000000000",
+        "--push-rate",
+        "1000",
+    ];
+    let n1 = Server::node("slow-1", &pg.url, &big);
+    let n2 = Server::node("slow-2", &pg.url, &big);
+    let mut team = Peer::team("r", &[1, 2]).into_iter();
+    let (mut w, mut reader) = (team.next().unwrap(), team.next().unwrap());
+    w.pad = 400_000;
+    w.connect(&n1.url).await;
+    w.settle(1).await;
+    let mut slow = socket(&n2.url).await;
+    hello(&mut slow, "r").await; // then it never reads
+    reader.connect(&n2.url).await;
+    const N: usize = 61; // the founding commit + 60 writes: 24 MB through PostgreSQL
+    for _ in 1..N {
+        w.write();
+        w.push().await;
+        while w.event(Duration::from_millis(1)).await.is_some() {}
+        while reader.event(Duration::from_millis(1)).await.is_some() {}
+    }
+    w.settle(N).await;
+    reader.settle(N).await;
+    assert_eq!(reader.repo.state_hash(), w.repo.state_hash());
+    assert!(
+        n2.metric("ibexdb_queue_drops_total") >= 1.0,
+        "the slow reader was dropped"
+    );
+    let (code, text) = expect_error(&mut slow, Duration::from_secs(20)).await;
+    assert_eq!(code, ErrorCode::Limit);
+    assert!(text.contains("queue is full"), "{text}");
+}

@@ -57,9 +57,8 @@ fn replica(
     // memory would take a sequence number no other node knows of once its parents arrive.
     opts.max_pending = 0;
     let (log, snap) = image.unwrap_or_default();
-    let snap = (!snap.is_empty()).then(|| MemStorage::from_bytes(snap));
-    let snap = snap.or_else(|| Some(MemStorage::new()));
-    Hub::new(Repo::open(MemStorage::from_bytes(log), snap, opts)?)
+    let snap = MemStorage::from_bytes(snap);
+    Hub::new(Repo::open(MemStorage::from_bytes(log), Some(snap), opts)?)
 }
 
 impl PgRepo {
