@@ -9,6 +9,10 @@
 #   make pkg     the npm package ibexdb in dist/npm/ (www/lib + the wasm), packed as dist/ibexdb-<version>.tgz
 #   make app     the task board PWA (examples/app) built on the package into dist/app/
 #   make demo    pkg + app, the sync server on 127.0.0.1:8787 and a static server; prints the URL
+#   make cluster PostgreSQL and NODES (3) sync server nodes on it, on loopback ports; prints their URLs
+#                (scripts/cluster.sh: PG_PORT, CLUSTER_DIR, NODE_ARGS); Ctrl-C stops everything
+#   make bench-cluster  the sync load generator on the file store and on PostgreSQL with 1, 2, 3 nodes
+#                (scripts/bench-cluster.sh; results in bench-results/sync-load-*.json)
 #   make bench   setup + wasm + browser benchmark (BENCH_SIZES, BENCH_SUITES = core,writes,scaling,relational,
 #                verify,dbx,fat,omgdb, BENCH_FAT_SIZES, BENCH_ENGINES, BENCH_ASSERT, PORT; SKIP_WASM=1 skips the
 #                wasm build); see docs/benchmarks.md
@@ -27,7 +31,7 @@ export PATH := $(CURDIR)/node_modules/binaryen/bin:$(CURDIR)/node_modules/.bin:$
 BINDINGS_TOML := bindings/wasm/Cargo.toml
 step = @printf '\n--- %s\n' "$(1)"
 
-.PHONY: setup check test test-rust wasm tsc pkg app demo browser-test bench serve clean-bench
+.PHONY: setup check test test-rust wasm tsc pkg app demo cluster bench-cluster browser-test bench serve clean-bench
 
 setup:
 	$(call step,setup: install missing tools (scripts/setup.sh))
@@ -43,8 +47,10 @@ check:
 	$(call step,check: core crate builds for wasm32-unknown-unknown)
 	cargo check -p ibexdb --target wasm32-unknown-unknown
 
+# Includes the server's PostgreSQL-store tests (server/tests/cluster.rs), which start PostgreSQL
+# servers of their own from Debian's postgresql package (installed by setup).
 test-rust:
-	$(call step,test: cargo test --workspace --release)
+	$(call step,test: cargo test --workspace --release (the PostgreSQL-store tests start their own PostgreSQL))
 	cargo test --workspace --release
 
 # Release wasm build of the bindings crate into pkg/ (pkg/ibexdb.js + pkg/ibexdb_bg.wasm).
@@ -87,6 +93,16 @@ app: pkg
 demo: pkg
 	$(call step,demo: build the app; start ibexdb-server and a static server (Ctrl-C stops both))
 	node scripts/demo.mjs
+
+cluster:
+	$(call step,cluster: PostgreSQL and $${NODES:-3} ibexdb-server nodes on loopback (scripts/cluster.sh; Ctrl-C stops them))
+	cargo build --release -p ibexdb-server
+	bash scripts/cluster.sh
+
+bench-cluster:
+	$(call step,bench-cluster: ibexdb-load on files (1 node) and on PostgreSQL (1, 2, 3 nodes) (scripts/bench-cluster.sh))
+	cargo build --release -p ibexdb-server
+	bash scripts/bench-cluster.sh
 
 browser-test:
 	$(call step,browser tests: build the sync server the sync spec starts (cargo build --release -p ibexdb-server))

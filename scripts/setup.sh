@@ -8,6 +8,7 @@
 #   wasm-bindgen-cli at exactly the version of the wasm-bindgen crate in Cargo.lock
 #   Debian chromium (/usr/bin/chromium) - Playwright's browser download does not work here
 #   openssl (Debian) - the https shipping spec makes a self-signed certificate
+#   postgresql (Debian) - the server's PostgreSQL-store tests start a throwaway PostgreSQL of their own
 #   npm devDependencies (npm ci): @playwright/test, @sqlite.org/sqlite-wasm, binaryen (wasm-opt), typescript, vite
 set -euo pipefail
 
@@ -110,6 +111,24 @@ else
     as_root apt-get update </dev/null
   fi
   as_root apt-get install -y --no-install-recommends openssl </dev/null
+fi
+
+# --- PostgreSQL (Debian package) -----------------------------------------------------------------
+# The server tests of the PostgreSQL store (server/tests/cluster.rs) and `make cluster` run
+# initdb/pg_ctl from /usr/lib/postgresql/<version>/bin in a temporary directory of their own; the
+# package's own cluster is not used.
+if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  say "postgresql already present ($(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1))"
+else
+  have apt-get || die "PostgreSQL is missing and apt-get is not available: install PostgreSQL 13+ (initdb, pg_ctl) and set IBEXDB_PG_BIN to its bin directory"
+  say "installing postgresql (Debian package; the tests run their own throwaway server)"
+  if ! apt-cache policy postgresql 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+    as_root apt-get update </dev/null
+  fi
+  as_root apt-get install -y --no-install-recommends postgresql </dev/null
+fi
+if [ "$(id -u)" -eq 0 ] && ! id postgres >/dev/null 2>&1; then
+  die "running as root but there is no user postgres to run the test PostgreSQL as (the postgresql package creates it)"
 fi
 
 # --- npm devDependencies -------------------------------------------------------------------------

@@ -6,10 +6,19 @@ use std::time::Duration;
 
 const MIB: u64 = 1 << 20;
 
+/// Where the repositories are kept.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Store {
+    /// The embedded file store: `DIR/NAME.log` and `DIR/NAME.snapshot` (one node).
+    Files(PathBuf),
+    /// PostgreSQL at this connection URL (any number of nodes share it).
+    Postgres(String),
+}
+
 /// Everything the server is told on its command line.
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub data: PathBuf,
+    pub store: Store,
     pub listen: String,
     /// URLs clients use to reach this server (bound into their session proofs, §12.3).
     pub public_urls: Vec<String>,
@@ -35,6 +44,10 @@ pub struct Config {
     pub idle_timeout: Duration,
     pub snapshot_tail_bytes: u64,
     pub shutdown_timeout: Duration,
+    /// PostgreSQL connections per node (the pool repository threads share).
+    pub pg_connections: usize,
+    /// Longest wait for one PostgreSQL operation (connect, query, commit).
+    pub pg_timeout: Duration,
 }
 
 /// One flag: name, value name (empty for a switch), default shown in `--help`, description.
@@ -44,8 +57,26 @@ const FLAGS: &[Flag] = &[
     (
         "--data",
         "DIR",
-        "(required)",
-        "directory of the repositories: NAME.log and NAME.snapshot",
+        "(this or --store)",
+        "directory of the repositories: NAME.log and NAME.snapshot (one node)",
+    ),
+    (
+        "--store",
+        "URL",
+        "(this or --data)",
+        "postgres://USER@HOST:PORT/DB: keep repositories in PostgreSQL; any number of nodes may share it",
+    ),
+    (
+        "--pg-connections",
+        "N",
+        "16",
+        "PostgreSQL connections per node, shared by its repositories (plus one for LISTEN)",
+    ),
+    (
+        "--pg-timeout-ms",
+        "MS",
+        "5000",
+        "longest wait for one PostgreSQL operation; past it the client gets UnavailableError",
     ),
     (
         "--listen",
@@ -192,7 +223,7 @@ const FLAGS: &[Flag] = &[
 pub fn help() -> String {
     let mut s = String::from(
         "ibexdb-server: verifies, stores and relays signed commits over WebSocket.\n\n\
-         usage: ibexdb-server --data DIR [--listen HOST:PORT] [FLAGS]\n\n\
+         usage: ibexdb-server --data DIR | --store postgres://… [--listen HOST:PORT] [FLAGS]\n\n\
          The listener also answers plain HTTP GET /healthz and GET /metrics (Prometheus).\n\
          SIGTERM or Ctrl-C: stop accepting, finish pushes, tell clients, write snapshots, exit 0.\n\n\
          flags (default in brackets):\n",
@@ -210,9 +241,9 @@ pub fn help() -> String {
 }
 
 impl Config {
-    fn defaults(data: PathBuf) -> Config {
+    fn defaults(store: Store) -> Config {
         Config {
-            data,
+            store,
             listen: "127.0.0.1:8787".into(),
             public_urls: Vec::new(),
             accept_trusted: false,
@@ -237,6 +268,8 @@ impl Config {
             idle_timeout: Duration::from_secs(60),
             snapshot_tail_bytes: 64 * MIB,
             shutdown_timeout: Duration::from_secs(10),
+            pg_connections: 16,
+            pg_timeout: Duration::from_secs(5),
         }
     }
 
@@ -262,8 +295,8 @@ impl Config {
 
     /// Parse `--flag value` and `--flag=value` arguments. `Ok(None)` means `--help`.
     pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Option<Config>, String> {
-        let mut cfg = Config::defaults(PathBuf::new());
-        let mut data = None;
+        let mut cfg = Config::defaults(Store::Files(PathBuf::new()));
+        let mut store = None;
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
             let (name, inline) = match arg.split_once('=') {
@@ -282,13 +315,16 @@ impl Config {
                 (false, Some(v)) => v,
                 (false, None) => args.next().ok_or_else(|| format!("{name} needs a value"))?,
             };
-            if name == "--data" {
-                data = Some(PathBuf::from(value));
-            } else {
-                cfg.set(&name, &value)?;
+            match name.as_str() {
+                "--data" | "--store" if store.is_some() => {
+                    return Err("give one of --data DIR and --store URL".into())
+                }
+                "--data" => store = Some(Store::Files(PathBuf::from(value))),
+                "--store" => store = Some(postgres_url(&value)?),
+                _ => cfg.set(&name, &value)?,
             }
         }
-        cfg.data = data.ok_or("--data DIR is required (see --help)")?;
+        cfg.store = store.ok_or("--data DIR or --store URL is required (see --help)")?;
         cfg.check()?;
         Ok(Some(cfg))
     }
@@ -324,6 +360,8 @@ impl Config {
             "--idle-timeout-ms" => self.idle_timeout = ms(name, v)?,
             "--snapshot-tail-bytes" => self.snapshot_tail_bytes = int(name, v)?,
             "--shutdown-timeout-ms" => self.shutdown_timeout = ms(name, v)?,
+            "--pg-connections" => self.pg_connections = int(name, v)? as usize,
+            "--pg-timeout-ms" => self.pg_timeout = ms(name, v)?,
             _ => unreachable!("flag {name} listed but not handled"),
         }
         Ok(())
@@ -346,6 +384,7 @@ impl Config {
             ("--max-connections-per-ip", self.max_connections_per_ip),
             ("--queue-messages", self.queue_messages),
             ("--max-repos", self.max_repos),
+            ("--pg-connections", self.pg_connections),
         ];
         if let Some((n, _)) = zero.iter().find(|(_, v)| *v == 0) {
             return Err(format!("{n} must be at least 1"));
@@ -361,6 +400,16 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// `--store URL`: a PostgreSQL URL (`postgres://` or `postgresql://`) the client accepts.
+fn postgres_url(v: &str) -> Result<Store, String> {
+    if !(v.starts_with("postgres://") || v.starts_with("postgresql://")) {
+        return Err(format!("--store wants a postgres:// URL, got {v:?}"));
+    }
+    v.parse::<tokio_postgres::Config>()
+        .map_err(|e| format!("--store {v:?}: {e}"))?;
+    Ok(Store::Postgres(v.to_string()))
 }
 
 fn int(name: &str, v: &str) -> Result<u64, String> {
@@ -392,6 +441,16 @@ mod tests {
         assert_eq!(c.listen, "127.0.0.1:8787");
         assert!(Config::parse(args("--help")).unwrap().is_none());
         assert!(Config::parse(args("--listen x")).is_err(), "no --data");
+        let pg = Config::parse(args("--store postgres://u@127.0.0.1:5/db"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            pg.store,
+            Store::Postgres("postgres://u@127.0.0.1:5/db".into())
+        );
+        assert!(Config::parse(args("--data d --store postgres://h/db")).is_err());
+        assert!(Config::parse(args("--store mysql://h/db")).is_err());
+        assert!(Config::parse(args("--data d --pg-connections 0")).is_err());
         assert!(Config::parse(args("--data d --nope")).is_err());
         assert!(Config::parse(args("--data d --max-repos x")).is_err());
         assert!(Config::parse(args("--data d --tls-cert c")).is_err());

@@ -1,10 +1,13 @@
-//! A repository's files: `DIR/NAME.log` and `DIR/NAME.snapshot` over the core's
-//! `FileStorage`, each fsync timed into the metrics; files and the data directory fsynced
-//! when created, so a new repository survives a crash once its first push is acknowledged.
+//! The embedded file store: a repository is `DIR/NAME.log` and `DIR/NAME.snapshot` over the
+//! core's `FileStorage`, each fsync timed into the metrics; files and the data directory
+//! fsynced when created, so a new repository survives a crash once its first push is
+//! acknowledged. One node only: nothing else may write these files.
 
-use crate::config::Config;
+use crate::config::{Config, Store};
 use crate::metrics::Metrics;
-use ibexdb::{system_clock, Error, FileStorage, Hub, Repo, RepoOptions, Storage, StorageError};
+use crate::store::{Refreshed, RepoStore, StoreError, Stored};
+use ibexdb::{system_clock, Admission, CommitId, Error, FileStorage, Hub, Repo, RepoOptions};
+use ibexdb::{Storage, StorageError};
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
@@ -69,19 +72,95 @@ fn open_file(dir: &Path, file: &str, metrics: &Arc<Metrics>) -> Result<MeteredFi
     })
 }
 
-/// Open repository `name` (its log and snapshot) as the server's hub: trusted mode without an
-/// identity (the server writes no commits of its own), with the configured bounds.
-pub fn open_hub(
-    cfg: &Config,
-    name: &str,
-    metrics: &Arc<Metrics>,
-) -> Result<Hub<MeteredFile>, Error> {
-    let log = open_file(&cfg.data, &format!("{name}.log"), metrics)?;
-    let snapshot = open_file(&cfg.data, &format!("{name}.snapshot"), metrics)?;
-    let mut opts = RepoOptions::new(name, None, system_clock());
+/// The options of a server's copy of repository `name`: trusted mode without an identity
+/// (the server writes no commits of its own), with the configured bounds.
+pub fn server_options(cfg: &Config, name: &str, clock: ibexdb::Clock) -> RepoOptions {
+    let mut opts = RepoOptions::new(name, None, clock);
     opts.trusted = true;
     opts.accept_trusted = cfg.accept_trusted;
     opts.max_pending = cfg.max_pending;
     opts.max_unknown_sealed = cfg.max_unknown_sealed;
+    opts
+}
+
+/// Open repository `name` (its log and snapshot) as the server's hub.
+fn open_hub(cfg: &Config, name: &str, metrics: &Arc<Metrics>) -> Result<Hub<MeteredFile>, Error> {
+    let Store::Files(dir) = &cfg.store else {
+        unreachable!("the file store is used only with --data")
+    };
+    let log = open_file(dir, &format!("{name}.log"), metrics)?;
+    let snapshot = open_file(dir, &format!("{name}.snapshot"), metrics)?;
+    let opts = server_options(cfg, name, system_clock());
     Hub::new(Repo::open(log, Some(snapshot), opts)?)
+}
+
+/// One repository in the file store.
+pub struct FileRepo {
+    hub: Hub<MeteredFile>,
+    name: String,
+    cfg: Arc<Config>,
+    metrics: Arc<Metrics>,
+}
+
+impl FileRepo {
+    pub fn open(cfg: &Arc<Config>, name: &str, metrics: &Arc<Metrics>) -> Result<FileRepo, Error> {
+        Ok(FileRepo {
+            hub: open_hub(cfg, name, metrics)?,
+            name: name.to_string(),
+            cfg: cfg.clone(),
+            metrics: metrics.clone(),
+        })
+    }
+}
+
+impl RepoStore for FileRepo {
+    type S = MeteredFile;
+
+    fn hub(&self) -> &Hub<MeteredFile> {
+        &self.hub
+    }
+
+    /// `Hub::push`: verified, appended and fsynced before it returns.
+    fn push(
+        &mut self,
+        admission: &Admission,
+        commits: &[(CommitId, Vec<u8>)],
+        seals: &[Vec<u8>],
+    ) -> Result<Stored, StoreError> {
+        let done = self
+            .hub
+            .push(admission, commits, seals)
+            .map_err(StoreError::from_push)?;
+        Ok(Stored {
+            ack: done.ack,
+            relay_from: done.from,
+            from: done.from,
+            to: done.to,
+            access_changed: done.access_changed,
+        })
+    }
+
+    /// Nobody else writes these files.
+    fn refresh(&mut self, _: Option<u64>) -> Result<Refreshed, StoreError> {
+        let head = self.hub.head();
+        Ok(Refreshed {
+            from: head,
+            to: head,
+            access_changed: false,
+        })
+    }
+
+    fn tail_bytes(&self) -> u64 {
+        self.hub.repo().tail_bytes()
+    }
+
+    fn write_snapshot(&mut self) -> Result<(), Error> {
+        self.hub.write_snapshot().map(|_| ())
+    }
+
+    /// Reopen from disk: recovery drops a torn tail.
+    fn reopen(&mut self) -> Result<(), Error> {
+        self.hub = open_hub(&self.cfg, &self.name, &self.metrics)?;
+        Ok(())
+    }
 }

@@ -64,6 +64,11 @@ pub async fn respond<S: AsyncWrite + Unpin>(io: &mut S, req: Request, server: &S
             "text/plain",
             "shutting down\n".to_string(),
         ),
+        Request::Get(p) if p == "/healthz" && !server.backend.reachable() => (
+            "503 Service Unavailable",
+            "text/plain",
+            "the store (PostgreSQL) is unreachable\n".to_string(),
+        ),
         Request::Get(p) if p == "/healthz" => ("200 OK", "text/plain", "ok\n".to_string()),
         Request::Get(p) if p == "/metrics" => (
             "200 OK",

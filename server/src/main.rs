@@ -1,9 +1,12 @@
-//! `ibexdb-server --data DIR [--listen HOST:PORT] [FLAGS]` (`--help` lists every flag).
+//! `ibexdb-server --data DIR | --store postgres://… [--listen HOST:PORT] [FLAGS]` (`--help`
+//! lists every flag).
 //!
-//! The sync server. Each repository is one log file `DIR/<name>.log` plus its snapshot
-//! `DIR/<name>.snapshot`, owned by one thread that runs the core's `Hub`: it verifies pushes
-//! with `Repo::receive` and flushes them (fsync) before acknowledging and relaying them to the
-//! repository's other subscribers. Each WebSocket connection subscribes to one repository with
+//! The sync server. Each open repository is owned by one thread that runs the core's `Hub`:
+//! it verifies pushes with `Repo::receive` and makes them durable before acknowledging and
+//! relaying them to the repository's other subscribers. With `--data DIR` (the default
+//! deployment: one node, nothing to install) a repository is the log file `DIR/<name>.log`
+//! plus its snapshot `DIR/<name>.snapshot`; with `--store` it lives in PostgreSQL, and any
+//! number of nodes serve it, each holding a replica as a cache (docs/design.md §12.5). Each WebSocket connection subscribes to one repository with
 //! its handshake (`Hello`). Everything a client can make the server hold is bounded, and each
 //! refusal is an `Error` message naming the limit (docs/design.md §12.3).
 //!
@@ -24,7 +27,9 @@
 //! | `outbox`      | a connection's bounded outbound queue and its writer                   |
 //! | `registry`    | open repositories: open on use, idle close, LRU cap, failures          |
 //! | `repo_thread` | one repository's thread: subscribe, catch-up in steps, push, relay     |
-//! | `files`       | the repository's files: fsync on create, timed fsync                   |
+//! | `store`       | the seam between a repository thread and its store                     |
+//! | `files`       | the file store: the repository's files, fsync on create, timed fsync   |
+//! | `pg/`         | the PostgreSQL store: replicas, the push transaction, LISTEN/NOTIFY    |
 //! | `limits`      | connection counts, push token buckets                                  |
 //! | `refusal`     | refusals as `Error` messages                                           |
 //! | `metrics`     | counters, gauges, the fsync histogram; Prometheus text                 |
@@ -41,12 +46,14 @@ mod listener;
 mod log;
 mod metrics;
 mod outbox;
+mod pg;
 mod refusal;
 mod registry;
 mod repo_thread;
 mod server;
 mod session;
 mod shutdown;
+mod store;
 mod stream;
 mod tls;
 

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// Upper bounds (seconds) of the fsync histogram's buckets.
+/// Upper bounds (seconds) of the latency histograms' buckets.
 const FSYNC_BUCKETS: [f64; 12] = [
     0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 5.0,
 ];
@@ -75,6 +75,10 @@ pub struct Metrics {
     pub snapshots: AtomicU64,
     pub repository_failures: AtomicU64,
     pub fsync: Histogram,
+    /// PostgreSQL store: push transactions (begin to commit), failed ones, notices heard.
+    pub pg_push: Histogram,
+    pub pg_errors: AtomicU64,
+    pub pg_notices: AtomicU64,
 }
 
 impl Metrics {
@@ -146,11 +150,28 @@ impl Metrics {
             "Repositories that failed to open, failed storage or panicked.",
             self.repository_failures.load(Relaxed),
         );
+        counter(
+            &mut s,
+            "ibexdb_pg_errors_total",
+            "PostgreSQL store: pushes that failed for the database (not refusals).",
+            self.pg_errors.load(Relaxed),
+        );
+        counter(
+            &mut s,
+            "ibexdb_pg_notices_total",
+            "PostgreSQL store: notices of commits stored by any node.",
+            self.pg_notices.load(Relaxed),
+        );
         self.render_refused(&mut s);
         self.fsync.render(
             &mut s,
             "ibexdb_fsync_seconds",
             "Latency of fsync (sync_data) on repository files.",
+        );
+        self.pg_push.render(
+            &mut s,
+            "ibexdb_pg_push_seconds",
+            "PostgreSQL store: latency of a push transaction, lock to commit.",
         );
         s
     }

@@ -2,19 +2,52 @@
 //! files released), at most `--max-repos` at once (the least recently used idle one is closed
 //! to make room). A repository that failed to open answers `Unavailable` until its retry time;
 //! a thread that ended (closed, failed, panicked) is replaced on the next use, after its files
-//! are closed.
+//! are closed. Notices that other nodes stored commits (PostgreSQL) are routed to the open
+//! repository's thread, at most one queued per repository.
 
 use crate::config::Config;
 use crate::log;
 use crate::metrics::Metrics;
 use crate::refusal::Refusal;
-use crate::repo_thread::{self, Cmd, Exit};
+use crate::repo_thread::{self, Cmd, Exit, Setup};
+use crate::store::Backend;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
+
+/// Notices that other nodes stored commits, coalesced: at most one `Refresh` waits in a
+/// repository thread's queue, whatever the rate of notices.
+#[derive(Default)]
+pub struct Wakeup {
+    queued: AtomicBool,
+    /// The highest head noticed since the thread last looked (`u64::MAX`: look anyway).
+    seen: AtomicU64,
+    /// The thread's last look failed: look again at the next tick.
+    stale: AtomicBool,
+}
+
+impl Wakeup {
+    /// Record a notice of `head`; true when a `Refresh` must be queued.
+    fn notice(&self, head: u64) -> bool {
+        self.seen.fetch_max(head, SeqCst);
+        !self.queued.swap(true, SeqCst)
+    }
+
+    /// The thread's side: its look at the store failed; the registry's tick retries it.
+    pub fn failed(&self) {
+        self.stale.store(true, SeqCst);
+    }
+
+    /// The thread's side: the highest head noticed, if past `head` (`u64::MAX`: unknown, ask
+    /// the store); clears the notices.
+    pub fn take(&self, head: u64) -> Option<u64> {
+        self.queued.store(false, SeqCst);
+        Some(self.seen.swap(0, SeqCst)).filter(|&seen| seen > head)
+    }
+}
 
 enum Entry {
     Open {
@@ -23,6 +56,7 @@ enum Entry {
         last_used: Instant,
         gen: u64,
         done: watch::Receiver<bool>,
+        wakeup: Arc<Wakeup>,
     },
     /// Told to close; its thread still holds the files until `done`.
     Closing {
@@ -38,6 +72,7 @@ enum Entry {
 pub struct Registry {
     cfg: Arc<Config>,
     metrics: Arc<Metrics>,
+    backend: Backend,
     entries: Mutex<HashMap<String, Entry>>,
     next_gen: AtomicU64,
 }
@@ -85,10 +120,11 @@ impl Drop for ExitGuard {
 }
 
 impl Registry {
-    pub fn new(cfg: Arc<Config>, metrics: Arc<Metrics>) -> Arc<Registry> {
+    pub fn new(cfg: Arc<Config>, metrics: Arc<Metrics>, backend: Backend) -> Arc<Registry> {
         Arc::new(Registry {
             cfg,
             metrics,
+            backend,
             entries: Mutex::new(HashMap::new()),
             next_gen: AtomicU64::new(1),
         })
@@ -192,12 +228,20 @@ impl Registry {
             exit: None,
             done: done_tx,
         };
-        let (cfg, metrics, n) = (self.cfg.clone(), self.metrics.clone(), name.to_string());
+        let wakeup = Arc::new(Wakeup::default());
+        let setup = Setup {
+            name: name.to_string(),
+            cfg: self.cfg.clone(),
+            metrics: self.metrics.clone(),
+            backend: self.backend.clone(),
+            wakeup: wakeup.clone(),
+        };
+        let n = name.to_string();
         std::thread::Builder::new()
             .name(format!("repo-{name}"))
             .spawn(move || {
                 let mut guard = guard;
-                let exit = repo_thread::run(&n, &cfg, &metrics, &rx);
+                let exit = repo_thread::run(&setup, &rx);
                 let why = match &exit {
                     Exit::Failed(why) => Some(why.clone()),
                     _ => None,
@@ -219,6 +263,7 @@ impl Registry {
             last_used: Instant::now(),
             gen,
             done,
+            wakeup,
         };
         entries.insert(name.to_string(), entry);
         Ok(self.handle(name, gen, tx))
@@ -265,6 +310,38 @@ impl Registry {
             Exit::Panicked | Exit::Closed => {
                 if ours {
                     entries.remove(name);
+                }
+            }
+        }
+    }
+
+    /// Another node stored repository `name` up to `head`: if it is open here, its thread
+    /// takes the new commits in and relays them.
+    pub fn notify(&self, name: &str, head: u64) {
+        if let Some(Entry::Open { tx, wakeup, .. }) = self.lock().get(name) {
+            if wakeup.notice(head) {
+                let _ = tx.send(Cmd::Refresh);
+            }
+        }
+    }
+
+    /// Notices may have been missed (the listener reconnected): every open repository looks.
+    pub fn notify_all(&self) {
+        for entry in self.lock().values() {
+            if let Entry::Open { tx, wakeup, .. } = entry {
+                if wakeup.notice(u64::MAX) {
+                    let _ = tx.send(Cmd::Refresh);
+                }
+            }
+        }
+    }
+
+    /// Repositories whose last look at the store failed look again.
+    pub fn retry_stale(&self) {
+        for entry in self.lock().values() {
+            if let Entry::Open { tx, wakeup, .. } = entry {
+                if wakeup.stale.swap(false, SeqCst) && wakeup.notice(u64::MAX) {
+                    let _ = tx.send(Cmd::Refresh);
                 }
             }
         }

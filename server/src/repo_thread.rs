@@ -1,18 +1,23 @@
-//! The thread that owns one repository: it runs the core's `Hub` and serves the commands of
-//! its connections in order (subscribe, push, leave, drained, close). Catch-up is streamed one
-//! `Commits` batch at a time while the subscriber's queue has room; a live subscriber gets each
-//! new range at once, and is dropped if its queue is full. A storage error reopens the
-//! repository from disk; a panic ends the thread after telling every subscriber.
+//! The thread that owns one repository: it runs the core's `Hub` over its store (`store.rs`)
+//! and serves the commands of its connections in order (subscribe, push, leave, drained,
+//! refresh, close). Catch-up is streamed one `Commits` batch at a time while the subscriber's
+//! queue has room; a live subscriber gets each new range at once, and is dropped if its queue
+//! is full. New ranges come from this node's pushes and, with PostgreSQL, from other nodes'
+//! (`Refresh`). A store failure that leaves this node's copy unsure reopens the repository
+//! from the store; a panic ends the thread after telling every subscriber.
 
 use crate::config::Config;
-use crate::files::{open_hub, MeteredFile};
+use crate::files::FileRepo;
 use crate::log;
 use crate::metrics::Metrics;
 use crate::outbox::Outbox;
+use crate::pg::PgRepo;
 use crate::refusal::Refusal;
+use crate::registry::Wakeup;
 use crate::session::Session;
+use crate::store::{Backend, RepoStore, StoreError};
 use bytes::Bytes;
-use ibexdb::{Admission, CommitId, Error, ErrorCode, Hub, Message, PermissionErrorKind};
+use ibexdb::{Admission, CommitId, Error, Hub, Message, PermissionErrorKind, Storage};
 use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -42,6 +47,8 @@ pub enum Cmd {
     Drained {
         conn: u64,
     },
+    /// Another node stored commits (PostgreSQL's NOTIFY): take them in and relay them.
+    Refresh,
     /// Write a snapshot if the log grew, close the files and end the thread.
     Close,
 }
@@ -62,40 +69,38 @@ struct Sub {
     live: bool,
 }
 
-struct Actor {
+struct Actor<R: RepoStore> {
     name: String,
-    hub: Hub<MeteredFile>,
+    store: R,
     subs: HashMap<u64, Sub>,
     cfg: Arc<Config>,
     metrics: Arc<Metrics>,
+    wakeup: Arc<Wakeup>,
+}
+
+/// What a repository thread is given.
+pub struct Setup {
+    pub name: String,
+    pub cfg: Arc<Config>,
+    pub metrics: Arc<Metrics>,
+    pub backend: Backend,
+    pub wakeup: Arc<Wakeup>,
 }
 
 /// Open the repository and serve `rx` until `Close`, a failure or a panic.
-pub fn run(name: &str, cfg: &Arc<Config>, metrics: &Arc<Metrics>, rx: &Receiver<Cmd>) -> Exit {
+pub fn run(setup: &Setup, rx: &Receiver<Cmd>) -> Exit {
     let t = Instant::now();
-    let hub = match open_hub(cfg, name, metrics) {
-        Ok(hub) => hub,
-        Err(e) => return Exit::Failed(e.to_string()),
-    };
-    let report = hub.repo().open_report().clone();
-    log::event(
-        "repo_open",
-        &[
-            ("repo", &name),
-            ("commits", &hub.head()),
-            ("from_snapshot", &report.from_snapshot),
-            ("replayed_frames", &report.replayed_frames),
-            ("ms", &t.elapsed().as_millis()),
-        ],
-    );
-    let mut actor = Actor {
-        name: name.to_string(),
-        hub,
-        subs: HashMap::new(),
-        cfg: cfg.clone(),
-        metrics: metrics.clone(),
-    };
-    actor.serve(rx)
+    let (name, cfg, metrics) = (&setup.name, &setup.cfg, &setup.metrics);
+    match &setup.backend {
+        Backend::Files => match FileRepo::open(cfg, name, metrics) {
+            Ok(store) => Actor::start(setup, store, t).serve(rx),
+            Err(e) => Exit::Failed(e.to_string()),
+        },
+        Backend::Postgres(pg) => match PgRepo::open(pg, cfg, name) {
+            Ok(store) => Actor::start(setup, store, t).serve(rx),
+            Err(e) => Exit::Failed(e.to_string()),
+        },
+    }
 }
 
 /// Answer the commands still queued to a thread that failed: subscribers get `Unavailable`.
@@ -108,7 +113,33 @@ pub fn refuse_rest(rx: &Receiver<Cmd>, why: &str) {
     }
 }
 
-impl Actor {
+impl<R: RepoStore> Actor<R> {
+    fn start(setup: &Setup, store: R, t: Instant) -> Actor<R> {
+        let report = store.hub().repo().open_report().clone();
+        log::event(
+            "repo_open",
+            &[
+                ("repo", &setup.name),
+                ("commits", &store.hub().head()),
+                ("from_snapshot", &report.from_snapshot),
+                ("replayed_frames", &report.replayed_frames),
+                ("ms", &t.elapsed().as_millis()),
+            ],
+        );
+        Actor {
+            name: setup.name.clone(),
+            store,
+            subs: HashMap::new(),
+            cfg: setup.cfg.clone(),
+            metrics: setup.metrics.clone(),
+            wakeup: setup.wakeup.clone(),
+        }
+    }
+
+    fn hub(&self) -> &Hub<R::S> {
+        self.store.hub()
+    }
+
     fn serve(&mut self, rx: &Receiver<Cmd>) -> Exit {
         while let Ok(cmd) = rx.recv() {
             if let Cmd::Close = cmd {
@@ -132,7 +163,8 @@ impl Actor {
         Exit::Closed
     }
 
-    /// One command; an error is a storage failure (the repository must be reopened).
+    /// One command; an error means this node's copy may differ from the store (the repository
+    /// must be reopened).
     fn handle(&mut self, cmd: Cmd) -> Result<(), Error> {
         match cmd {
             Cmd::Subscribe {
@@ -155,13 +187,68 @@ impl Actor {
                 Ok(())
             }
             Cmd::Drained { conn } => self.pump(conn),
+            Cmd::Refresh => self.refresh(),
             Cmd::Close => Ok(()),
         }
     }
 
+    /// Take in what other nodes stored and relay it. An unreachable store is left for the next
+    /// notice (the listener asks every repository again when it reconnects).
+    fn refresh(&mut self) -> Result<(), Error> {
+        let Some(seen) = self.wakeup.take(self.hub().head()) else {
+            return Ok(());
+        };
+        let known = (seen != u64::MAX).then_some(seen);
+        match self.store.refresh(known) {
+            Ok(r) => self.relay_new(r.from, r.to, None, &[], r.access_changed),
+            Err(StoreError::Broken(e)) => Err(e),
+            Err(e) => {
+                log::event(
+                    "refresh_failed",
+                    &[("repo", &self.name), ("error", e.error())],
+                );
+                self.wakeup.failed();
+                Ok(())
+            }
+        }
+    }
+
+    /// Relay a new range, then close the readers who lost read access.
+    fn relay_new(
+        &mut self,
+        from: u64,
+        to: u64,
+        pusher: Option<u64>,
+        commits: &[(CommitId, Vec<u8>)],
+        access_changed: bool,
+    ) -> Result<(), Error> {
+        self.relay(from, to, pusher, commits)?;
+        if access_changed {
+            self.drop_readers_without_rights();
+        }
+        Ok(())
+    }
+
     fn subscribe(&mut self, session: Session, cursor: u64, out: Arc<Outbox>) -> Result<(), Error> {
+        // Another node may have stored more than this copy has seen: a cursor from it must
+        // not look like one past the head.
+        match self.store.refresh(None) {
+            Ok(r) => self.relay_new(r.from, r.to, None, &[], r.access_changed)?,
+            Err(e) => {
+                let r = Refusal::from(e.error());
+                crate::connection::log_refusal(&session, &r, Some(&self.name));
+                out.abort(Bytes::from(r.encode()));
+                return match e {
+                    StoreError::Broken(e) => Err(e),
+                    _ => Ok(()),
+                };
+            }
+        }
         let conn = session.conn;
-        match self.hub.subscribe(&self.name, cursor, session.key.as_ref()) {
+        match self
+            .hub()
+            .subscribe(&self.name, cursor, session.key.as_ref())
+        {
             Ok((welcome, from)) => {
                 out.force(Bytes::from(welcome.encode()));
                 let sub = Sub {
@@ -185,7 +272,7 @@ impl Actor {
 
     /// Queue catch-up batches to `conn` while its queue has room; live once caught up.
     fn pump(&mut self, conn: u64) -> Result<(), Error> {
-        let head = self.hub.head();
+        let head = self.store.hub().head();
         let Some(sub) = self.subs.get_mut(&conn) else {
             return Ok(());
         };
@@ -196,9 +283,10 @@ impl Actor {
                     return Ok(());
                 }
             }
-            let m = self
-                .hub
-                .batch(sub.sent, head, &HashSet::new(), self.cfg.batch_bytes)?;
+            let m =
+                self.store
+                    .hub()
+                    .batch(sub.sent, head, &HashSet::new(), self.cfg.batch_bytes)?;
             let Message::Commits { to, .. } = &m else {
                 unreachable!("Hub::batch makes Commits")
             };
@@ -228,31 +316,38 @@ impl Actor {
             session: session.key,
             allow_unowned: self.cfg.accept_trusted,
         };
-        match self.hub.push(&admission, commits, seals) {
+        match self.store.push(&admission, commits, seals) {
             Ok(done) => {
-                let stored = done.to - done.from;
-                self.metrics.commits_stored.fetch_add(stored, Relaxed);
+                self.metrics
+                    .commits_stored
+                    .fetch_add(done.to - done.from, Relaxed);
                 let ack = Message::Ack { ids: done.ack }.encode();
                 if !out.push(Bytes::from(ack)) {
                     self.drop_slow(session.conn);
                 }
-                self.relay(done.from, done.to, session.conn, commits)?;
-                if done.access_changed {
-                    self.drop_readers_without_rights();
-                }
+                let (from, to) = (done.relay_from, done.to);
+                self.relay_new(from, to, Some(session.conn), commits, done.access_changed)?;
                 self.maybe_snapshot(false);
                 Ok(())
             }
             Err(e) => {
-                let r = Refusal::from(&e);
+                let r = Refusal::from(e.error());
                 self.metrics.commits_refused(r.code, commits.len());
                 self.metrics.refusal(&r.what);
                 crate::connection::log_refusal(session, &r, Some(&self.name));
-                out.force(Bytes::from(r.encode()));
-                match ErrorCode::of(&e) {
-                    ErrorCode::Storage => Err(e),
-                    _ => Ok(()),
+                match e {
+                    StoreError::Refused(_) => out.force(Bytes::from(r.encode())),
+                    StoreError::Unavailable(_) => {
+                        // It re-pushes what was not acknowledged when it reconnects.
+                        self.subs.remove(&session.conn);
+                        out.abort(Bytes::from(r.encode()));
+                    }
+                    StoreError::Broken(e) => {
+                        out.force(Bytes::from(r.encode()));
+                        return Err(e);
+                    }
                 }
+                Ok(())
             }
         }
     }
@@ -263,7 +358,7 @@ impl Actor {
         &mut self,
         from: u64,
         to: u64,
-        pusher: u64,
+        pusher: Option<u64>,
         commits: &[(CommitId, Vec<u8>)],
     ) -> Result<(), Error> {
         if to == from {
@@ -271,7 +366,8 @@ impl Actor {
         }
         let mine: HashSet<CommitId> = commits.iter().map(|c| c.0).collect();
         let max = self.cfg.batch_bytes;
-        let for_all = range_of(&self.hub, from, to, &HashSet::new(), max)?;
+        let hub = self.store.hub();
+        let for_all = range_of(hub, from, to, &HashSet::new(), max)?;
         let mut slow = Vec::new();
         let mut behind = Vec::new();
         for (&conn, sub) in self.subs.iter_mut() {
@@ -280,8 +376,8 @@ impl Actor {
                 continue;
             }
             let own;
-            let msgs = if conn == pusher {
-                own = range_of(&self.hub, from, to, &mine, max)?;
+            let msgs = if Some(conn) == pusher {
+                own = range_of(hub, from, to, &mine, max)?;
                 &own
             } else {
                 &for_all
@@ -306,7 +402,7 @@ impl Actor {
         let lost: Vec<u64> = self
             .subs
             .iter()
-            .filter(|(_, sub)| !self.hub.rights(sub.session.key.as_ref()).read)
+            .filter(|(_, sub)| !self.store.hub().rights(sub.session.key.as_ref()).read)
             .map(|(&conn, _)| conn)
             .collect();
         for conn in lost {
@@ -342,7 +438,8 @@ impl Actor {
     }
 
     /// After a storage error: close every subscriber (they resume from their cursors) and
-    /// reopen from disk (recovery drops a torn tail). Err when it cannot be reopened.
+    /// reopen from the store (the files' recovery drops a torn tail; PostgreSQL holds only
+    /// what committed). Err when it cannot be reopened.
     fn reopen(&mut self, e: &Error) -> Result<(), String> {
         self.metrics.repository_failures.fetch_add(1, Relaxed);
         log::event("repo_storage_error", &[("repo", &self.name), ("error", e)]);
@@ -353,9 +450,7 @@ impl Actor {
         for (_, sub) in self.subs.drain() {
             sub.out.abort(Bytes::from(r.encode()));
         }
-        let hub = open_hub(&self.cfg, &self.name, &self.metrics).map_err(|e| e.to_string())?;
-        self.hub = hub;
-        Ok(())
+        self.store.reopen().map_err(|e| e.to_string())
     }
 
     fn fail_all(&mut self, why: &str) {
@@ -369,12 +464,12 @@ impl Actor {
 
     /// Write the snapshot when the log grew past the threshold (or, closing, at all).
     fn maybe_snapshot(&mut self, closing: bool) {
-        let tail = self.hub.repo().tail_bytes();
+        let tail = self.store.tail_bytes();
         if tail == 0 || (!closing && tail < self.cfg.snapshot_tail_bytes) {
             return;
         }
         let t = Instant::now();
-        match self.hub.write_snapshot() {
+        match self.store.write_snapshot() {
             Ok(_) => {
                 self.metrics.snapshots.fetch_add(1, Relaxed);
                 let ms = t.elapsed().as_millis();
@@ -395,7 +490,7 @@ impl Actor {
         }
         log::event(
             "repo_close",
-            &[("repo", &self.name), ("commits", &self.hub.head())],
+            &[("repo", &self.name), ("commits", &self.hub().head())],
         );
     }
 }
@@ -411,8 +506,8 @@ fn panic_hook(name: &str) {
 }
 
 /// `Commits` messages for `from+1..=to` leaving out `skip`, each encoded once.
-fn range_of(
-    hub: &Hub<MeteredFile>,
+fn range_of<S: Storage>(
+    hub: &Hub<S>,
     from: u64,
     to: u64,
     skip: &HashSet<CommitId>,

@@ -1,15 +1,16 @@
-//! The server's shared state and its life: start (data directory, listener, TLS), serve until
-//! SIGTERM or Ctrl-C, then shut down gracefully (stop accepting, let connections finish their
-//! pushes and tell them, close every repository with a snapshot) and return.
+//! The server's shared state and its life: start (the store: data directory or PostgreSQL,
+//! listener, TLS), serve until SIGTERM or Ctrl-C, then shut down gracefully (stop accepting,
+//! let connections finish their pushes and tell them, close every repository with a
+//! snapshot) and return.
 
-use crate::config::Config;
-use crate::files;
+use crate::config::{Config, Store};
 use crate::limits::ConnLimiter;
 use crate::listener;
 use crate::log;
 use crate::metrics::Metrics;
 use crate::registry::Registry;
 use crate::shutdown::{self, Shutdown};
+use crate::store::Backend;
 use crate::tls;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -24,6 +25,7 @@ const REFUSING_AT_ONCE: usize = 32;
 
 pub struct Server {
     pub cfg: Arc<Config>,
+    pub backend: Backend,
     pub metrics: Arc<Metrics>,
     pub registry: Arc<Registry>,
     pub conns: Arc<ConnLimiter>,
@@ -43,10 +45,15 @@ impl Server {
 
 /// Run the server to its end; the process exit code.
 pub async fn run(cfg: Config) -> i32 {
-    if let Err(e) = files::create_data_dir(&cfg.data) {
-        eprintln!("cannot create {}: {e}", cfg.data.display());
-        return 1;
-    }
+    let cfg = Arc::new(cfg);
+    let metrics = Arc::new(Metrics::default());
+    let backend = match Backend::connect(&cfg, &metrics).await {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("ibexdb-server: {e}");
+            return 1;
+        }
+    };
     let tls = match (&cfg.tls_cert, &cfg.tls_key) {
         (Some(c), Some(k)) => match tls::acceptor(c, k) {
             Ok(a) => Some(a),
@@ -68,11 +75,10 @@ pub async fn run(cfg: Config) -> i32 {
         Ok(bound) => cfg.hosts(bound),
         Err(_) => Vec::new(),
     };
-    let cfg = Arc::new(cfg);
-    let metrics = Arc::new(Metrics::default());
     let server = Arc::new(Server {
         hosts,
-        registry: Registry::new(cfg.clone(), metrics.clone()),
+        registry: Registry::new(cfg.clone(), metrics.clone(), backend.clone()),
+        backend: backend.clone(),
         conns: ConnLimiter::new(cfg.max_connections, cfg.max_connections_per_ip),
         shutdown: Shutdown::new(),
         tls,
@@ -93,9 +99,12 @@ pub async fn run(cfg: Config) -> i32 {
         &[
             ("listen", &addr),
             ("scheme", &scheme),
-            ("data", &server.cfg.data.display()),
+            ("store", &store_name(&server.cfg.store)),
         ],
     );
+    if let Backend::Postgres(pg) = &backend {
+        tokio::spawn(crate::pg::listen::run(pg.clone(), server.registry.clone()));
+    }
     tokio::spawn(close_idle_repos(server.clone()));
     let accepting = tokio::spawn(listener::accept_loop(server.clone(), listener));
     shutdown::signalled().await;
@@ -103,12 +112,30 @@ pub async fn run(cfg: Config) -> i32 {
     0
 }
 
-/// Close idle repositories every so often.
+/// The store for the log: the data directory, or PostgreSQL's hosts and database (never the
+/// password).
+fn store_name(store: &Store) -> String {
+    match store {
+        Store::Files(dir) => dir.display().to_string(),
+        Store::Postgres(url) => match url.parse::<tokio_postgres::Config>() {
+            Ok(c) => format!(
+                "postgres:{:?}/{}",
+                c.get_hosts(),
+                c.get_dbname().unwrap_or("")
+            ),
+            Err(_) => "postgres".into(),
+        },
+    }
+}
+
+/// Close idle repositories every so often; repositories whose last look at the store failed
+/// look again.
 async fn close_idle_repos(server: Arc<Server>) {
     let every = (server.cfg.repo_idle / 4).clamp(Duration::from_millis(20), Duration::from_secs(1));
     loop {
         tokio::time::sleep(every).await;
         server.registry.close_idle();
+        server.registry.retry_stale();
     }
 }
 

@@ -1,9 +1,10 @@
 //! The connections of one scenario: writers push their prepared batches one at a time (the
 //! next after the `Ack`), readers count the commits relayed to them (one reader per repository
-//! also times push→relay), slow readers subscribe and never read again.
+//! also times push→relay, apart for pushes through its own node and through another), slow
+//! readers subscribe and never read again. Connections are spread over the nodes.
 
 use crate::gen::{self, Founding, Push};
-use crate::target::Target;
+use crate::target::Cluster;
 use crate::{Outcome, Scenario};
 use futures_util::{SinkExt, StreamExt};
 use ibexdb::{CommitId, Identity, Message, SessionProof};
@@ -22,8 +23,11 @@ const PREPARED_PER_S: usize = 20_000;
 
 #[derive(Default)]
 struct Shared {
-    sent: Mutex<HashMap<CommitId, Instant>>,
+    /// Each push's first commit: when it was sent, and through which node.
+    sent: Mutex<HashMap<CommitId, (Instant, usize)>>,
+    /// Push → relay to a reader of the same node, and of another node.
     relay_ms: Mutex<Vec<f64>>,
+    cross_ms: Mutex<Vec<f64>>,
     ack_ms: Mutex<Vec<f64>>,
     stored: AtomicU64,
     relayed: AtomicU64,
@@ -65,9 +69,9 @@ async fn open(url: &str, repo: &str, who: Option<&Identity>) -> Option<Socket> {
 }
 
 /// Push each repository's founding history as its owner (which creates it on the server).
-pub async fn found_all(url: &str, founded: &[Founding]) -> bool {
+pub async fn found_all(url: &str, tag: &str, founded: &[Founding]) -> bool {
     for (r, f) in founded.iter().enumerate() {
-        let Some(mut ws) = open(url, &gen::repo_name(r), Some(&f.owner)).await else {
+        let Some(mut ws) = open(url, &gen::repo_name(tag, r), Some(&f.owner)).await else {
             return false;
         };
         if ws.send(Ws::Binary(f.push.clone())).await.is_err() {
@@ -88,16 +92,37 @@ pub async fn found_all(url: &str, founded: &[Founding]) -> bool {
     true
 }
 
-/// Open `n` connections to repositories `i % repos`, many at a time; the first `ids.len()`
-/// prove those keys (the writers), the rest are anonymous readers.
-async fn open_many(url: &str, n: usize, repos: usize, ids: &[Identity]) -> Vec<(usize, Socket)> {
+/// One connection: its index, repository and node.
+struct Conn {
+    i: usize,
+    repo: usize,
+    node: usize,
+    ws: Socket,
+}
+
+/// Open `n` connections, `i` to repository `i % repos`, many at a time; the first
+/// `ids.len()` prove those keys (the writers, on node `i % nodes`), the rest are anonymous
+/// readers (on node `(i / repos) % nodes`, so every repository has readers on every node).
+async fn open_many(
+    urls: &[String],
+    tag: &str,
+    n: usize,
+    repos: usize,
+    ids: &[Identity],
+) -> Vec<Conn> {
     let mut out = Vec::with_capacity(n);
     for chunk in (0..n).collect::<Vec<_>>().chunks(100) {
         let opens = chunk.iter().map(|&i| async move {
+            let n = urls.len();
+            let node = if i < ids.len() {
+                i % n
+            } else {
+                (i / repos) % n
+            };
             let repo = i % repos;
-            open(url, &gen::repo_name(repo), ids.get(i))
+            open(&urls[node], &gen::repo_name(tag, repo), ids.get(i))
                 .await
-                .map(|ws| (repo, ws))
+                .map(|ws| Conn { i, repo, node, ws })
         });
         out.extend(
             futures_util::future::join_all(opens)
@@ -112,7 +137,7 @@ async fn open_many(url: &str, n: usize, repos: usize, ids: &[Identity]) -> Vec<(
 /// Each repository's founding history: writer `w` writes to repository `w % repos`.
 fn found(s: &Scenario) -> Vec<Founding> {
     (0..s.repos)
-        .map(|r| gen::found(r, (0..s.writers).filter(move |w| w % s.repos == r)))
+        .map(|r| gen::found(&s.tag, r, (0..s.writers).filter(move |w| w % s.repos == r)))
         .collect()
 }
 
@@ -135,7 +160,7 @@ fn prepare(s: &Scenario, founded: &[Founding]) -> Vec<Vec<Push>> {
                         .iter()
                         .map(|&w| {
                             let r = w % s.repos;
-                            gen::pushes(w, r, &founded[r], per_writer, s.batch, s.pad)
+                            gen::pushes(&s.tag, w, r, &founded[r], per_writer, s.batch, s.pad)
                         })
                         .collect::<Vec<_>>()
                 })
@@ -154,8 +179,14 @@ fn prepare(s: &Scenario, founded: &[Founding]) -> Vec<Vec<Push>> {
     out
 }
 
-/// Push one batch at a time; with `every`, no faster than one push per `every`.
-async fn writer(mut ws: Socket, pushes: Vec<Push>, every: Option<Duration>, shared: Arc<Shared>) {
+/// Push one batch at a time through `node`; with `every`, no faster than one push per `every`.
+async fn writer(
+    mut ws: Socket,
+    node: usize,
+    pushes: Vec<Push>,
+    every: Option<Duration>,
+    shared: Arc<Shared>,
+) {
     let mut next = tokio::time::Instant::now();
     for p in pushes {
         if shared.stop.load(Relaxed) {
@@ -166,7 +197,7 @@ async fn writer(mut ws: Socket, pushes: Vec<Push>, every: Option<Duration>, shar
             next += every;
         }
         let t = Instant::now();
-        shared.sent.lock().unwrap().insert(p.first, t);
+        shared.sent.lock().unwrap().insert(p.first, (t, node));
         if ws.send(Ws::Binary(p.bytes)).await.is_err() {
             return;
         }
@@ -198,7 +229,8 @@ async fn writer(mut ws: Socket, pushes: Vec<Push>, every: Option<Duration>, shar
     }
 }
 
-async fn reader(mut ws: Socket, probe: bool, shared: Arc<Shared>) -> bool {
+/// Count relayed commits; a probe (on `node`) also times each push it sees relayed.
+async fn reader(mut ws: Socket, node: usize, probe: bool, shared: Arc<Shared>) -> bool {
     loop {
         let frame = tokio::select! {
             f = ws.next() => f,
@@ -211,16 +243,18 @@ async fn reader(mut ws: Socket, probe: bool, shared: Arc<Shared>) -> bool {
         let Ws::Binary(b) = frame else { continue };
         if let Some((n, first)) = peek_commits(&b) {
             shared.relayed.fetch_add(n as u64, Relaxed);
-            if probe {
-                if let Some(id) = first {
-                    if let Some(t) = shared.sent.lock().unwrap().get(&id) {
-                        shared
-                            .relay_ms
-                            .lock()
-                            .unwrap()
-                            .push(t.elapsed().as_secs_f64() * 1e3);
-                    }
-                }
+            let sent = first.filter(|_| probe).and_then(|id| {
+                let sent = shared.sent.lock().unwrap();
+                sent.get(&id).copied()
+            });
+            if let Some((t, via)) = sent {
+                let ms = t.elapsed().as_secs_f64() * 1e3;
+                let list = if via == node {
+                    &shared.relay_ms
+                } else {
+                    &shared.cross_ms
+                };
+                list.lock().unwrap().push(ms);
             }
         }
     }
@@ -263,22 +297,24 @@ fn percentile(v: &mut [f64], p: f64) -> f64 {
     v[((v.len() - 1) as f64 * p).round() as usize]
 }
 
-/// Run one scenario against `t`.
-pub async fn run(s: &Scenario, t: &Target) -> Outcome {
+/// Run one scenario against the nodes of `t`.
+pub async fn run(s: &Scenario, t: &Cluster) -> Outcome {
     let founded = found(s);
     let pushes = tokio::task::block_in_place(|| prepare(s, &founded));
     assert!(
-        found_all(&t.url, &founded).await,
+        found_all(&t.urls()[0], &s.tag, &founded).await,
         "the server refused the founding pushes"
     );
     let ids: Vec<Identity> = (0..s.writers).map(gen::writer_identity).collect();
-    let conns = open_many(&t.url, s.connections, s.repos, &ids).await;
-    let slow = open_many(&t.url, s.slow, s.repos, &[]).await;
+    let urls = t.urls();
+    let conns = open_many(&urls, &s.tag, s.connections, s.repos, &ids).await;
+    let slow = open_many(&urls, &s.tag, s.slow, s.repos, &[]).await;
     let held_at_start = conns.len();
     eprintln!(
-        "holding {} connections and {} slow readers; RSS {:.1} MiB",
+        "holding {} connections and {} slow readers on {} node(s); RSS {:.1} MiB",
         held_at_start,
         slow.len(),
+        urls.len(),
         t.rss_mib()
     );
     let shared = Arc::new(Shared::default());
@@ -289,13 +325,15 @@ pub async fn run(s: &Scenario, t: &Target) -> Outcome {
     let mut probed = vec![false; s.repos];
     let every =
         (s.rate > 0).then(|| Duration::from_secs_f64((s.writers * s.batch) as f64 / s.rate as f64));
-    for (i, (repo, ws)) in conns.into_iter().enumerate() {
-        if i < s.writers {
+    for c in conns {
+        if c.i < s.writers {
             let p = pushes.next().unwrap_or_default();
-            writers.push(tokio::spawn(writer(ws, p, every, shared.clone())));
+            writers.push(tokio::spawn(writer(c.ws, c.node, p, every, shared.clone())));
         } else {
-            let probe = !std::mem::replace(&mut probed[repo], true);
-            readers.push(tokio::spawn(reader(ws, probe, shared.clone())));
+            // One probe per repository, on node 0: pushes through node 0 time the relay on
+            // one node, pushes through the others the relay across nodes.
+            let probe = c.node == 0 && !std::mem::replace(&mut probed[c.repo], true);
+            readers.push(tokio::spawn(reader(c.ws, c.node, probe, shared.clone())));
         }
     }
     let mut rss_peak = t.rss_mib();
@@ -319,9 +357,11 @@ pub async fn run(s: &Scenario, t: &Target) -> Outcome {
     let stored = shared.stored.load(Relaxed);
     let relayed = shared.relayed.load(Relaxed);
     let mut relay = shared.relay_ms.lock().unwrap().clone();
+    let mut cross = shared.cross_ms.lock().unwrap().clone();
     let mut ack = shared.ack_ms.lock().unwrap().clone();
     drop(slow);
     Outcome {
+        nodes: urls.len(),
         connections_held: alive.min(held_at_start),
         stored,
         stored_per_s: stored as f64 / elapsed,
@@ -329,6 +369,8 @@ pub async fn run(s: &Scenario, t: &Target) -> Outcome {
         relayed_per_s: relayed as f64 / elapsed,
         p50_ms: percentile(&mut relay, 0.5),
         p95_ms: percentile(&mut relay, 0.95),
+        cross_p50_ms: percentile(&mut cross, 0.5),
+        cross_p95_ms: percentile(&mut cross, 0.95),
         ack_p50_ms: percentile(&mut ack, 0.5),
         rss_peak_mib: rss_peak,
         rss_end_mib: t.rss_mib(),

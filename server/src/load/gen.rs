@@ -23,8 +23,13 @@ pub struct Founding {
     seals: Vec<Vec<u8>>,
 }
 
-pub fn repo_name(r: usize) -> String {
-    format!("load-{r}")
+/// Repository `r` of a run tagged `tag` (runs against one PostgreSQL keep apart by their tags).
+pub fn repo_name(tag: &str, r: usize) -> String {
+    if tag.is_empty() {
+        format!("load-{r}")
+    } else {
+        format!("load-{tag}-{r}")
+    }
 }
 
 fn identity(n: u64, tag: u8) -> Identity {
@@ -45,9 +50,9 @@ fn repo(name: &str, who: Identity) -> Repo<MemStorage> {
 }
 
 /// Repository `r`, founded by its owner: public read, and write for `writers`.
-pub fn found(r: usize, writers: impl Iterator<Item = usize>) -> Founding {
+pub fn found(tag: &str, r: usize, writers: impl Iterator<Item = usize>) -> Founding {
     let owner = identity(r as u64, 0x0f);
-    let mut repo = repo(&repo_name(r), owner.clone());
+    let mut repo = repo(&repo_name(tag, r), owner.clone());
     repo.set_public(true, false).expect("public read");
     for w in writers {
         repo.grant(&writer_identity(w).public(), Role::Writer)
@@ -69,6 +74,7 @@ pub fn found(r: usize, writers: impl Iterator<Item = usize>) -> Founding {
 
 /// `pushes` pushes of `batch` commits for writer `w` of repository `r`.
 pub fn pushes(
+    tag: &str,
     w: usize,
     r: usize,
     base: &Founding,
@@ -76,7 +82,7 @@ pub fn pushes(
     batch: usize,
     pad: usize,
 ) -> Vec<Push> {
-    let mut repo = repo(&repo_name(r), writer_identity(w));
+    let mut repo = repo(&repo_name(tag, r), writer_identity(w));
     repo.receive(&base.commits, &base.seals)
         .expect("the founding history");
     let filler = "x".repeat(pad);

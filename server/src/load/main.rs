@@ -1,11 +1,14 @@
-//! `ibexdb-load`: a native load generator for `ibexdb-server` (docs/design.md §12.3).
+//! `ibexdb-load`: a native load generator for `ibexdb-server` (docs/design.md §12.4, §12.5).
 //!
-//! It starts the server binary that sits beside it (or uses `--url` and `--pid`), opens
+//! It starts the server binary that sits beside it (or uses `--url` and `--pid`): one node on
+//! the file store, or with `--store postgres://…` one run per count in `--nodes` (e.g.
+//! `1,2,3`) of that many nodes on one PostgreSQL, connections spread over them. It opens
 //! `--connections` WebSockets spread over `--repos` repositories, of which `--writers` push
 //! signed commits made with the core (a `Repo` over `MemStorage` with its own `Identity`,
 //! `--batch` commits sealed under one seal per push, made before the clock starts) and the rest
 //! read; it measures commits stored per second (acknowledged), commits relayed per second
-//! (delivered to readers), push→relay latency, and the server's resident memory. The
+//! (delivered to readers), push→relay latency (apart for a reader on the pusher's node and on
+//! another node), and the servers' resident memory. The
 //! `slow-readers` scenario adds connections that subscribe and never read. Prints a table and
 //! writes JSON (`--json`, default `bench-results/sync-load.json`).
 //!
@@ -26,6 +29,8 @@ use std::time::Duration;
 #[derive(Clone, Debug)]
 pub struct Scenario {
     pub name: &'static str,
+    /// Names this run's repositories apart from other runs' (one PostgreSQL serves them all).
+    pub tag: String,
     pub connections: usize,
     pub writers: usize,
     pub repos: usize,
@@ -42,6 +47,7 @@ pub struct Scenario {
 /// What one scenario measured.
 #[derive(Debug, Default)]
 pub struct Outcome {
+    pub nodes: usize,
     pub connections_held: usize,
     pub stored: u64,
     pub stored_per_s: f64,
@@ -49,6 +55,9 @@ pub struct Outcome {
     pub relayed_per_s: f64,
     pub p50_ms: f64,
     pub p95_ms: f64,
+    /// Push → relay to a reader of another node than the pusher's (0: one node).
+    pub cross_p50_ms: f64,
+    pub cross_p95_ms: f64,
     pub ack_p50_ms: f64,
     pub rss_peak_mib: f64,
     pub rss_end_mib: f64,
@@ -70,6 +79,9 @@ struct Flags {
     url: Option<String>,
     pid: Option<u32>,
     server_args: Vec<String>,
+    store: Option<String>,
+    nodes: Vec<usize>,
+    paced_rate: usize,
 }
 
 const HELP: &str = "ibexdb-load: load generator for ibexdb-server
@@ -88,10 +100,15 @@ usage: ibexdb-load [FLAGS]
   --slow-seconds S   measuring time of the slow-readers scenario [15]
   --slow-repos N     repositories in the slow-readers scenario [10]
   --slow-queue N     the server's --queue-bytes in the slow-readers scenario [2200000]
-  --scenarios LIST   comma-separated: baseline,slow-readers [both]
+  --scenarios LIST   comma-separated: baseline,slow-readers,paced [baseline,slow-readers]
+                     (paced: at most 100 connections and 10 writers, --paced-rate commits/s:
+                     latency below saturation)
+  --paced-rate N     commits per second pushed in the paced scenario [2000]
   --json FILE        where to write the results [bench-results/sync-load.json]
   --url URL --pid P  use a running server instead of starting one
   --server-arg ARG   extra flag for the started server (repeatable)
+  --store URL        start the nodes on PostgreSQL at URL (postgres://…) instead of files
+  --nodes LIST       with --store: node counts to run each scenario with, e.g. 1,2,3 [1]
 ";
 
 fn parse() -> Result<Flags, String> {
@@ -107,6 +124,7 @@ fn parse() -> Result<Flags, String> {
             seconds: 10.0,
             rate: 0,
             server_args: Vec::new(),
+            tag: String::new(),
         },
         slow: 50,
         slow_pad: 1000,
@@ -119,6 +137,9 @@ fn parse() -> Result<Flags, String> {
         url: None,
         pid: None,
         server_args: Vec::new(),
+        store: None,
+        nodes: vec![1],
+        paced_rate: 2000,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -150,11 +171,25 @@ fn parse() -> Result<Flags, String> {
             "--url" => f.url = Some(v),
             "--pid" => f.pid = Some(n()? as u32),
             "--server-arg" => f.server_args.push(v),
+            "--store" => f.store = Some(v),
+            "--paced-rate" => f.paced_rate = n()?,
+            "--nodes" => {
+                f.nodes = v
+                    .split(',')
+                    .map(|n| n.parse().map_err(|_| format!("--nodes: bad count {n:?}")))
+                    .collect::<Result<_, _>>()?
+            }
             _ => return Err(format!("unknown flag {a} (see --help)")),
         }
     }
     if f.base.writers == 0 || f.base.repos == 0 || f.base.writers > f.base.connections {
         return Err("need 1 <= --writers <= --connections and --repos >= 1".into());
+    }
+    if f.nodes
+        .iter()
+        .any(|&n| n == 0 || (n > 1 && f.store.is_none()))
+    {
+        return Err("--nodes counts must be >= 1, and above 1 only with --store".into());
     }
     Ok(f)
 }
@@ -174,6 +209,13 @@ fn scenarios(f: &Flags) -> Vec<Scenario> {
                 server_args: vec!["--queue-bytes".into(), f.slow_queue.to_string()],
                 ..f.base.clone()
             }),
+            "paced" => out.push(Scenario {
+                name: "paced",
+                connections: f.base.connections.min(100),
+                writers: f.base.writers.min(10),
+                rate: f.paced_rate,
+                ..f.base.clone()
+            }),
             other => eprintln!("unknown scenario {other:?}, skipped"),
         }
     }
@@ -191,28 +233,43 @@ fn main() {
         .build()
         .expect("tokio runtime");
     let mut results = Vec::new();
-    for s in scenarios(&flags) {
-        eprintln!("--- scenario {}: {s:?}", s.name);
-        let server = match (&flags.url, flags.pid) {
-            (Some(url), Some(pid)) => target::Target::existing(url, pid),
-            _ => target::Target::start(
-                &s,
-                &[s.server_args.clone(), flags.server_args.clone()].concat(),
-            ),
-        };
-        let outcome = rt.block_on(clients::run(&s, &server));
-        drop(server);
-        results.push((s, outcome));
-        std::thread::sleep(Duration::from_millis(200));
+    for base in scenarios(&flags) {
+        for &nodes in &flags.nodes {
+            let s = Scenario {
+                tag: format!("{}-{}-{nodes}", std::process::id(), base.name),
+                ..base.clone()
+            };
+            eprintln!("--- scenario {} on {nodes} node(s): {s:?}", s.name);
+            let cluster = start(&flags, &s, nodes);
+            let outcome = rt.block_on(clients::run(&s, &cluster));
+            drop(cluster);
+            results.push((s, outcome));
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
     print_table(&results);
-    write_json(&flags.json, &results);
+    write_json(&flags.json, flags.store.is_some(), &results);
+}
+
+/// The nodes for one run: an existing server, or `nodes` started on the store.
+fn start(flags: &Flags, s: &Scenario, nodes: usize) -> target::Cluster {
+    if let (Some(url), Some(pid)) = (&flags.url, flags.pid) {
+        return target::Cluster {
+            nodes: vec![target::Target::existing(url, pid)],
+        };
+    }
+    let args = [s.server_args.clone(), flags.server_args.clone()].concat();
+    let nodes = (0..nodes)
+        .map(|i| target::Target::start(s, &args, flags.store.as_deref(), i))
+        .collect();
+    target::Cluster { nodes }
 }
 
 fn print_table(results: &[(Scenario, Outcome)]) {
     println!(
-        "\n{:<13} {:>6} {:>5} {:>5} {:>10} {:>11} {:>8} {:>8} {:>8} {:>9} {:>6}",
+        "\n{:<13} {:>5} {:>6} {:>5} {:>5} {:>10} {:>11} {:>8} {:>8} {:>9} {:>9} {:>8} {:>9} {:>6}",
         "scenario",
+        "nodes",
         "conns",
         "slow",
         "repos",
@@ -220,14 +277,17 @@ fn print_table(results: &[(Scenario, Outcome)]) {
         "relayed/s",
         "p50 ms",
         "p95 ms",
+        "x-p50 ms",
+        "x-p95 ms",
         "ack p50",
         "RSS MiB",
         "drops"
     );
     for (s, o) in results {
         println!(
-            "{:<13} {:>6} {:>5} {:>5} {:>10.0} {:>11.0} {:>8.1} {:>8.1} {:>8.1} {:>9.1} {:>6}",
+            "{:<13} {:>5} {:>6} {:>5} {:>5} {:>10.0} {:>11.0} {:>8.1} {:>8.1} {:>9.1} {:>9.1} {:>8.1} {:>9.1} {:>6}",
             s.name,
+            o.nodes,
             o.connections_held,
             s.slow,
             s.repos,
@@ -235,6 +295,8 @@ fn print_table(results: &[(Scenario, Outcome)]) {
             o.relayed_per_s,
             o.p50_ms,
             o.p95_ms,
+            o.cross_p50_ms,
+            o.cross_p95_ms,
             o.ack_p50_ms,
             o.rss_peak_mib,
             o.queue_drops
@@ -242,7 +304,7 @@ fn print_table(results: &[(Scenario, Outcome)]) {
     }
 }
 
-fn write_json(path: &str, results: &[(Scenario, Outcome)]) {
+fn write_json(path: &str, store: bool, results: &[(Scenario, Outcome)]) {
     let rows: Vec<serde_json::Value> = results
         .iter()
         .map(|(s, o)| {
@@ -258,7 +320,9 @@ fn write_json(path: &str, results: &[(Scenario, Outcome)]) {
                 "commits_stored_per_s": o.stored_per_s,
                 "commits_relayed": o.relayed,
                 "commits_relayed_per_s": o.relayed_per_s,
+                "nodes": o.nodes,
                 "push_to_relay_ms": { "p50": o.p50_ms, "p95": o.p95_ms },
+                "push_to_relay_other_node_ms": { "p50": o.cross_p50_ms, "p95": o.cross_p95_ms },
                 "push_to_ack_p50_ms": o.ack_p50_ms,
                 "server_rss_mib": { "peak": o.rss_peak_mib, "end": o.rss_end_mib },
                 "queue_drops": o.queue_drops,
@@ -267,7 +331,7 @@ fn write_json(path: &str, results: &[(Scenario, Outcome)]) {
             })
         })
         .collect();
-    let doc = serde_json::json!({ "tool": "ibexdb-load", "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0), "results": rows });
+    let doc = serde_json::json!({ "tool": "ibexdb-load", "store": if store { "postgres" } else { "files" }, "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0), "results": rows });
     if let Some(dir) = std::path::Path::new(path).parent() {
         let _ = std::fs::create_dir_all(dir);
     }

@@ -1,5 +1,6 @@
-//! The server under load: started from the binary beside this one (limits raised for the
-//! load, the data directory temporary) or an existing one; its RSS and metrics.
+//! The servers under load: one node on the file store, or N nodes on one PostgreSQL
+//! (`--store`), started from the binary beside this one (limits raised for the load, the
+//! data directory temporary), or an existing server; their RSS and metrics, summed.
 
 use crate::Scenario;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -40,16 +41,25 @@ impl Target {
         }
     }
 
-    /// Start `ibexdb-server` from this executable's directory with limits sized for `s`.
-    pub fn start(s: &Scenario, extra: &[String]) -> Target {
+    /// Start `ibexdb-server` from this executable's directory with limits sized for `s`: on
+    /// PostgreSQL at `store`, else on files in a temporary directory.
+    pub fn start(s: &Scenario, extra: &[String], store: Option<&str>, node: usize) -> Target {
         let exe = std::env::current_exe().expect("current exe");
         let bin = exe.with_file_name("ibexdb-server");
-        let data =
-            std::env::temp_dir().join(format!("ibexdb-load-{}-{}", std::process::id(), s.name));
+        let data = std::env::temp_dir().join(format!(
+            "ibexdb-load-{}-{}-{node}",
+            std::process::id(),
+            s.name
+        ));
         let _ = std::fs::remove_dir_all(&data);
         let conns = (s.connections + s.slow + 100).to_string();
+        let at = match store {
+            Some(url) => ["--store", url],
+            None => ["--data", data.to_str().unwrap()],
+        };
         let mut child = Command::new(&bin)
-            .args(["--data", data.to_str().unwrap(), "--listen", "127.0.0.1:0"])
+            .args(at)
+            .args(["--listen", "127.0.0.1:0"])
             .args([
                 "--max-connections",
                 &conns,
@@ -79,6 +89,11 @@ impl Target {
             .read_line(&mut line)
             .unwrap();
         let addr = line.trim().rsplit(' ').next().unwrap().to_string();
+        assert!(
+            !addr.is_empty(),
+            "{} did not start (see its --help)",
+            bin.display()
+        );
         Target {
             url: format!("ws://{addr}"),
             addr,
@@ -114,6 +129,27 @@ impl Target {
             .and_then(|l| l.rsplit(' ').next())
             .and_then(|v| v.parse().ok())
             .unwrap_or(0.0)
+    }
+}
+
+/// The nodes of one scenario.
+pub struct Cluster {
+    pub nodes: Vec<Target>,
+}
+
+impl Cluster {
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.url.clone()).collect()
+    }
+
+    /// Resident memory of all nodes, MiB.
+    pub fn rss_mib(&self) -> f64 {
+        self.nodes.iter().map(Target::rss_mib).sum()
+    }
+
+    /// A metric summed over the nodes.
+    pub fn metric(&self, name: &str) -> f64 {
+        self.nodes.iter().map(|n| n.metric(name)).sum()
     }
 }
 

@@ -3,6 +3,8 @@
 //! and the core's sync `Client`.
 #![allow(dead_code)]
 
+pub mod pg;
+
 use futures_util::{SinkExt, StreamExt};
 use ibexdb::system_clock;
 use ibexdb::MemStorage;
@@ -67,11 +69,21 @@ impl Server {
         Server::spawn(cmd, data, args)
     }
 
+    /// A node of the PostgreSQL store at `url` (`tag` names its log file).
+    pub fn node(tag: &str, url: &str, args: &[&str]) -> Server {
+        let args = [&["--store", url][..], args].concat();
+        Server::start_with(Server::dir(tag), &args)
+    }
+
     fn spawn(mut cmd: Command, data: PathBuf, args: &[&str]) -> Server {
         let n = STARTS.fetch_add(1, Ordering::Relaxed);
         let log = PathBuf::from(format!("{}.stderr-{n}", data.display()));
+        // With --store the data path only names the log file.
+        if !args.contains(&"--store") {
+            cmd.args(["--data", data.to_str().unwrap()]);
+        }
         let mut child = cmd
-            .args(["--data", data.to_str().unwrap(), "--listen", "127.0.0.1:0"])
+            .args(["--listen", "127.0.0.1:0"])
             .args(args)
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -202,6 +214,26 @@ pub async fn recv(ws: &mut Socket, wait: Duration) -> Option<Message> {
         match tokio::time::timeout(wait, ws.next()).await {
             Ok(Some(Ok(Ws::Binary(b)))) => return Some(Message::decode(&b).unwrap()),
             Ok(Some(Ok(Ws::Close(_)))) | Ok(None) | Ok(Some(Err(_))) | Err(_) => return None,
+            Ok(Some(Ok(_))) => continue,
+        }
+    }
+}
+
+/// What one read found.
+#[allow(clippy::large_enum_variant)]
+pub enum Recv {
+    Message(Message),
+    Idle,
+    Closed,
+}
+
+/// The next protocol message, or that nothing came within `wait`, or that the socket closed.
+pub async fn recv_or_closed(ws: &mut Socket, wait: Duration) -> Recv {
+    loop {
+        match tokio::time::timeout(wait, ws.next()).await {
+            Ok(Some(Ok(Ws::Binary(b)))) => return Recv::Message(Message::decode(&b).unwrap()),
+            Ok(Some(Ok(Ws::Close(_)))) | Ok(None) | Ok(Some(Err(_))) => return Recv::Closed,
+            Err(_) => return Recv::Idle,
             Ok(Some(Ok(_))) => continue,
         }
     }
@@ -378,6 +410,32 @@ impl Peer {
         Some(ev)
     }
 
+    /// Like `event`, but a closed socket is told apart (and forgotten: `ws` becomes `None`);
+    /// server errors are events, not failures.
+    pub async fn poll(&mut self, wait: Duration) -> Polled {
+        let Some(ws) = self.ws.as_mut() else {
+            return Polled::Closed;
+        };
+        let m = match recv_or_closed(ws, wait).await {
+            Recv::Message(m) => m,
+            Recv::Idle => return Polled::Idle,
+            Recv::Closed => {
+                self.ws = None;
+                return Polled::Closed;
+            }
+        };
+        match &m {
+            Message::Commits { commits, .. } => self.received += commits.len(),
+            Message::Ack { ids } => self.acked.extend(ids.iter().copied()),
+            _ => {}
+        }
+        let ev = self.client.handle(&mut self.repo, m).unwrap();
+        if !matches!(ev, ClientEvent::ServerError { .. }) {
+            self.push().await;
+        }
+        Polled::Event(ev)
+    }
+
     /// Handle one incoming message if one arrives within `wait`. False when none did. A server
     /// error fails the test.
     pub async fn step(&mut self, wait: Duration) -> bool {
@@ -424,6 +482,14 @@ impl Peer {
         }
         head
     }
+}
+
+/// What `Peer::poll` found.
+#[allow(clippy::large_enum_variant)]
+pub enum Polled {
+    Event(ClientEvent),
+    Idle,
+    Closed,
 }
 
 /// A TLS client configuration that trusts `cert_der` only.
