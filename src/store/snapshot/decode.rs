@@ -9,7 +9,7 @@ use crate::codec::Reader;
 use crate::commit::{CommitId, PublicKey, Stamp, PUBLIC_KEY_LEN};
 use crate::error::{Error, Result};
 use crate::graph::{CommitInfo, Graph};
-use crate::state::{Collection, FieldMeta, History, Item, ItemId};
+use crate::state::{Collection, FieldMeta, History, Item, ItemId, StampRef, State};
 use crate::value::{Map, Name, Value};
 use std::collections::BTreeMap;
 
@@ -31,11 +31,13 @@ pub fn decode(bytes: &[u8]) -> Result<SnapshotData> {
         names: name_table(&mut r)?,
     };
     let ncoll = r.count(2, usize::MAX)?;
+    let mut collections = BTreeMap::new();
     for _ in 0..ncoll {
         let (name, c) = collection(&mut r, &tables)?;
-        graph.state.collections.insert(name, c);
+        collections.insert(name, c);
     }
     r.finish()?;
+    graph.state = State::from_parts(collections, tables.stamps);
     Ok(SnapshotData {
         log_len,
         anchor,
@@ -230,6 +232,15 @@ impl Tables {
         }
     }
 
+    /// A stamp that must be a commit's (or zero): an item's reset and last write.
+    fn stamp_ref(&self, r: &mut Reader<'_>) -> Result<StampRef> {
+        match r.varint()? {
+            0 => Ok(0),
+            k if k >= 2 && k - 2 < self.stamps.len() as u64 => Ok((k - 1) as StampRef),
+            _ => Err(r.err("item stamp is not a commit's")),
+        }
+    }
+
     /// A field name by its index; returns the index too.
     fn name(&self, r: &mut Reader<'_>) -> Result<(u64, Name)> {
         let i = r.varint()?;
@@ -255,8 +266,8 @@ fn collection(r: &mut Reader<'_>, t: &Tables) -> Result<(String, Collection)> {
 }
 
 fn item(r: &mut Reader<'_>, t: &Tables) -> Result<Item> {
-    let reset = t.stamp(r)?;
-    let last = t.stamp(r)?;
+    let reset = t.stamp_ref(r)?;
+    let last = t.stamp_ref(r)?;
     let flags = r.u8()?;
     let value = fields(r, t)?;
     let history = history(r, t.stamps.len())?;

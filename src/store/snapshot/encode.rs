@@ -6,7 +6,7 @@ use crate::access::{Acl, Role};
 use crate::codec::Writer;
 use crate::commit::{CommitId, PublicKey, Stamp};
 use crate::graph::Graph;
-use crate::state::{FieldMeta, Item};
+use crate::state::{FieldMeta, Item, StampRef};
 use crate::value::Name;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -123,6 +123,15 @@ impl StampRefs {
     }
 }
 
+/// A [`StampRef`] as a stamp reference of the format: 0 stays 0 (the zero stamp), commit
+/// `k − 1` is written `k + 1`.
+fn stamp_ref_code(r: StampRef) -> u64 {
+    match r {
+        0 => 0,
+        r => u64::from(r) + 1,
+    }
+}
+
 /// Every field name used in any item's value or metadata, ascending; returns each name's
 /// index.
 fn name_table<'g>(w: &mut Writer, graph: &'g Graph) -> HashMap<&'g str, u64> {
@@ -155,8 +164,9 @@ fn collections(w: &mut Writer, graph: &Graph, stamps: &StampRefs, names: &HashMa
 }
 
 fn item(w: &mut Writer, it: &Item, stamps: &StampRefs, names: &HashMap<&str, u64>) {
-    stamps.write(w, &it.reset);
-    stamps.write(w, &it.last);
+    // An item's reset and last write are commits of the table: `k ≥ 2` (or 0 for none).
+    w.varint(stamp_ref_code(it.reset));
+    w.varint(stamp_ref_code(it.last));
     w.u8(if it.reset_is_delete { I_DELETE } else { 0 } | if it.meta.is_some() { I_META } else { 0 });
     w.varint(it.value.len() as u64);
     for (k, v) in &it.value {
