@@ -145,7 +145,7 @@ pub(crate) struct NumStats {
 }
 
 impl NumStats {
-    fn update(&mut self, v: Option<&Value>, add: bool) {
+    pub(crate) fn update(&mut self, v: Option<&Value>, add: bool) {
         let Some(Value::Number(x)) = v else { return };
         let d = if add { 1 } else { -1i64 };
         self.nums = self.nums.wrapping_add_signed(d);
