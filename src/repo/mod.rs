@@ -145,7 +145,7 @@ impl<S: Storage> Repo<S> {
         let snap_bytes = snapshot.as_ref().and_then(|s| snapshot::read_bytes(s).ok());
         let t1 = (opts.clock)();
         let snap_data = snap_bytes
-            .and_then(|b| snapshot::decode(&b).ok())
+            .and_then(|b| snapshot::decode(b).ok())
             .filter(|d| d.log_len <= log_len && snapshot::anchor_matches(d, &log));
         let t2 = (opts.clock)();
         let (log, scan) = Log::open(log, snap_data.as_ref().map(|d| d.log_len), opts.recovery)?;
