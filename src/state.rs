@@ -35,16 +35,22 @@ pub struct FieldMeta {
     pub dots: Option<BTreeMap<Name, Vec<Stamp>>>,
 }
 
+/// A reference to the stamp of a commit of the repository's commit table: 0 is
+/// [`Stamp::ZERO`] (never written), `k ≥ 1` the stamp of commit `k − 1` ([`State::stamp`]).
+/// Every commit has a unique stamp, so two references are equal exactly when their stamps are;
+/// held in every item instead of two 24-byte stamps.
+pub type StampRef = u32;
+
 /// One item: its visible value plus what the merge needs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Item {
     /// Visible fields. Empty map for a deleted item.
     pub value: Map,
-    /// Stamp and kind of the newest reset (put or delete).
-    pub reset: Stamp,
+    /// The newest reset (put or delete): its commit, and its kind.
+    pub reset: StampRef,
     pub reset_is_delete: bool,
-    /// Newest stamp of any write to this item.
-    pub last: Stamp,
+    /// The commit of the newest write (by stamp) to this item.
+    pub last: StampRef,
     /// `None` means "every field was written by the reset at `reset` and nothing else": the
     /// metadata is implied by `value`. Saves memory for the common put-only item: boxed, the
     /// field is one pointer instead of an empty `BTreeMap`'s three words.
@@ -58,9 +64,9 @@ impl Item {
     fn new() -> Item {
         Item {
             value: Map::new(),
-            reset: Stamp::ZERO,
+            reset: 0,
             reset_is_delete: false,
-            last: Stamp::ZERO,
+            last: 0,
             meta: None,
             history: History::default(),
         }
@@ -76,43 +82,25 @@ impl Item {
         self.is_live().then_some(&self.value)
     }
 
-    /// Metadata made explicit.
-    pub fn expanded_meta(&self) -> BTreeMap<Name, FieldMeta> {
-        match &self.meta {
-            Some(m) => (**m).clone(),
-            None => self
-                .value
-                .iter()
-                .map(|(k, v)| {
-                    let dots = match v {
-                        Value::Set(s) => {
-                            Some(s.iter().map(|e| (e.clone(), vec![self.reset])).collect())
-                        }
-                        _ => None,
-                    };
-                    (
-                        k.clone(),
-                        FieldMeta {
-                            stamp: self.reset,
-                            top: self.reset,
-                            dots,
-                        },
-                    )
-                })
-                .collect(),
-        }
+    /// Metadata made explicit (`stamps`: the table the item's references point into).
+    pub fn expanded_meta(&self, stamps: &[Stamp]) -> BTreeMap<Name, FieldMeta> {
+        expand(
+            self.meta.as_deref(),
+            &self.value,
+            stamp_of(stamps, self.reset),
+        )
     }
 
     /// Drop explicit metadata when `value` implies it.
-    fn normalize(&mut self) {
+    fn normalize(&mut self, reset: Stamp) {
         let Some(m) = &self.meta else { return };
         let implied = m.len() == self.value.len()
             && m.iter().all(|(k, fm)| {
-                fm.stamp == self.reset
-                    && fm.top == self.reset
+                fm.stamp == reset
+                    && fm.top == reset
                     && match (self.value.get(k), &fm.dots) {
                         (Some(Value::Set(s)), Some(d)) => {
-                            s.len() == d.len() && d.values().all(|ds| ds == &[self.reset])
+                            s.len() == d.len() && d.values().all(|ds| ds == &[reset])
                         }
                         (Some(Value::Set(_)), None) | (None, _) => false,
                         (Some(_), d) => d.is_none(),
@@ -123,19 +111,21 @@ impl Item {
         }
     }
 
-    /// Apply a write. An owned `op` is moved into the item instead of cloned (the common
-    /// put of a new item then costs no allocation).
-    fn apply(&mut self, op: OpIn<'_>, s: Stamp) {
+    /// Apply a write of the commit `r` (whose stamp is `s`; `stamps` is the table `r` and the
+    /// item's references point into). An owned `op` is moved into the item instead of cloned
+    /// (the common put of a new item then costs no allocation).
+    fn apply(&mut self, op: OpIn<'_>, s: Stamp, r: StampRef, stamps: &[Stamp]) {
         let op_ref = op.as_ref();
-        if s > self.last {
-            self.last = s;
+        if s > stamp_of(stamps, self.last) {
+            self.last = r;
         }
+        let old_reset = stamp_of(stamps, self.reset);
         match op_ref {
             Op::Put(_) | Op::Delete => {
-                if s < self.reset {
+                if s < old_reset {
                     return;
                 }
-                self.reset = s;
+                self.reset = r;
                 self.reset_is_delete = matches!(op_ref, Op::Delete);
                 if self.meta.is_none() {
                     // Every field is at the old reset < s: all of it goes. A put replaces the
@@ -147,42 +137,76 @@ impl Item {
                     }
                     return;
                 }
-                let mut meta = self.expanded_meta();
+                // The metadata is expanded at the old reset; the new one is `s`.
+                let mut meta = expand(self.meta.as_deref(), &self.value, old_reset);
                 let names: Vec<Name> = meta.keys().cloned().collect();
                 // Last field first: each removal from the sorted vector then shifts only the
                 // fields after it that survived (set elements added after the reset), instead of
                 // the whole rest of the item. Fields are independent; the order is free.
                 for n in names.into_iter().rev() {
-                    assign(&mut self.value, &mut meta, &n, None, s, self.reset);
+                    assign(&mut self.value, &mut meta, &n, None, s, s);
+                }
+                if let Op::Put(m) = op_ref {
+                    for (k, v) in m {
+                        assign(&mut self.value, &mut meta, k, Some(v), s, s);
+                    }
                 }
                 self.meta = Some(Box::new(meta));
-                if let Op::Put(m) = op_ref {
-                    let mut meta = *self.meta.take().unwrap();
-                    for (k, v) in m {
-                        assign(&mut self.value, &mut meta, k, Some(v), s, self.reset);
-                    }
-                    self.meta = Some(Box::new(meta));
-                }
+                self.normalize(s);
             }
             Op::Patch(p) => {
-                let mut meta = self.expanded_meta();
+                let mut meta = expand(self.meta.as_deref(), &self.value, old_reset);
                 for (k, fop) in p {
                     match fop {
                         FieldOp::Assign(v) => {
-                            assign(&mut self.value, &mut meta, k, Some(v), s, self.reset)
+                            assign(&mut self.value, &mut meta, k, Some(v), s, old_reset)
                         }
-                        FieldOp::Unset => {
-                            assign(&mut self.value, &mut meta, k, None, s, self.reset)
-                        }
+                        FieldOp::Unset => assign(&mut self.value, &mut meta, k, None, s, old_reset),
                         FieldOp::SetEdit { add, remove } => {
-                            set_edit(&mut self.value, &mut meta, k, add, remove, s, self.reset)
+                            set_edit(&mut self.value, &mut meta, k, add, remove, s, old_reset)
                         }
                     }
                 }
                 self.meta = Some(Box::new(meta));
+                self.normalize(old_reset);
             }
         }
-        self.normalize();
+    }
+}
+
+/// The stamp a [`StampRef`] points to in `stamps`.
+fn stamp_of(stamps: &[Stamp], r: StampRef) -> Stamp {
+    match r {
+        0 => Stamp::ZERO,
+        r => stamps[r as usize - 1],
+    }
+}
+
+/// An item's metadata made explicit, given its value and the stamp of its reset.
+fn expand(
+    meta: Option<&BTreeMap<Name, FieldMeta>>,
+    value: &Map,
+    reset: Stamp,
+) -> BTreeMap<Name, FieldMeta> {
+    match meta {
+        Some(m) => m.clone(),
+        None => value
+            .iter()
+            .map(|(k, v)| {
+                let dots = match v {
+                    Value::Set(s) => Some(s.iter().map(|e| (e.clone(), vec![reset])).collect()),
+                    _ => None,
+                };
+                (
+                    k.clone(),
+                    FieldMeta {
+                        stamp: reset,
+                        top: reset,
+                        dots,
+                    },
+                )
+            })
+            .collect(),
     }
 }
 
@@ -491,13 +515,50 @@ impl Collection {
     }
 }
 
-/// All collections.
-#[derive(Debug, Clone, PartialEq, Default)]
+/// All collections, and the stamps of the commits their items refer to.
+#[derive(Debug, Clone, Default)]
 pub struct State {
     pub collections: BTreeMap<String, Collection>,
+    /// The stamp of every commit applied, by commit-table index ([`StampRef`] `k` is
+    /// `stamps[k − 1]`).
+    stamps: Vec<Stamp>,
+}
+
+/// Two states are equal when their items are: the stamp tables are derived from the commit
+/// tables, which `verify()` compares on their own.
+impl PartialEq for State {
+    fn eq(&self, other: &State) -> bool {
+        self.collections == other.collections
+    }
 }
 
 impl State {
+    /// A state made of decoded collections whose items refer to `stamps` (the snapshot).
+    pub(crate) fn from_parts(
+        collections: BTreeMap<String, Collection>,
+        stamps: Vec<Stamp>,
+    ) -> State {
+        State {
+            collections,
+            stamps,
+        }
+    }
+
+    /// The commit-table stamps the items' [`StampRef`]s point into.
+    pub fn stamps(&self) -> &[Stamp] {
+        &self.stamps
+    }
+
+    /// Record the stamp of commit `index` and return its reference.
+    fn stamp_ref(&mut self, index: u32, s: Stamp) -> StampRef {
+        let i = index as usize;
+        if i >= self.stamps.len() {
+            self.stamps.resize(i + 1, Stamp::ZERO);
+        }
+        self.stamps[i] = s;
+        index + 1
+    }
+
     #[cfg(any(test, feature = "testing"))]
     pub fn new() -> State {
         State::default()
@@ -524,9 +585,17 @@ impl State {
     #[cfg(any(test, feature = "testing"))]
     pub fn apply(&mut self, commit: &Commit, id: &CommitId, index: u32, sink: &mut dyn ChangeSink) {
         let s = commit.stamp(id);
+        let r = self.stamp_ref(index, s);
         for ch in &commit.changes {
             let id = Cow::Borrowed(ch.id.as_str());
-            self.apply_change(&ch.collection, id, OpIn::Borrowed(&ch.op), s, index, sink);
+            self.apply_change(
+                &ch.collection,
+                id,
+                OpIn::Borrowed(&ch.op),
+                (s, r),
+                index,
+                sink,
+            );
         }
     }
 
@@ -540,9 +609,10 @@ impl State {
         sink: &mut dyn ChangeSink,
     ) {
         let s = commit.stamp(id);
+        let r = self.stamp_ref(index, s);
         for ch in commit.changes {
             let id = Cow::Owned(ch.id);
-            self.apply_change(&ch.collection, id, OpIn::Owned(ch.op), s, index, sink);
+            self.apply_change(&ch.collection, id, OpIn::Owned(ch.op), (s, r), index, sink);
         }
     }
 
@@ -551,13 +621,17 @@ impl State {
         collection: &str,
         mut id: Cow<'_, str>,
         op: OpIn<'_>,
-        s: Stamp,
+        (s, r): (Stamp, StampRef),
         index: u32,
         sink: &mut dyn ChangeSink,
     ) {
-        let coll = match self.collections.get_mut(collection) {
+        let State {
+            collections,
+            stamps,
+        } = self;
+        let coll = match collections.get_mut(collection) {
             Some(c) => c,
-            None => self.collections.entry(collection.to_owned()).or_default(),
+            None => collections.entry(collection.to_owned()).or_default(),
         };
         let watch = sink.watches(collection);
         let item = if id.len() <= ItemId::INLINE {
@@ -577,13 +651,13 @@ impl State {
                 }
             }
         };
-        let was_live = item.is_live() && item.last != Stamp::ZERO;
+        let was_live = item.is_live() && item.last != 0;
         let old = if watch && was_live {
             Some(item.value.clone())
         } else {
             None
         };
-        item.apply(op, s);
+        item.apply(op, s, r, stamps);
         item.history.push(index);
         let now_live = item.is_live();
         match (was_live, now_live) {

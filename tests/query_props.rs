@@ -172,7 +172,7 @@ fn rnd_op(r: &mut StdRng, state: &State, id: &str) -> Op {
                     }
                     3 if f == "s" => {
                         // Remove an element with the dots this replica has observed.
-                        let meta = state.item(COLL, id).unwrap().expanded_meta();
+                        let meta = state.item(COLL, id).unwrap().expanded_meta(state.stamps());
                         let remove = meta
                             .get("s")
                             .and_then(|fm| fm.dots.clone())
@@ -388,7 +388,7 @@ fn ref_op(op: &str, operand: &J, v: Option<&Value>) -> bool {
             .any(|o| eq(v, &serde_json::from_value::<Value>(o.clone()).unwrap())),
         "contains" => match v {
             Some(Value::Set(set)) => set.contains(&s()),
-            Some(Value::List(l)) => l.contains(&Value::String(s())),
+            Some(Value::List(l)) => l.contains(&Value::from(s())),
             _ => false,
         },
         "prefix" => matches!(v, Some(Value::String(t)) if t.starts_with(&s())),

@@ -380,7 +380,7 @@ fn received_commits_obey_the_rules_of_local_writes() {
     // An item over MAX_ITEM_BYTES, though the commit is within the frame limit.
     let big = "x".repeat(ibexdb::MAX_ITEM_BYTES + 1);
     let mut m = ibexdb::Map::new();
-    m.insert("body".into(), Value::String(big));
+    m.insert("body".into(), Value::from(big));
     let (c, s) = crafted(1, vec![change(Op::Put(m))]);
     assert!(matches!(b.receive(&c, &s), Err(Error::TooLarge { .. })));
 

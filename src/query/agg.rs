@@ -3,7 +3,7 @@
 use super::ast::{AggOp, AggregateQuery};
 use super::eval::{cmp_opt, CFilter, CPath};
 use super::for_each_match;
-use super::index::{range, IKey, Index};
+use super::index::{range, IKey, Index, NumStats};
 use super::plan::{candidates, choose, tighter, type_bounds, Source};
 use crate::error::Result;
 use crate::state::Collection;
@@ -176,6 +176,173 @@ fn index_fast_path<'a>(
     Some(accs)
 }
 
+/// Most field aggregates kept per collection ([`FieldAgg`]); past it, aggregates on further
+/// paths scan.
+pub(crate) const MAX_FIELD_AGGS: usize = 32;
+
+/// Running aggregates of one path of one collection, for unfiltered, ungrouped aggregates on a
+/// path without an index. Built by one scan on first use, then maintained by every visible
+/// change (the query engine's change feed): counting, summing or bounding the path again costs
+/// O(1) instead of a scan. A few words per path: no per-item memory.
+#[derive(Debug, Clone)]
+pub(crate) struct FieldAgg {
+    path: String,
+    cpath: CPath,
+    /// Items whose value at the path is present and not null.
+    present: u64,
+    /// Count and exact integer sum of the numbers (as an index keeps them).
+    nums: NumStats,
+    /// Smallest / largest present non-null value: `None` while unknown (a change removed the
+    /// current one; the next aggregate that needs it rescans), `Some(None)` when there is none.
+    min: Option<Option<Value>>,
+    max: Option<Option<Value>>,
+}
+
+impl FieldAgg {
+    /// One scan of the collection.
+    pub(crate) fn build(path: &str, coll: &Collection) -> FieldAgg {
+        let mut f = FieldAgg {
+            path: path.to_string(),
+            cpath: CPath::new(path),
+            present: 0,
+            nums: NumStats::default(),
+            min: Some(None),
+            max: Some(None),
+        };
+        for (_, m) in coll.iter() {
+            f.add(f.cpath.get(m));
+        }
+        f
+    }
+
+    fn add(&mut self, v: Option<&Value>) {
+        let Some(v) = v.filter(|v| !matches!(v, Value::Null)) else {
+            return;
+        };
+        self.present += 1;
+        self.nums.update(Some(v), true);
+        if let Some(m) = &mut self.min {
+            if m.as_ref().is_none_or(|x| v.total_cmp(x) == Ordering::Less) {
+                *m = Some(v.clone());
+            }
+        }
+        if let Some(m) = &mut self.max {
+            if m.as_ref()
+                .is_none_or(|x| v.total_cmp(x) == Ordering::Greater)
+            {
+                *m = Some(v.clone());
+            }
+        }
+    }
+
+    fn remove(&mut self, v: Option<&Value>) {
+        let Some(v) = v.filter(|v| !matches!(v, Value::Null)) else {
+            return;
+        };
+        self.present -= 1;
+        self.nums.update(Some(v), false);
+        for end in [&mut self.min, &mut self.max] {
+            if matches!(end, Some(Some(x)) if v.total_cmp(x) == Ordering::Equal) {
+                *end = None;
+            }
+        }
+        if self.present == 0 {
+            self.min = Some(None);
+            self.max = Some(None);
+        }
+    }
+
+    /// An item changed from `old` to `new` (None: absent or deleted).
+    pub(crate) fn changed(&mut self, old: Option<&Map>, new: Option<&Map>) {
+        let (a, b) = (
+            old.and_then(|m| self.cpath.get(m)),
+            new.and_then(|m| self.cpath.get(m)),
+        );
+        if a != b {
+            let (a, b) = (a.cloned(), b.cloned());
+            self.remove(a.as_ref());
+            self.add(b.as_ref());
+        }
+    }
+
+    /// Rescan for the unknown ends.
+    fn settle(&mut self, coll: &Collection) {
+        if self.min.is_some() && self.max.is_some() {
+            return;
+        }
+        let fresh = FieldAgg::build(&self.path, coll);
+        self.min = fresh.min;
+        self.max = fresh.max;
+    }
+
+    /// `Some(difference)` when this differs from `fresh` (a rebuild; unknown ends are not
+    /// compared).
+    pub(crate) fn diff(&self, fresh: &FieldAgg) -> Option<String> {
+        if self.present != fresh.present || self.nums != fresh.nums {
+            return Some(format!(
+                "{} present values and {:?}, the state has {} and {:?}",
+                self.present, self.nums, fresh.present, fresh.nums
+            ));
+        }
+        for (name, held, f) in [
+            ("min", &self.min, &fresh.min),
+            ("max", &self.max, &fresh.max),
+        ] {
+            if held.as_ref().is_some_and(|h| Some(h) != f.as_ref()) {
+                return Some(format!("{name} {held:?}, the state has {f:?}"));
+            }
+        }
+        None
+    }
+}
+
+/// Answer an unfiltered, ungrouped aggregate from the collection's field aggregates (`cache`,
+/// built here on first use), or `None` when it cannot (a filter or group, a non-exact sum, or
+/// too many paths).
+fn from_field_aggs(
+    coll: &Collection,
+    q: &AggregateQuery,
+    cache: &mut BTreeMap<String, FieldAgg>,
+) -> Option<J> {
+    if q.group_by.is_some() || q.filter.is_some() {
+        return None;
+    }
+    for (_, op) in &q.aggregates {
+        if let Some(p) = op.path() {
+            if !cache.contains_key(p) {
+                if cache.len() >= MAX_FIELD_AGGS {
+                    return None;
+                }
+                cache.insert(p.to_string(), FieldAgg::build(p, coll));
+            }
+        }
+    }
+    let mut out = serde_json::Map::new();
+    for (name, op) in &q.aggregates {
+        let f = op.path().and_then(|p| cache.get_mut(p));
+        let r = match (op, f) {
+            (AggOp::Count(None), _) => J::from(coll.count() as u64),
+            (AggOp::Count(Some(_)), Some(f)) => J::from(f.present),
+            (AggOp::Sum(_), Some(f)) => to_tree(&Value::Number(f.nums.sum()?.0)),
+            (AggOp::Avg(_), Some(f)) => match f.nums.sum()? {
+                (_, 0) => J::Null,
+                (s, n) => to_tree(&Value::Number(s / n as f64)),
+            },
+            (AggOp::Min(_), Some(f)) => {
+                f.settle(coll);
+                f.min.as_ref()?.as_ref().map_or(J::Null, to_tree)
+            }
+            (AggOp::Max(_), Some(f)) => {
+                f.settle(coll);
+                f.max.as_ref()?.as_ref().map_or(J::Null, to_tree)
+            }
+            _ => return None,
+        };
+        out.insert(name.clone(), r);
+    }
+    Some(J::Object(out))
+}
+
 /// The distinct paths the aggregates read, and which one each reads.
 struct Reads {
     paths: Vec<CPath>,
@@ -220,10 +387,13 @@ fn feed<'a>(
     }
 }
 
+/// `cache`: the collection's field aggregates, used (and grown) when no index serves an
+/// unfiltered, ungrouped aggregate.
 pub(crate) fn aggregate<'a>(
     coll: Option<&'a Collection>,
     indexes: Option<&'a BTreeMap<String, Index>>,
     q: &AggregateQuery,
+    cache: &mut BTreeMap<String, FieldAgg>,
 ) -> Result<J> {
     let empty_groups = || serde_json::json!({ "groups": [] });
     let Some(coll) = coll else {
@@ -242,6 +412,9 @@ pub(crate) fn aggregate<'a>(
         }
         if let Some(accs) = indexes.and_then(|ix| index_fast_path(q, ix)) {
             return Ok(J::Object(output(q, &accs)));
+        }
+        if let Some(r) = from_field_aggs(coll, q, cache) {
+            return Ok(r);
         }
     }
     let reads = Reads::new(q);

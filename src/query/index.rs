@@ -145,7 +145,7 @@ pub(crate) struct NumStats {
 }
 
 impl NumStats {
-    fn update(&mut self, v: Option<&Value>, add: bool) {
+    pub(crate) fn update(&mut self, v: Option<&Value>, add: bool) {
         let Some(Value::Number(x)) = v else { return };
         let d = if add { 1 } else { -1i64 };
         self.nums = self.nums.wrapping_add_signed(d);
@@ -257,7 +257,7 @@ impl Index {
         elems.dedup();
         let elems = elems
             .into_iter()
-            .map(|(e, i)| Entry::new(IKey::Val(Value::String(e.to_owned())), items[i as usize].0));
+            .map(|(e, i)| Entry::new(IKey::Val(Value::String(Name::new(e))), items[i as usize].0));
         Index {
             path: path.to_string(),
             cpath,
@@ -273,7 +273,7 @@ impl Index {
         if let Some(v) = v {
             for e in elements(v) {
                 self.elems
-                    .insert(Entry::new(IKey::Val(Value::String(e.to_owned())), id));
+                    .insert(Entry::new(IKey::Val(Value::String(Name::new(e))), id));
             }
         }
         self.values.insert(Entry::new(
@@ -287,7 +287,7 @@ impl Index {
         if let Some(v) = v {
             for e in elements(v) {
                 self.elems
-                    .remove(&Entry::new(IKey::Val(Value::String(e.to_owned())), id));
+                    .remove(&Entry::new(IKey::Val(Value::String(Name::new(e))), id));
             }
         }
         self.values.remove(&Entry::new(

@@ -131,11 +131,12 @@ pub use plan::{Access, Plan, SortMethod};
 use crate::error::{Error, Result};
 use crate::state::{ChangeSink, Collection, State};
 use crate::value::Map;
+use agg::FieldAgg;
 use eval::{check_sortable, cmp_items, matches, set_sort_error, CFilter, CSort, Compiled};
 use index::{Entry, IKey, Index};
 use live::LiveQuery;
 use plan::{choose, Choice};
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
 
@@ -192,6 +193,9 @@ impl Declared {
 #[derive(Debug, Default)]
 pub struct QueryEngine {
     indexes: BTreeMap<String, Declared>,
+    /// Per collection, the running aggregates of paths that unfiltered aggregates read without
+    /// an index ([`FieldAgg`]): built on first use, maintained like indexes.
+    field_aggs: RefCell<BTreeMap<String, BTreeMap<String, FieldAgg>>>,
     lives: BTreeMap<LiveId, LiveQuery>,
     live_colls: BTreeMap<String, Vec<LiveId>>,
     next_live: u64,
@@ -572,7 +576,14 @@ impl QueryEngine {
     pub fn aggregate(&self, state: &State, q: &AggregateQuery) -> Result<serde_json::Value> {
         q.validate()?;
         let coll = state.collection(&q.collection);
-        agg::aggregate(coll, self.indexes_of(&q.collection, coll), q)
+        let indexes = self.indexes_of(&q.collection, coll);
+        let mut all = self.field_aggs.borrow_mut();
+        let cache = all.entry(q.collection.clone()).or_default();
+        let r = agg::aggregate(coll, indexes, q, cache);
+        if cache.is_empty() {
+            all.remove(&q.collection);
+        }
+        r
     }
 
     /// Start a live query; returns its id and initial rows (equal to `run(q).rows`).
@@ -653,6 +664,20 @@ impl QueryEngine {
                 }
             }
         }
+        for (c, aggs) in self.field_aggs.borrow().iter() {
+            let Some(coll) = state.collection(c) else {
+                continue;
+            };
+            for (path, f) in aggs {
+                if let Some(d) = f.diff(&FieldAgg::build(path, coll)) {
+                    return Err(Error::VerifyFailed {
+                        reason: format!(
+                            "running aggregates of {c}.{path} differ from the state: {d}"
+                        ),
+                    });
+                }
+            }
+        }
         for (id, lq) in &self.lives {
             let mut fresh = Vec::new();
             if let Some(coll) = state.collection(&lq.query.collection) {
@@ -696,7 +721,9 @@ impl QueryEngine {
 
 impl ChangeSink for QueryEngine {
     fn watches(&self, collection: &str) -> bool {
-        self.indexes_built(collection) || self.live_colls.contains_key(collection)
+        self.indexes_built(collection)
+            || self.live_colls.contains_key(collection)
+            || self.field_aggs.borrow().contains_key(collection)
     }
 
     fn changed(&mut self, collection: &str, id: &str, old: Option<&Map>, new: Option<&Map>) {
@@ -707,6 +734,11 @@ impl ChangeSink for QueryEngine {
         {
             for ix in ixs.values_mut() {
                 ix.changed(id, old, new);
+            }
+        }
+        if let Some(aggs) = self.field_aggs.get_mut().get_mut(collection) {
+            for f in aggs.values_mut() {
+                f.changed(old, new);
             }
         }
         if let Some(ids) = self.live_colls.get(collection) {

@@ -2,7 +2,7 @@
 
 use super::ast::{Filter, Pred, SortKey};
 use super::index::{range, Entry, IKey, Index};
-use crate::value::Value;
+use crate::value::{Name, Value};
 use serde_json::{json, Value as J};
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -136,7 +136,7 @@ impl Source<'_> {
                 }
             }
             Source::Prefix(p) => {
-                let lo = Bound::Included(IKey::Val(Value::String(p.to_string())));
+                let lo = Bound::Included(IKey::Val(Value::String(Name::new(p))));
                 for e in range(&ix.values, &lo, &Bound::Unbounded) {
                     match &e.key {
                         IKey::Val(Value::String(s)) if s.starts_with(p) => {
@@ -149,7 +149,7 @@ impl Source<'_> {
                 }
             }
             Source::Contains(el) => {
-                let b = Bound::Included(IKey::Val(Value::String(el.to_string())));
+                let b = Bound::Included(IKey::Val(Value::String(Name::new(el))));
                 for e in range(&ix.elems, &b, &b) {
                     if !f(e) {
                         return;
@@ -189,7 +189,7 @@ pub(crate) fn type_bounds(v: &Value) -> (Bound<IKey>, Bound<IKey>) {
             Bound::Included(k(Value::Number(f64::INFINITY))),
         ),
         Value::String(_) => (
-            Bound::Included(k(Value::String(String::new()))),
+            Bound::Included(k(Value::String(Name::default()))),
             Bound::Excluded(k(Value::List(Vec::new()))),
         ),
         Value::Bool(_) => (

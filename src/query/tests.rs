@@ -263,3 +263,66 @@ fn live_window_refills() {
     assert!(e.unsubscribe(id));
     assert!(!e.unsubscribe(id));
 }
+
+#[test]
+fn field_aggregates_follow_changes() {
+    let mut s = sample(100);
+    let mut e = QueryEngine::new();
+    let aggs = |f: &str| json!({"n":{"count":f},"s":{"sum":f},"a":{"avg":f},"lo":{"min":f},"hi":{"max":f}});
+    let cached = |f: &str| {
+        AggregateQuery::from_json(&json!({"collection":"items","aggregates":aggs(f)})).unwrap()
+    };
+    // A filter every item passes: the same aggregate, computed by a scan.
+    let scanned = |f: &str| {
+        AggregateQuery::from_json(
+            &json!({"collection":"items","where":{"not":{"nothere":"x"}},"aggregates":aggs(f)}),
+        )
+        .unwrap()
+    };
+    let check = |e: &QueryEngine, s: &State| {
+        for f in ["count", "title", "w"] {
+            let a = e.aggregate(s, &cached(f)).unwrap();
+            assert_eq!(a, e.aggregate(s, &scanned(f)).unwrap(), "{f}");
+        }
+        e.verify_indexes(s).unwrap();
+    };
+    check(&e, &s);
+    assert!(
+        e.watches("items"),
+        "the first aggregate keeps running aggregates"
+    );
+    // The minimum and the maximum change hands; nulls, strings and a non-integer appear.
+    let edits = vec![
+        (
+            "i0000".to_string(),
+            map! {"count" => 1000i64, "w" => Value::Null},
+        ),
+        ("i0099".to_string(), map! {"title" => "zz", "w" => 2.5}),
+        ("i0050".to_string(), map! {"count" => -3i64, "w" => 7i64}),
+        ("new".to_string(), map! {"count" => "text", "w" => 1i64}),
+    ];
+    put_all(&mut s, &mut e, edits, 2);
+    check(&e, &s);
+    // Deletes, the current extremes included.
+    let del = Commit {
+        trusted: true,
+        author: Identity::from_entropy(&[1; 48]).public(),
+        hlc: 3,
+        parents: vec![],
+        changes: ["i0050", "i0000", "new", "i0099"]
+            .into_iter()
+            .map(|id| Change {
+                collection: "items".into(),
+                id: id.into(),
+                op: Op::Delete,
+            })
+            .collect(),
+    };
+    let id = CommitId::of(&del.encode());
+    s.apply(&del, &id, 3, &mut e);
+    check(&e, &s);
+    let r = e.aggregate(&s, &cached("count")).unwrap();
+    assert_eq!(r["lo"], json!(1));
+    assert_eq!(r["hi"], json!(98));
+    assert_eq!(r["n"], json!(97));
+}

@@ -111,6 +111,11 @@ pub struct OpenReport {
     pub replayed_frames: usize,
     pub truncated_tail: Option<(u64, u64)>,
     pub repaired: Vec<(u64, u64)>,
+    /// Where open's time went, by the repository's clock (milliseconds, so coarse): reading
+    /// the snapshot file, decoding it, and scanning + replaying the log from its end.
+    pub snapshot_read_ms: u64,
+    pub snapshot_decode_ms: u64,
+    pub replay_ms: u64,
 }
 
 /// A repository over a storage backend `S` (log file plus optional snapshot file).
@@ -133,7 +138,7 @@ impl<S: Storage> Repo<S> {
     /// Open (or create) a repository on `log`, using `snapshot` (if valid) to skip replaying
     /// the history it covers. A snapshot that is missing, damaged or does not match the log is
     /// ignored: it is derived data.
-    pub fn open(log: S, snapshot: Option<S>, opts: RepoOptions) -> Result<Repo<S>> {
+    pub fn open(log: S, snapshot: Option<S>, mut opts: RepoOptions) -> Result<Repo<S>> {
         crate::key::check_repo_name(&opts.name)?;
         if opts.identity.is_none() && !opts.trusted {
             return Err(Error::sig(
@@ -144,10 +149,13 @@ impl<S: Storage> Repo<S> {
         // A snapshot is used only if it decodes, fits the log, and its anchor frame matches;
         // it is checked before the log is scanned from its end offset.
         let log_len = log.len()?;
-        let snap_data = snapshot
-            .as_ref()
-            .and_then(|s| snapshot::read(s).ok())
+        let t0 = (opts.clock)();
+        let snap_bytes = snapshot.as_ref().and_then(|s| snapshot::read_bytes(s).ok());
+        let t1 = (opts.clock)();
+        let snap_data = snap_bytes
+            .and_then(|b| snapshot::decode(b).ok())
             .filter(|d| d.log_len <= log_len && snapshot::anchor_matches(d, &log));
+        let t2 = (opts.clock)();
         let (log, scan) = Log::open(log, snap_data.as_ref().map(|d| d.log_len), opts.recovery)?;
         let author = opts.identity.as_ref().map_or(ANONYMOUS, Identity::public);
         let mut repo = Repo {
@@ -182,6 +190,10 @@ impl<S: Storage> Repo<S> {
             n += 1;
         }
         repo.open_report.replayed_frames = n;
+        let t3 = (repo.opts.clock)();
+        repo.open_report.snapshot_read_ms = t1.saturating_sub(t0);
+        repo.open_report.snapshot_decode_ms = t2.saturating_sub(t1);
+        repo.open_report.replay_ms = t3.saturating_sub(t2);
         repo.open_report.truncated_tail = scan.truncated_tail();
         repo.open_report.repaired = scan.repaired().to_vec();
         repo.hlc = repo.graph.commits.iter().map(|c| c.hlc).max().unwrap_or(0);

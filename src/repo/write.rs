@@ -187,7 +187,8 @@ impl<S: Storage> Repo<S> {
                         schema,
                         live: item.and_then(Item::visible),
                     };
-                    patch_op(&target, item, fields, must_exist)?
+                    let meta = item.map(|it| it.expanded_meta(self.graph.state.stamps()));
+                    patch_op(&target, meta, fields, must_exist)?
                 }
             };
             if let Some(op) = op {
@@ -224,7 +225,7 @@ struct Target<'a> {
 /// that add nothing and remove nothing unseen).
 fn patch_op(
     t: &Target<'_>,
-    item: Option<&Item>,
+    meta: Option<BTreeMap<Name, FieldMeta>>,
     fields: BTreeMap<String, FieldWrite>,
     must_exist: bool,
 ) -> Result<Option<Op>> {
@@ -236,7 +237,6 @@ fn patch_op(
     if let (None, Some(s)) = (t.live, t.schema) {
         check_creates_required(s, t.coll, &fields)?;
     }
-    let meta = item.map(Item::expanded_meta);
     let mut ops = BTreeMap::new();
     let mut size = 0;
     for (name, fw) in fields {

@@ -108,7 +108,7 @@ impl Value {
                 }
                 Value::Number(n)
             }
-            T_STRING => Value::String(r.str()?.to_owned()),
+            T_STRING => Value::String(Name::new(r.str()?)),
             T_LIST => {
                 let n = r.count(1, usize::MAX)?;
                 let mut l = Vec::with_capacity(n);

@@ -79,10 +79,10 @@ impl<'de> Visitor<'de> for ValueVisitor {
         number(n)
     }
     fn visit_str<E>(self, s: &str) -> Result<Value, E> {
-        Ok(Value::String(s.to_owned()))
+        Ok(Value::String(Name::new(s)))
     }
     fn visit_string<E>(self, s: String) -> Result<Value, E> {
-        Ok(Value::String(s))
+        Ok(Value::String(Name::from_string(s)))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));

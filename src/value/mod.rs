@@ -32,7 +32,8 @@ pub enum Value {
     Bool(bool),
     /// Always finite; `-0.0` is normalized to `0.0`.
     Number(f64),
-    String(String),
+    /// Held inline up to 22 bytes (a [`Name`]): short strings cost no allocation.
+    String(Name),
     List(Vec<Value>),
     Map(Map),
     /// A set of strings that merges element-wise (add-wins).
@@ -187,12 +188,12 @@ pub fn validate_field_name(name: &str, path: &str) -> Result<()> {
 
 impl From<&str> for Value {
     fn from(s: &str) -> Self {
-        Value::String(s.to_owned())
+        Value::String(Name::new(s))
     }
 }
 impl From<String> for Value {
     fn from(s: String) -> Self {
-        Value::String(s)
+        Value::String(Name::from_string(s))
     }
 }
 impl From<bool> for Value {

@@ -9,12 +9,14 @@ use crate::codec::Reader;
 use crate::commit::{CommitId, PublicKey, Stamp, PUBLIC_KEY_LEN};
 use crate::error::{Error, Result};
 use crate::graph::{CommitInfo, Graph};
-use crate::state::{Collection, FieldMeta, History, Item, ItemId};
+use crate::state::{Collection, FieldMeta, History, Item, ItemId, StampRef, State};
 use crate::value::{Map, Name, Value};
 use std::collections::BTreeMap;
 
-/// Decode a snapshot, checking its magic, version and checksum.
-pub fn decode(bytes: &[u8]) -> Result<SnapshotData> {
+/// Decode a snapshot, checking its magic, version and checksum. The bytes are dropped as soon
+/// as every item is decoded, before the collections' trees are built: the file and the trees
+/// are never in memory together (a high-water mark that wasm memory keeps).
+pub fn decode(bytes: Vec<u8>) -> Result<SnapshotData> {
     if bytes.len() < 8 + 4 + 8 + 1 + 4 {
         return Err(Error::decode("snapshot", "too short"));
     }
@@ -31,11 +33,17 @@ pub fn decode(bytes: &[u8]) -> Result<SnapshotData> {
         names: name_table(&mut r)?,
     };
     let ncoll = r.count(2, usize::MAX)?;
+    let mut decoded = Vec::with_capacity(ncoll);
     for _ in 0..ncoll {
-        let (name, c) = collection(&mut r, &tables)?;
-        graph.state.collections.insert(name, c);
+        decoded.push(collection(&mut r, &tables)?);
     }
     r.finish()?;
+    drop(bytes);
+    let collections = decoded
+        .into_iter()
+        .map(|(name, items)| (name, Collection::from_sorted(items)))
+        .collect();
+    graph.state = State::from_parts(collections, tables.stamps);
     Ok(SnapshotData {
         log_len,
         anchor,
@@ -230,6 +238,15 @@ impl Tables {
         }
     }
 
+    /// A stamp that must be a commit's (or zero): an item's reset and last write.
+    fn stamp_ref(&self, r: &mut Reader<'_>) -> Result<StampRef> {
+        match r.varint()? {
+            0 => Ok(0),
+            k if k >= 2 && k - 2 < self.stamps.len() as u64 => Ok((k - 1) as StampRef),
+            _ => Err(r.err("item stamp is not a commit's")),
+        }
+    }
+
     /// A field name by its index; returns the index too.
     fn name(&self, r: &mut Reader<'_>) -> Result<(u64, Name)> {
         let i = r.varint()?;
@@ -239,7 +256,9 @@ impl Tables {
 }
 
 /// One collection: its name and its items, ids strictly ascending.
-fn collection(r: &mut Reader<'_>, t: &Tables) -> Result<(String, Collection)> {
+type Decoded = (String, Vec<(ItemId, Item)>);
+
+fn collection(r: &mut Reader<'_>, t: &Tables) -> Result<Decoded> {
     let cname = r.str()?.to_owned();
     let ni = r.count(4, usize::MAX)?;
     let mut items: Vec<(ItemId, Item)> = Vec::with_capacity(ni);
@@ -251,12 +270,12 @@ fn collection(r: &mut Reader<'_>, t: &Tables) -> Result<(String, Collection)> {
         }
         items.push((id, item(r, t)?));
     }
-    Ok((cname, Collection::from_sorted(items)))
+    Ok((cname, items))
 }
 
 fn item(r: &mut Reader<'_>, t: &Tables) -> Result<Item> {
-    let reset = t.stamp(r)?;
-    let last = t.stamp(r)?;
+    let reset = t.stamp_ref(r)?;
+    let last = t.stamp_ref(r)?;
     let flags = r.u8()?;
     let value = fields(r, t)?;
     let history = history(r, t.stamps.len())?;

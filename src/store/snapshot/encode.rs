@@ -6,8 +6,8 @@ use crate::access::{Acl, Role};
 use crate::codec::Writer;
 use crate::commit::{CommitId, PublicKey, Stamp};
 use crate::graph::Graph;
-use crate::state::{FieldMeta, Item};
-use crate::value::Name;
+use crate::state::{FieldMeta, Item, StampRef};
+use crate::value::{Map, Name};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Encode `graph` as the snapshot of the first `log_len` log bytes, whose last frame is at
@@ -17,8 +17,8 @@ pub(super) fn encode(graph: &Graph, log_len: u64, anchor: Option<(u64, u32)>) ->
     header(&mut w, log_len, anchor);
     commit_table(&mut w, graph);
     let stamps = StampRefs::new(graph);
-    let names = name_table(&mut w, graph);
-    collections(&mut w, graph, &stamps, &names);
+    let mut names = name_table(&mut w, graph);
+    collections(&mut w, graph, &stamps, &mut names);
     let crc = crc32fast::hash(&w.buf);
     w.u32(crc);
     w.into_inner()
@@ -123,13 +123,32 @@ impl StampRefs {
     }
 }
 
+/// A [`StampRef`] as a stamp reference of the format: 0 stays 0 (the zero stamp), commit
+/// `k − 1` is written `k + 1`.
+fn stamp_ref_code(r: StampRef) -> u64 {
+    match r {
+        0 => 0,
+        r => u64::from(r) + 1,
+    }
+}
+
+/// Whether two maps have the same field names, in order.
+fn same_fields(a: &Map, b: &Map) -> bool {
+    a.len() == b.len() && a.keys().zip(b.keys()).all(|(x, y)| x == y)
+}
+
 /// Every field name used in any item's value or metadata, ascending; returns each name's
-/// index.
-fn name_table<'g>(w: &mut Writer, graph: &'g Graph) -> HashMap<&'g str, u64> {
+/// index. Items with the same fields as the item before them (most items of a collection) add
+/// nothing and are skipped.
+fn name_table<'g>(w: &mut Writer, graph: &'g Graph) -> Names<'g> {
     let mut names: BTreeSet<&str> = BTreeSet::new();
     for c in graph.state.collections.values() {
+        let mut prev: Option<&Map> = None;
         for it in c.items.values() {
-            names.extend(it.value.keys().map(Name::as_str));
+            if !prev.is_some_and(|p| same_fields(p, &it.value)) {
+                names.extend(it.value.keys().map(Name::as_str));
+                prev = Some(&it.value);
+            }
             if let Some(m) = &it.meta {
                 names.extend(m.keys().map(Name::as_str));
             }
@@ -139,10 +158,35 @@ fn name_table<'g>(w: &mut Writer, graph: &'g Graph) -> HashMap<&'g str, u64> {
     for n in &names {
         w.lp(n.as_bytes());
     }
-    names.into_iter().zip(0u64..).collect()
+    Names {
+        index: names.into_iter().zip(0u64..).collect(),
+        last: Vec::new(),
+    }
 }
 
-fn collections(w: &mut Writer, graph: &Graph, stamps: &StampRefs, names: &HashMap<&str, u64>) {
+/// Field-name indices, with the previous item's fields remembered by position: most items have
+/// the fields of the item before them, found by comparing names instead of hashing them.
+struct Names<'g> {
+    index: HashMap<&'g str, u64>,
+    last: Vec<(&'g Name, u64)>,
+}
+
+impl<'g> Names<'g> {
+    /// The index of `k`, the field at `pos` of an item's value.
+    fn field(&mut self, pos: usize, k: &'g Name) -> u64 {
+        if let Some((n, i)) = self.last.get(pos) {
+            if *n == k {
+                return *i;
+            }
+        }
+        let i = self.index[k.as_str()];
+        self.last.truncate(pos);
+        self.last.push((k, i));
+        i
+    }
+}
+
+fn collections<'g>(w: &mut Writer, graph: &'g Graph, stamps: &StampRefs, names: &mut Names<'g>) {
     w.varint(graph.state.collections.len() as u64);
     for (cname, c) in &graph.state.collections {
         w.lp(cname.as_bytes());
@@ -154,13 +198,14 @@ fn collections(w: &mut Writer, graph: &Graph, stamps: &StampRefs, names: &HashMa
     }
 }
 
-fn item(w: &mut Writer, it: &Item, stamps: &StampRefs, names: &HashMap<&str, u64>) {
-    stamps.write(w, &it.reset);
-    stamps.write(w, &it.last);
+fn item<'g>(w: &mut Writer, it: &'g Item, stamps: &StampRefs, names: &mut Names<'g>) {
+    // An item's reset and last write are commits of the table: `k ≥ 2` (or 0 for none).
+    w.varint(stamp_ref_code(it.reset));
+    w.varint(stamp_ref_code(it.last));
     w.u8(if it.reset_is_delete { I_DELETE } else { 0 } | if it.meta.is_some() { I_META } else { 0 });
     w.varint(it.value.len() as u64);
-    for (k, v) in &it.value {
-        w.varint(names[k.as_str()]);
+    for (pos, (k, v)) in it.value.iter().enumerate() {
+        w.varint(names.field(pos, k));
         v.encode(w);
     }
     w.varint(it.history.len() as u64);
@@ -172,7 +217,7 @@ fn item(w: &mut Writer, it: &Item, stamps: &StampRefs, names: &HashMap<&str, u64
     if let Some(m) = &it.meta {
         w.varint(m.len() as u64);
         for (k, fm) in m.iter() {
-            w.varint(names[k.as_str()]);
+            w.varint(names.index[k.as_str()]);
             field_meta(w, fm, stamps);
         }
     }

@@ -78,7 +78,7 @@ pub fn read_bytes<S: Storage>(s: &S) -> Result<Vec<u8>> {
 
 /// Read and decode a snapshot file.
 pub fn read<S: Storage>(s: &S) -> Result<SnapshotData> {
-    decode(&read_bytes(s)?)
+    decode(read_bytes(s)?)
 }
 
 /// The stamp of each commit of the table, by index: stamps are written as references to

@@ -107,6 +107,9 @@ impl Engine {
                 "replayedFrames": rep.replayed_frames,
                 "truncatedTail": rep.truncated_tail.map(|(a, b)| [a, b]),
                 "repaired": rep.repaired.iter().map(|(a, b)| [*a, *b]).collect::<Vec<_>>(),
+                "snapshotReadMs": rep.snapshot_read_ms,
+                "snapshotDecodeMs": rep.snapshot_decode_ms,
+                "replayMs": rep.replay_ms,
             },
         })
         .to_string())
