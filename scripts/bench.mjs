@@ -25,6 +25,7 @@
 
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { fillSyncLatency, SYNC_ROW } from './sync-latency.mjs';
+import { fillInitialSync, SYNC_INITIAL_ROW } from './sync-initial.mjs';
 import { exposeColdPage } from './bench-cold.mjs';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
@@ -308,6 +309,11 @@ async function main() {
       const serverBin = process.env.IBEXDB_SERVER || path.join(ROOT, 'target/release/ibexdb-server');
       const writes = plan === 'full' ? 100 : 5;
       for (const line of await fillSyncLatency(results, { browser, baseUrl: server.url, serverBin, writes })) console.log(`  ${line}`);
+    }
+    if (results.options.rows.includes(SYNC_INITIAL_ROW)) {
+      const serverBin = process.env.IBEXDB_SERVER || path.join(ROOT, 'target/release/ibexdb-server');
+      const samples = plan === 'full' ? 3 : 1;
+      for (const line of await fillInitialSync(results, { browser, baseUrl: server.url, serverBin, samples })) console.log(`  ${line}`);
     }
     const sqlitePkg = JSON.parse(await readFile(path.join(ROOT, 'node_modules/@sqlite.org/sqlite-wasm/package.json'), 'utf8')).version;
     const machine = machineInfo();

@@ -9,6 +9,8 @@ import { test, expect, type ConsoleMessage } from '@playwright/test';
 // @ts-expect-error: a plain ES module of the benchmark driver, without type declarations
 import { fillSyncLatency, SYNC_ROW } from '../../scripts/sync-latency.mjs';
 // @ts-expect-error: a plain ES module of the benchmark driver, without type declarations
+import { fillInitialSync, SYNC_INITIAL_ROW } from '../../scripts/sync-initial.mjs';
+// @ts-expect-error: a plain ES module of the benchmark driver, without type declarations
 import { exposeColdPage } from '../../scripts/bench-cold.mjs';
 
 type Summary = { n: number; p50: number; p95: number; min: number; max: number; k: number };
@@ -36,6 +38,7 @@ const IBEXDB_ENGINES = ['ibexdb', 'ibexdb-relaxed', 'ibexdb-trusted'];
 const ALLOWED_NA: Record<string, (engine: string) => boolean> = {
   // The page leaves the row to the driver; after fillSyncLatency only SQLite is n/a.
   'sync-latency': (e) => SQLITE_ENGINES.includes(e),
+  'sync-initial': (e) => SQLITE_ENGINES.includes(e),
   'seal-batch': (e) => SQLITE_ENGINES.includes(e) || e === 'ibexdb-trusted',
   // The fat-record suite runs the durable engines only (rows.js `engines`).
   ...Object.fromEntries(['fat-load', 'fat-get', 'fat-batch-read', 'fat-open-cycles'].map((id) => [id, (e: string) => !['sqlite-default', 'sqlite-tuned', 'ibexdb'].includes(e)])),
@@ -87,6 +90,7 @@ test('benchmark page: every available engine produces every row (tiny sizes, qui
   // The driver's part: the sync-latency row, through the real ibexdb-server (3 writes per engine).
   const serverBin = process.env.IBEXDB_SERVER ?? path.resolve('target/release/ibexdb-server');
   for (const line of await fillSyncLatency(results, { browser, baseUrl: baseURL, serverBin, writes: 3 })) console.log(`bench smoke: ${line}`);
+  for (const line of await fillInitialSync(results, { browser, baseUrl: baseURL, serverBin, samples: 1 })) console.log(`bench smoke: ${line}`);
   console.log(`bench smoke: ${engines.length} engines, ${results.runs.length} runs in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
   // Absent optional engine files are probed with HEAD; those 404s are expected, anything else is not.
@@ -103,7 +107,7 @@ test('benchmark page: every available engine produces every row (tiny sizes, qui
     }
   }
   // Every suite ran: the operation rows, writes, scaling, relational and verify.
-  for (const id of ['read-by-id', 'bulk-load-txn', 'open-n-query', 'writes-batched', 'seal-batch', 'sync-latency', 'rel-complex-query', 'rel-complex-query-tuned', 'rel-large-200k-query', 'verify', 'dbx-filter-quarter', 'fat-open-cycles', 'omgdb-single']) {
+  for (const id of ['read-by-id', 'bulk-load-txn', 'open-n-query', 'writes-batched', 'seal-batch', 'sync-latency', 'sync-initial', 'rel-complex-query', 'rel-complex-query-tuned', 'rel-large-200k-query', 'verify', 'dbx-filter-quarter', 'fat-open-cycles', 'omgdb-single']) {
     if (!results.options.rows.includes(id)) problems.push(`row ${id} was not planned`);
   }
   for (const run of results.runs) {
@@ -119,8 +123,9 @@ test('benchmark page: every available engine produces every row (tiny sizes, qui
         if (!entry.na || !ALLOWED_NA[rowId]?.(run.engine)) problems.push(`${where}: row ${rowId} unexpectedly n/a: ${JSON.stringify(entry.na)}`);
         continue;
       }
-      if (catalogue[rowId]?.na && rowId !== SYNC_ROW) problems.push(`${where}: row ${rowId} must be n/a (${catalogue[rowId].na}) but has data`);
-      if (rowId === SYNC_ROW) {
+      const byDriver = rowId === SYNC_ROW || rowId === SYNC_INITIAL_ROW;
+      if (catalogue[rowId]?.na && !byDriver) problems.push(`${where}: row ${rowId} must be n/a (${catalogue[rowId].na}) but has data`);
+      if (byDriver) {
         if (!finiteSummary(entry.page)) problems.push(`${where}: row ${rowId}: page timing missing or not finite: ${JSON.stringify(entry.page)}`);
         continue;
       }

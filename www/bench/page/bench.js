@@ -77,7 +77,7 @@ export function planRuns(opts, plan) {
       || (opts.scalingSizes.includes(n) && want('scaling') && SUITES.scaling.includes(id)));
     ids = keep(ids);
     // Data rows need the bulk load before them.
-    const needsData = ids.some((id) => !['create-instance', 'open-empty', 'bulk-load', 'sync-latency'].includes(id));
+    const needsData = ids.some((id) => !['create-instance', 'open-empty', 'bulk-load', 'sync-latency', 'sync-initial'].includes(id));
     if (needsData && !ids.includes('bulk-load')) ids.splice(ids.findIndex((id) => !['create-instance', 'open-empty'].includes(id)), 0, 'bulk-load');
     return ids;
   };

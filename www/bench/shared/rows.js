@@ -141,6 +141,12 @@ export const ROWS = [
     na: 'measured by the benchmark driver (make bench), not by this page',
     page: 'a put on page A until the row is reported by a live query on page B (another browser context, its own OPFS), through ibexdb-server on 127.0.0.1: A\'s durable write, the seal (signed engines), the server\'s verification and fsync before it relays, B\'s verification and apply',
   },
+  {
+    id: 'sync-initial', suite: 'core', label: 'initial sync of N items into an empty browser', scale: 'n',
+    // Like sync-latency: the driver (scripts/sync-initial.mjs) measures it and replaces the placeholder.
+    na: 'measured by the benchmark driver (make bench), not by this page',
+    page: 'a fresh browser context (no OPFS data, no compiled wasm) opens a repository that holds N items (in commits of 1,000) only on ibexdb-server on 127.0.0.1, until db.sync() resolves and count(items) answers N: worker + wasm start, handshake, the history streamed, every seal verified, the commits applied and persisted',
+  },
   // --- relational workloads after go-sqlite-bench (fresh database per workload) ---------------
   {
     id: 'rel-simple-insert', suite: 'relational', section: 'relational', label: 'simple: insert users (one transaction)', scale: '1',
