@@ -45,13 +45,16 @@ export class AccessBanner {
     let members = null;
     /** @type {import('ibexdb').SyncStatus | null} */
     let status = await db.syncStatus();
+    const render = () => {
+      if (this.app.db === db) this._render(db, members, status); // else closed for a reopen
+    };
     const stopAccess = await watchAccess(db, (m) => {
       members = m;
-      this._render(members, status);
+      render();
     });
     const stopSync = db.onSyncStatus((s) => {
       status = s;
-      this._render(members, status);
+      render();
     });
     this._stop = () => {
       stopAccess();
@@ -59,8 +62,8 @@ export class AccessBanner {
     };
   }
 
-  /** @param {import('ibexdb').Members | null} m @param {import('ibexdb').SyncStatus | null} st */
-  _render(m, st) {
+  /** @param {import('ibexdb').Database} db @param {import('ibexdb').Members | null} m @param {import('ibexdb').SyncStatus | null} st */
+  _render(db, m, st) {
     const err = st?.state === 'error' ? st.lastError : null;
     if (err instanceof PermissionError && err.kind === 'cannot-read') {
       return this.show('refused', 'The server refuses this device access to this board.',
@@ -72,7 +75,7 @@ export class AccessBanner {
         h('p', null, 'They stay on this device, and are sent if an owner makes you a writer again.'));
     }
     if (err) return this.show('refused', 'The server refused to sync.', h('p', null, explain(err)));
-    const access = m && accessOf(m, this.app.db.publicKey);
+    const access = m && accessOf(m, db.publicKey);
     if (access && !canWrite(access)) {
       return this.show('read-only', 'You can read this board, not change it.',
         h('p', null, 'Ask an owner to make you a writer (Share shows your key).'));

@@ -4,7 +4,7 @@ import { explain } from '../lib/access.js';
 import { h } from '../lib/dom.js';
 
 /**
- * Show a message (info for a few seconds; errors until dismissed). It goes into the open modal
+ * Show a message (info for 6 s, errors for 20 s or until dismissed). It goes into the open modal
  * dialog if there is one: a modal dialog hides and blocks the rest of the page.
  * @param {string} text @param {'error' | 'info'} [kind]
  */
@@ -16,11 +16,12 @@ export function notify(text, kind = 'info') {
     region = h('div.notices', { 'aria-live': 'polite' });
     host.append(region);
   }
+  for (const old of region.children) if (old.firstChild?.textContent === text) old.remove(); // said again: once, at the end
   const note = h(`div.notice.${kind}`, { role: kind === 'error' ? 'alert' : 'status' },
     h('span', null, text),
     h('button.icon', { type: 'button', 'aria-label': 'Dismiss', onclick: () => note.remove() }, '×'));
   region.append(note);
-  if (kind === 'info') setTimeout(() => note.remove(), 6000);
+  setTimeout(() => note.remove(), kind === 'info' ? 6000 : 20_000);
 }
 
 /**
