@@ -488,7 +488,7 @@ test('sharing: a reader sees the board but its edit is refused; made a writer, i
     await expect(dB.getByLabel('Public key to invite')).toBeDisabled();
     await dB.getByRole('button', { name: 'Close' }).click();
     await addTaskRefused(b.page, 'To do', 'Written as a reader');
-    await expect(b.page.getByRole('alert')).toContainText('You can only read this board: your change was not saved.');
+    await expect(b.page.getByRole('alert')).toContainText('You cannot change this board (you are a reader here, or an owner removed you): your change was not saved.');
     await b.page.screenshot({ path: path.join(SHOTS, 'reader-refused.png') });
 
     // Writer: the banner goes away live, and B's edit reaches the owner.

@@ -63,7 +63,7 @@ export function explain(err) {
 /** @type {Record<string, string>} */
 const PERMISSION_TEXT = {
   'cannot-read': 'You do not have access to this board: an owner has to invite your public key.',
-  'cannot-write': 'You can only read this board: your change was not saved. Ask an owner to make you a writer.',
+  'cannot-write': 'You cannot change this board (you are a reader here, or an owner removed you): your change was not saved.',
   'cannot-administer': 'Only an owner of this board can invite, change roles or remove people.',
   'foreign-root': 'This device already holds another board under this name; it cannot be merged with the one on the server.',
   'cannot-create': 'The server does not accept this board: it was not created with a signing key.',
