@@ -9,8 +9,10 @@
 import { open, StorageUnavailableError } from 'ibexdb';
 import { SCHEMAS } from './lib/board.js';
 import { h } from './lib/dom.js';
+import { AccessBanner } from './views/access-banner.js';
 import { BoardView } from './views/board-view.js';
 import { Header } from './views/header.js';
+import { joinBoard } from './views/join.js';
 import { registerServiceWorker } from './views/update.js';
 
 const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
@@ -49,6 +51,8 @@ export const app = {
   /** @type {import('ibexdb').Database} */
   db: /** @type {any} */ (null),
   syncUrl: settings.get('sync') ?? '',
+  /** True while a shared board is fetched before the first write (views/join.js). */
+  joining: false,
   settings,
   /** @type {Set<() => void>} called after every (re)open */
   onOpen: new Set(),
@@ -61,11 +65,11 @@ export const app = {
     window.taskboard = this;
     for (const f of this.onOpen) f();
   },
-  /** @param {string} url '' = local only */
+  /** Change the sync server ('' = local only): the board reopens with it (and joins it if empty). @param {string} url */
   async setSync(url) {
     this.syncUrl = url;
     settings.set('sync', url || null);
-    await this.db.sync(url || null);
+    await this.reopen();
   },
 };
 
@@ -84,16 +88,33 @@ async function main() {
     return;
   }
   const header = new Header(app);
+  const banner = new AccessBanner(app);
   const board = new BoardView(app, header);
-  root.replaceChildren(header.el, board.el);
+  root.replaceChildren(header.el, banner.el, board.el);
   await board.start();
   header.start();
   document.body.dataset.state = 'ready';
   registerServiceWorker(header);
+  app.onOpen.add(() => enter(banner, board.el));
+  enter(banner, board.el);
   // Back online: reconnect now rather than at the next backoff step (up to 10 s away).
   addEventListener('online', () => {
     if (app.syncUrl) app.db.sync(app.syncUrl).catch(() => {});
   });
+}
+
+/**
+ * Make the board editable once writing is safe (views/join.js), then follow this device's access.
+ * @param {AccessBanner} banner @param {HTMLElement} boardEl
+ */
+async function enter(banner, boardEl) {
+  app.joining = true;
+  boardEl.inert = true;
+  if (!(await joinBoard(app, banner))) return; // reopened meanwhile: the next enter() takes over
+  app.joining = false;
+  boardEl.inert = false;
+  document.body.dataset.access = 'open';
+  await banner.follow();
 }
 
 main();

@@ -36,12 +36,16 @@ test.afterAll(async () => {
 
 // ----- driving the UI ----------------------------------------------------------------------------
 
-/** Open the board (with sync unless `local`), wait until it is ready. */
-async function openBoard(page: Page, board: string, { local = false } = {}) {
+/**
+ * Open the board (with sync unless `local`), wait until it is ready and, by default, editable
+ * (`access: 'denied'`: until it says this device has no access yet).
+ */
+async function openBoard(page: Page, board: string, { local = false, access = 'open' as 'open' | 'denied' } = {}) {
   const q = new URLSearchParams({ board });
   if (!local) q.set('sync', sync.url);
   await page.goto(`${site.url}/app/?${q}`);
   await expect(page.locator('body')).toHaveAttribute('data-state', 'ready', { timeout: 30_000 });
+  await expect(page.locator('body')).toHaveAttribute('data-access', access, { timeout: 20_000 });
 }
 
 const column = (page: Page, name: string) => page.locator('section.column', { has: page.locator('h2', { hasText: new RegExp(`^${name}$`) }) });
@@ -58,6 +62,16 @@ async function addTask(page: Page, list: string, text: string) {
   await input.fill(text);
   await input.press('Enter');
   await expect(input).toHaveValue('');
+}
+
+/** Type a new task that the board refuses: the text stays in the input. */
+async function addTaskRefused(page: Page, list: string, text: string) {
+  const input = column(page, list).getByLabel('New task');
+  await input.fill(text);
+  await input.press('Enter');
+  await expect(page.getByRole('alert')).toBeVisible();
+  await expect(input).toHaveValue(text);
+  await expect(card(page, text)).toHaveCount(0);
 }
 
 /** Open a task's dialog; returns it. */
@@ -99,6 +113,45 @@ async function device(browser: import('@playwright/test').Browser, label: string
 async function offlineReady(page: Page) {
   await expect(page.locator('body')).toHaveAttribute('data-offline', 'ready', { timeout: 30_000 });
   await expect(page.getByText('Works offline')).toBeVisible();
+}
+
+/** The public key a device shows under Share, as its user would copy it. */
+async function keyShownBy(page: Page): Promise<string> {
+  await page.getByRole('button', { name: 'Share' }).click();
+  const d = dialogOf(page, 'Share this board');
+  const key = (await d.locator('code.key').first().textContent()) ?? '';
+  await d.getByRole('button', { name: 'Close' }).click();
+  return key;
+}
+
+/** In the owner's share dialog (left open, returned): invite `key` as `role`, wait for the member row. */
+async function invite(owner: Page, key: string, role: 'writer' | 'reader'): Promise<Locator> {
+  await owner.getByRole('button', { name: 'Share' }).click();
+  const d = dialogOf(owner, 'Share this board');
+  await d.getByLabel('Public key to invite').fill(key);
+  await d.getByLabel('Role', { exact: true }).selectOption(role);
+  await d.getByRole('button', { name: 'Invite' }).click();
+  await expect(d.getByRole('alert')).toHaveText(new RegExp(`is now a ${role}\\.`));
+  await expect(d.locator(`li.member[data-key="${key}"]`)).toHaveAttribute('data-role', role);
+  return d;
+}
+
+/** The owner's change has reached the server (its status says Synced). */
+const ownerSynced = (owner: Page) => expect(owner.getByRole('button', { name: 'Sync status' })).toHaveText('Synced', { timeout: 20_000 });
+
+/**
+ * A second device joins a board it was not invited to yet, like a person: it is told it has no
+ * access, its user sends the key it shows, the owner invites it under Share, and it checks again.
+ */
+async function joinAs(owner: Page, guest: Page, board: string, role: 'writer' | 'reader') {
+  await openBoard(guest, board, { access: 'denied' });
+  await expect(guest.getByRole('status', { name: 'Access' })).toContainText('You do not have access to this board yet.');
+  const key = await keyShownBy(guest);
+  const d = await invite(owner, key, role);
+  await d.getByRole('button', { name: 'Close' }).click();
+  await ownerSynced(owner);
+  await guest.getByRole('button', { name: 'Check again' }).click();
+  await expect(guest.locator('body')).toHaveAttribute('data-access', 'open', { timeout: 20_000 });
 }
 
 // ----- tests -------------------------------------------------------------------------------------
@@ -170,7 +223,7 @@ test('offline: the app starts from the service worker, accepts edits, and syncs 
 
   const other = await device(browser, 'device B');
   try {
-    await openBoard(other.page, board);
+    await joinAs(page, other.page, board, 'writer');
     await expect(card(other.page, 'Book the venue')).toBeVisible({ timeout: 15_000 });
 
     await context.setOffline(true);
@@ -205,7 +258,7 @@ test('two devices edit the same task at once; both converge to the same result',
   await addTask(page, 'To do', 'Plan the offsite #team');
   const b = await device(browser, 'device B');
   try {
-    await openBoard(b.page, board);
+    await joinAs(page, b.page, board, 'writer');
     await setName(b.page, 'Ben');
     await expect(card(b.page, 'Plan the offsite')).toBeVisible({ timeout: 15_000 });
 
@@ -294,7 +347,7 @@ test('identity: export on one device, import on another with the passphrase; a w
 
   const b = await device(browser, 'device B');
   try {
-    await openBoard(b.page, board);
+    await joinAs(page, b.page, board, 'writer');
     await expect(card(b.page, 'Review the budget')).toBeVisible({ timeout: 15_000 });
     const keyB = await identityOf(b.page);
     expect(keyB).not.toBe(keyA);
@@ -389,17 +442,83 @@ test('installable: manifest and service worker pass the installability checks of
   }
 });
 
-test('the share dialog', async ({ page, watched }) => {
+test('sharing: a reader sees the board but its edit is refused; made a writer, its edit reaches the owner; removed, its edits do not', async ({ browser, page, watched }) => {
   void watched;
-  await openBoard(page, uniqueName('share'));
+  const board = uniqueName('share');
+  await openBoard(page, board);
   await startBoard(page);
+  await setName(page, 'Ada');
   await addTask(page, 'To do', 'Invite the team');
-  await page.getByRole('button', { name: 'Share' }).click();
-  const d = dialogOf(page, 'Share this board');
-  await expect(d.locator('code.key')).toHaveText(await identityOf(page));
-  // db.grant/revoke/members are not in ibexdb yet: the dialog says so instead of pretending.
-  await expect(d.getByRole('note')).toContainText('Invitations are not available yet');
-  await page.screenshot({ path: path.join(SHOTS, 'share.png') });
+  const b = await device(browser, 'device B');
+  try {
+    // B opens the shared board: nothing is written until the owner lets it in.
+    await openBoard(b.page, board, { access: 'denied' });
+    const banner = b.page.getByRole('status', { name: 'Access' });
+    await expect(banner).toContainText('You do not have access to this board yet.');
+    await expect(b.page.getByRole('button', { name: 'Sync status' })).toHaveText('No access');
+    const keyB = await keyShownBy(b.page);
+    expect(await banner.locator('code.key').textContent()).toBe(keyB);
+    await b.page.screenshot({ path: path.join(SHOTS, 'join-denied.png') });
+
+    // The owner's dialog checks the key before anything is written.
+    await page.getByRole('button', { name: 'Share' }).click();
+    let d = dialogOf(page, 'Share this board');
+    await expect(d.getByText('You own this board')).toBeVisible();
+    await d.getByLabel('Public key to invite').fill(keyB.slice(0, 40));
+    await d.getByRole('button', { name: 'Invite' }).click();
+    await expect(d.getByRole('alert')).toHaveText('A public key has 98 characters; this one has 40.');
+    await d.getByRole('button', { name: 'Close' }).click();
+
+    // Reader: B sees the tasks, is told it can only read, and its edit is refused.
+    d = await invite(page, keyB, 'reader');
+    const members = d.getByRole('list', { name: 'Members' });
+    await expect(members.locator('li.member')).toHaveCount(2);
+    await expect(members.locator('li.member').first()).toContainText('Ada (you)');
+    await expect(members.locator('li.member').first()).toContainText('owner');
+    await page.screenshot({ path: path.join(SHOTS, 'share.png') });
+    await d.getByRole('button', { name: 'Close' }).click();
+    await ownerSynced(page);
+    await b.page.getByRole('button', { name: 'Check again' }).click();
+    await expect(b.page.locator('body')).toHaveAttribute('data-access', 'open', { timeout: 20_000 });
+    await expect(card(b.page, 'Invite the team')).toBeVisible();
+    await expect(banner).toContainText('You can read this board, not change it.');
+    await b.page.getByRole('button', { name: 'Share' }).click();
+    const dB = dialogOf(b.page, 'Share this board');
+    await expect(dB.getByText('Only owners can invite people; you are a reader here.')).toBeVisible();
+    await expect(dB.getByLabel('Public key to invite')).toBeDisabled();
+    await dB.getByRole('button', { name: 'Close' }).click();
+    await addTaskRefused(b.page, 'To do', 'Written as a reader');
+    await expect(b.page.getByRole('alert')).toContainText('You cannot change this board (you are a reader here, or an owner removed you): your change was not saved.');
+    await b.page.screenshot({ path: path.join(SHOTS, 'reader-refused.png') });
+
+    // Writer: the banner goes away live, and B's edit reaches the owner.
+    d = await invite(page, keyB, 'writer');
+    await d.getByRole('button', { name: 'Close' }).click();
+    await expect(banner).toBeHidden({ timeout: 15_000 });
+    await addTask(b.page, 'Doing', 'Written as a writer');
+    await expect(card(page, 'Written as a writer')).toBeVisible({ timeout: 15_000 });
+    await expect(card(page, 'Written as a reader')).toHaveCount(0);
+
+    // Removed: the server shuts B out; what B writes next stays on B and never reaches the owner.
+    await page.getByRole('button', { name: 'Share' }).click();
+    d = dialogOf(page, 'Share this board');
+    await d.getByRole('button', { name: 'Remove Someone' }).click();
+    await expect(d.getByRole('alert')).toContainText('was removed');
+    await expect(d.locator('li.member')).toHaveCount(1);
+    await d.getByRole('button', { name: 'Close' }).click();
+    await ownerSynced(page);
+    await expect(banner).toContainText('The server refuses this device access to this board.', { timeout: 15_000 });
+    await b.page.getByLabel('New task').first().fill('Written after removal');
+    await b.page.getByLabel('New task').first().press('Enter');
+    await expect(b.page.getByRole('button', { name: 'Sync status' })).toHaveText(/^No access/);
+    await expect(card(b.page, 'Written as a writer')).toBeVisible();
+    await b.page.waitForTimeout(2000);
+    await expect(card(page, 'Written after removal')).toHaveCount(0);
+    expect(await page.evaluate(() => (window as any).taskboard.db.count('tasks'))).toBe(2);
+    await b.page.screenshot({ path: path.join(SHOTS, 'removed.png') });
+  } finally {
+    await b.ctx.close();
+  }
 });
 
 test('update: a new version waits, the page reloads into it; a tab still on the old version keeps its own files', async ({ context, page, watched }) => {

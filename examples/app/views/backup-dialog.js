@@ -2,6 +2,7 @@
 // a restore with db.receive(bundle), which verifies every signature and merges: restoring into an
 // empty browser brings the board back; restoring into a board that has moved on adds only what
 // it lacks.
+import { explain } from '../lib/access.js';
 import { dialog, download, h } from '../lib/dom.js';
 
 /** @param {typeof import('../app.js').app} app */
@@ -26,9 +27,8 @@ export function openBackupDialog(app) {
       msg.className = 'msg ok';
       msg.textContent = `Restored: ${r.applied} changes added, ${r.duplicates} already here${r.pending ? `, ${r.pending} waiting for earlier ones` : ''}.`;
     } catch (err) {
-      const x = /** @type {Error} */ (err);
       msg.className = 'msg error';
-      msg.textContent = `Not restored (${x.name}): ${x.message}`;
+      msg.textContent = `Not restored (${/** @type {Error} */ (err).name}): ${explain(err)}`;
     }
   };
   dialog('Backup', h('div', null,

@@ -3,6 +3,7 @@
 // drag a card onto another column to move it.
 import { addDefaultLists, addList, addTask, columnQuery, deleteList, renameList, updateTask } from '../lib/board.js';
 import { h } from '../lib/dom.js';
+import { report } from './notices.js';
 import { openTaskDialog } from './task-dialog.js';
 
 /** @typedef {typeof import('../app.js').app} App */
@@ -23,12 +24,12 @@ export class BoardView {
     this.empty = h('section.empty', { hidden: true },
       h('h2', null, 'This board has no lists yet'),
       h('p', null, 'Start with the usual three, or add your own. (Joining someone else’s board? Its lists arrive as soon as it syncs.)'),
-      h('button.primary', { type: 'button', onclick: () => addDefaultLists(this.app.db) }, 'Start with To do · Doing · Done'));
+      h('button.primary', { type: 'button', onclick: () => report(addDefaultLists(this.app.db)) }, 'Start with To do · Doing · Done'));
     this.newList = h('form.new-list', {
       onsubmit: (/** @type {SubmitEvent} */ e) => {
         e.preventDefault();
         const input = /** @type {HTMLInputElement} */ (this.newList.querySelector('input'));
-        if (input.value.trim()) addList(this.app.db, input.value).then(() => (input.value = ''));
+        if (input.value.trim()) report(addList(this.app.db, input.value)).then((ok) => ok && (input.value = ''));
       },
     }, h('input', { placeholder: 'Add a list…', 'aria-label': 'New list name' }), h('button', { type: 'submit' }, 'Add list'));
     this.el = h('main.board', null, this.empty, h('div.scroller', null, this.cols, this.newList));
@@ -95,7 +96,7 @@ class Column {
         e.preventDefault();
         this.el.classList.remove('drop');
         const task = e.dataTransfer?.getData('text/x-task');
-        if (task) updateTask(board.app.db, task, { list: id });
+        if (task) report(updateTask(board.app.db, task, { list: id }));
       },
     },
     h('header', null, this.title, this.count,
@@ -104,7 +105,7 @@ class Column {
     h('form.add', {
       onsubmit: (/** @type {SubmitEvent} */ e) => {
         e.preventDefault();
-        if (this.input.value.trim()) addTask(board.app.db, id, this.input.value).then(() => (this.input.value = ''));
+        if (this.input.value.trim()) report(addTask(board.app.db, id, this.input.value)).then((ok) => ok && (this.input.value = ''));
       },
     }, this.input));
   }
@@ -138,11 +139,11 @@ class Column {
 
   _rename() {
     const name = prompt('Rename list', this.name);
-    if (name && name.trim()) renameList(this.board.app.db, this.id, name);
+    if (name && name.trim()) report(renameList(this.board.app.db, this.id, name));
   }
 
   _delete() {
-    if (confirm(`Delete the list “${this.name}” and its tasks?`)) deleteList(this.board.app.db, this.id);
+    if (confirm(`Delete the list “${this.name}” and its tasks?`)) report(deleteList(this.board.app.db, this.id));
   }
 }
 
@@ -164,7 +165,7 @@ function card(board, t) {
     },
   },
   h('label.check', { title: t.done ? 'Reopen' : 'Mark done' },
-    h('input', { type: 'checkbox', checked: t.done, 'aria-label': `Done: ${t.title}`, onchange: (/** @type {Event} */ e) => updateTask(board.app.db, t.id, { done: /** @type {HTMLInputElement} */ (e.target).checked }) })),
+    h('input', { type: 'checkbox', checked: t.done, 'aria-label': `Done: ${t.title}`, onchange: (/** @type {Event} */ e) => report(updateTask(board.app.db, t.id, { done: /** @type {HTMLInputElement} */ (e.target).checked })) })),
   h('div.body', null,
     h('div.title', null, t.title),
     (t.due || t.tags?.size || t.notes) &&

@@ -6,6 +6,7 @@ import { openBackupDialog } from './backup-dialog.js';
 import { openIdentityDialog } from './identity-dialog.js';
 import { openShareDialog } from './share-dialog.js';
 import { openSyncDialog } from './sync-dialog.js';
+import { followSyncStatus } from './sync-status.js';
 
 /** @typedef {typeof import('../app.js').app} App */
 
@@ -41,7 +42,7 @@ export class Header {
         h('div.actions', null,
           this.status,
           this.me,
-          h('button', { type: 'button', onclick: () => openShareDialog(app) }, 'Share'),
+          h('button', { type: 'button', onclick: () => openShareDialog(app, this.people) }, 'Share'),
           h('button', { type: 'button', onclick: () => openBackupDialog(app) }, 'Backup'))),
       h('div.row.sub', null, this.tags, this.offlineReady),
       this.update);
@@ -58,7 +59,7 @@ export class Header {
   start() {
     this._bind();
     this.app.onOpen.add(() => this._bind());
-    this._poll();
+    followSyncStatus(this.app, this.status);
   }
 
   /** Live queries of the header: people's names (for the identity button) and every tag in use. */
@@ -90,37 +91,6 @@ export class Header {
     const chip = (/** @type {string | null} */ t) =>
       h('button.chip', { type: 'button', 'aria-pressed': String(this.filters.tag === t), onclick: () => this._set({ tag: this.filters.tag === t ? null : t }) }, t === null ? 'All tags' : `#${t}`);
     this.tags.replaceChildren(...(tags.length ? [chip(null), ...tags.map(chip)] : [h('span.hint', null, 'Tag tasks with #words to filter them here')]));
-  }
-
-  /** The sync status, every second: the server connection, and changes not on the server yet. */
-  async _poll() {
-    for (const ev of ['online', 'offline']) addEventListener(ev, () => this._renderStatus().catch(() => {}));
-    for (;;) {
-      try {
-        await this._renderStatus();
-      } catch {
-        // the database is being reopened
-      }
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-  }
-
-  async _renderStatus() {
-    const db = this.app.db;
-    if (!db) return;
-    const st = await db.syncStatus();
-    const info = await db.storageInfo();
-    const waiting = Math.max(0, info.repository.commits - st.pushFrom);
-    let state, text;
-    if (!this.app.syncUrl) [state, text] = ['local', 'Local only'];
-    else if (!navigator.onLine) [state, text] = ['offline', waiting ? `Offline · ${waiting} to sync` : 'Offline'];
-    else if (st.state === 'connected') [state, text] = waiting ? ['syncing', `Syncing ${waiting}…`] : ['synced', 'Synced'];
-    else if (st.state === 'connecting') [state, text] = ['connecting', 'Connecting…'];
-    else [state, text] = ['offline', waiting ? `Server unreachable · ${waiting} to sync` : 'Server unreachable'];
-    this.status.dataset.state = state;
-    this.status.dataset.waiting = String(waiting);
-    this.status.textContent = text;
-    this.status.title = st.lastError ? `Last error: ${st.lastError.message}` : `${st.url ?? 'no server'} · ${info.repository.commits} changes on this device`;
   }
 }
 

@@ -5,6 +5,7 @@
 import { setMyName } from '../lib/board.js';
 import { dialog, download, h, shortKey } from '../lib/dom.js';
 import { protectIdentity, unlockIdentity } from '../lib/keyfile.js';
+import { report } from './notices.js';
 
 /** @param {typeof import('../app.js').app} app @param {Map<string, string>} people */
 export function openIdentityDialog(app, people) {
@@ -70,7 +71,8 @@ export function openIdentityDialog(app, people) {
     h('form.row', {
       onsubmit: (/** @type {SubmitEvent} */ e) => {
         e.preventDefault();
-        setMyName(db, name.value).then(() => (saved.textContent = 'Saved'));
+        if (app.joining) saved.textContent = 'Wait until the board has synced: your name is saved with it.';
+        else report(setMyName(app.db, name.value)).then((ok) => (saved.textContent = ok ? 'Saved' : ''));
       },
     }, h('label.field.grow', null, h('span', null, 'Your name (shown to people you share with)'), name), h('button', { type: 'submit' }, 'Save'), saved),
     h('details', null,

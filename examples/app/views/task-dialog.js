@@ -5,6 +5,7 @@ import { addTag, deleteTask, removeTag, updateTask } from '../lib/board.js';
 import { describeChange } from '../lib/describe.js';
 import { dialog, h, shortKey, when } from '../lib/dom.js';
 import { paintAvatar } from './header.js';
+import { report } from './notices.js';
 
 /**
  * @param {typeof import('../app.js').app} app
@@ -15,18 +16,18 @@ import { paintAvatar } from './header.js';
 export async function openTaskDialog(app, id, listNames, people) {
   const db = app.db;
   const key = `tasks/${id}`;
-  const title = /** @type {HTMLInputElement} */ (h('input.title', { 'aria-label': 'Title', onchange: () => title.value.trim() && updateTask(db, id, { title: title.value.trim() }) }));
-  const notes = /** @type {HTMLTextAreaElement} */ (h('textarea', { rows: '4', 'aria-label': 'Notes', placeholder: 'Notes', onchange: () => updateTask(db, id, { notes: notes.value }) }));
-  const due = /** @type {HTMLInputElement} */ (h('input', { type: 'date', 'aria-label': 'Due date', onchange: () => updateTask(db, id, { due: due.value || null }) }));
-  const done = /** @type {HTMLInputElement} */ (h('input', { type: 'checkbox', onchange: () => updateTask(db, id, { done: done.checked }) }));
-  const list = /** @type {HTMLSelectElement} */ (h('select', { 'aria-label': 'List', onchange: () => updateTask(db, id, { list: list.value }) },
+  const title = /** @type {HTMLInputElement} */ (h('input.title', { 'aria-label': 'Title', onchange: () => title.value.trim() && report(updateTask(db, id, { title: title.value.trim() })) }));
+  const notes = /** @type {HTMLTextAreaElement} */ (h('textarea', { rows: '4', 'aria-label': 'Notes', placeholder: 'Notes', onchange: () => report(updateTask(db, id, { notes: notes.value })) }));
+  const due = /** @type {HTMLInputElement} */ (h('input', { type: 'date', 'aria-label': 'Due date', onchange: () => report(updateTask(db, id, { due: due.value || null })) }));
+  const done = /** @type {HTMLInputElement} */ (h('input', { type: 'checkbox', onchange: () => report(updateTask(db, id, { done: done.checked })) }));
+  const list = /** @type {HTMLSelectElement} */ (h('select', { 'aria-label': 'List', onchange: () => report(updateTask(db, id, { list: list.value })) },
     [...listNames].map(([lid, name]) => h('option', { value: lid }, name))));
   const tags = h('div.tag-editor');
   const newTag = /** @type {HTMLInputElement} */ (h('input', { placeholder: 'add tag', 'aria-label': 'Add tag', size: '10' }));
   const tagForm = h('form.inline', {
     onsubmit: (/** @type {SubmitEvent} */ e) => {
       e.preventDefault();
-      addTag(db, id, newTag.value).then(() => (newTag.value = ''));
+      report(addTag(db, id, newTag.value)).then((ok) => ok && (newTag.value = ''));
     },
   }, newTag);
   const gone = h('p.gone', { hidden: true, role: 'status' }, 'This task was deleted.');
@@ -40,7 +41,7 @@ export async function openTaskDialog(app, id, listNames, people) {
     h('div.field', null, h('span', null, 'Tags'), h('div.tags-row', null, tags, tagForm)),
     h('label.field', null, h('span', null, 'Notes'), notes),
     h('footer', null,
-      h('button.danger', { type: 'button', onclick: () => confirm('Delete this task?') && deleteTask(db, id).then(() => d.close()) }, 'Delete task')));
+      h('button.danger', { type: 'button', onclick: () => confirm('Delete this task?') && report(deleteTask(db, id)).then((ok) => ok && d.close()) }, 'Delete task')));
   const history = h('ol.history', { 'aria-label': 'History' });
   const historyTab = h('section.history-tab', { hidden: true }, h('p.hint', null, 'Every change is a commit signed by its author’s key.'), history);
   const tabs = h('div.tabs', { role: 'tablist' },
@@ -63,7 +64,7 @@ export async function openTaskDialog(app, id, listNames, people) {
     done.checked = !!t.done;
     list.value = t.list;
     tags.replaceChildren(...[...(t.tags ?? [])].sort().map((/** @type {string} */ tag) =>
-      h('span.tag', null, `#${tag}`, h('button.icon', { type: 'button', 'aria-label': `Remove tag ${tag}`, onclick: () => removeTag(db, id, tag) }, '×'))));
+      h('span.tag', null, `#${tag}`, h('button.icon', { type: 'button', 'aria-label': `Remove tag ${tag}`, onclick: () => report(removeTag(db, id, tag)) }, '×'))));
   };
 
   const renderHistory = async () => {

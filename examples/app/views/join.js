@@ -1,0 +1,67 @@
+// Joining a shared board. A board that syncs and has nothing on this device yet is fetched from
+// the server before anything is written: the first write of an empty board founds it (it makes
+// this device its owner), and a second, foreign founding could never merge with the board on the
+// server. So the board stays read-only (inert) until `db.sync()` resolves, and the banner says
+// what is happening: connecting, waiting for the server, or no access yet (with this device's
+// key to send to an owner, and a "Check again" button; the check also repeats every 10 s).
+import { ClosedError, PermissionError } from 'ibexdb';
+import { explain } from '../lib/access.js';
+import { h } from '../lib/dom.js';
+
+const RECHECK_MS = 10_000;
+
+/**
+ * Resolve once writing is safe: at once for a local board or one with data here, otherwise after
+ * the first sync. False when the database was replaced meanwhile (a new join runs for it).
+ * @param {typeof import('../app.js').app} app
+ * @param {import('./access-banner.js').AccessBanner} banner
+ * @returns {Promise<boolean>}
+ */
+export async function joinBoard(app, banner) {
+  const db = app.db;
+  if (!app.syncUrl || (await db.storageInfo()).repository.commits > 0) return true;
+  document.body.dataset.access = 'joining';
+  const unsubscribe = db.onSyncStatus((st) => waiting(banner, st));
+  waiting(banner, await db.syncStatus());
+  try {
+    for (;;) {
+      try {
+        await db.sync();
+        return app.db === db;
+      } catch (err) {
+        if (err instanceof ClosedError || app.db !== db) return app.db === db; // sync stopped (local only now), or reopened
+        await refused(banner, err);
+        banner.show('joining', 'Checking again…');
+      }
+    }
+  } finally {
+    unsubscribe();
+  }
+}
+
+/** @param {import('./access-banner.js').AccessBanner} banner @param {import('ibexdb').SyncStatus} st */
+function waiting(banner, st) {
+  if (st.state === 'error') return; // refused() shows it
+  const reach = !navigator.onLine || st.state === 'offline';
+  banner.show('joining', 'Fetching this board from the server before you can edit it…',
+    h('p', null, reach
+      ? 'The server cannot be reached right now; the board opens as soon as it can. (To keep a board on this device only, clear the server under the sync status.)'
+      : 'Its lists and tasks arrive first, so that your changes go into the same board as everyone else’s.'));
+}
+
+/**
+ * Show the refusal; resolve when the user asks to check again, or after RECHECK_MS.
+ * @param {import('./access-banner.js').AccessBanner} banner @param {unknown} err
+ */
+function refused(banner, err) {
+  document.body.dataset.access = 'denied';
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, RECHECK_MS);
+    const again = h('button.primary', { type: 'button', onclick: () => (clearTimeout(timer), resolve(undefined)) }, 'Check again');
+    const noRead = err instanceof PermissionError && err.kind === 'cannot-read';
+    banner.show('denied', noRead ? 'You do not have access to this board yet.' : 'The server refused this device.',
+      h('p', null, noRead ? 'Send your public key to an owner of the board; once they invite you (Share → Invite), it opens here.' : explain(err)),
+      banner.keyBox(),
+      h('div.row', null, again, h('span.hint', null, 'Checked again every 10 seconds.')));
+  });
+}
