@@ -21,10 +21,12 @@
 //   close and on pagehide; a reload, a new tab or a takeover resumes from it.
 // - Reconnection: backoff from RECONNECT_MIN_MS doubling to RECONNECT_MAX_MS, with jitter,
 //   reset by a Welcome. With a list of URLs (the nodes of one deployment, docs/design.md §12.5)
-//   every retry dials the next one: a failed dial, a dropped connection, an UnavailableError or
-//   a handshake timeout moves on. The nodes share sequence numbers, so the cursor and the push
-//   position carry over (`syncSetUrl`); what was not acknowledged is pushed again, and the
-//   server stores a commit it already has once. A server that refuses the session (PermissionError at Hello, AuthError)
+//   every retry dials the next one: a failed dial, a dropped connection, an UnavailableError,
+//   an AuthError (a node that does not know the URL it was dialed under) or a handshake
+//   timeout moves on; a PermissionError at Hello does not (all nodes share the access list).
+//   The nodes share sequence numbers, so the cursor and the push position carry over
+//   (`syncSetUrl`); what was not acknowledged is pushed again, and the server stores a commit
+//   it already has once. A server that refuses the session (PermissionError at Hello, AuthError)
 //   is retried at RECONNECT_MAX_MS only; a push refused for lack of permission pauses pushing
 //   (the engine resumes once a grant arrives), it is not retried in a loop.
 // - After an engine panic the wasm instance is new: the client is re-created from the last
@@ -452,9 +454,12 @@ export class SyncManager {
     this.ws = null;
     if (!this.url || !this.urls) return;
     clearTimeout(this._timer);
-    // The next node of the list (the same one when there is only one).
-    this._at = (this._at + 1) % this.urls.length;
-    this.url = this.urls[this._at];
+    // The next node of the list, unless the deployment itself refused this session (a
+    // PermissionError: every node derives the same access list, so another would say the same).
+    if (!(this._sessionRefused && this.lastError?.name === 'PermissionError')) {
+      this._at = (this._at + 1) % this.urls.length;
+      this.url = this.urls[this._at];
+    }
     // A session the server refused is asked again only at the slowest pace.
     const delay = this._sessionRefused ? RECONNECT_MAX_MS : this._delay;
     this._delay = Math.min(this._delay * 2, RECONNECT_MAX_MS);
