@@ -114,8 +114,8 @@ export class Header {
     let state, text;
     if (!this.app.syncUrl) [state, text] = ['local', 'Local only'];
     else if (!navigator.onLine) [state, text] = ['offline', waiting ? `Offline · ${waiting} to sync` : 'Offline'];
-    else if (st.state === 'connected') [state, text] = waiting ? ['syncing', `Syncing ${waiting}…`] : ['synced', 'Synced'];
-    else if (st.state === 'connecting') [state, text] = ['connecting', 'Connecting…'];
+    else if (st.state === 'synced' || st.state === 'syncing') [state, text] = waiting ? ['syncing', `Syncing ${waiting}…`] : ['synced', 'Synced'];
+    else if (st.state === 'online') [state, text] = ['connecting', 'Connecting…'];
     else [state, text] = ['offline', waiting ? `Server unreachable · ${waiting} to sync` : 'Server unreachable'];
     this.status.dataset.state = state;
     this.status.dataset.waiting = String(waiting);
