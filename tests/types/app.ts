@@ -71,6 +71,10 @@ export async function example(): Promise<void> {
   const synced = await open('notes-synced', { sync: 'ws://127.0.0.1:8787' });
   await synced.sync(null);
   await synced.sync('ws://127.0.0.1:8788');
+  await synced.sync(['wss://a.example.org', 'wss://b.example.org']);
+  const cluster = await open('notes-cluster', { sync: ['ws://127.0.0.1:8787', 'ws://127.0.0.1:8788'] });
+  const urls: string[] | null = (await cluster.syncStatus()).urls;
+  void urls;
   const st: SyncStatus = await synced.syncStatus();
   if (st.state === 'synced' && st.lastError === null) void [st.cursor, st.pushFrom, st.pending, st.serverHead, st.acked, st.saved?.cursor];
   if (st.rights?.write) void st.rights.administer;

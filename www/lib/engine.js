@@ -668,6 +668,13 @@ export class EngineHandle {
     this._call((r) => r.syncConnect());
   }
   /**
+   * Dial `url` from the next connection on (another node of the same deployment), keeping the
+   * cursor and push position. @param {string} url
+   */
+  syncSetUrl(url) {
+    this._call((r) => r.syncSetUrl(url));
+  }
+  /**
    * Handle one message from the server (received commits are verified and applied).
    * `vouched`: the caller verified every seal signature in it (`syncSealChecks`); the core
    * then skips only those checks.

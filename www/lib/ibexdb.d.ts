@@ -97,8 +97,13 @@ export interface OpenOptions {
   recovery?: 'strict' | 'repair';
   /** A byte limit for this repository's files (QuotaExceededError beyond it). */
   quotaBytes?: number;
-  /** Sync with an ibexdb-server at this URL (`ws://127.0.0.1:8787`); see `Database.sync`. */
-  sync?: string;
+  /**
+   * Sync with an ibexdb-server at this URL (`ws://127.0.0.1:8787`), or with the nodes of one
+   * deployment (`['wss://a.example', 'wss://b.example']`, at most 16, each at most 200
+   * characters): the first is dialed, a failed dial, dropped connection or UnavailableError
+   * moves to the next; see `Database.sync`.
+   */
+  sync?: string | string[];
   /** Errors of background work (a relaxed flush, a seal) — console.warn when absent. */
   onError?: (error: IbexError) => void;
 }
@@ -183,8 +188,10 @@ export interface ReceiveReport {
  */
 export interface SyncStatus {
   state: 'off' | 'offline' | 'online' | 'syncing' | 'synced' | 'error';
-  /** The server, normalized (`new URL(url).href`), or null when off. */
+  /** The server dialed now (of `urls`), normalized (`new URL(url).href`), or null when off. */
   url: string | null;
+  /** Every server of the deployment (normalized, in the order dialed), or null when off. */
+  urls: string[] | null;
   /** Last server sequence received. */
   cursor: number;
   /** Local commit-table entries before this one are known to the server. */
@@ -276,11 +283,12 @@ export declare class Database {
   setPublic(flags: { read: boolean; write: boolean }): Promise<void>;
   members(): Promise<Members>;
   /**
-   * Sync with an ibexdb-server (`ws://host:port`), or the current one without a URL; null stops.
+   * Sync with an ibexdb-server (`ws://host:port`) or the nodes of one deployment (a list, dialed
+   * in turn), or the current one(s) without a URL; null stops.
    * Resolves when `synced` (everything local acknowledged by the server, the server's history
    * received); rejects with the server's refusal (e.g. PermissionError) at `error`.
    */
-  sync(url?: string | null): Promise<void>;
+  sync(url?: string | string[] | null): Promise<void>;
   syncStatus(): Promise<SyncStatus>;
   /** Called at every change of sync's state, server or last error; returns an unsubscribe function. */
   onSyncStatus(cb: (status: SyncStatus) => void): () => void;

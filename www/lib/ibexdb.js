@@ -13,7 +13,7 @@
 import { TxnBuilder, decode, decodeMany, decodeRows, encode, encodeObject } from './codec.js';
 import { ClosedError, IbexError, InvalidKeyError, InvalidValueError, StorageUnavailableError, fromWire } from './errors.js';
 import { checkEnvironment, compileWasm, startWorker, watchViolations, workerFailure } from './loader.js';
-import { WASM_URL, checkName, isSyncUrl } from './policy.js';
+import { MAX_SYNC_URLS, WASM_URL, checkName, isSyncUrls } from './policy.js';
 
 export * from './errors.js';
 
@@ -45,6 +45,7 @@ export * from './errors.js';
 const SYNC_OFF = Object.freeze({
   state: 'off',
   url: null,
+  urls: null,
   cursor: 0,
   pushFrom: 0,
   pending: 0,
@@ -564,8 +565,10 @@ export class Database {
   // ----- sync ------------------------------------------------------------------------------
 
   /**
-   * Sync with an ibexdb-server (`ws://host:port`), or with the current one when called without
-   * a URL; `null` stops. The tab that owns the files holds the WebSocket (another tab's call is
+   * Sync with an ibexdb-server (`ws://host:port`), or with the nodes of one deployment (a list
+   * of URLs: the first is dialed, and every failed dial, dropped connection or UnavailableError
+   * moves to the next, round again), or with the current one(s) when called without a URL;
+   * `null` stops. The tab that owns the files holds the WebSocket (another tab's call is
    * forwarded to it; a tab that takes over ownership resumes sync by itself).
    *
    * Resolves once this replica is `synced`: it has received everything the server had when the
@@ -573,13 +576,13 @@ export class Database {
    * made before this call. Rejects with the server's refusal (`PermissionError`, `AuthError`,
    * ...) when sync reaches the `error` state, and with `ClosedError` if sync is stopped or the
    * database closed meanwhile. It keeps waiting while the server cannot be reached.
-   * @param {string | null} [url]
+   * @param {string | string[] | null} [url]
    * @returns {Promise<void>}
    */
   sync(url) {
     if (url === null) return this._send('sync', [null], none);
-    if (url !== undefined && !isSyncUrl(url)) {
-      return Promise.reject(new InvalidValueError(`sync needs a ws:// or wss:// URL, got ${JSON.stringify(url)}`, { path: 'url' }));
+    if (url !== undefined && !isSyncUrls(url)) {
+      return Promise.reject(new InvalidValueError(`sync needs a ws:// or wss:// URL or a list of 1-${MAX_SYNC_URLS} of them, got ${JSON.stringify(url)}`, { path: 'url' }));
     }
     return this._send('sync', [url], (t) => reviveStatus(JSON.parse(t))).then((st) => {
       if (st.state === 'off') throw new InvalidValueError('sync is off: pass the server URL', { path: 'url' });
@@ -767,7 +770,7 @@ export async function open(name, options = {}) {
   if (options.sync != null) {
     try {
       // Start, do not wait for the server: the database works offline.
-      if (!isSyncUrl(options.sync)) throw new InvalidValueError(`options.sync must be a ws:// or wss:// URL, got ${JSON.stringify(options.sync)}`, { path: 'options.sync' });
+      if (!isSyncUrls(options.sync)) throw new InvalidValueError(`options.sync must be a ws:// or wss:// URL or a list of 1-${MAX_SYNC_URLS} of them, got ${JSON.stringify(options.sync)}`, { path: 'options.sync' });
       await db._send('sync', [options.sync], none);
     } catch (e) {
       await db.close().catch(() => {});

@@ -57,6 +57,43 @@ export const isSyncUrl = (url) => typeof url === 'string' && /^wss?:\/\//.test(u
  */
 export const normalizeSyncUrl = (url) => new URL(url).href;
 
+/** At most this many URLs in a sync list (the nodes of one deployment). */
+export const MAX_SYNC_URLS = 16;
+/** At most this many characters per sync URL (the list is saved with the position). */
+export const MAX_SYNC_URL_CHARS = 200;
+
+/**
+ * A sync URL, or a non-empty list of at most MAX_SYNC_URLS of them (each at most
+ * MAX_SYNC_URL_CHARS long). @param {unknown} urls @returns {urls is string | string[]}
+ */
+export const isSyncUrls = (urls) => {
+  const list = Array.isArray(urls) ? urls : [urls];
+  return list.length > 0 && list.length <= MAX_SYNC_URLS && list.every((u) => isSyncUrl(u) && u.length <= MAX_SYNC_URL_CHARS && parses(u));
+};
+
+/** @param {string} url */
+const parses = (url) => {
+  try {
+    return !!new URL(url);
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * A URL or a list of them as a list of normalized URLs, in the given order, without repeats.
+ * @param {string | string[]} urls @returns {string[]}
+ */
+export const normalizeSyncUrls = (urls) => [...new Set((Array.isArray(urls) ? urls : [urls]).map(normalizeSyncUrl))];
+
+/**
+ * The name a sync position is saved under: the normalized list, space-separated (a single
+ * server's is its URL, as before lists existed). A position belongs to one deployment: another
+ * list starts from 0 (only slower: received commits are counted once, pushes are idempotent).
+ * @param {string[]} list normalized
+ */
+export const syncUrlsKey = (list) => list.join(' ');
+
 // ----- timers ------------------------------------------------------------------------------
 
 /** Relaxed writes are flushed at most this long after the first unflushed one (if the worker is not busy). */

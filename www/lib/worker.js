@@ -63,7 +63,7 @@ import { SyncManager } from './worker/sync.js';
  * @property {(msg: object) => void} post send to this worker's page
  * @property {(msg: object) => void} broadcast send to the other tabs' workers
  * @property {() => boolean} isOwner whether this worker owns the files now
- * @property {string | null} syncUrl the sync server the repository syncs with (as the owner last reported it):
+ * @property {string[] | null} syncUrl the sync servers the repository syncs with (as the owner last reported them):
  *   a worker that takes over ownership resumes sync with it
  */
 
@@ -112,7 +112,7 @@ const sync = new SyncManager({
   },
   afterPush: () => maintenance.schedule(),
   onStatus: (status) => {
-    rt.syncUrl = status.url;
+    rt.syncUrl = status.urls;
     rt.post({ type: 'sync-status', status });
     rt.broadcast({ type: 'sync-status', status });
   },

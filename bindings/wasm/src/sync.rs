@@ -44,6 +44,17 @@ impl Engine {
         })
     }
 
+    /// Sync with the server at `url` from the next connection on (its proof names it), keeping
+    /// the cursor and the push position: the nodes of one deployment share sequence numbers
+    /// (docs/design.md §12.5), so the worker moves along its URL list without starting over.
+    #[wasm_bindgen(js_name = syncSetUrl)]
+    pub fn sync_set_url(&self, url: &str) -> JsResult<()> {
+        with_client(|c| {
+            c.set_url(url);
+            Ok(())
+        })
+    }
+
     /// The seals of a server message, for the worker to verify with WebCrypto before
     /// `syncHandle(bytes, true)`: `[authorKey (49 bytes, compressed), message, signature (96
     /// bytes, r ‖ s)]` per seal (ECDSA P-384 with SHA-384). Empty for a message without seals;

@@ -178,7 +178,7 @@ export class Batches {
       case 'members':
         return engine.membersJson();
       case 'sync':
-        // null stops; a URL starts (or keeps) sync with that server; undefined: the current one.
+        // null stops; a URL or a list starts (or keeps) sync with those servers; undefined: the current one(s).
         if (a[0] === null) this.sync.stop().catch(() => {});
         else if (a[0] !== undefined) this.sync.start(a[0]);
         else this.sync.retryRefused();

@@ -255,7 +255,7 @@ export class Ownership {
     switch (m.type) {
       case 'attached':
         if (m.resets?.length) rt.post({ type: 'live', epoch: m.epoch, resets: m.resets });
-        if (m.sync) rt.syncUrl = m.sync.url;
+        if (m.sync) rt.syncUrl = m.sync.urls;
         this._attachResolve?.(m);
         this._attachResolve = null;
         break;
@@ -267,7 +267,7 @@ export class Ownership {
         rt.post({ type: 'live', epoch: m.epoch, changes: m.changes, resets: m.resets });
         break;
       case 'sync-status':
-        rt.syncUrl = m.status.url;
+        rt.syncUrl = m.status.urls;
         rt.post({ type: 'sync-status', status: m.status });
         break;
       case 'owner':

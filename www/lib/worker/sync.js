@@ -20,7 +20,13 @@
 //   only what is durable) and written to the repository's `sync` file SYNC_SAVE_MS later, on
 //   close and on pagehide; a reload, a new tab or a takeover resumes from it.
 // - Reconnection: backoff from RECONNECT_MIN_MS doubling to RECONNECT_MAX_MS, with jitter,
-//   reset by a Welcome. A server that refuses the session (PermissionError at Hello, AuthError)
+//   reset by a Welcome. With a list of URLs (the nodes of one deployment, docs/design.md §12.5)
+//   every retry dials the next one: a failed dial, a dropped connection, an UnavailableError,
+//   an AuthError (a node that does not know the URL it was dialed under) or a handshake
+//   timeout moves on; a PermissionError at Hello does not (all nodes share the access list).
+//   The nodes share sequence numbers, so the cursor and the push position carry over
+//   (`syncSetUrl`); what was not acknowledged is pushed again, and the server stores a commit
+//   it already has once. A server that refuses the session (PermissionError at Hello, AuthError)
 //   is retried at RECONNECT_MAX_MS only; a push refused for lack of permission pauses pushing
 //   (the engine resumes once a grant arrives), it is not retried in a loop.
 // - After an engine panic the wasm instance is new: the client is re-created from the last
@@ -28,7 +34,7 @@
 
 import { syncErrorToWire, toWire } from '../errors.js';
 import { HostCrypto } from './crypto.js';
-import { HANDSHAKE_TIMEOUT_MS, RECONNECT_MAX_MS, RECONNECT_MIN_MS, SYNC_SAVE_MS, isSyncUrl, normalizeSyncUrl, reconnectWait } from '../policy.js';
+import { HANDSHAKE_TIMEOUT_MS, RECONNECT_MAX_MS, RECONNECT_MIN_MS, SYNC_SAVE_MS, isSyncUrls, normalizeSyncUrls, reconnectWait, syncUrlsKey } from '../policy.js';
 
 /** @typedef {import('../ibexdb.js').SyncStatus} SyncStatus */
 /** @typedef {import('../engine.js').SyncPosition} SyncPosition */
@@ -51,8 +57,14 @@ export class SyncManager {
   /** @param {SyncHooks} hooks */
   constructor(hooks) {
     this.hooks = hooks;
-    /** @type {string | null} the server (normalized), null when sync is off */
+    /** @type {string[] | null} the servers (normalized, the nodes of one deployment), null when sync is off */
+    this.urls = null;
+    /** @type {string | null} the one dialed now (of `urls`), null when sync is off */
     this.url = null;
+    /** Its index in `urls`. */
+    this._at = 0;
+    /** @type {string | null} the list as one string: the `url` a saved position belongs to */
+    this._key = null;
     /** @type {WebSocket | null} */
     this.ws = null;
     /** The socket is open (the handshake may still be under way). */
@@ -81,9 +93,11 @@ export class SyncManager {
     this.received = 0;
     this.pushed = 0;
     this.acked = 0;
-    /** The engine generation (EngineHandle.generation) and URL the engine's sync client was made for. */
+    /** The engine generation (EngineHandle.generation) and URL list the engine's sync client was made for. */
     this._generation = 0;
     /** @type {string | null} */
+    this._clientKey = null;
+    /** @type {string | null} the URL the engine's sync client signs for now */
     this._clientUrl = null;
     /** @type {SyncPosition | null} the position as of the last flush (only durable state) */
     this._durable = null;
@@ -103,19 +117,23 @@ export class SyncManager {
   }
 
   /**
-   * Start (or move to another server); the same URL while running changes nothing.
-   * @param {unknown} url
+   * Start (or move to other servers): a URL, or a list of the nodes of one deployment, dialed
+   * first to last and round again. The same list while running changes nothing.
+   * @param {unknown} urls
    */
-  start(url) {
-    if (!isSyncUrl(url)) {
-      throw new TypeError(`sync needs a ws:// or wss:// URL, got ${JSON.stringify(url)}`);
+  start(urls) {
+    if (!isSyncUrls(urls)) {
+      throw new TypeError(`sync needs a ws:// or wss:// URL or a list of them, got ${JSON.stringify(urls)}`);
     }
-    const href = normalizeSyncUrl(url);
-    if (href === this.url) {
+    const list = normalizeSyncUrls(urls);
+    if (syncUrlsKey(list) === this._key) {
       this.retryRefused();
       return;
     }
-    this.url = href;
+    this.urls = list;
+    this._key = syncUrlsKey(list);
+    this._at = 0;
+    this.url = list[0];
     this._drop();
     this._connect();
     this._report();
@@ -144,6 +162,8 @@ export class SyncManager {
     const engine = this.hooks.engine();
     if (engine && !engine.dead && engine.generation > 0 && engine.hasUnflushed()) engine.flush();
     this.url = null;
+    this.urls = null;
+    this._key = null;
     clearTimeout(this._timer);
     this._drop();
     await this.saveNow();
@@ -162,6 +182,7 @@ export class SyncManager {
     return {
       state: this._state(),
       url: this.url,
+      urls: this.urls ? [...this.urls] : null,
       cursor: this.cursor,
       pushFrom: this.pushFrom,
       pending: this.pending,
@@ -218,24 +239,30 @@ export class SyncManager {
   }
 
   /**
-   * The engine, with a sync client for this URL: made when the engine or the URL is new,
-   * resuming from the durable position (this worker's, else the `sync` file's) for the URL.
+   * The engine, with a sync client for this URL list: made when the engine or the list is new,
+   * resuming from the durable position (this worker's, else the `sync` file's) for the list;
+   * moved to the URL dialed now when it is another node of the list.
    */
   async _client() {
     const engine = this.hooks.engine();
-    if (!engine || engine.generation === 0 || !this.url) throw new Error('the repository is not open');
-    if (this._generation === engine.generation && this._clientUrl === this.url) return engine;
-    let pos = this._durable?.url === this.url ? this._durable : null;
+    if (!engine || engine.generation === 0 || !this.url || !this._key) throw new Error('the repository is not open');
+    if (this._generation === engine.generation && this._clientKey === this._key) {
+      if (this._clientUrl !== this.url) engine.syncSetUrl(this.url);
+      this._clientUrl = this.url;
+      return engine;
+    }
+    let pos = this._durable?.url === this._key ? this._durable : null;
     if (!pos) {
       const stored = await engine.syncLoad();
       if (stored) this.saved = stored;
-      pos = stored?.url === this.url ? stored : { url: this.url, cursor: 0, pushFrom: 0 };
+      pos = stored?.url === this._key ? stored : { url: this._key, cursor: 0, pushFrom: 0 };
     }
     engine.syncStart(this.hooks.name, this.url, pos.cursor, pos.pushFrom);
     this.cursor = pos.cursor;
     this.pushFrom = pos.pushFrom;
     this._durable = pos;
     this._generation = engine.generation;
+    this._clientKey = this._key;
     this._clientUrl = this.url;
     // Capture the position at every flush: from then on it describes durable state.
     engine.afterFlush = () => this._captured();
@@ -244,10 +271,10 @@ export class SyncManager {
 
   /** The engine flushed: everything applied so far is durable. Save the position soon. */
   _captured() {
-    if (!this.url || this._clientUrl !== this.url) return;
+    if (!this._key || this._clientKey !== this._key) return;
     const d = this._durable;
-    if (d && d.url === this.url && d.cursor === this.cursor && d.pushFrom === this.pushFrom) return;
-    this._durable = { url: this.url, cursor: this.cursor, pushFrom: this.pushFrom };
+    if (d && d.url === this._key && d.cursor === this.cursor && d.pushFrom === this.pushFrom) return;
+    this._durable = { url: this._key, cursor: this.cursor, pushFrom: this.pushFrom };
     if (!this._saveTimer) {
       this._saveTimer = setTimeout(() => {
         this._saveTimer = 0;
@@ -425,8 +452,14 @@ export class SyncManager {
 
   _retry() {
     this.ws = null;
-    if (!this.url) return;
+    if (!this.url || !this.urls) return;
     clearTimeout(this._timer);
+    // The next node of the list, unless the deployment itself refused this session (a
+    // PermissionError: every node derives the same access list, so another would say the same).
+    if (!(this._sessionRefused && this.lastError?.name === 'PermissionError')) {
+      this._at = (this._at + 1) % this.urls.length;
+      this.url = this.urls[this._at];
+    }
     // A session the server refused is asked again only at the slowest pace.
     const delay = this._sessionRefused ? RECONNECT_MAX_MS : this._delay;
     this._delay = Math.min(this._delay * 2, RECONNECT_MAX_MS);
