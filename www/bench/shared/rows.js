@@ -214,16 +214,20 @@ export const ROWS = [
     worker: 'fresh database: N people {name, age, city} (age a permutation of 0 … N−1, no index on it) in transactions of 1,000, durable per config, trailing work included',
   },
   {
-    id: 'dbx-count', suite: 'dbx', section: 'dbx', label: 'DBX: COUNT(age) over 1M', scale: '1',
-    worker: 'count of records with an age: a scan in both engines (SQLite: SELECT count(age); ibexdb: aggregate {count: "age"}), no index on age',
+    id: 'dbx-count', suite: 'dbx', section: 'dbx', label: 'DBX: COUNT(age) over 1M (first after open)', scale: '1',
+    worker: 'count of records with an age, the first aggregate after an open (close, open and setup untimed): a scan in both engines (SQLite: SELECT count(age); ibexdb: aggregate {count: "age"}, which also builds its running aggregate of age), no index on age',
   },
   {
-    id: 'dbx-sum', suite: 'dbx', section: 'dbx', label: 'DBX: SUM(age) over 1M', scale: '1',
-    worker: 'sum of age over all records: a scan in both engines (SQLite: SELECT sum(age); ibexdb: aggregate {sum: "age"})',
+    id: 'dbx-sum', suite: 'dbx', section: 'dbx', label: 'DBX: SUM(age) over 1M (first after open)', scale: '1',
+    worker: 'sum of age over all records, the first aggregate after an open: a scan in both engines (SQLite: SELECT sum(age); ibexdb: aggregate {sum: "age"})',
   },
   {
-    id: 'dbx-minmax', suite: 'dbx', section: 'dbx', label: 'DBX: MIN/MAX(age) over 1M', scale: '1',
-    worker: 'min and max of age in one query: a scan in both engines (no index: SQLite cannot take them from an index end)',
+    id: 'dbx-minmax', suite: 'dbx', section: 'dbx', label: 'DBX: MIN/MAX(age) over 1M (first after open)', scale: '1',
+    worker: 'min and max of age in one query, the first aggregate after an open: a scan in both engines (no index: SQLite cannot take them from an index end)',
+  },
+  {
+    id: 'dbx-sum-again', suite: 'dbx', section: 'dbx', label: 'DBX: SUM(age) over 1M, repeated', scale: '1', comparable: false,
+    worker: 'sum of age again on the open database: SQLite scans again; ibexdb answers from the running aggregate of age that its first aggregate built and every write maintains (its cost is in the write rows and the first-after-open rows): not the same work, no ratio',
   },
   {
     id: 'dbx-filter-half', suite: 'dbx', section: 'dbx', label: 'DBX: filter age > 500,000 (≈500k rows)', scale: '1',
@@ -342,6 +346,7 @@ export const PLANS = {
       'dbx-count': { samples: 5, warmup: 1 },
       'dbx-sum': { samples: 5, warmup: 1 },
       'dbx-minmax': { samples: 5, warmup: 1 },
+      'dbx-sum-again': { samples: 5, warmup: 1 },
       'dbx-filter-half': { samples: 3, warmup: 1 },
       'dbx-filter-quarter': { samples: 3, warmup: 1 },
       'fat-load': { samples: 1 },
@@ -415,6 +420,7 @@ export const PLANS = {
       'dbx-count': { samples: 2, warmup: 1 },
       'dbx-sum': { samples: 2, warmup: 1 },
       'dbx-minmax': { samples: 2, warmup: 1 },
+      'dbx-sum-again': { samples: 2, warmup: 1 },
       'dbx-filter-half': { samples: 2, warmup: 1 },
       'dbx-filter-quarter': { samples: 2, warmup: 1 },
       'fat-load': { samples: 1 },

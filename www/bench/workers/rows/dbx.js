@@ -61,6 +61,32 @@ export function dbxRows(s) {
     const m = await measure({ ...p, adaptive: false }, () => {}, () => settle(docsCall(s, name, ...args), (x) => { last = x; }));
     return { ...m, check: check(last) };
   }
+  /**
+   * The first aggregate after an open, per sample: close → open + setup (untimed) → (timed: the
+   * aggregate). A scan in both engines: ibexdb keeps running aggregates of a path after its first
+   * aggregate (query-language.md §5), so only the first after an open scans; `dbx-sum-again`
+   * shows the repeated call.
+   * @param {RowParams} p @param {string} name @param {any[]} args @param {(x: any) => Record<string, unknown>} check
+   */
+  async function firstAfterOpen(p, name, args, check) {
+    const warmup = p.warmup ?? 1;
+    const out = [];
+    let last = null;
+    for (let i = 0; i < warmup + p.samples; i++) {
+      await s.ensureClosed();
+      await s.ensureOpen();
+      await docsCall(s, 'setup', 'dbx');
+      const t0 = now();
+      last = await docsCall(s, name, ...args);
+      if (i >= warmup) out.push(now() - t0);
+    }
+    return { samples: out, k: 1, warmupSamples: warmup, check: check(last) };
+  }
+  /** @param {RowParams} p @param {any} x */
+  const sumCheck = (p, x) => {
+    const n = size(p);
+    return { value: x, ...(x === (n * (n - 1)) / 2 ? {} : { wrong: `sum ${x}` }) };
+  };
   return {
     async 'dbx-load'(p) {
       const n = size(p);
@@ -71,12 +97,10 @@ export function dbxRows(s) {
         note: `${n.toLocaleString('en-US')} records {name, age, city} in transactions of 1,000, durable per config; no index on age; trailing work ${trailingMs.toFixed(1)} ms included`,
       };
     },
-    'dbx-count': (p) => scan(p, 'count', ['people', 'age'], (x) => ({ value: x, ...(x === size(p) ? {} : { wrong: `count ${x}` }) })),
-    'dbx-sum': (p) => {
-      const n = size(p);
-      return scan(p, 'sum', ['people', 'age'], (x) => ({ value: x, ...(x === (n * (n - 1)) / 2 ? {} : { wrong: `sum ${x}` }) }));
-    },
-    'dbx-minmax': (p) => scan(p, 'minMax', ['people', 'age'], (x) => ({ ...x, ...(x?.min === 0 && x?.max === size(p) - 1 ? {} : { wrong: `min ${x?.min}, max ${x?.max}` }) })),
+    'dbx-count': (p) => firstAfterOpen(p, 'count', ['people', 'age'], (x) => ({ value: x, ...(x === size(p) ? {} : { wrong: `count ${x}` }) })),
+    'dbx-sum': (p) => firstAfterOpen(p, 'sum', ['people', 'age'], (x) => sumCheck(p, x)),
+    'dbx-minmax': (p) => firstAfterOpen(p, 'minMax', ['people', 'age'], (x) => ({ ...x, ...(x?.min === 0 && x?.max === size(p) - 1 ? {} : { wrong: `min ${x?.min}, max ${x?.max}` }) })),
+    'dbx-sum-again': (p) => scan(p, 'sum', ['people', 'age'], (x) => sumCheck(p, x)),
     ...Object.fromEntries(/** @type {const} */ (['half', 'quarter']).map((which) => [`dbx-filter-${which}`, (/** @type {RowParams} */ p) => {
       const n = size(p);
       const x = dbxThresholds(n)[which];
