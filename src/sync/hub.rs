@@ -5,6 +5,7 @@
 
 use super::seals::SealIndex;
 use super::wire::{Message, Rights, BATCH_BYTES};
+use crate::access::Acl;
 use crate::commit::{CommitId, PublicKey};
 use crate::error::{Error, PermissionErrorKind, Result};
 use crate::repo::{Admission, Repo};
@@ -224,6 +225,33 @@ impl<S: Storage> Hub<S> {
         let from = self.head();
         let before = self.repo.access().clone();
         let report = self.repo.receive_as(admission, commits, seals)?;
+        self.stored(from, before, report.pending, commits)
+    }
+
+    /// Take in commits and seals that the server's own durable store handed back: rows that
+    /// another node of the deployment verified (signatures and admission) before it stored
+    /// them, as a repository's own log is trusted at open. Every check but the seals'
+    /// signatures runs again (ids, parents, the permission rule: [`Repo::receive_vouched`]),
+    /// so a replica still cannot diverge silently; `verify()` re-proves every signature.
+    pub fn push_stored(
+        &mut self,
+        commits: &[(CommitId, Vec<u8>)],
+        seals: &[Vec<u8>],
+    ) -> Result<PushOutcome> {
+        let from = self.head();
+        let before = self.repo.access().clone();
+        let report = self.repo.receive_vouched(commits, seals)?;
+        self.stored(from, before, report.pending, commits)
+    }
+
+    /// Flush what a push took in and say what it acknowledged.
+    fn stored(
+        &mut self,
+        from: u64,
+        before: Acl,
+        pending: usize,
+        commits: &[(CommitId, Vec<u8>)],
+    ) -> Result<PushOutcome> {
         self.repo.flush()?;
         self.seals.refresh(&self.repo)?;
         let ack = commits
@@ -235,7 +263,7 @@ impl<S: Storage> Hub<S> {
             ack,
             from,
             to: self.head(),
-            pending: report.pending,
+            pending,
             access_changed: *self.repo.access() != before,
         })
     }

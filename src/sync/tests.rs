@@ -750,3 +750,34 @@ fn a_client_whose_host_verified_the_seals_receives_like_any_other() {
     assert_eq!(r.state_hash(), owner.state_hash());
     assert_eq!(r.verify().unwrap().commits, 2);
 }
+
+#[test]
+fn rows_from_the_servers_own_store_skip_only_the_signature_check() {
+    let mut a = signed(1);
+    write(&mut a, "t/x", 1);
+    a.seal().unwrap();
+    let (commits, seals) = a.export().unwrap();
+    // A seal whose signature is wrong: a peer's push is refused…
+    let mut forged = seals.clone();
+    let last = forged[0].len() - 1;
+    forged[0][last] ^= 1;
+    let e = server()
+        .push(&Admission::Peer, &commits, &forged)
+        .unwrap_err();
+    assert_eq!(ErrorCode::of(&e), ErrorCode::Signature);
+    // …rows of the store were verified by the node that stored them: taken in.
+    let mut hub = server();
+    assert_eq!(hub.push_stored(&commits, &forged).unwrap().to, 1);
+    // Everything else is still checked: a changed commit does not match its id, and a commit
+    // with no seal covering it is unsigned.
+    let mut hub = server();
+    let mut bad = commits.clone();
+    let last = bad[0].1.len() - 1;
+    bad[0].1[last] ^= 1;
+    assert!(hub.push_stored(&bad, &seals).is_err());
+    assert_eq!(
+        ErrorCode::of(&hub.push_stored(&commits, &[]).unwrap_err()),
+        ErrorCode::Signature
+    );
+    assert_eq!(hub.head(), 0);
+}

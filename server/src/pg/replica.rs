@@ -2,9 +2,10 @@
 //! over `MemStorage` (with the access list and the server's admission rules), opened from
 //! the stored snapshot if there is one and brought up to date from the rows in sequence
 //! order, so its commit-table positions are PostgreSQL's sequence numbers. Rows go through
-//! the core's `receive` like any peer's commits (signatures and the permission rule checked
-//! again); a row the replica does not take at its sequence means the replica cannot follow
-//! the database, which is an error, never a silent divergence.
+//! the core's receive as the deployment's own storage (`Hub::push_stored`): the node that
+//! stored them verified their seals' signatures, so those are not verified again, but ids,
+//! parents and the permission rule are; a row the replica does not take at its sequence means
+//! the replica cannot follow the database, which is an error, never a silent divergence.
 
 use super::rows::Db;
 use super::{unavailable, Pg};
@@ -132,7 +133,7 @@ impl PgRepo {
             let commits: Vec<(CommitId, Vec<u8>)> =
                 rows.into_iter().map(|(_, id, b)| (id, b)).collect();
             self.replaying.store(true, SeqCst);
-            let r = self.hub.push(&Admission::Peer, &commits, &seals);
+            let r = self.hub.push_stored(&commits, &seals);
             self.replaying.store(false, SeqCst);
             let why = match r {
                 Ok(_) if self.hub.head() == upto => continue,
