@@ -67,6 +67,7 @@ import { writeRows } from './rows/writes.js';
  * @property {string} [note]
  * @property {ReturnType<typeof import('./loops.js').opStats>} [ops] per-operation statistics (operations timed one by one)
  * @property {number} [trailingMs] the trailing work of the row's writes, timed inside its last sample
+ * @property {string} [na] the row could not be measured on this engine, and why (then nothing else is read)
  */
 
 /**
@@ -78,6 +79,7 @@ import { writeRows } from './rows/writes.js';
  * @property {(o: {final: boolean}) => unknown} reset
  * @property {() => unknown} [shutdown]
  * @property {() => any} stats
+ * @property {() => number | null} [wasmMemoryBytes] the engine's wasm memory now (cheap)
  * @property {() => any} info
  * @property {(id: string) => any} get
  * @property {(ids: string[]) => any} getMany
@@ -237,6 +239,8 @@ export function serve(adapter) {
         const supported = typeof adapter.supports === 'function' ? adapter.supports(msg.row) : true;
         if (supported !== true) return { na: String(supported || 'not applicable to this engine') };
         const r = await fn(p);
+        // A row that finds it cannot be measured here (e.g. the data does not fit) says why.
+        if (r.na) return { na: r.na };
         // What this engine does on the row (plans, shortcuts), from the adapter.
         const note = [r.note, adapter.rowNotes?.[msg.row]].filter(Boolean).join('; ');
         return { samples: r.samples, iterationsPerSample: r.k, warmupSamples: r.warmupSamples, ops: r.ops, trailingMs: r.trailingMs, check: r.check, note };

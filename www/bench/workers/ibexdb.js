@@ -272,9 +272,16 @@ serve({
     await storage.removeRepository(repo);
   },
 
+  /** The engine's wasm memory now (cheap: the memory's size; the fat load checks it per batch). */
+  wasmMemoryBytes() {
+    return eng ? eng.memoryBytes : memoryBytes;
+  },
+
   async stats() {
     const s = { wasmMemoryBytes: eng ? eng.memoryBytes : memoryBytes, dbBytes: null };
-    if (eng) {
+    // An engine that trapped (a row reported it) has its memory left, nothing else to ask.
+    if (eng?.dead) s.engineDead = true;
+    else if (eng) {
       const st = eng.stats();
       // The planner is cost-based (collection and index sizes): record its choices for the data
       // as it is now (the page stores them after the bulk load), not for the empty database.

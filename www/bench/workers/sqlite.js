@@ -203,6 +203,11 @@ serve({
     if (pool && !removed && !pool.isPaused()) pool.pauseVfs();
   },
 
+  /** The engine's wasm memory now (cheap: the memory's size; the fat load checks it per batch). */
+  wasmMemoryBytes() {
+    return sqlite3.wasm.memory?.buffer.byteLength ?? sqlite3.wasm.heap8u().byteLength;
+  },
+
   async stats() {
     const s = {
       dbBytes: items ? pragma('page_count') * pragma('page_size') : null,
