@@ -54,7 +54,7 @@ pub use store::{MemStorage, Recovery, Storage};
 pub use repo::system_clock;
 pub use repo::{
     Admission, Clock, Durability, Export, HistoryEntry, OpenReport, ReceiveReport, Repo,
-    RepoOptions, SealRequest, VerifyReport, ANONYMOUS,
+    RepoOptions, SealCheck, SealChecks, SealRequest, VerifyReport, ANONYMOUS,
 };
 
 // §10 Queries.

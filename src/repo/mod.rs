@@ -14,6 +14,7 @@
 //! | `receive.rs`  | `receive`: check seals, check each commit, store (§5.4)               |
 //! | `export.rs`   | stored commits and seals for peers                                    |
 //! | `verify.rs`   | `verify` (§9)                                                         |
+//! | `vouch.rs`    | `verify_vouched`: `verify` with seal signatures checked by the caller |
 //! | `replay.rs`   | log frames → commit graph (open, verify)                              |
 //! | `causal.rs`   | the causal buffer: commits waiting for their parents                  |
 
@@ -25,6 +26,7 @@ mod read;
 mod receive;
 mod replay;
 mod verify;
+mod vouch;
 mod write;
 
 pub use admit::Admission;
@@ -32,6 +34,7 @@ pub use export::Export;
 pub use read::HistoryEntry;
 pub use receive::ReceiveReport;
 pub use verify::VerifyReport;
+pub use vouch::{SealCheck, SealChecks};
 pub use write::{Durability, SealRequest};
 
 use crate::commit::{CommitId, Identity, PublicKey, PUBLIC_KEY_LEN};

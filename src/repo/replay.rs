@@ -10,38 +10,55 @@ use crate::graph::Graph;
 use crate::state::NoSink;
 use crate::store::log::{FRAME_COMMIT, FRAME_SEAL};
 
+/// What `verify()`'s replay checks on top of open's.
+pub(super) struct Proof<'a> {
+    /// The repository every seal must be made for.
+    pub repo: &'a str,
+    /// Seals at offsets below this one had their signatures verified by the caller
+    /// (`Repo::verify_vouched`); 0 for `verify()`, which verifies every signature itself.
+    pub vouched_below: u64,
+}
+
 /// Apply one log frame. Commits whose parents come later in the log (possible after a
 /// repair, or when a received parent completed a hole) wait for them in `wait`. `verify`
-/// names the repository when `verify()` replays: then seal signatures and repositories and
-/// the permission rule are checked too.
+/// is set when `verify()` replays: then seal signatures (unless vouched for) and
+/// repositories and the permission rule are checked too.
 pub(super) fn replay_frame(
     graph: &mut Graph,
     wait: &mut Waiting,
     kind: u8,
     offset: u64,
     payload: &[u8],
-    verify: Option<&str>,
+    verify: Option<&Proof>,
 ) -> Result<()> {
     match kind {
         FRAME_COMMIT => replay_commit(graph, wait, offset, payload, verify.is_some()),
         FRAME_SEAL => {
             let seal = Seal::decode(payload).map_err(|e| at(offset, e))?;
-            if let Some(name) = verify {
-                seal.verify().map_err(|e| at(offset, e))?;
-                if seal.repo != name {
-                    return Err(Error::VerifyFailed {
-                        reason: format!(
-                            "the seal at offset {offset} was made for repository {:?}, not {name:?}",
-                            seal.repo
-                        ),
-                    });
-                }
+            if let Some(proof) = verify {
+                check_seal(&seal, offset, proof)?;
             }
             graph.add_seal(&seal, offset);
             Ok(())
         }
         k => Err(corrupt(offset, &format!("unknown frame kind {k}"))),
     }
+}
+
+/// A logged seal's signature (unless the caller vouched for it) and repository.
+fn check_seal(seal: &Seal, offset: u64, proof: &Proof) -> Result<()> {
+    if offset >= proof.vouched_below {
+        seal.verify().map_err(|e| at(offset, e))?;
+    }
+    if seal.repo != proof.repo {
+        return Err(Error::VerifyFailed {
+            reason: format!(
+                "the seal at offset {offset} was made for repository {:?}, not {:?}",
+                seal.repo, proof.repo
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Add a logged commit to the graph; when verifying, first check it against the permission
@@ -113,7 +130,7 @@ fn corrupt(offset: u64, reason: &str) -> Error {
 }
 
 /// A decode error at `offset` of the log is log corruption.
-fn at(offset: u64, e: Error) -> Error {
+pub(super) fn at(offset: u64, e: Error) -> Error {
     match e {
         Error::Decode { what, reason } => corrupt(offset, &format!("{what}: {reason}")),
         e => e,

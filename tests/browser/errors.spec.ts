@@ -189,6 +189,47 @@ test('SignatureError for unsigned commits; VerifyError for a tampered snapshot',
   expect(out.verify).toBe('VerifyError');
 });
 
+test('verify(): seal signatures by WebCrypto; a tampered seal is still a SignatureError', async ({ page }) => {
+  await page.evaluate(HELPERS);
+  const out = await page.evaluate(async (name) => {
+    const w = window as any;
+    for (let i = 0; i < 2; i++) {
+      const db = await w.ibexdb.open(name);
+      await db.put(`notes/${i}`, { text: `note ${i}` });
+      await db.close(); // seals
+    }
+    const db = await w.ibexdb.open(name);
+    const res: any = { good: await db.verify() };
+    await db.close();
+    // Flip a bit in the first seal's signature (the payload's last 96 bytes); fix the frame's CRC.
+    const dir = await w.opfsDir(name);
+    const log = await w.readFile(dir, 'log');
+    const view = new DataView(log.buffer);
+    let at = 16;
+    while (log[at + 8] !== 2) at += 9 + view.getUint32(at, true);
+    const end = at + 9 + view.getUint32(at, true);
+    log[end - 10] ^= 1;
+    const covered = new Uint8Array([...log.subarray(at, at + 4), ...log.subarray(at + 8, end)]);
+    view.setUint32(at + 4, w.crc32(covered), true);
+    await w.writeFile(dir, 'log', log);
+    const tampered = await w.ibexdb.open(name);
+    res.name = await w.catchName(tampered.verify());
+    const err = await tampered.verify().catch((e: any) => e);
+    res.kind = err.kind;
+    res.message = err.message;
+    await tampered.close();
+    return res;
+  }, uniqueName('sigs'));
+  expect(out.good.signatureEngine).toBe('webcrypto');
+  expect(out.good.seals).toBe(2);
+  expect(out.good.signaturesVerified).toBe(2);
+  expect(out.good.signaturesVouched).toBeUndefined();
+  // The engine's own verify() reports it, as without WebCrypto.
+  expect(out.name).toBe('SignatureError');
+  expect(out.kind).toBe('bad-signature');
+  expect(out.message).toContain('does not verify');
+});
+
 test('PanicError: the worker survives, reopens from OPFS, and the rest of the batch runs', async ({ page }) => {
   await page.evaluate(HELPERS);
   const out = await page.evaluate(async (name) => {

@@ -602,6 +602,27 @@ export class EngineHandle {
   verifyJson() {
     return this._call((r) => r.verify());
   }
+  /**
+   * Every seal of the log as a signature check, to verify with WebCrypto before
+   * `verifyVouchedJson` (worker/verify.js): the log length the list covers, and
+   * `[authorKey (49 bytes), message, signature (96 bytes)]` per seal. Damage in the log is
+   * thrown, as `verify()` would report it.
+   * @returns {{logLength: number, checks: [Uint8Array, Uint8Array, Uint8Array][]}}
+   */
+  sealChecksAll() {
+    const [logLength, checks] = this._call((r) => r.sealChecksAll());
+    return { logLength, checks };
+  }
+  /**
+   * `verify()` for a caller that verified every signature `sealChecksAll()` listed, with
+   * nothing written in between: those signatures are not verified again (the report counts
+   * them in `signaturesVouched`); every other check runs.
+   * @param {number} logLength from `sealChecksAll()`
+   * @returns {string} the report (JSON)
+   */
+  verifyVouchedJson(logLength) {
+    return this._call((r) => r.verifyVouched(logLength));
+  }
   /** @returns {EngineStats} */
   stats() {
     return JSON.parse(this.statsJson());

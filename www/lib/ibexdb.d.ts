@@ -146,7 +146,14 @@ export interface HistoryEntry {
 export interface VerifyReport {
   commits: number;
   seals: number;
+  /** Seal signatures verified (every seal's). */
   signaturesVerified: number;
+  /**
+   * Who verified them: the browser's WebCrypto (while the engine ran every other check), or
+   * the engine's own P-384 (no WebCrypto here, no seals, or a signature failed: then the
+   * engine reports which).
+   */
+  signatureEngine: 'webcrypto' | 'core';
   trustedCommits: number;
   /** Local commits not sealed yet (they will be; not an error). */
   unsealed: number;

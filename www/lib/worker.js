@@ -7,7 +7,8 @@
 //   worker/live.js         live queries: subscriptions, epochs, delivering changes
 //   worker/maintenance.js  timers: relaxed flush, seal + flush + snapshot check (policy.js)
 //   worker/sync.js         sync with an ibexdb-server over a WebSocket
-//   worker/crypto.js       WebCrypto seal signatures on sync's critical path
+//   worker/crypto.js       WebCrypto seal signatures on sync's critical path and in verify()
+//   worker/verify.js       verify(): seal signatures by WebCrypto, every other check by the engine
 //
 // Page <-> worker protocol (one message per batch each way):
 //   page -> worker  {type:'open', name, options, wasm?}

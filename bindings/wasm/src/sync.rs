@@ -4,10 +4,10 @@
 //! worker gets a fresh instance and calls `syncStart` again (from cursor 0: received commits that
 //! were not flushed died with the old instance).
 
-use crate::engine::Engine;
+use crate::engine::{seal_check_js, Engine};
 use crate::error::{IntoJs, JsResult};
-use ibexdb::{Client, ClientEvent, Message, Seal};
-use js_sys::{Array, Uint8Array};
+use ibexdb::{Client, ClientEvent, Message, Seal, SealCheck};
+use js_sys::Array;
 use serde_json::json;
 use std::cell::RefCell;
 use wasm_bindgen::prelude::*;
@@ -67,13 +67,7 @@ impl Engine {
         let out = Array::new();
         for b in &seals {
             let seal = Seal::decode(b).ok()?;
-            let msg = Seal::message(&seal.repo, &seal.author, &seal.ids);
-            let item = Array::of3(
-                &Uint8Array::from(&seal.author.0[..]),
-                &Uint8Array::from(&msg[..]),
-                &Uint8Array::from(&seal.signature.0[..]),
-            );
-            out.push(&item);
+            out.push(&seal_check_js(&SealCheck::of(&seal)));
         }
         Some(out)
     }

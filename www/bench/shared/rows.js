@@ -206,7 +206,7 @@ export const ROWS = [
   {
     id: 'verify', suite: 'verify', section: 'verify', label: 'verify at 50,000 commits', scale: '1',
     comparable: false,
-    worker: 'ibexdb: verify() re-proves the repository (every frame checksum, commit hash, seal signature, the snapshot and every index) after 50,000 single-item commits; SQLite: PRAGMA integrity_check of the 50,000-row database — not the same work (no hashes, no signatures, no history)',
+    worker: 'ibexdb: verify() re-proves the repository (every frame checksum, commit hash, seal signature, the snapshot and every index) after 50,000 single-item commits, the seal signatures by WebCrypto on a helper thread while the engine replays (the runtime\'s worker/verify.js); SQLite: PRAGMA integrity_check of the 50,000-row database — not the same work (no hashes, no signatures, no history)',
   },
   // --- DBX seed: aggregates and filters over 1M records, no index on the field ------------------
   {

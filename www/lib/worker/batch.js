@@ -6,6 +6,8 @@
 // goes back to what is on disk.
 
 import { PanicError, toWire } from '../errors.js';
+import { HostCrypto } from './crypto.js';
+import { verifyRepository } from './verify.js';
 
 /** @typedef {import('../worker.js').Runtime} Runtime */
 /** @typedef {import('../worker.js').Op} Op */
@@ -32,6 +34,8 @@ export class Batches {
     this.sync = sync;
     this.maintenance = maintenance;
     this.recover = recover;
+    /** WebCrypto for verify()'s seal signatures (./verify.js); null where it is missing. */
+    this.crypto = HostCrypto.available() ? new HostCrypto() : null;
   }
 
   /**
@@ -52,7 +56,9 @@ export class Batches {
         if (failed.has(i)) continue;
         const [seq, op, ...args] = ops[i];
         try {
-          results[i] = [seq, 1, this.exec(op, args, origin)];
+          const out = this.exec(op, args, origin);
+          // verify() awaits WebCrypto; the work chain stays held, so nothing runs in between.
+          results[i] = [seq, 1, out instanceof Promise ? await out : out];
           if (WRITES.has(op)) wrote = true;
         } catch (e) {
           results[i] = [seq, 0, toWire(e)];
@@ -116,7 +122,8 @@ export class Batches {
   }
 
   /**
-   * Run one op on the engine (synchronously). Values, queries and results are JSON text.
+   * Run one op on the engine: synchronously, except `verify` (a promise: WebCrypto checks the
+   * seal signatures). Values, queries and results are JSON text.
    * @param {string} op
    * @param {any[]} a its arguments
    * @param {string} origin
@@ -158,7 +165,7 @@ export class Batches {
       case 'flush':
         return engine.flush();
       case 'verify':
-        return engine.verifyJson();
+        return verifyRepository(engine, this.crypto).then((r) => JSON.stringify(r));
       case 'stats':
         return engine.statsJson();
       case 'identity':

@@ -1,6 +1,6 @@
-// Seal signatures with WebCrypto on sync's critical path. The engine's P-384 in wasm costs about
-// 2 ms to sign and 3 ms to verify a seal here; the browser's ECDSA P-384 (SHA-384, signatures
-// r ‖ s: the core's format) well under 1 ms. So sync:
+// Seal signatures with WebCrypto on sync's critical path and in verify(). The engine's P-384 in
+// wasm costs about 2 ms to sign and 3–4 ms to verify a seal here; the browser's ECDSA P-384
+// (SHA-384, signatures r ‖ s: the core's format) well under 1 ms. So sync:
 //
 // - seals local commits before a push with `sign`: the engine gives the message
 //   (`sealRequest`), WebCrypto signs it with the repository's key (imported once as a JWK from
@@ -12,11 +12,16 @@
 //   (`syncHandle(bytes, true)`, skipping just those signature checks). Otherwise the engine
 //   verifies itself and reports the error.
 //
-// Every other path (maintenance seals, exports, `receive`, `verify()`) keeps the engine's own
-// crypto. Without WebCrypto (no `crypto.subtle`, e.g. an insecure context) `available()` is
-// false and sync uses the engine for everything.
+// `verify()` (./verify.js) checks every seal of the log with `verifyBeside`: on a helper thread
+// (./verify-thread.js; Chromium runs WebCrypto's ECDSA on the calling thread) while the engine
+// runs every other check here, or on this thread where no helper can start.
+//
+// Every other path (maintenance seals, exports, `receive`) keeps the engine's own crypto.
+// Without WebCrypto (no `crypto.subtle`, e.g. an insecure context) `available()` is false and
+// sync and verify() use the engine for everything.
 
 /** @typedef {import('../engine.js').EngineHandle} EngineHandle */
+/** A seal's signature to check: `[authorKey (49 bytes, compressed), message, signature (96 bytes, r ‖ s)]`. @typedef {[Uint8Array, Uint8Array, Uint8Array]} SealCheck */
 
 const ECDSA = { name: 'ECDSA', namedCurve: 'P-384' };
 const SIGN = { name: 'ECDSA', hash: 'SHA-384' };
@@ -41,6 +46,13 @@ export class HostCrypto {
   constructor() {
     /** @type {Map<string, Promise<CryptoKey>>} author (compressed, hex) -> its verifying key */
     this._verifying = new Map();
+    /** @type {Map<string, Uint8Array>} author (compressed, hex) -> its uncompressed key (for the helper thread) */
+    this._raw = new Map();
+    /** @type {Worker | null | undefined} the helper thread (./verify-thread.js); null: none can run here */
+    this._helper = undefined;
+    /** @type {Map<number, (ok: boolean | null) => void>} requests to the helper thread awaiting its answer */
+    this._asked = new Map();
+    this._nextAsk = 0;
     /** @type {{secret: string, key: Promise<CryptoKey>} | null} the signing key and whose it is */
     this._signing = null;
   }
@@ -112,7 +124,7 @@ export class HostCrypto {
   /**
    * Verify seal signatures (`EngineHandle.syncSealChecks`): true only if every one verifies.
    * @param {EngineHandle} engine
-   * @param {[Uint8Array, Uint8Array, Uint8Array][]} checks
+   * @param {SealCheck[]} checks
    * @returns {Promise<boolean>}
    */
   async verifyAll(engine, checks) {
@@ -127,6 +139,76 @@ export class HostCrypto {
     } catch {
       return false;
     }
+  }
+
+  /**
+   * Verify seal signatures on the helper thread (./verify-thread.js), starting now, so the
+   * caller can run the engine meanwhile (WebCrypto's ECDSA runs on the calling thread).
+   * Where no helper thread can run (or it failed), they are verified here instead. True only if
+   * every one verifies; never rejects.
+   * @param {EngineHandle} engine
+   * @param {SealCheck[]} checks
+   * @returns {Promise<boolean>}
+   */
+  verifyBeside(engine, checks) {
+    const helper = this._helperThread();
+    if (!helper) return this.verifyAll(engine, checks);
+    let raw;
+    try {
+      raw = checks.map(([author, message, signature]) => [this._rawKey(engine, author), message, signature]);
+    } catch {
+      return Promise.resolve(false);
+    }
+    const id = ++this._nextAsk;
+    /** @type {Promise<boolean | null>} */
+    const answer = new Promise((resolve) => this._asked.set(id, resolve));
+    helper.postMessage({ id, checks: raw });
+    return answer.then((ok) => (ok === null ? this.verifyAll(engine, checks) : ok));
+  }
+
+  /** @returns {Worker | null} the helper thread, started on first use; null where none can run */
+  _helperThread() {
+    if (this._helper !== undefined) return this._helper;
+    this._helper = null;
+    if (typeof Worker !== 'function') return null;
+    try {
+      const w = new Worker(new URL('./verify-thread.js', import.meta.url), { type: 'module', name: 'ibexdb:verify' });
+      w.onmessage = (ev) => this._answer(ev.data.id, ev.data.ok === true);
+      // Not loadable here (CSP, another origin) or broken: verify on this thread from now on.
+      const fail = () => {
+        w.terminate();
+        this._helper = null;
+        for (const id of [...this._asked.keys()]) this._answer(id, null);
+      };
+      w.onerror = fail;
+      w.onmessageerror = fail;
+      this._helper = w;
+    } catch {
+      this._helper = null;
+    }
+    return this._helper;
+  }
+
+  /** @param {number} id @param {boolean | null} ok null: the helper failed */
+  _answer(id, ok) {
+    const resolve = this._asked.get(id);
+    this._asked.delete(id);
+    resolve?.(ok);
+  }
+
+  /**
+   * The uncompressed form of an author's key (what the helper thread imports), cached.
+   * @param {EngineHandle} engine @param {Uint8Array} author
+   */
+  _rawKey(engine, author) {
+    const id = hex(author);
+    let raw = this._raw.get(id);
+    if (!raw) {
+      if (this._raw.size >= MAX_KEYS) this._raw.clear();
+      raw = engine.uncompressedKey(author);
+      this._raw.set(id, raw);
+    }
+    return raw;
   }
 
   /**

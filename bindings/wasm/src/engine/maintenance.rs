@@ -1,5 +1,5 @@
-//! Durability and upkeep: flush, seal, snapshot, verify, and the stats the worker's policies
-//! read.
+//! Durability and upkeep: flush, seal, snapshot, and the stats the worker's policies read
+//! (`verify` is in `verify.rs`).
 
 use super::Engine;
 use crate::error::{to_js, IntoJs, JsResult};
@@ -71,22 +71,6 @@ impl Engine {
     #[wasm_bindgen(js_name = writeSnapshot)]
     pub fn write_snapshot(&mut self) -> JsResult<bool> {
         self.repo_mut()?.write_snapshot().js()
-    }
-
-    /// Re-prove the repository (JSON report).
-    pub fn verify(&mut self) -> JsResult<String> {
-        let v = self.repo_mut()?.verify().js()?;
-        Ok(json!({
-            "commits": v.commits,
-            "seals": v.seals,
-            "signaturesVerified": v.signatures_verified,
-            "trustedCommits": v.trusted_commits,
-            "unsealed": v.unsealed,
-            "items": v.items,
-            "logBytes": v.log_bytes,
-            "snapshotChecked": v.snapshot_checked,
-        })
-        .to_string())
     }
 
     /// Sizes and counters (JSON).

@@ -7,16 +7,19 @@
 //!
 //! The methods are grouped by job, one `#[wasm_bindgen] impl Engine` block per file: opening
 //! and identity here, `read.rs` (items, queries, history), `write.rs` (writes and schemas),
-//! `live.rs` (live queries), `maintenance.rs` (flush, seal, snapshot, verify, stats),
-//! `access.rs` (grants, revocations, members) and `exchange.rs` (bundles); sync is in
-//! `../sync.rs`.
+//! `live.rs` (live queries), `maintenance.rs` (flush, seal, snapshot, stats), `verify.rs`
+//! (`verify`, and its WebCrypto form), `access.rs` (grants, revocations, members) and
+//! `exchange.rs` (bundles); sync is in `../sync.rs`.
 
 mod access;
 mod exchange;
 mod live;
 mod maintenance;
 mod read;
+mod verify;
 mod write;
+
+pub(crate) use verify::seal_check_js;
 
 use crate::error::{to_js, IntoJs, JsResult};
 use crate::json::parse_json;
