@@ -38,6 +38,7 @@
 
 mod config;
 mod connection;
+mod fd_limit;
 mod files;
 mod handshake;
 mod http;
@@ -57,21 +58,6 @@ mod store;
 mod stream;
 mod tls;
 
-/// Raise the soft limit on open files to the hard limit (each connection is a descriptor).
-fn raise_fd_limit() {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit and setrlimit only read and write the struct passed.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
-            lim.rlim_cur = lim.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-        }
-    }
-}
-
 fn main() {
     let cfg = match config::Config::parse(std::env::args().skip(1)) {
         Ok(Some(cfg)) => cfg,
@@ -84,7 +70,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    raise_fd_limit();
+    fd_limit::raise_fd_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

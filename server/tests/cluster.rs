@@ -15,21 +15,6 @@ use tokio_tungstenite::tungstenite::Message as Ws;
 /// Push limits out of the way: these tests push as fast as they can.
 const FAST: [&str; 4] = ["--push-rate", "100000", "--push-burst", "100000"];
 
-/// The seed of a seeded test: `IBEXDB_SIM_SEED`, else the clock (printed, to replay).
-fn seed(test: &str) -> u64 {
-    let seed = std::env::var("IBEXDB_SIM_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
-    println!("{test} seed = {seed} (IBEXDB_SIM_SEED={seed} to replay)");
-    seed
-}
-
 /// Every commit stored in PostgreSQL for `repo`: (sequence, id), in sequence order.
 async fn stored(pg: &Postgres, repo: &str) -> Vec<(i64, Vec<u8>)> {
     let c = pg.client().await;
@@ -529,12 +514,7 @@ async fn a_slow_reader_of_another_node_is_dropped() {
     hello(&mut slow, "r").await; // then it never reads
     reader.connect(&n2.url).await;
     const N: usize = 61; // the founding commit + 60 writes: 24 MB through PostgreSQL
-    for _ in 1..N {
-        w.write();
-        w.push().await;
-        while w.event(Duration::from_millis(1)).await.is_some() {}
-        while reader.event(Duration::from_millis(1)).await.is_some() {}
-    }
+    w.write_past(&mut reader, N - 1).await;
     w.settle(N).await;
     reader.settle(N).await;
     assert_eq!(reader.repo.state_hash(), w.repo.state_hash());

@@ -160,12 +160,7 @@ async fn a_slow_reader_is_dropped_and_memory_stays_bounded() {
     hello(&mut slow, "r").await; // then it never reads
     reader.connect(&server.url).await;
     const N: usize = 101; // the founding commit + 100 writes: 40 MB through the server
-    for _ in 1..N {
-        w.write();
-        w.push().await;
-        while w.event(Duration::from_millis(1)).await.is_some() {}
-        while reader.event(Duration::from_millis(1)).await.is_some() {}
-    }
+    w.write_past(&mut reader, N - 1).await;
     w.settle(N).await;
     reader.settle(N).await;
     assert_eq!(reader.repo.state_hash(), w.repo.state_hash());

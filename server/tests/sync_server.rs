@@ -328,16 +328,7 @@ async fn kill_9_during_concurrent_pushes_loses_nothing_acked() {
 /// `IBEXDB_SIM_SEED` to replay a run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seeded_multi_peer_simulation() {
-    let seed = std::env::var("IBEXDB_SIM_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
-    println!("seeded_multi_peer_simulation seed = {seed} (IBEXDB_SIM_SEED={seed} to replay)");
+    let seed = seed("seeded_multi_peer_simulation");
     let mut rng = Rng(seed);
     let server = Server::fresh("sim");
     let mut peers = Peer::team("sim", &[1, 2, 3, 4]);

@@ -20,6 +20,8 @@
 //! | `target.rs` | the server process: start, RSS, metrics            |
 
 mod clients;
+#[path = "../fd_limit.rs"]
+mod fd_limit;
 mod gen;
 mod target;
 
@@ -227,7 +229,7 @@ fn main() {
         eprintln!("ibexdb-load: {e}");
         std::process::exit(2)
     });
-    target::raise_fd_limit();
+    fd_limit::raise_fd_limit();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -398,6 +398,11 @@ impl Peer {
     /// came (or the socket closed).
     pub async fn event(&mut self, wait: Duration) -> Option<ClientEvent> {
         let m = recv(self.ws.as_mut()?, wait).await?;
+        Some(self.handle(m).await)
+    }
+
+    /// Count and apply one server message, then push what it allows (not after a server error).
+    async fn handle(&mut self, m: Message) -> ClientEvent {
         match &m {
             Message::Commits { commits, .. } => self.received += commits.len(),
             Message::Ack { ids } => self.acked.extend(ids.iter().copied()),
@@ -407,7 +412,7 @@ impl Peer {
         if !matches!(ev, ClientEvent::ServerError { .. }) {
             self.push().await;
         }
-        Some(ev)
+        ev
     }
 
     /// Like `event`, but a closed socket is told apart (and forgotten: `ws` becomes `None`);
@@ -424,16 +429,7 @@ impl Peer {
                 return Polled::Closed;
             }
         };
-        match &m {
-            Message::Commits { commits, .. } => self.received += commits.len(),
-            Message::Ack { ids } => self.acked.extend(ids.iter().copied()),
-            _ => {}
-        }
-        let ev = self.client.handle(&mut self.repo, m).unwrap();
-        if !matches!(ev, ClientEvent::ServerError { .. }) {
-            self.push().await;
-        }
-        Polled::Event(ev)
+        Polled::Event(self.handle(m).await)
     }
 
     /// Handle one incoming message if one arrives within `wait`. False when none did. A server
@@ -445,6 +441,17 @@ impl Peer {
             }
             Some(_) => true,
             None => false,
+        }
+    }
+
+    /// Write and push `writes` commits one by one, draining this peer's and `reader`'s sockets
+    /// between pushes (so neither backs up; a third connection that never reads does).
+    pub async fn write_past(&mut self, reader: &mut Peer, writes: usize) {
+        for _ in 0..writes {
+            self.write();
+            self.push().await;
+            while self.event(Duration::from_millis(1)).await.is_some() {}
+            while reader.event(Duration::from_millis(1)).await.is_some() {}
         }
     }
 
@@ -531,4 +538,19 @@ impl Rng {
     pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
+}
+
+/// The seed of a seeded test: `IBEXDB_SIM_SEED`, else the clock (printed, to replay).
+pub fn seed(test: &str) -> u64 {
+    let seed = std::env::var("IBEXDB_SIM_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    println!("{test} seed = {seed} (IBEXDB_SIM_SEED={seed} to replay)");
+    seed
 }
