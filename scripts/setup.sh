@@ -31,6 +31,16 @@ as_root() {
   fi
 }
 
+# Install Debian package $1, refreshing the package index only when apt doesn't know the package
+# (fresh containers have no lists).
+apt_install() {
+  if ! apt-cache policy "$1" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+    say "apt-get update (package index has no $1 candidate)"
+    as_root apt-get update </dev/null
+  fi
+  as_root apt-get install -y --no-install-recommends "$1" </dev/null
+}
+
 # --- Rust toolchain pieces -----------------------------------------------------------------------
 have cargo || die "cargo not found: install Rust with rustup first (https://rustup.rs)"
 have rustup || die "rustup not found: the wasm32 target and components are installed with rustup"
@@ -93,12 +103,7 @@ if [ -x /usr/bin/chromium ]; then
 else
   have apt-get || die "/usr/bin/chromium is missing and apt-get is not available: install Chromium by hand"
   say "installing chromium (Debian package)"
-  # Refresh the package index only when apt doesn't know the package (fresh containers have no lists).
-  if ! apt-cache policy chromium 2>/dev/null | grep -q 'Candidate: [0-9]'; then
-    say "apt-get update (package index has no chromium candidate)"
-    as_root apt-get update </dev/null
-  fi
-  as_root apt-get install -y --no-install-recommends chromium </dev/null
+  apt_install chromium
 fi
 
 # --- openssl (the https spec makes a self-signed certificate with it) ----------------------------
@@ -107,10 +112,7 @@ if have openssl; then
 else
   have apt-get || die "openssl is missing and apt-get is not available: install it by hand"
   say "installing openssl (Debian package)"
-  if ! apt-cache policy openssl 2>/dev/null | grep -q 'Candidate: [0-9]'; then
-    as_root apt-get update </dev/null
-  fi
-  as_root apt-get install -y --no-install-recommends openssl </dev/null
+  apt_install openssl
 fi
 
 # --- PostgreSQL (Debian package) -----------------------------------------------------------------
@@ -122,10 +124,7 @@ if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
 else
   have apt-get || die "PostgreSQL is missing and apt-get is not available: install PostgreSQL 13+ (initdb, pg_ctl) and set IBEXDB_PG_BIN to its bin directory"
   say "installing postgresql (Debian package; the tests run their own throwaway server)"
-  if ! apt-cache policy postgresql 2>/dev/null | grep -q 'Candidate: [0-9]'; then
-    as_root apt-get update </dev/null
-  fi
-  as_root apt-get install -y --no-install-recommends postgresql </dev/null
+  apt_install postgresql
 fi
 if [ "$(id -u)" -eq 0 ] && ! id postgres >/dev/null 2>&1; then
   die "running as root but there is no user postgres to run the test PostgreSQL as (the postgresql package creates it)"
