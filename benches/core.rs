@@ -543,7 +543,7 @@ fn suite_bulk(rep: &mut Report) {
     );
 }
 
-fn get_loop<S: Storage>(repo: &Repo<S>, n: u64) -> (f64, f64) {
+fn get_loop<S: Storage>(repo: &mut Repo<S>, n: u64) -> (f64, f64) {
     // Keys in a pseudo-random order (a full-period LCG over n), precomputed.
     let m = n.min(100_000);
     let mut keys = Vec::with_capacity(m as usize);
@@ -667,13 +667,13 @@ fn suite_open(rep: &mut Report, sizes: &[u64]) {
             let x = inputs();
             let before = reset_peak();
             let blocks_before = blocks();
-            let repo = open(x);
+            let mut repo = open(x);
             let held = live() - before;
             let held_blocks = blocks() - blocks_before;
             let pk = peak() - before;
             assert_eq!(repo.item_count() as u64, n);
             if from_snap {
-                let (med, best) = get_loop(&repo, n);
+                let (med, best) = get_loop(&mut repo, n);
                 rep.value(
                     "get",
                     format!("get by key at {n} (random keys)"),

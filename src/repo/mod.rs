@@ -27,6 +27,7 @@ mod receive;
 mod replay;
 mod verify;
 mod vouch;
+mod warm;
 mod write;
 
 pub use admit::Admission;
@@ -151,14 +152,14 @@ impl<S: Storage> Repo<S> {
         }
         // A snapshot is used only if it decodes, fits the log, and its anchor frame matches;
         // it is checked before the log is scanned from its end offset.
+        // Only its meta section is read here: items stay in its blocks until needed.
         let log_len = log.len()?;
         let t0 = (opts.clock)();
-        let snap_bytes = snapshot.as_ref().and_then(|s| snapshot::read_bytes(s).ok());
-        let t1 = (opts.clock)();
-        let snap_data = snap_bytes
-            .and_then(|b| snapshot::decode(b).ok())
+        let snap_data = snapshot
+            .as_ref()
+            .and_then(|s| snapshot::read(s).ok())
             .filter(|d| d.log_len <= log_len && snapshot::anchor_matches(d, &log));
-        let t2 = (opts.clock)();
+        let (t1, t2) = (t0, (opts.clock)());
         let (log, scan) = Log::open(log, snap_data.as_ref().map(|d| d.log_len), opts.recovery)?;
         let author = opts.identity.as_ref().map_or(ANONYMOUS, Identity::public);
         let mut repo = Repo {
@@ -181,16 +182,27 @@ impl<S: Storage> Repo<S> {
             repo.open_report.from_snapshot = true;
         }
         let mut n = 0;
+        let mut snap_failed = false;
         for f in scan.frames() {
-            replay_frame(
-                &mut repo.graph,
-                &mut repo.wait,
-                f.kind,
-                f.offset,
-                f.payload,
-                None,
-            )?;
+            // The tail's commits write items that may still be in the snapshot's blocks.
+            let snap = repo.snap.as_ref();
+            let mut warm = |g: &mut Graph, c: &crate::commit::Commit| match snap {
+                Some(s) if g.state.has_cold() => {
+                    snapshot::load_changes(&mut g.state, s, &c.changes)
+                        .inspect_err(|_| snap_failed = true)
+                }
+                _ => Ok(()),
+            };
+            let (g, w) = (&mut repo.graph, &mut repo.wait);
+            let r = replay_frame(g, w, f.kind, f.offset, f.payload, None, Some(&mut warm));
+            if snap_failed {
+                break;
+            }
+            r?;
             n += 1;
+        }
+        if snap_failed {
+            repo.rebuild_from_log()?;
         }
         repo.open_report.replayed_frames = n;
         let t3 = (repo.opts.clock)();
@@ -275,7 +287,7 @@ impl<S: Storage> Repo<S> {
         &self.graph
     }
 
-    /// Test hook: the materialized state.
+    /// Test hook: the materialized state (call [`Repo::load_all`] first to see cold items).
     #[cfg(feature = "testing")]
     pub fn state(&self) -> &crate::state::State {
         &self.graph.state
@@ -308,12 +320,12 @@ impl<S: Storage> Repo<S> {
             return Ok(false);
         }
         self.flush()?;
+        self.warm_all()?;
         let log_len = self.log.len();
-        let bytes = snapshot::encode_for(&self.graph, log_len, self.log.storage())?;
         let s = self.snap.as_mut().unwrap();
-        s.truncate(0)?;
-        s.write_at(0, &bytes)?;
-        s.flush()?;
+        // The file is rewritten in place: until the write completes, it is not a snapshot.
+        self.snapshot_log_len = 0;
+        snapshot::write_for(&self.graph, log_len, self.log.storage(), s)?;
         self.snapshot_log_len = log_len;
         Ok(true)
     }

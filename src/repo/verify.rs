@@ -56,6 +56,7 @@ impl<S: Storage> Repo<S> {
     /// `verify()`, taking the signatures of the seals at log offsets below `vouched_below` as
     /// verified by the caller (`verify_vouched`); every other check runs.
     pub(super) fn verify_proving(&mut self, vouched_below: u64) -> Result<VerifyReport> {
+        self.warm_all()?;
         let mut report = VerifyReport {
             log_bytes: self.log.len(),
             ..VerifyReport::default()
@@ -127,6 +128,7 @@ impl<S: Storage> Repo<S> {
                 f.offset,
                 f.payload,
                 Some(&proof),
+                None,
             )?;
         }
         check_snap(&shadow, &mut snap_done, u64::MAX)?;
