@@ -116,9 +116,9 @@ pub struct OpenReport {
     pub truncated_tail: Option<(u64, u64)>,
     pub repaired: Vec<(u64, u64)>,
     /// Where open's time went, by the repository's clock (milliseconds, so coarse): reading
-    /// the snapshot file, decoding it, and scanning + replaying the log from its end.
-    pub snapshot_read_ms: u64,
-    pub snapshot_decode_ms: u64,
+    /// and decoding the snapshot's meta section (its items load on first use), and scanning +
+    /// replaying the log from its end.
+    pub snapshot_ms: u64,
     pub replay_ms: u64,
 }
 
@@ -159,7 +159,7 @@ impl<S: Storage> Repo<S> {
             .as_ref()
             .and_then(|s| snapshot::read(s).ok())
             .filter(|d| d.log_len <= log_len && snapshot::anchor_matches(d, &log));
-        let (t1, t2) = (t0, (opts.clock)());
+        let t1 = (opts.clock)();
         let (log, scan) = Log::open(log, snap_data.as_ref().map(|d| d.log_len), opts.recovery)?;
         let author = opts.identity.as_ref().map_or(ANONYMOUS, Identity::public);
         let mut repo = Repo {
@@ -206,9 +206,8 @@ impl<S: Storage> Repo<S> {
         }
         repo.open_report.replayed_frames = n;
         let t3 = (repo.opts.clock)();
-        repo.open_report.snapshot_read_ms = t1.saturating_sub(t0);
-        repo.open_report.snapshot_decode_ms = t2.saturating_sub(t1);
-        repo.open_report.replay_ms = t3.saturating_sub(t2);
+        repo.open_report.snapshot_ms = t1.saturating_sub(t0);
+        repo.open_report.replay_ms = t3.saturating_sub(t1);
         repo.open_report.truncated_tail = scan.truncated_tail();
         repo.open_report.repaired = scan.repaired().to_vec();
         repo.hlc = repo.graph.commits.iter().map(|c| c.hlc).max().unwrap_or(0);

@@ -304,7 +304,7 @@ serve({
       s.items = st.items;
       s.openedFromSnapshot = st.open?.fromSnapshot ?? null;
       // Where the last open's time went (engine clock, ms): snapshot read, its decode, log replay.
-      s.openPhasesMs = st.open ? { snapshotRead: st.open.snapshotReadMs, snapshotDecode: st.open.snapshotDecodeMs, replay: st.open.replayMs } : null;
+      s.openPhasesMs = st.open ? { snapshot: st.open.snapshotMs, replay: st.open.replayMs } : null;
     }
     s.background = { ...background };
     Object.assign(s, await opfsUsage(() => storage.repositoryDir(repo)));
