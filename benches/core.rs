@@ -699,7 +699,12 @@ fn suite_open(rep: &mut Report, sizes: &[u64]) {
                     r.load_all().unwrap();
                     r
                 });
-                rep.time("open", format!("open {n} from {label} + load every item"), &s, "ms");
+                rep.time(
+                    "open",
+                    format!("open {n} from {label} + load every item"),
+                    &s,
+                    "ms",
+                );
             }
             rep.value(
                 "memory",

@@ -607,6 +607,12 @@ impl State {
         self.cold.is_some()
     }
 
+    /// Bytes of the snapshot file the cold blocks occupy.
+    pub(crate) fn cold_bytes(&self) -> u64 {
+        let blocks = self.collections.values().flat_map(|c| &c.cold);
+        blocks.map(|b| u64::from(b.len)).sum()
+    }
+
     /// Forget the cold tables once the last cold block is loaded.
     pub(crate) fn drop_cold_tables_if_done(&mut self) {
         if self.collections.values().all(|c| c.cold.is_empty()) {

@@ -5,7 +5,8 @@
 
 mod common;
 use common::*;
-use ibexdb::{AggregateQuery, Filter, Query, Repo, Storage, StorageError, Txn};
+use ibexdb::testing::FaultStorage;
+use ibexdb::{AggregateQuery, Error, Filter, MemStorage, Query, Repo, Storage, StorageError, Txn};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -272,4 +273,101 @@ fn a_block_damaged_before_open_is_found_by_the_tail_replay_or_a_read() {
         same_step(&mut rng, &mut lazy, &mut full, 8);
     }
     assert_eq!(lazy.state_hash().unwrap(), full.state_hash().unwrap());
+}
+
+#[test]
+fn a_snapshot_of_a_few_loaded_blocks_is_appended_and_reopens() {
+    let (log, snap) = build(9, 0);
+    let size = snap.len_now();
+    let (mut lazy, mut full) = open_both(&log, &snap);
+    for i in 0..5u64 {
+        let mut t = Txn::new();
+        t.put(&format!("notes/{:05}", i * 997), item(i)).unwrap();
+        lazy.commit(t.clone()).unwrap();
+        full.commit(t).unwrap();
+    }
+    lazy.seal().unwrap();
+    lazy.write_snapshot().unwrap();
+    // Appended: the loaded blocks (~32 KiB each; a key between two blocks loads none) and a
+    // meta section. A rewrite would have grown the file by the five items' few hundred bytes.
+    let grown = snap.len_now() - size;
+    assert!(
+        grown > 32 << 10 && grown < 5 * (40 << 10),
+        "appending 5 blocks grew the file by {grown} of {size} bytes"
+    );
+    lazy.verify().unwrap();
+    let hash = full.state_hash().unwrap();
+    let (log2, snap2) = lazy.close().unwrap();
+    let mut again = Repo::open(log2, snap2, signed(1)).unwrap();
+    assert!(again.open_report().from_snapshot);
+    assert_eq!(again.state_hash().unwrap(), hash);
+    again.verify().unwrap();
+    // Everything loaded: the next snapshot is a rewrite, without the appended garbage.
+    again.write_snapshot().unwrap();
+    let rewritten = snap.len_now();
+    assert!(rewritten < size + grown, "{rewritten} vs {size} + {grown}");
+    again.verify().unwrap();
+}
+
+/// A lazily opened repository over fault-injecting copies of `build`'s files, with five
+/// writes (flushed, sealed) that load a few blocks; returns it, its storages and its hash.
+fn faulty_with_writes(seed: u64) -> (Repo<FaultStorage>, FaultStorage, FaultStorage, [u8; 32]) {
+    let (log, snap) = build(seed, 0);
+    let log = FaultStorage::from_bytes(log.bytes.lock().unwrap().clone());
+    let snap = FaultStorage::from_bytes(snap.bytes.lock().unwrap().clone());
+    let mut r = Repo::open(log.clone(), Some(snap.clone()), signed(1)).unwrap();
+    assert!(r.open_report().from_snapshot);
+    for i in 0..5u64 {
+        let mut t = Txn::new();
+        t.put(&format!("items/{:05}", i * 1202), item(i)).unwrap();
+        r.commit(t).unwrap();
+    }
+    r.seal().unwrap();
+    r.flush().unwrap();
+    let mut copy = Repo::open(MemStorage::from_bytes(log.live_bytes()), None, signed(1)).unwrap();
+    let hash = copy.state_hash().unwrap();
+    (r, log, snap, hash)
+}
+
+#[test]
+fn an_appended_snapshot_cut_anywhere_leaves_a_usable_or_ignored_file() {
+    let (mut r, log, snap, hash) = faulty_with_writes(10);
+    // The snapshot's flush fails: every prefix of its writes, and torn writes, are images.
+    snap.fail_flush_after(0);
+    assert!(matches!(r.write_snapshot(), Err(Error::Storage(_))));
+    let writes = snap.unflushed_writes();
+    assert!(writes >= 1);
+    for keep in 0..=writes {
+        let torn = match snap.unflushed_write_len(keep) {
+            Some(len) if len > 0 => vec![None, Some(1), Some(len / 2), Some(len - 1)],
+            _ => vec![None],
+        };
+        for t in torn {
+            let img = snap.crash_image(keep, t);
+            let mut again = Repo::open(
+                MemStorage::from_bytes(log.durable_bytes()),
+                Some(MemStorage::from_bytes(img)),
+                signed(1),
+            )
+            .unwrap();
+            let what = format!("keep {keep} of {writes}, torn {t:?}");
+            assert_eq!(again.state_hash().unwrap(), hash, "{what}");
+            again.verify().unwrap_or_else(|e| panic!("{what}: {e}"));
+        }
+    }
+}
+
+#[test]
+fn a_full_disk_during_an_append_loses_nothing() {
+    let (mut r, _log, snap, hash) = faulty_with_writes(11);
+    snap.set_quota(Some(snap.live_bytes().len() as u64 + 100));
+    let e = r.write_snapshot().unwrap_err();
+    assert!(matches!(e, Error::Storage(_)), "{e:?}");
+    // The cold blocks are where they were: reads and writes go on.
+    let k = "zeta/00500";
+    assert!(r.get(k).unwrap().is_some());
+    snap.set_quota(None);
+    r.write_snapshot().unwrap();
+    assert_eq!(r.state_hash().unwrap(), hash);
+    r.verify().unwrap();
 }

@@ -135,6 +135,9 @@ pub struct Repo<S: Storage> {
     author: PublicKey,
     opts: RepoOptions,
     snapshot_log_len: u64,
+    /// Length of the snapshot file as last written or opened (0: no valid file): where an
+    /// appended snapshot starts.
+    snapshot_len: u64,
     open_report: OpenReport,
 }
 
@@ -174,10 +177,12 @@ impl<S: Storage> Repo<S> {
             author,
             opts,
             snapshot_log_len: 0,
+            snapshot_len: 0,
             open_report: OpenReport::default(),
         };
         if let Some(d) = snap_data {
             repo.snapshot_log_len = d.log_len;
+            repo.snapshot_len = repo.snapshot_bytes()?;
             repo.graph = d.graph;
             repo.open_report.from_snapshot = true;
         }
@@ -313,18 +318,31 @@ impl<S: Storage> Repo<S> {
         self.log.len()
     }
 
-    /// Flush, then write a snapshot of the whole state (if a snapshot file was given).
+    /// Flush, then write a snapshot of the whole state (if a snapshot file was given). While
+    /// cold blocks are at least half of the file, the snapshot is appended to it: the loaded
+    /// items as new blocks and a new meta section (the cold ones stay where they are, so the
+    /// cost follows what was loaded, not the repository's size). Otherwise every item is
+    /// loaded and the file rewritten.
     pub fn write_snapshot(&mut self) -> Result<bool> {
         if self.snap.is_none() {
             return Ok(false);
         }
         self.flush()?;
-        self.warm_all()?;
+        let cold = self.graph.state.cold_bytes();
+        let append = (cold > 0 && self.snapshot_len > 0 && 2 * cold >= self.snapshot_len)
+            .then_some(self.snapshot_len);
+        if append.is_none() {
+            self.warm_all()?;
+        }
         let log_len = self.log.len();
         let s = self.snap.as_mut().unwrap();
-        // The file is rewritten in place: until the write completes, it is not a snapshot.
+        // Until the write completes, the file holds no snapshot of this log.
         self.snapshot_log_len = 0;
-        snapshot::write_for(&self.graph, log_len, self.log.storage(), s)?;
+        if append.is_none() {
+            self.snapshot_len = 0;
+        }
+        let end = snapshot::write_for(&self.graph, log_len, self.log.storage(), s, append)?;
+        self.snapshot_len = end;
         self.snapshot_log_len = log_len;
         Ok(true)
     }

@@ -67,6 +67,22 @@ fn load_range<S: Storage>(
     collection: &str,
     range: Range<usize>,
 ) -> Result<()> {
+    let items = decode_cold(state, src, collection, range.clone())?;
+    let c = state.collection_mut(collection).expect("cold blocks");
+    c.take_cold(range);
+    c.insert_loaded(items);
+    state.drop_cold_tables_if_done();
+    Ok(())
+}
+
+/// The items of cold blocks `range` of `collection` (in id order), decoded; the state is not
+/// changed.
+pub fn decode_cold<S: Storage>(
+    state: &State,
+    src: &S,
+    collection: &str,
+    range: Range<usize>,
+) -> Result<Vec<(ItemId, Item)>> {
     let tables = state
         .cold_tables()
         .ok_or_else(|| Error::decode("snapshot", "cold blocks without their tables"))?;
@@ -74,13 +90,9 @@ fn load_range<S: Storage>(
         stamps: &state.stamps()[..tables.commits],
         names: &tables.names,
     };
-    let blocks = &state.collection(collection).expect("cold blocks").cold()[range.clone()];
-    let items = decode_blocks(src, &t, blocks)?;
-    let c = state.collection_mut(collection).expect("cold blocks");
-    c.take_cold(range);
-    c.insert_loaded(items);
-    state.drop_cold_tables_if_done();
-    Ok(())
+    let c = state.collection(collection);
+    let blocks = c.and_then(|c| c.cold().get(range)).unwrap_or_default();
+    decode_blocks(src, &t, blocks)
 }
 
 /// The items of `blocks` (in id order), reading contiguous blocks together.
@@ -202,18 +214,16 @@ fn item(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<Item> {
 fn fields(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<Map> {
     let nf = r.count(2, usize::MAX)?;
     let mut value = Map::with_capacity(nf);
-    let mut last_name = None;
     for _ in 0..nf {
-        let (i, k) = t.name(r)?;
+        let (_, k) = t.name(r)?;
         let v = Value::decode(r)?;
-        // The name table is sorted and the encoder writes fields in name order, so
-        // ascending indices are ascending names: append without comparing names.
-        if last_name.is_none_or(|l| l < i) {
+        // The encoder writes fields in name order: append without searching (comparing two
+        // short names is two word compares).
+        if value.keys().next_back().is_none_or(|l| *l < k) {
             value.push_ordered(k, v);
         } else {
             value.insert(k, v);
         }
-        last_name = Some(i);
     }
     Ok(value)
 }

@@ -14,7 +14,7 @@ use crate::graph::{CommitInfo, Graph};
 use crate::state::{Collection, ItemId, State};
 use crate::store::Storage;
 use crate::value::Name;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 /// Read a snapshot's meta section (everything but the items), checking its magic, version,
 /// structure and checksum. The items stay in the file: every collection of the graph's state
@@ -57,7 +57,7 @@ fn decode_meta(meta: &[u8], meta_offset: u64) -> Result<SnapshotData> {
     let names = name_table(&mut r)?;
     let ncoll = r.count(2, usize::MAX)?;
     let mut collections = BTreeMap::new();
-    let mut end = HEAD_LEN as u64;
+    let mut spans = Vec::new();
     for _ in 0..ncoll {
         let name = r.str()?.to_owned();
         if collections
@@ -66,10 +66,20 @@ fn decode_meta(meta: &[u8], meta_offset: u64) -> Result<SnapshotData> {
         {
             return Err(r.err("collections not strictly ascending"));
         }
-        let blocks = directory(&mut r, &mut end, meta_offset)?;
+        let blocks = directory(&mut r, meta_offset)?;
+        spans.extend(
+            blocks
+                .iter()
+                .map(|b| (b.offset, b.offset + u64::from(b.len))),
+        );
         collections.insert(name, Collection::from_cold(blocks));
     }
     r.finish()?;
+    // Blocks never overlap (after an appended snapshot they are not in file order).
+    spans.sort_unstable();
+    if spans.windows(2).any(|w| w[0].1 > w[1].0) {
+        return Err(Error::decode("snapshot", "blocks overlap"));
+    }
     let stamps = commit_stamps(&graph.authors, &graph.commits);
     let tables = ColdTables {
         names,
@@ -83,9 +93,9 @@ fn decode_meta(meta: &[u8], meta_offset: u64) -> Result<SnapshotData> {
     })
 }
 
-/// One collection's block directory: blocks in file order after `end` and before
-/// `meta_offset`, id ranges ascending and disjoint.
-fn directory(r: &mut Reader<'_>, end: &mut u64, meta_offset: u64) -> Result<Vec<ColdBlock>> {
+/// One collection's block directory: blocks between the header and `meta_offset`, id ranges
+/// ascending and disjoint.
+fn directory(r: &mut Reader<'_>, meta_offset: u64) -> Result<Vec<ColdBlock>> {
     let nb = r.count(4 + 4 + 4, usize::MAX)?;
     let mut blocks: Vec<ColdBlock> = Vec::with_capacity(nb);
     for _ in 0..nb {
@@ -103,10 +113,13 @@ fn directory(r: &mut Reader<'_>, end: &mut u64, meta_offset: u64) -> Result<Vec<
             && b.count >= 1
             && b.live <= b.count
             && u64::from(b.count) * MIN_ITEM_BYTES <= u64::from(b.len);
-        if !in_order || !sane || b.offset < *end || b.offset + u64::from(b.len) > meta_offset {
+        let inside = b.offset >= HEAD_LEN as u64
+            && b.offset
+                .checked_add(u64::from(b.len))
+                .is_some_and(|e| e <= meta_offset);
+        if !in_order || !sane || !inside {
             return Err(r.err("bad block directory entry"));
         }
-        *end = b.offset + u64::from(b.len);
         blocks.push(b);
     }
     Ok(blocks)
@@ -266,14 +279,15 @@ fn commit(
     })
 }
 
-/// The field names, strictly ascending (field decoding relies on it).
+/// The field names, each once (ascending, then the names added by appended snapshots).
 fn name_table(r: &mut Reader<'_>) -> Result<Vec<Name>> {
     let nn = r.count(1, usize::MAX)?;
     let mut names: Vec<Name> = Vec::with_capacity(nn);
+    let mut seen = HashSet::with_capacity(nn);
     for _ in 0..nn {
         let n = Name::new(r.str()?);
-        if names.last().is_some_and(|l| *l >= n) {
-            return Err(r.err("field names not strictly ascending"));
+        if !seen.insert(n.clone()) {
+            return Err(r.err("field name repeated"));
         }
         names.push(n);
     }

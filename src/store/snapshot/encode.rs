@@ -7,7 +7,7 @@ use crate::codec::Writer;
 use crate::commit::{CommitId, PublicKey, Stamp};
 use crate::error::Result;
 use crate::graph::Graph;
-use crate::state::{FieldMeta, Item, StampRef};
+use crate::state::{FieldMeta, Item, ItemId, StampRef};
 use crate::value::{Map, Name};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -19,21 +19,28 @@ const CHUNK_BYTES: usize = 1 << 20;
 
 /// Encode `graph` as the snapshot of the first `log_len` log bytes, whose last frame is at
 /// `anchor` = (offset, crc) (None when the log holds no frame), handing the bytes to `out` in
-/// order, a chunk at a time: the file is never in memory whole. Every item must be loaded.
+/// order, a chunk at a time: the file is never in memory whole.
+///
+/// Without `append`, every item must be loaded and the whole file is written. With `append`
+/// = the length of the snapshot file the graph's cold blocks are in, only what follows it is
+/// written: the loaded items as new blocks, then a new meta section whose directory lists the
+/// cold blocks where they are (docs/design.md §8, "When written").
 pub(super) fn encode(
     graph: &Graph,
-    log_len: u64,
-    anchor: Option<(u64, u32)>,
+    (log_len, anchor): (u64, Option<(u64, u32)>),
+    append: Option<u64>,
     out: &mut dyn FnMut(&[u8]) -> Result<()>,
 ) -> Result<()> {
-    debug_assert!(!graph.state.has_cold());
+    debug_assert!(append.is_some() || !graph.state.has_cold());
     let mut f = Out {
         w: Writer::with_capacity(CHUNK_BYTES + BLOCK_BYTES),
-        flushed: 0,
+        flushed: append.unwrap_or(0),
         out,
     };
-    f.w.bytes(SNAPSHOT_MAGIC);
-    f.w.u32(SNAPSHOT_VERSION);
+    if append.is_none() {
+        f.w.bytes(SNAPSHOT_MAGIC);
+        f.w.u32(SNAPSHOT_VERSION);
+    }
     let stamps = StampRefs::new(graph);
     let (table, mut names) = names_of(graph);
     let dir = collections(&mut f, graph, &stamps, &mut names)?;
@@ -85,7 +92,8 @@ struct BlockEntry<'g> {
 /// Each collection's name and blocks.
 type Directory<'g> = Vec<(&'g str, Vec<BlockEntry<'g>>)>;
 
-/// Write every collection's items as blocks; returns the directory.
+/// Write every collection's loaded items as blocks, between its cold blocks (which stay where
+/// they are); returns the directory.
 fn collections<'g>(
     f: &mut Out<'_>,
     graph: &'g Graph,
@@ -97,31 +105,48 @@ fn collections<'g>(
     for (cname, c) in &graph.state.collections {
         let mut blocks = Vec::new();
         let mut items = c.items.iter().peekable();
-        while items.peek().is_some() {
-            block.buf.clear();
-            let (mut first, mut last, mut count, mut live) = ("", "", 0u32, 0u32);
-            while let Some((id, it)) = items.next_if(|_| block.buf.len() < BLOCK_BYTES) {
-                if count == 0 {
-                    first = id.as_str();
+        for cold in c.cold().iter().map(Some).chain([None]) {
+            // The loaded items before this cold block (all that remain after the last one).
+            let before = |id: &ItemId| cold.is_none_or(|b| *id < b.first);
+            while items.peek().is_some_and(|(id, _)| before(id)) {
+                block.buf.clear();
+                let (mut first, mut last, mut count, mut live) = ("", "", 0u32, 0u32);
+                while let Some((id, it)) =
+                    items.next_if(|(id, _)| block.buf.len() < BLOCK_BYTES && before(id))
+                {
+                    if count == 0 {
+                        first = id.as_str();
+                    }
+                    last = id.as_str();
+                    count += 1;
+                    live += u32::from(it.is_live());
+                    block.lp(id.as_bytes());
+                    item(&mut block, it, stamps, names);
                 }
-                last = id.as_str();
-                count += 1;
-                live += u32::from(it.is_live());
-                block.lp(id.as_bytes());
-                item(&mut block, it, stamps, names);
+                blocks.push(BlockEntry {
+                    first,
+                    last,
+                    offset: f.offset(),
+                    len: block.buf.len(),
+                    count,
+                    live,
+                    crc: crc32fast::hash(&block.buf),
+                });
+                f.w.bytes(&block.buf);
+                if f.w.buf.len() >= CHUNK_BYTES {
+                    f.flush()?;
+                }
             }
-            blocks.push(BlockEntry {
-                first,
-                last,
-                offset: f.offset(),
-                len: block.buf.len(),
-                count,
-                live,
-                crc: crc32fast::hash(&block.buf),
-            });
-            f.w.bytes(&block.buf);
-            if f.w.buf.len() >= CHUNK_BYTES {
-                f.flush()?;
+            if let Some(b) = cold {
+                blocks.push(BlockEntry {
+                    first: b.first.as_str(),
+                    last: b.last.as_str(),
+                    offset: b.offset,
+                    len: b.len as usize,
+                    count: b.count,
+                    live: b.live,
+                    crc: b.crc,
+                });
             }
         }
         dir.push((cname.as_str(), blocks));
@@ -258,10 +283,15 @@ fn same_fields(a: &Map, b: &Map) -> bool {
     a.len() == b.len() && a.keys().zip(b.keys()).all(|(x, y)| x == y)
 }
 
-/// Every field name used in any item's value or metadata, ascending, and each name's index.
-/// Items with the same fields as the item before them (most items of a collection) add
-/// nothing and are skipped.
+/// The field-name table and each name's index: every field name used in any loaded item's
+/// value or metadata, ascending, after the names cold blocks refer to (kept in their order, so
+/// the blocks' indices stay valid). Items with the same fields as the item before them (most
+/// items of a collection) add nothing and are skipped.
 fn names_of(graph: &Graph) -> (Vec<&str>, Names<'_>) {
+    let kept: Vec<&str> = graph
+        .state
+        .cold_tables()
+        .map_or(Vec::new(), |t| t.names.iter().map(Name::as_str).collect());
     let mut names: BTreeSet<&str> = BTreeSet::new();
     for c in graph.state.collections.values() {
         let mut prev: Option<&Map> = None;
@@ -275,8 +305,14 @@ fn names_of(graph: &Graph) -> (Vec<&str>, Names<'_>) {
             }
         }
     }
-    let table: Vec<&str> = names.into_iter().collect();
-    let index = table.iter().copied().zip(0u64..).collect();
+    let mut index: HashMap<&str, u64> = kept.iter().copied().zip(0u64..).collect();
+    let mut table = kept;
+    for n in names {
+        if !index.contains_key(n) {
+            index.insert(n, table.len() as u64);
+            table.push(n);
+        }
+    }
     (
         table,
         Names {
@@ -286,7 +322,7 @@ fn names_of(graph: &Graph) -> (Vec<&str>, Names<'_>) {
     )
 }
 
-/// The field-name table: every name items refer to, ascending.
+/// The field-name table: every name items refer to.
 fn name_table(w: &mut Writer, table: &[&str]) {
     w.varint(table.len() as u64);
     for n in table {

@@ -14,6 +14,7 @@ mod blocks;
 mod decode;
 mod encode;
 
+use blocks::decode_cold;
 pub use blocks::{load_all, load_changes, load_collection, load_key};
 pub use decode::read;
 
@@ -22,6 +23,7 @@ use super::storage::Storage;
 use crate::commit::{PublicKey, Stamp};
 use crate::error::Result;
 use crate::graph::{CommitInfo, Graph};
+use crate::state::{Item, ItemId, State};
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"IBEXSNP1";
 /// Version 3 cut the items into blocks read on demand; version 2 added the access lists
@@ -47,35 +49,78 @@ pub struct SnapshotData {
     pub graph: Graph,
 }
 
-/// Encode a snapshot of `graph`, which must be the result of replaying exactly the first
-/// `log_len` bytes of `log`, anchored to the last frame it covers.
-pub fn encode_for<S: Storage>(graph: &Graph, log_len: u64, log: &S) -> Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    encode::encode(graph, log_len, anchor_of(graph, log)?, &mut |b| {
-        bytes.extend_from_slice(b);
-        Ok(())
-    })?;
-    Ok(bytes)
-}
-
-/// [`encode_for`] written to `dst` (truncated first) a chunk at a time, then flushed: the
-/// encoded file is never in memory whole.
+/// Write a snapshot of `graph`, which must be the result of replaying exactly the first
+/// `log_len` bytes of `log` (anchored to the last frame it covers), to `dst`, a chunk at a time, and flush;
+/// returns the file's new length. Without `append`, the file is rewritten (every item must be
+/// loaded). With `append` = the length of the file the graph's cold blocks are in, the new
+/// blocks and meta section are written after it, and the cold blocks stay where they are.
 pub fn write_for<S: Storage, D: Storage>(
     graph: &Graph,
     log_len: u64,
     log: &S,
     dst: &mut D,
-) -> Result<()> {
-    let anchor = anchor_of(graph, log)?;
-    dst.truncate(0)?;
-    let mut at = 0u64;
-    encode::encode(graph, log_len, anchor, &mut |b| {
-        dst.write_at(at, b)?;
-        at += b.len() as u64;
+    append: Option<u64>,
+) -> Result<u64> {
+    let at = (log_len, anchor_of(graph, log)?);
+    if append.is_none() {
+        dst.truncate(0)?;
+    }
+    let mut end = append.unwrap_or(0);
+    encode::encode(graph, at, append, &mut |b| {
+        dst.write_at(end, b)?;
+        end += b.len() as u64;
         Ok(())
     })?;
+    // What a failed append before this one may have left past the end.
+    if dst.len()? != end {
+        dst.truncate(end)?;
+    }
     dst.flush()?;
-    Ok(())
+    Ok(end)
+}
+
+/// Whether the snapshot in `src` (whose meta section is `d`) holds exactly `graph` (every
+/// item loaded) as the replay of the first `d.log_len` bytes of `log`: the same anchor, commit
+/// table, heads, seal bookkeeping, access lists and items. Items are compared a block at a
+/// time: the snapshot is never decoded whole. A block that does not decode does not hold it.
+pub fn holds<S: Storage, L: Storage>(d: &SnapshotData, src: &S, graph: &Graph, log: &L) -> bool {
+    let (a, b) = (&d.graph, graph);
+    let same_table = a.commits == b.commits
+        && a.heads == b.heads
+        && a.authors == b.authors
+        && a.seal_offsets == b.seal_offsets
+        && a.seal_cover == b.seal_cover
+        && a.acls == b.acls
+        && a.acl == b.acl;
+    if !same_table || anchor_of(b, log).ok() != Some(d.anchor) {
+        return false;
+    }
+    let (ca, cb) = (&a.state.collections, &b.state.collections);
+    ca.len() == cb.len()
+        && ca.iter().zip(cb).all(|((na, x), (nb, y))| {
+            na == nb && x.count() == y.count() && same_items(&a.state, src, na, y.items.iter())
+        })
+}
+
+/// Whether cold collection `name` of `state` (in `src`) holds exactly `items`, in order.
+fn same_items<'a, S: Storage>(
+    state: &State,
+    src: &S,
+    name: &str,
+    mut items: impl Iterator<Item = (&'a ItemId, &'a Item)>,
+) -> bool {
+    let n = state.collection(name).map_or(0, |c| c.cold().len());
+    for i in 0..n {
+        let Ok(block) = decode_cold(state, src, name, i..i + 1) else {
+            return false;
+        };
+        for (id, it) in &block {
+            if items.next() != Some((id, it)) {
+                return false;
+            }
+        }
+    }
+    items.next().is_none()
 }
 
 /// The offset and CRC of the last log frame `graph` covers.
@@ -102,12 +147,6 @@ pub fn anchor_matches<S: Storage>(d: &SnapshotData, log: &S) -> bool {
             matches!(probe_frame(log, off), Ok((_, c, end)) if c == crc && end == d.log_len)
         }
     }
-}
-
-/// Read the whole snapshot file.
-pub fn read_bytes<S: Storage>(s: &S) -> Result<Vec<u8>> {
-    let len = s.len()?;
-    Ok(s.read_vec(0, len as usize)?)
 }
 
 /// The stamp of each commit of the table, by index: stamps are written as references to
