@@ -538,12 +538,15 @@ impl Collection {
     /// visible ones are counted already). Many items at once rebuild the tree in one pass.
     pub(crate) fn insert_loaded(&mut self, items: Vec<(ItemId, Item)>) {
         debug_assert!(items.windows(2).all(|w| w[0].0 < w[1].0));
-        if items.len() < 64 || items.len() < self.items.len() / 8 {
+        if self.items.is_empty() {
+            // The common whole-collection load: a bulk build straight from the vector.
+            self.items = items.into_iter().collect();
+        } else if items.len() < 64 || items.len() < self.items.len() / 8 {
             self.items.extend(items);
-            return;
+        } else {
+            let old = std::mem::take(&mut self.items);
+            self.items = merge_sorted(old.into_iter(), items.into_iter()).collect();
         }
-        let old = std::mem::take(&mut self.items);
-        self.items = merge_sorted(old.into_iter(), items.into_iter()).collect();
     }
 }
 
