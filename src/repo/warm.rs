@@ -13,44 +13,24 @@ use super::Repo;
 use crate::commit::Change;
 use crate::error::Result;
 use crate::graph::Graph;
+use crate::state::State;
 use crate::store::snapshot;
 use crate::store::Storage;
 
 impl<S: Storage> Repo<S> {
     /// Load the block that may hold `collection/id`.
     pub(super) fn warm_key(&mut self, collection: &str, id: &str) -> Result<()> {
-        if !self.graph.state.has_cold() {
-            return Ok(());
-        }
-        let r = match &self.snap {
-            Some(s) => snapshot::load_key(&mut self.graph.state, s, collection, id),
-            None => Ok(()),
-        };
-        self.or_rebuild(r)
+        self.warm_with(|state, s| snapshot::load_key(state, s, collection, id))
     }
 
     /// Load the blocks that may hold the items `changes` write.
     pub(super) fn warm_changes(&mut self, changes: &[Change]) -> Result<()> {
-        if !self.graph.state.has_cold() {
-            return Ok(());
-        }
-        let r = match &self.snap {
-            Some(s) => snapshot::load_changes(&mut self.graph.state, s, changes),
-            None => Ok(()),
-        };
-        self.or_rebuild(r)
+        self.warm_with(|state, s| snapshot::load_changes(state, s, changes))
     }
 
     /// Load every item of `collection`.
     pub(super) fn warm_collection(&mut self, collection: &str) -> Result<()> {
-        if !self.graph.state.has_cold() {
-            return Ok(());
-        }
-        let r = match &self.snap {
-            Some(s) => snapshot::load_collection(&mut self.graph.state, s, collection),
-            None => Ok(()),
-        };
-        self.or_rebuild(r)
+        self.warm_with(|state, s| snapshot::load_collection(state, s, collection))
     }
 
     /// Load every item still in the snapshot's blocks now, instead of when first needed.
@@ -60,14 +40,20 @@ impl<S: Storage> Repo<S> {
 
     /// Load every item.
     pub(super) fn warm_all(&mut self) -> Result<()> {
+        self.warm_with(snapshot::load_all)
+    }
+
+    /// Run `load` against the snapshot file while any item is cold; rebuild from the log if it
+    /// fails.
+    fn warm_with(&mut self, load: impl FnOnce(&mut State, &S) -> Result<()>) -> Result<()> {
         if !self.graph.state.has_cold() {
             return Ok(());
         }
-        let r = match &self.snap {
-            Some(s) => snapshot::load_all(&mut self.graph.state, s),
+        let loaded = match &self.snap {
+            Some(s) => load(&mut self.graph.state, s),
             None => Ok(()),
         };
-        self.or_rebuild(r)
+        self.or_rebuild(loaded)
     }
 
     /// After a failed load, rebuild from the log.
