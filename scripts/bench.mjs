@@ -49,8 +49,8 @@ const CHROMIUM_ARGS = [
  * Rows that scale with N ('n' in www/bench/shared/rows.js) get ceiling * N/100k above 100k; below 100k the 100k
  * ceiling applies unchanged (fixed costs dominate small N). The relational and verify rows have
  * fixed sizes (the full plan's); under another plan they are not checked. The `ibexdb` overrides
- * cover rows where a memory-first engine legitimately does more work than SQLite (opening loads
- * the working set; verify re-proves every hash and signature). Bytes (OPFS, memory) are not checked.
+ * cover rows where ibexdb legitimately does more work than SQLite (verify re-proves every hash
+ * and signature). Bytes (OPFS, memory) are not checked.
  * BENCH_CEILING_FACTOR (default 1) scales every ceiling, e.g. 0.5 to tighten.
  */
 const CEILINGS = {
@@ -83,9 +83,7 @@ const CEILINGS = {
     'rel-large-200k-insert:worker': 400_000, 'rel-large-200k-query:worker': 120_000,
     'verify:worker': 120_000,
   },
-  ibexdb: {
-    'open-n:worker': 3_000, 'open-n:page': 5_000,
-  },
+  ibexdb: {},
 };
 /** Rows whose sizes come from the plan, not from N: checked under the full plan only. */
 const FIXED_SIZE_SECTIONS = new Set(['relational', 'verify']);

@@ -7,6 +7,7 @@
 
 mod access;
 mod codec;
+mod cold;
 mod commit;
 mod error;
 mod graph;

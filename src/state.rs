@@ -16,6 +16,7 @@
 //! commits hold the same state. Commits are applied in causal order (parents first), which the
 //! remove-by-observed-dots rule relies on.
 
+use crate::cold::{block_of, ColdBlock, ColdTables};
 use crate::commit::{Commit, CommitId, FieldOp, Op, Stamp};
 use crate::value::{Map, Name, Value};
 use sha2::{Digest, Sha256};
@@ -481,38 +482,86 @@ fn id_from_cow(s: Cow<'_, str>) -> ItemId {
     }
 }
 
-/// One collection's items.
+/// One collection's items: those loaded, and the index of those still in the snapshot's
+/// blocks (`cold.rs`; empty unless the repository was opened from a snapshot).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Collection {
     pub items: BTreeMap<ItemId, Item>,
+    /// Visible items, loaded or cold.
     live: usize,
+    cold: Vec<ColdBlock>,
 }
 
 impl Collection {
-    /// Number of visible items (O(1)).
+    /// Number of visible items (O(1); cold items included).
     pub fn count(&self) -> usize {
         self.live
     }
-    /// Visible items in key order.
+    /// Visible items in key order. The collection must be loaded (no cold block).
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Map)> {
+        debug_assert!(self.cold.is_empty(), "a scan of a collection not loaded");
         self.items
             .iter()
             .filter_map(|(k, it)| it.visible().map(|v| (k.as_str(), v)))
     }
+    /// The visible item `id`; its block, if any, must be loaded.
     pub fn get(&self, id: &str) -> Option<&Map> {
+        debug_assert!(block_of(&self.cold, id).is_none(), "a read of a cold key");
         self.items.get(&ItemId::new(id))?.visible()
     }
 
-    /// Build a collection from items in strictly ascending id order (a bulk build: packed
-    /// tree nodes, no per-item search).
-    pub(crate) fn from_sorted(items: Vec<(ItemId, Item)>) -> Collection {
-        debug_assert!(items.windows(2).all(|w| w[0].0 < w[1].0));
-        let live = items.iter().filter(|(_, it)| it.is_live()).count();
+    /// A collection whose items are all in the snapshot's `blocks` (sorted, disjoint).
+    pub(crate) fn from_cold(blocks: Vec<ColdBlock>) -> Collection {
         Collection {
-            items: items.into_iter().collect(),
-            live,
+            items: BTreeMap::new(),
+            live: blocks.iter().map(|b| b.live as usize).sum(),
+            cold: blocks,
         }
     }
+
+    /// The cold blocks, in id order.
+    pub fn cold(&self) -> &[ColdBlock] {
+        &self.cold
+    }
+
+    /// The index of the cold block whose range covers `id`.
+    pub(crate) fn cold_block_of(&self, id: &str) -> Option<usize> {
+        block_of(&self.cold, id)
+    }
+
+    /// Take cold blocks `range` out of the index, to be loaded.
+    pub(crate) fn take_cold(&mut self, range: std::ops::Range<usize>) -> Vec<ColdBlock> {
+        self.cold.drain(range).collect()
+    }
+
+    /// Add the items of blocks taken out of the index (ids ascending, none loaded yet; their
+    /// visible ones are counted already). Many items at once rebuild the tree in one pass.
+    pub(crate) fn insert_loaded(&mut self, items: Vec<(ItemId, Item)>) {
+        debug_assert!(items.windows(2).all(|w| w[0].0 < w[1].0));
+        if self.items.is_empty() {
+            // The common whole-collection load: a bulk build straight from the vector.
+            self.items = items.into_iter().collect();
+        } else if items.len() < 64 || items.len() < self.items.len() / 8 {
+            self.items.extend(items);
+        } else {
+            let old = std::mem::take(&mut self.items);
+            self.items = merge_sorted(old.into_iter(), items.into_iter()).collect();
+        }
+    }
+}
+
+/// Two ascending sequences of distinct keys, merged in order.
+fn merge_sorted(
+    a: impl Iterator<Item = (ItemId, Item)>,
+    b: impl Iterator<Item = (ItemId, Item)>,
+) -> impl Iterator<Item = (ItemId, Item)> {
+    let (mut a, mut b) = (a.peekable(), b.peekable());
+    std::iter::from_fn(move || match (a.peek(), b.peek()) {
+        (Some(x), Some(y)) if x.0 < y.0 => a.next(),
+        (Some(_), Some(_)) => b.next(),
+        (Some(_), None) => a.next(),
+        (None, _) => b.next(),
+    })
 }
 
 /// All collections, and the stamps of the commits their items refer to.
@@ -522,6 +571,8 @@ pub struct State {
     /// The stamp of every commit applied, by commit-table index ([`StampRef`] `k` is
     /// `stamps[k − 1]`).
     stamps: Vec<Stamp>,
+    /// What cold items refer to (`Some` while any collection has a cold block).
+    cold: Option<Box<ColdTables>>,
 }
 
 /// Two states are equal when their items are: the stamp tables are derived from the commit
@@ -537,10 +588,38 @@ impl State {
     pub(crate) fn from_parts(
         collections: BTreeMap<String, Collection>,
         stamps: Vec<Stamp>,
+        cold: Option<ColdTables>,
     ) -> State {
+        let cold = cold
+            .filter(|_| collections.values().any(|c| !c.cold.is_empty()))
+            .map(Box::new);
         State {
             collections,
             stamps,
+            cold,
+        }
+    }
+
+    /// The tables cold items refer to; `None` when every item is loaded.
+    pub(crate) fn cold_tables(&self) -> Option<&ColdTables> {
+        self.cold.as_deref()
+    }
+
+    /// Whether any item is still cold.
+    pub fn has_cold(&self) -> bool {
+        self.cold.is_some()
+    }
+
+    /// Bytes of the snapshot file the cold blocks occupy.
+    pub(crate) fn cold_bytes(&self) -> u64 {
+        let blocks = self.collections.values().flat_map(|c| &c.cold);
+        blocks.map(|b| u64::from(b.len)).sum()
+    }
+
+    /// Forget the cold tables once the last cold block is loaded.
+    pub(crate) fn drop_cold_tables_if_done(&mut self) {
+        if self.collections.values().all(|c| c.cold.is_empty()) {
+            self.cold = None;
         }
     }
 
@@ -568,16 +647,19 @@ impl State {
         self.collections.get(name)
     }
 
+    pub(crate) fn collection_mut(&mut self, name: &str) -> Option<&mut Collection> {
+        self.collections.get_mut(name)
+    }
+
     pub fn get(&self, collection: &str, id: &str) -> Option<&Map> {
         self.collections.get(collection)?.get(id)
     }
 
     /// Raw item including tombstones and metadata.
     pub fn item(&self, collection: &str, id: &str) -> Option<&Item> {
-        self.collections
-            .get(collection)?
-            .items
-            .get(&ItemId::new(id))
+        let c = self.collections.get(collection)?;
+        debug_assert!(c.cold_block_of(id).is_none(), "a read of a cold key");
+        c.items.get(&ItemId::new(id))
     }
 
     /// Apply a commit. `index` is its position in the commit table (for history). The
@@ -628,12 +710,14 @@ impl State {
         let State {
             collections,
             stamps,
+            ..
         } = self;
         let coll = match collections.get_mut(collection) {
             Some(c) => c,
             None => collections.entry(collection.to_owned()).or_default(),
         };
         let watch = sink.watches(collection);
+        debug_assert!(coll.cold_block_of(&id).is_none(), "a write to a cold key");
         let item = if id.len() <= ItemId::INLINE {
             // Building the key costs no allocation: one search through the entry API.
             coll.items.entry(ItemId::new(&id)).or_insert_with(Item::new)
@@ -676,6 +760,7 @@ impl State {
     /// SHA-256 over every visible item (collection, id, value) in key order. Equal on any two
     /// replicas that hold the same commits.
     pub fn hash(&self) -> [u8; 32] {
+        debug_assert!(!self.has_cold(), "a hash of a state not loaded");
         let mut h = Sha256::new();
         let mut w = crate::codec::Writer::new();
         for (cname, c) in &self.collections {

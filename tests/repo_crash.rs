@@ -17,7 +17,7 @@ fn opts(signed_mode: bool) -> RepoOptions {
     }
 }
 
-fn random_txn(rng: &mut Rng, r: &Repo<FaultStorage>) -> Txn {
+fn random_txn(rng: &mut Rng, r: &mut Repo<FaultStorage>) -> Txn {
     let mut t = Txn::new();
     for _ in 0..1 + rng.below(4) {
         let i = rng.below(20);
@@ -65,16 +65,16 @@ fn workload(seed: u64, signed_mode: bool, cut: Option<usize>) -> Run {
     let log = FaultStorage::new();
     let snap = FaultStorage::new();
     let mut r = Repo::open(log.clone(), Some(snap.clone()), opts(signed_mode)).unwrap();
-    let mut hashes = vec![r.state_hash()];
+    let mut hashes = vec![r.state_hash().unwrap()];
     let mut durable = 0;
     if let Some(n) = cut {
         log.fail_flush_after(n);
     }
 
     for _ in 0..40 {
-        let t = random_txn(&mut rng, &r);
+        let t = random_txn(&mut rng, &mut r);
         if r.commit(t).unwrap().is_some() {
-            hashes.push(r.state_hash());
+            hashes.push(r.state_hash().unwrap());
         }
         let res = match rng.below(10) {
             0..=2 => r.flush(),
@@ -120,7 +120,7 @@ fn check_image(
         run.durable
     );
     assert_eq!(
-        r.state_hash(),
+        r.state_hash().unwrap(),
         run.hashes[n],
         "{what}: state after {n} commits differs"
     );
@@ -132,10 +132,10 @@ fn check_image(
     t.put("items/after", item(7)).unwrap();
     r.commit(t).unwrap();
     r.flush().unwrap();
-    let hash = r.state_hash();
+    let hash = r.state_hash().unwrap();
     let (log, snap) = r.close().unwrap();
-    let r = Repo::open(log, snap, opts(signed_mode)).unwrap();
-    assert_eq!(r.state_hash(), hash, "{what}: second reopen");
+    let mut r = Repo::open(log, snap, opts(signed_mode)).unwrap();
+    assert_eq!(r.state_hash().unwrap(), hash, "{what}: second reopen");
 }
 
 fn crash_everywhere(seed: u64, signed_mode: bool) {
@@ -208,9 +208,9 @@ fn build(n: u64) -> Repo<MemStorage> {
 
 #[test]
 fn bit_flips_are_detected_and_repair_keeps_every_intact_frame() {
-    let original = build(10);
+    let mut original = build(10);
     let (full_commits, seals) = original.export().unwrap();
-    let hash = original.state_hash();
+    let hash = original.state_hash().unwrap();
     let (log, _) = original.close().unwrap();
     let bytes = log.bytes().to_vec();
     // Flip a bit inside the payload of the 5th commit.
@@ -242,12 +242,12 @@ fn bit_flips_are_detected_and_repair_keeps_every_intact_frame() {
     // The lost commit comes back from a peer; everything after it applies.
     r.receive(&full_commits[4..5], &seals).unwrap();
     assert_eq!(r.pending(), 0);
-    assert_eq!(r.state_hash(), hash);
+    assert_eq!(r.state_hash().unwrap(), hash);
     r.flush().unwrap();
     r.verify().unwrap();
     let (log, _) = r.close().unwrap();
-    let again = Repo::open(log, None, signed(1)).unwrap();
-    assert_eq!(again.state_hash(), hash);
+    let mut again = Repo::open(log, None, signed(1)).unwrap();
+    assert_eq!(again.state_hash().unwrap(), hash);
 }
 
 #[test]
@@ -336,10 +336,10 @@ fn a_snapshot_of_another_log_is_ignored() {
     let mut a = build(3);
     a.write_snapshot().unwrap();
     let (_, snap_a) = a.close().unwrap();
-    let b = build(4);
-    let hash = b.state_hash();
+    let mut b = build(4);
+    let hash = b.state_hash().unwrap();
     let (log_b, _) = b.close().unwrap();
-    let r = Repo::open(log_b, snap_a, signed(1)).unwrap();
+    let mut r = Repo::open(log_b, snap_a, signed(1)).unwrap();
     assert!(!r.open_report().from_snapshot);
-    assert_eq!(r.state_hash(), hash);
+    assert_eq!(r.state_hash().unwrap(), hash);
 }

@@ -188,16 +188,25 @@ fn verify_vouched_catches_a_tampered_commit() {
 #[test]
 fn verify_vouched_catches_a_wrong_snapshot() {
     let mut a = sealed_history();
+    // The log ends with a seal frame: the forged history's last frame (its commits after item
+    // 2's wait for a parent that no longer exists).
+    put(&mut a, "items/7", item(7));
+    a.seal().unwrap();
     a.flush().unwrap();
-    assert!(a.write_snapshot().unwrap());
-    let (log, snap) = a.close().unwrap();
-    let mut snap = snap.unwrap();
-    let bytes = snap.bytes_mut();
-    let n = bytes.len();
-    replace_in(bytes, 0..n - 4, b"Item 2", b"Jtem 2");
-    let crc = crc32fast::hash(&bytes[..n - 4]);
-    bytes[n - 4..].copy_from_slice(&crc.to_le_bytes());
-    let mut r = Repo::open(log, Some(snap), signed(1)).unwrap();
+    let first = a.state().item("items", "2").unwrap().history[0];
+    let off = a.core().commits[first as usize].offset as usize;
+    let (log, _) = a.close().unwrap();
+    // A well-formed snapshot of another history: the same log with item 2's title changed in
+    // its commit (same length, so every frame stays where it was and the anchor matches).
+    let mut forged = log.clone();
+    let bytes = forged.bytes_mut();
+    let end = off + 9 + u32::from_le_bytes(bytes[off..off + 4].try_into().unwrap()) as usize;
+    replace_in(bytes, off..end, b"Item 2", b"Jtem 2");
+    fix_frame_crc(bytes, off);
+    let mut f = Repo::open(forged, Some(MemStorage::new()), signed(1)).unwrap();
+    assert!(f.write_snapshot().unwrap());
+    let (_, snap) = f.close().unwrap();
+    let mut r = Repo::open(log, snap, signed(1)).unwrap();
     assert!(r.open_report().from_snapshot);
     assert_eq!(
         r.get("items/2").unwrap().unwrap()["title"],

@@ -243,5 +243,8 @@ async fn writes_need_permission_revocations_hold_and_histories_stay_in_their_rep
     owner.push().await;
     owner.settle(5).await;
     reader.settle(5).await;
-    assert_eq!(reader.repo.state_hash(), owner.repo.state_hash());
+    assert_eq!(
+        reader.repo.state_hash().unwrap(),
+        owner.repo.state_hash().unwrap()
+    );
 }

@@ -73,7 +73,7 @@ async fn a_write_through_one_node_reaches_a_client_of_another() {
         "node 1 → node 2, push to live on the other node: p50 {:.1} ms",
         ms[10]
     );
-    assert_eq!(a.repo.state_hash(), b.repo.state_hash());
+    assert_eq!(a.repo.state_hash().unwrap(), b.repo.state_hash().unwrap());
     assert_eq!(assert_gapless(&pg, "r").await, 21);
     // The schema is at its version, applied once although two nodes started.
     let c = pg.client().await;
@@ -118,9 +118,14 @@ async fn converge(peers: &mut [Peer], urls: &[String], total: usize, seed: u64) 
     for p in peers.iter_mut() {
         p.settle(total).await;
     }
-    let h = peers[0].repo.state_hash();
-    for p in peers.iter() {
-        assert_eq!(p.repo.state_hash(), h, "seed {seed}: peer {} differs", p.n);
+    let h = peers[0].repo.state_hash().unwrap();
+    for p in peers.iter_mut() {
+        assert_eq!(
+            p.repo.state_hash().unwrap(),
+            h,
+            "seed {seed}: peer {} differs",
+            p.n
+        );
     }
 }
 
@@ -190,11 +195,15 @@ async fn three_nodes_converge_through_disconnects_and_a_kill_9() {
     assert_eq!(assert_gapless(&pg, "sim").await, total, "seed {seed}");
     assert_acked_stored(&pg, "sim", &peers).await;
     // Each node's replica serves the same state to a newcomer.
-    let h = peers[0].repo.state_hash();
+    let h = peers[0].repo.state_hash().unwrap();
     for (k, node) in nodes.iter().enumerate() {
         let mut fresh = Peer::new(20 + k as u8, "sim");
         fresh.catch_up(&node.url).await;
-        assert_eq!(fresh.repo.state_hash(), h, "seed {seed}: node {k} differs");
+        assert_eq!(
+            fresh.repo.state_hash().unwrap(),
+            h,
+            "seed {seed}: node {k} differs"
+        );
     }
 }
 
@@ -475,7 +484,10 @@ async fn a_node_opens_from_the_snapshot_another_left_in_postgres() {
     let mut fresh = Peer::new(9, "snap");
     fresh.catch_up(&n3.url).await;
     assert_eq!(fresh.repo.commit_count(), 36);
-    assert_eq!(fresh.repo.state_hash(), p.repo.state_hash());
+    assert_eq!(
+        fresh.repo.state_hash().unwrap(),
+        p.repo.state_hash().unwrap()
+    );
     let log = n3.log_text();
     let open = log
         .lines()
@@ -517,7 +529,10 @@ async fn a_slow_reader_of_another_node_is_dropped() {
     w.write_past(&mut reader, N - 1).await;
     w.settle(N).await;
     reader.settle(N).await;
-    assert_eq!(reader.repo.state_hash(), w.repo.state_hash());
+    assert_eq!(
+        reader.repo.state_hash().unwrap(),
+        w.repo.state_hash().unwrap()
+    );
     assert!(
         n2.metric("ibexdb_queue_drops_total") >= 1.0,
         "the slow reader was dropped"

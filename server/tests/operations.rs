@@ -60,7 +60,7 @@ async fn wss_clients_sync_over_tls() {
     b.connect_tls(&server.url, &tls).await;
     b.settle(5).await;
     a.settle(5).await;
-    assert_eq!(a.repo.state_hash(), b.repo.state_hash());
+    assert_eq!(a.repo.state_hash().unwrap(), b.repo.state_hash().unwrap());
     // A plain ws:// client cannot speak to the TLS listener.
     assert!(try_socket(&server.url.replace("wss", "ws"), None)
         .await

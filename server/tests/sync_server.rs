@@ -35,16 +35,16 @@ async fn three_clients_write_concurrently_and_converge() {
     for t in tasks {
         peers.push(t.await.unwrap());
     }
-    let h = peers[0].repo.state_hash();
-    for p in &peers {
-        assert_eq!(p.repo.state_hash(), h, "peer {} differs", p.n);
+    let h = peers[0].repo.state_hash().unwrap();
+    for p in peers.iter_mut() {
+        assert_eq!(p.repo.state_hash().unwrap(), h, "peer {} differs", p.n);
         assert_eq!(p.repo.commit_count(), TOTAL);
     }
     // A newcomer (anyone may read) gets the same state from the server alone.
     let mut late = Peer::new(9, "team");
     late.connect(&url).await;
     late.settle(TOTAL).await;
-    assert_eq!(late.repo.state_hash(), h);
+    assert_eq!(late.repo.state_hash().unwrap(), h);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,13 +72,13 @@ async fn reconnect_with_cursor_gets_only_what_was_missed() {
     a.connect(&server.url).await;
     a.settle(16).await;
     assert_eq!(a.received, 5, "only the 5 missed commits are resent");
-    assert_eq!(a.repo.state_hash(), b.repo.state_hash());
+    assert_eq!(a.repo.state_hash().unwrap(), b.repo.state_hash().unwrap());
     // While both are connected, a write reaches the other one live.
     a.write();
     a.push().await;
     a.settle(17).await;
     b.settle(17).await;
-    assert_eq!(a.repo.state_hash(), b.repo.state_hash());
+    assert_eq!(a.repo.state_hash().unwrap(), b.repo.state_hash().unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -246,13 +246,13 @@ async fn restart_keeps_everything_acked() {
     let mut b = Peer::new(2, "durable");
     b.connect(&server.url).await;
     b.settle(21).await;
-    assert_eq!(b.repo.state_hash(), a.repo.state_hash());
+    assert_eq!(b.repo.state_hash().unwrap(), a.repo.state_hash().unwrap());
     // The old client resumes against the restarted server with its cursor.
     a.write();
     a.connect(&server.url).await;
     a.settle(22).await;
     b.settle(22).await;
-    assert_eq!(b.repo.state_hash(), a.repo.state_hash());
+    assert_eq!(b.repo.state_hash().unwrap(), a.repo.state_hash().unwrap());
 }
 
 /// Several clients push concurrently; the server is killed with SIGKILL in the middle. After a
@@ -317,9 +317,9 @@ async fn kill_9_during_concurrent_pushes_loses_nothing_acked() {
     for p in peers.iter_mut() {
         p.settle(total as usize).await;
     }
-    let h = peers[0].repo.state_hash();
-    for p in &peers {
-        assert_eq!(p.repo.state_hash(), h, "peer {} differs", p.n);
+    let h = peers[0].repo.state_hash().unwrap();
+    for p in peers.iter_mut() {
+        assert_eq!(p.repo.state_hash().unwrap(), h, "peer {} differs", p.n);
     }
 }
 
@@ -375,8 +375,13 @@ async fn seeded_multi_peer_simulation() {
     for p in peers.iter_mut() {
         p.settle(total as usize).await;
     }
-    let h = peers[0].repo.state_hash();
-    for p in &peers {
-        assert_eq!(p.repo.state_hash(), h, "seed {seed}: peer {} differs", p.n);
+    let h = peers[0].repo.state_hash().unwrap();
+    for p in peers.iter_mut() {
+        assert_eq!(
+            p.repo.state_hash().unwrap(),
+            h,
+            "seed {seed}: peer {} differs",
+            p.n
+        );
     }
 }

@@ -27,6 +27,7 @@ mod receive;
 mod replay;
 mod verify;
 mod vouch;
+mod warm;
 mod write;
 
 pub use admit::Admission;
@@ -115,9 +116,9 @@ pub struct OpenReport {
     pub truncated_tail: Option<(u64, u64)>,
     pub repaired: Vec<(u64, u64)>,
     /// Where open's time went, by the repository's clock (milliseconds, so coarse): reading
-    /// the snapshot file, decoding it, and scanning + replaying the log from its end.
-    pub snapshot_read_ms: u64,
-    pub snapshot_decode_ms: u64,
+    /// and decoding the snapshot's meta section (its items load on first use), and scanning +
+    /// replaying the log from its end.
+    pub snapshot_ms: u64,
     pub replay_ms: u64,
 }
 
@@ -134,6 +135,9 @@ pub struct Repo<S: Storage> {
     author: PublicKey,
     opts: RepoOptions,
     snapshot_log_len: u64,
+    /// Length of the snapshot file as last written or opened (0: no valid file): where an
+    /// appended snapshot starts.
+    snapshot_len: u64,
     open_report: OpenReport,
 }
 
@@ -151,14 +155,14 @@ impl<S: Storage> Repo<S> {
         }
         // A snapshot is used only if it decodes, fits the log, and its anchor frame matches;
         // it is checked before the log is scanned from its end offset.
+        // Only its meta section is read here: items stay in its blocks until needed.
         let log_len = log.len()?;
         let t0 = (opts.clock)();
-        let snap_bytes = snapshot.as_ref().and_then(|s| snapshot::read_bytes(s).ok());
-        let t1 = (opts.clock)();
-        let snap_data = snap_bytes
-            .and_then(|b| snapshot::decode(b).ok())
+        let snap_data = snapshot
+            .as_ref()
+            .and_then(|s| snapshot::read(s).ok())
             .filter(|d| d.log_len <= log_len && snapshot::anchor_matches(d, &log));
-        let t2 = (opts.clock)();
+        let t1 = (opts.clock)();
         let (log, scan) = Log::open(log, snap_data.as_ref().map(|d| d.log_len), opts.recovery)?;
         let author = opts.identity.as_ref().map_or(ANONYMOUS, Identity::public);
         let mut repo = Repo {
@@ -173,30 +177,42 @@ impl<S: Storage> Repo<S> {
             author,
             opts,
             snapshot_log_len: 0,
+            snapshot_len: 0,
             open_report: OpenReport::default(),
         };
         if let Some(d) = snap_data {
             repo.snapshot_log_len = d.log_len;
+            repo.snapshot_len = repo.snapshot_bytes()?;
             repo.graph = d.graph;
             repo.open_report.from_snapshot = true;
         }
         let mut n = 0;
+        let mut snap_failed = false;
         for f in scan.frames() {
-            replay_frame(
-                &mut repo.graph,
-                &mut repo.wait,
-                f.kind,
-                f.offset,
-                f.payload,
-                None,
-            )?;
+            // The tail's commits write items that may still be in the snapshot's blocks.
+            let snap = repo.snap.as_ref();
+            let mut warm = |g: &mut Graph, c: &crate::commit::Commit| match snap {
+                Some(s) if g.state.has_cold() => {
+                    snapshot::load_changes(&mut g.state, s, &c.changes)
+                        .inspect_err(|_| snap_failed = true)
+                }
+                _ => Ok(()),
+            };
+            let (g, w) = (&mut repo.graph, &mut repo.wait);
+            let r = replay_frame(g, w, f.kind, f.offset, f.payload, None, Some(&mut warm));
+            if snap_failed {
+                break;
+            }
+            r?;
             n += 1;
+        }
+        if snap_failed {
+            repo.rebuild_from_log()?;
         }
         repo.open_report.replayed_frames = n;
         let t3 = (repo.opts.clock)();
-        repo.open_report.snapshot_read_ms = t1.saturating_sub(t0);
-        repo.open_report.snapshot_decode_ms = t2.saturating_sub(t1);
-        repo.open_report.replay_ms = t3.saturating_sub(t2);
+        repo.open_report.snapshot_ms = t1.saturating_sub(t0);
+        repo.open_report.replay_ms = t3.saturating_sub(t1);
         repo.open_report.truncated_tail = scan.truncated_tail();
         repo.open_report.repaired = scan.repaired().to_vec();
         repo.hlc = repo.graph.commits.iter().map(|c| c.hlc).max().unwrap_or(0);
@@ -275,7 +291,7 @@ impl<S: Storage> Repo<S> {
         &self.graph
     }
 
-    /// Test hook: the materialized state.
+    /// Test hook: the materialized state (call [`Repo::load_all`] first to see cold items).
     #[cfg(feature = "testing")]
     pub fn state(&self) -> &crate::state::State {
         &self.graph.state
@@ -302,18 +318,31 @@ impl<S: Storage> Repo<S> {
         self.log.len()
     }
 
-    /// Flush, then write a snapshot of the whole state (if a snapshot file was given).
+    /// Flush, then write a snapshot of the whole state (if a snapshot file was given). While
+    /// cold blocks are at least half of the file, the snapshot is appended to it: the loaded
+    /// items as new blocks and a new meta section (the cold ones stay where they are, so the
+    /// cost follows what was loaded, not the repository's size). Otherwise every item is
+    /// loaded and the file rewritten.
     pub fn write_snapshot(&mut self) -> Result<bool> {
         if self.snap.is_none() {
             return Ok(false);
         }
         self.flush()?;
+        let cold = self.graph.state.cold_bytes();
+        let append = (cold > 0 && self.snapshot_len > 0 && 2 * cold >= self.snapshot_len)
+            .then_some(self.snapshot_len);
+        if append.is_none() {
+            self.warm_all()?;
+        }
         let log_len = self.log.len();
-        let bytes = snapshot::encode_for(&self.graph, log_len, self.log.storage())?;
         let s = self.snap.as_mut().unwrap();
-        s.truncate(0)?;
-        s.write_at(0, &bytes)?;
-        s.flush()?;
+        // Until the write completes, the file holds no snapshot of this log.
+        self.snapshot_log_len = 0;
+        if append.is_none() {
+            self.snapshot_len = 0;
+        }
+        let end = snapshot::write_for(&self.graph, log_len, self.log.storage(), s, append)?;
+        self.snapshot_len = end;
         self.snapshot_log_len = log_len;
         Ok(true)
     }

@@ -1,6 +1,7 @@
 //! Reads (docs/design.md §2, §10): items by key, an item's history, the state hash and heads,
 //! and the query language run against the materialized state with the repository's indexes
-//! (queries, counts, aggregates, explain, live queries). Reads never touch storage, except
+//! (queries, counts, aggregates, explain, live queries). Reads touch storage only to load
+//! cold items from the snapshot's blocks the first time they are needed (`warm.rs`), and in
 //! `history()`, which re-reads the commits that touched the item.
 
 use super::Repo;
@@ -25,8 +26,9 @@ pub struct HistoryEntry {
 
 impl<S: Storage> Repo<S> {
     /// The visible value at `key`.
-    pub fn get(&self, key: &str) -> Result<Option<&Map>> {
+    pub fn get(&mut self, key: &str) -> Result<Option<&Map>> {
         let (c, i) = split_key(key)?;
+        self.warm_key(c, i)?;
         Ok(self.graph.state.get(c, i))
     }
 
@@ -38,8 +40,9 @@ impl<S: Storage> Repo<S> {
     }
 
     /// SHA-256 of the visible state; equal on replicas holding the same commits.
-    pub fn state_hash(&self) -> [u8; 32] {
-        self.graph.state.hash()
+    pub fn state_hash(&mut self) -> Result<[u8; 32]> {
+        self.warm_all()?;
+        Ok(self.graph.state.hash())
     }
 
     pub fn heads(&self) -> Vec<CommitId> {
@@ -55,8 +58,9 @@ impl<S: Storage> Repo<S> {
     }
 
     /// The commits that changed `key`, oldest first.
-    pub fn history(&self, key: &str) -> Result<Vec<HistoryEntry>> {
+    pub fn history(&mut self, key: &str) -> Result<Vec<HistoryEntry>> {
         let (c, i) = split_key(key)?;
+        self.warm_key(c, i)?;
         let Some(item) = self.graph.state.item(c, i) else {
             return Ok(Vec::new());
         };
@@ -88,33 +92,41 @@ impl<S: Storage> Repo<S> {
     // ----- queries (the language: docs/query-language.md) ---------------------------------
 
     /// Run a query: rows `(id, item)` and the plan it took.
-    pub fn query(&self, q: &Query) -> Result<QueryResult> {
+    pub fn query(&mut self, q: &Query) -> Result<QueryResult> {
+        self.warm_collection(&q.collection)?;
         self.query.run(&self.graph.state, q)
     }
 
     /// The plan a query would take, without running it.
-    pub fn explain(&self, q: &Query) -> Result<Plan> {
+    pub fn explain(&mut self, q: &Query) -> Result<Plan> {
+        self.warm_collection(&q.collection)?;
         self.query.explain(&self.graph.state, q)
     }
 
     /// Number of items of `collection` matching `filter` (all of them without one).
-    pub fn count(&self, collection: &str, filter: Option<&Filter>) -> Result<usize> {
+    pub fn count(&mut self, collection: &str, filter: Option<&Filter>) -> Result<usize> {
+        if filter.is_some() {
+            self.warm_collection(collection)?;
+        }
         self.query.count(&self.graph.state, collection, filter)
     }
 
     /// The ids of `collection`, in order.
-    pub fn keys(&self, collection: &str) -> Vec<String> {
-        self.query.keys(&self.graph.state, collection)
+    pub fn keys(&mut self, collection: &str) -> Result<Vec<String>> {
+        self.warm_collection(collection)?;
+        Ok(self.query.keys(&self.graph.state, collection))
     }
 
     /// Run an aggregate query; the result in its JSON form.
-    pub fn aggregate(&self, q: &AggregateQuery) -> Result<serde_json::Value> {
+    pub fn aggregate(&mut self, q: &AggregateQuery) -> Result<serde_json::Value> {
+        self.warm_collection(&q.collection)?;
         self.query.aggregate(&self.graph.state, q)
     }
 
     /// Start a live query: its id and current rows. Its changes are reported by
     /// [`Repo::take_live_changes`] after every write or receive that touches them.
     pub fn subscribe(&mut self, q: Query) -> Result<(LiveId, Vec<(String, Map)>)> {
+        self.warm_collection(&q.collection)?;
         self.query.subscribe(&self.graph.state, q)
     }
 

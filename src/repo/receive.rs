@@ -269,6 +269,8 @@ impl<S: Storage> Repo<S> {
                 refused += 1 + self.wait.discard_dependents(&id);
                 continue;
             }
+            // Before the append: a failed load rebuilds the state from the log.
+            self.warm_changes(&commit.changes)?;
             let offset = match stored {
                 Stored::InLog(o) => o,
                 Stored::Bytes(b) => self.log.append(FRAME_COMMIT, &b)?,

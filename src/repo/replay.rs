@@ -19,10 +19,15 @@ pub(super) struct Proof<'a> {
     pub vouched_below: u64,
 }
 
+/// Loads the cold items a commit writes before it is applied (open's replay of the log tail
+/// over a snapshot's state; `repo/warm.rs`).
+pub(super) type Warm<'a> = &'a mut dyn FnMut(&mut Graph, &Commit) -> Result<()>;
+
 /// Apply one log frame. Commits whose parents come later in the log (possible after a
 /// repair, or when a received parent completed a hole) wait for them in `wait`. `verify`
 /// is set when `verify()` replays: then seal signatures (unless vouched for) and
-/// repositories and the permission rule are checked too.
+/// repositories and the permission rule are checked too. `warm`, if given, runs before each
+/// commit is applied.
 pub(super) fn replay_frame(
     graph: &mut Graph,
     wait: &mut Waiting,
@@ -30,9 +35,14 @@ pub(super) fn replay_frame(
     offset: u64,
     payload: &[u8],
     verify: Option<&Proof>,
+    warm: Option<Warm<'_>>,
 ) -> Result<()> {
     match kind {
-        FRAME_COMMIT => replay_commit(graph, wait, offset, payload, verify.is_some()),
+        FRAME_COMMIT => {
+            let mut none = |_: &mut Graph, _: &Commit| Ok(());
+            let warm = warm.unwrap_or(&mut none);
+            replay_commit(graph, wait, offset, payload, verify.is_some(), warm)
+        }
         FRAME_SEAL => {
             let seal = Seal::decode(payload).map_err(|e| at(offset, e))?;
             if let Some(proof) = verify {
@@ -65,14 +75,14 @@ fn check_seal(seal: &Seal, offset: u64, proof: &Proof) -> Result<()> {
 /// rule (docs/design.md §6.4).
 fn apply_logged(
     graph: &mut Graph,
-    commit: Commit,
-    id: CommitId,
-    offset: u64,
+    (commit, id, offset): (Commit, CommitId, u64),
     verify: bool,
+    warm: Warm<'_>,
 ) -> Result<()> {
     if verify {
         check_logged(graph, &commit, &id, offset)?;
     }
+    warm(graph, &commit)?;
     graph.add_commit(commit, id, offset, &mut NoSink);
     Ok(())
 }
@@ -97,6 +107,7 @@ fn replay_commit(
     offset: u64,
     payload: &[u8],
     verify: bool,
+    warm: Warm<'_>,
 ) -> Result<()> {
     let (commit, id) = Commit::decode(payload).map_err(|e| at(offset, e))?;
     if graph.by_id.contains_key(&id) || wait.contains(&id) {
@@ -107,14 +118,14 @@ fn replay_commit(
         wait.defer(commit, id, Stored::InLog(offset), &missing);
         return Ok(());
     }
-    apply_logged(graph, commit, id, offset, verify)?;
+    apply_logged(graph, (commit, id, offset), verify, warm)?;
     let mut stack = vec![id];
     while let Some(a) = stack.pop() {
         for (c, cid, stored) in wait.ready(&a) {
             let Stored::InLog(o) = stored else {
                 unreachable!("replay defers only logged commits")
             };
-            apply_logged(graph, c, cid, o, verify)?;
+            apply_logged(graph, (c, cid, o), verify, warm)?;
             stack.push(cid);
         }
     }

@@ -56,6 +56,7 @@ impl<S: Storage> Repo<S> {
     /// `verify()`, taking the signatures of the seals at log offsets below `vouched_below` as
     /// verified by the caller (`verify_vouched`); every other check runs.
     pub(super) fn verify_proving(&mut self, vouched_below: u64) -> Result<VerifyReport> {
+        self.warm_all()?;
         let mut report = VerifyReport {
             log_bytes: self.log.len(),
             ..VerifyReport::default()
@@ -85,10 +86,7 @@ impl<S: Storage> Repo<S> {
     fn replay_all(&mut self, report: &mut VerifyReport, vouched_below: u64) -> Result<Graph> {
         let scan = self.log.scan_all()?;
         let snap = match &self.snap {
-            Some(s) if s.len()? > 0 => match snapshot::read(s) {
-                Ok(d) => Some((d.log_len, snapshot::read_bytes(s)?)),
-                Err(_) => None,
-            },
+            Some(s) if s.len()? > 0 => snapshot::read(s).ok().map(|d| (d, s)),
             _ => None,
         };
         let mut shadow = Graph::default();
@@ -96,13 +94,14 @@ impl<S: Storage> Repo<S> {
         let mut snap_done = false;
         let log_storage = self.log.storage();
         let check_snap = |shadow: &Graph, done: &mut bool, pos: u64| -> Result<()> {
-            if let Some((len, bytes)) = &snap {
-                if !*done && pos >= *len {
+            if let Some((d, src)) = &snap {
+                if !*done && pos >= d.log_len {
                     *done = true;
-                    if snapshot::encode_for(shadow, *len, log_storage)? != *bytes {
+                    if !snapshot::holds(d, *src, shadow, log_storage) {
                         return Err(Error::VerifyFailed {
                             reason: format!(
-                                "the snapshot differs from a replay of the first {len} log bytes"
+                                "the snapshot differs from a replay of the first {} log bytes",
+                                d.log_len
                             ),
                         });
                     }
@@ -127,6 +126,7 @@ impl<S: Storage> Repo<S> {
                 f.offset,
                 f.payload,
                 Some(&proof),
+                None,
             )?;
         }
         check_snap(&shadow, &mut snap_done, u64::MAX)?;

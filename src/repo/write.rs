@@ -46,6 +46,11 @@ impl<S: Storage> Repo<S> {
     /// Validate and commit a transaction atomically (buffered; see [`Repo::flush`]).
     /// Returns `None` for a transaction with nothing to do.
     pub fn commit(&mut self, txn: Txn) -> Result<Option<CommitId>> {
+        for (coll, ids) in &txn.writes {
+            for id in ids.keys() {
+                self.warm_key(coll, id)?;
+            }
+        }
         let mut changes = self.build_changes(txn)?;
         if changes.is_empty() {
             return Ok(None);

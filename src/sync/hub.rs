@@ -100,6 +100,11 @@ impl<S: Storage> Hub<S> {
         &self.repo
     }
 
+    /// The repository, for reads that may load cold items.
+    pub fn repo_mut(&mut self) -> &mut Repo<S> {
+        &mut self.repo
+    }
+
     pub fn into_repo(self) -> Repo<S> {
         self.repo
     }

@@ -198,7 +198,7 @@ function rethrow(e, eng) {
  * @property {number} commits
  * @property {number} items
  * @property {number} pending commits waiting for missing parents
- * @property {{fromSnapshot: boolean, replayedFrames: number, truncatedTail: number[] | null, repaired: number[][], snapshotReadMs: number, snapshotDecodeMs: number, replayMs: number}} open what open found, and where its time went (ms, by the engine clock: coarse)
+ * @property {{fromSnapshot: boolean, replayedFrames: number, truncatedTail: number[] | null, repaired: number[][], snapshotMs: number, replayMs: number}} open what open found, and where its time went (ms, by the engine clock: coarse): reading the snapshot's meta section (items load on first use), replaying the log's tail
  */
 
 /**

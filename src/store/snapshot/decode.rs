@@ -1,58 +1,31 @@
-//! Reading a snapshot, one function per section of the format (docs/design.md §8). Every
+//! Reading a snapshot's meta section, one function per section of the format (docs/design.md
+//! §8); the item blocks are read by `blocks.rs` when needed. Every
 //! count, index and order the encoder guarantees is checked: a damaged or foreign file is a
 //! `DecodeError`, never a wrong graph.
 
-use super::{commit_stamps, SnapshotData, F_SEALED, F_TRUSTED, I_DELETE, I_META, M_SET, M_TOP};
+use super::{commit_stamps, SnapshotData, F_SEALED, F_TRUSTED};
 use super::{SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
 use crate::access::{Acl, Role, Stamped};
 use crate::codec::Reader;
+use crate::cold::{ColdBlock, ColdTables};
 use crate::commit::{CommitId, PublicKey, Stamp, PUBLIC_KEY_LEN};
 use crate::error::{Error, Result};
 use crate::graph::{CommitInfo, Graph};
-use crate::state::{Collection, FieldMeta, History, Item, ItemId, StampRef, State};
-use crate::value::{Map, Name, Value};
-use std::collections::BTreeMap;
+use crate::state::{Collection, ItemId, State};
+use crate::store::Storage;
+use crate::value::Name;
+use std::collections::{BTreeMap, HashSet};
 
-/// Decode a snapshot, checking its magic, version and checksum. The bytes are dropped as soon
-/// as every item is decoded, before the collections' trees are built: the file and the trees
-/// are never in memory together (a high-water mark that wasm memory keeps).
-pub fn decode(bytes: Vec<u8>) -> Result<SnapshotData> {
-    if bytes.len() < 8 + 4 + 8 + 1 + 4 {
+/// Read a snapshot's meta section (everything but the items), checking its magic, version,
+/// structure and checksum. The items stay in the file: every collection of the graph's state
+/// holds the directory of its blocks, cold (`cold.rs`), and `blocks.rs` loads them on demand.
+pub fn read<S: Storage>(s: &S) -> Result<SnapshotData> {
+    let len = s.len()?;
+    if len < (HEAD_LEN + FOOT_LEN) as u64 {
         return Err(Error::decode("snapshot", "too short"));
     }
-    let (body, trailer) = bytes.split_at(bytes.len() - 4);
-    if crc32fast::hash(body) != u32::from_le_bytes(trailer.try_into().unwrap()) {
-        return Err(Error::decode("snapshot", "checksum mismatch"));
-    }
-    let mut r = Reader::new(body, "snapshot");
-    let (log_len, anchor) = header(&mut r)?;
-    let mut graph = Graph::default();
-    commit_table(&mut r, &mut graph)?;
-    let tables = Tables {
-        stamps: commit_stamps(&graph.authors, &graph.commits),
-        names: name_table(&mut r)?,
-    };
-    let ncoll = r.count(2, usize::MAX)?;
-    let mut decoded = Vec::with_capacity(ncoll);
-    for _ in 0..ncoll {
-        decoded.push(collection(&mut r, &tables)?);
-    }
-    r.finish()?;
-    drop(bytes);
-    let collections = decoded
-        .into_iter()
-        .map(|(name, items)| (name, Collection::from_sorted(items)))
-        .collect();
-    graph.state = State::from_parts(collections, tables.stamps);
-    Ok(SnapshotData {
-        log_len,
-        anchor,
-        graph,
-    })
-}
-
-/// Magic, version, `log_len` and the anchor.
-fn header(r: &mut Reader<'_>) -> Result<(u64, Option<(u64, u32)>)> {
+    let head = s.read_vec(0, HEAD_LEN)?;
+    let mut r = Reader::new(&head, "snapshot");
     if r.take(8)? != SNAPSHOT_MAGIC {
         return Err(r.err("bad magic"));
     }
@@ -60,6 +33,107 @@ fn header(r: &mut Reader<'_>) -> Result<(u64, Option<(u64, u32)>)> {
     if v != SNAPSHOT_VERSION {
         return Err(r.err(format!("unsupported version {v}")));
     }
+    let foot = s.read_vec(len - FOOT_LEN as u64, FOOT_LEN)?;
+    let mut r = Reader::new(&foot, "snapshot");
+    let (meta_offset, crc) = (r.u64()?, r.u32()?);
+    let meta_end = len - FOOT_LEN as u64;
+    if meta_offset < HEAD_LEN as u64 || meta_offset > meta_end {
+        return Err(Error::decode("snapshot", "meta offset out of range"));
+    }
+    let meta = s.read_vec(meta_offset, (meta_end - meta_offset) as usize)?;
+    if crc32fast::hash(&meta) != crc {
+        return Err(Error::decode("snapshot", "checksum mismatch"));
+    }
+    decode_meta(&meta, meta_offset)
+}
+
+/// The meta section: header fields, the commit table, the field names, the directory. Blocks
+/// must lie between the header and `meta_offset`.
+fn decode_meta(meta: &[u8], meta_offset: u64) -> Result<SnapshotData> {
+    let mut r = Reader::new(meta, "snapshot");
+    let (log_len, anchor) = header(&mut r)?;
+    let mut graph = Graph::default();
+    commit_table(&mut r, &mut graph)?;
+    let names = name_table(&mut r)?;
+    let ncoll = r.count(2, usize::MAX)?;
+    let mut collections = BTreeMap::new();
+    let mut spans = Vec::new();
+    for _ in 0..ncoll {
+        let name = r.str()?.to_owned();
+        if collections
+            .last_key_value()
+            .is_some_and(|(l, _)| *l >= name)
+        {
+            return Err(r.err("collections not strictly ascending"));
+        }
+        let blocks = directory(&mut r, meta_offset)?;
+        spans.extend(
+            blocks
+                .iter()
+                .map(|b| (b.offset, b.offset + u64::from(b.len))),
+        );
+        collections.insert(name, Collection::from_cold(blocks));
+    }
+    r.finish()?;
+    // Blocks never overlap (after an appended snapshot they are not in file order).
+    spans.sort_unstable();
+    if spans.windows(2).any(|w| w[0].1 > w[1].0) {
+        return Err(Error::decode("snapshot", "blocks overlap"));
+    }
+    let stamps = commit_stamps(&graph.authors, &graph.commits);
+    let tables = ColdTables {
+        names,
+        commits: graph.commits.len(),
+    };
+    graph.state = State::from_parts(collections, stamps, Some(tables));
+    Ok(SnapshotData {
+        log_len,
+        anchor,
+        graph,
+    })
+}
+
+/// One collection's block directory: blocks between the header and `meta_offset`, id ranges
+/// ascending and disjoint.
+fn directory(r: &mut Reader<'_>, meta_offset: u64) -> Result<Vec<ColdBlock>> {
+    let nb = r.count(4 + 4 + 4, usize::MAX)?;
+    let mut blocks: Vec<ColdBlock> = Vec::with_capacity(nb);
+    for _ in 0..nb {
+        let b = ColdBlock {
+            first: ItemId::new(r.str()?),
+            last: ItemId::new(r.str()?),
+            offset: r.varint()?,
+            len: u32::try_from(r.varint()?).map_err(|_| r.err("block too long"))?,
+            count: u32::try_from(r.varint()?).map_err(|_| r.err("bad block count"))?,
+            live: u32::try_from(r.varint()?).map_err(|_| r.err("bad block count"))?,
+            crc: r.u32()?,
+        };
+        let in_order = blocks.last().is_none_or(|l| l.last < b.first);
+        let sane = b.first <= b.last
+            && b.count >= 1
+            && b.live <= b.count
+            && u64::from(b.count) * MIN_ITEM_BYTES <= u64::from(b.len);
+        let inside = b.offset >= HEAD_LEN as u64
+            && b.offset
+                .checked_add(u64::from(b.len))
+                .is_some_and(|e| e <= meta_offset);
+        if !in_order || !sane || !inside {
+            return Err(r.err("bad block directory entry"));
+        }
+        blocks.push(b);
+    }
+    Ok(blocks)
+}
+
+/// Magic and version (at the start of the file); the footer: `u64` meta offset, `u32` CRC.
+const HEAD_LEN: usize = 12;
+const FOOT_LEN: usize = 12;
+/// The fewest bytes an item takes in a block: `lp(id)`, reset, last, flags, field and history
+/// counts.
+const MIN_ITEM_BYTES: u64 = 6;
+
+/// `log_len` and the anchor.
+fn header(r: &mut Reader<'_>) -> Result<(u64, Option<(u64, u32)>)> {
     let log_len = r.u64()?;
     let anchor = match r.u8()? {
         0 => None,
@@ -205,169 +279,17 @@ fn commit(
     })
 }
 
-/// The field names, strictly ascending (field decoding relies on it).
+/// The field names, each once (ascending, then the names added by appended snapshots).
 fn name_table(r: &mut Reader<'_>) -> Result<Vec<Name>> {
     let nn = r.count(1, usize::MAX)?;
     let mut names: Vec<Name> = Vec::with_capacity(nn);
+    let mut seen = HashSet::with_capacity(nn);
     for _ in 0..nn {
         let n = Name::new(r.str()?);
-        if names.last().is_some_and(|l| *l >= n) {
-            return Err(r.err("field names not strictly ascending"));
+        if !seen.insert(n.clone()) {
+            return Err(r.err("field name repeated"));
         }
         names.push(n);
     }
     Ok(names)
-}
-
-/// What items refer to by index: the commits' stamps and the field names.
-struct Tables {
-    stamps: Vec<Stamp>,
-    names: Vec<Name>,
-}
-
-impl Tables {
-    fn stamp(&self, r: &mut Reader<'_>) -> Result<Stamp> {
-        match r.varint()? {
-            0 => Ok(Stamp::ZERO),
-            1 => Stamp::decode(r),
-            k => self
-                .stamps
-                .get((k - 2) as usize)
-                .copied()
-                .ok_or_else(|| r.err("stamp reference out of range")),
-        }
-    }
-
-    /// A stamp that must be a commit's (or zero): an item's reset and last write.
-    fn stamp_ref(&self, r: &mut Reader<'_>) -> Result<StampRef> {
-        match r.varint()? {
-            0 => Ok(0),
-            k if k >= 2 && k - 2 < self.stamps.len() as u64 => Ok((k - 1) as StampRef),
-            _ => Err(r.err("item stamp is not a commit's")),
-        }
-    }
-
-    /// A field name by its index; returns the index too.
-    fn name(&self, r: &mut Reader<'_>) -> Result<(u64, Name)> {
-        let i = r.varint()?;
-        let n = self.names.get(i as usize).cloned();
-        Ok((i, n.ok_or_else(|| r.err("name index out of range"))?))
-    }
-}
-
-/// One collection: its name and its items, ids strictly ascending.
-type Decoded = (String, Vec<(ItemId, Item)>);
-
-fn collection(r: &mut Reader<'_>, t: &Tables) -> Result<Decoded> {
-    let cname = r.str()?.to_owned();
-    let ni = r.count(4, usize::MAX)?;
-    let mut items: Vec<(ItemId, Item)> = Vec::with_capacity(ni);
-    for _ in 0..ni {
-        let id = ItemId::new(r.str()?);
-        // `ItemId`'s order is `str`'s; between inline ids it is two word compares.
-        if items.last().is_some_and(|(l, _)| *l >= id) {
-            return Err(r.err("item ids not strictly ascending"));
-        }
-        items.push((id, item(r, t)?));
-    }
-    Ok((cname, items))
-}
-
-fn item(r: &mut Reader<'_>, t: &Tables) -> Result<Item> {
-    let reset = t.stamp_ref(r)?;
-    let last = t.stamp_ref(r)?;
-    let flags = r.u8()?;
-    let value = fields(r, t)?;
-    let history = history(r, t.stamps.len())?;
-    let meta = match flags & I_META {
-        0 => None,
-        _ => Some(Box::new(item_meta(r, t)?)),
-    };
-    Ok(Item {
-        value,
-        reset,
-        reset_is_delete: flags & I_DELETE != 0,
-        last,
-        meta,
-        history,
-    })
-}
-
-/// An item's visible fields.
-fn fields(r: &mut Reader<'_>, t: &Tables) -> Result<Map> {
-    let nf = r.count(2, usize::MAX)?;
-    let mut value = Map::with_capacity(nf);
-    let mut last_name = None;
-    for _ in 0..nf {
-        let (i, k) = t.name(r)?;
-        let v = Value::decode(r)?;
-        // The name table is sorted and the encoder writes fields in name order, so
-        // ascending indices are ascending names: append without comparing names.
-        if last_name.is_none_or(|l| l < i) {
-            value.push_ordered(k, v);
-        } else {
-            value.insert(k, v);
-        }
-        last_name = Some(i);
-    }
-    Ok(value)
-}
-
-/// The commit-table indices of an item's history, delta-encoded; `nc` commits exist.
-fn history(r: &mut Reader<'_>, nc: usize) -> Result<History> {
-    let nh = r.count(1, u32::MAX as usize)?;
-    let mut history = History::default();
-    let mut prev = 0u64;
-    for _ in 0..nh {
-        prev += r.varint()?;
-        if prev >= nc as u64 {
-            return Err(r.err("history index out of range"));
-        }
-        history.push(prev as u32);
-    }
-    Ok(history)
-}
-
-/// An item's per-field merge metadata.
-fn item_meta(r: &mut Reader<'_>, t: &Tables) -> Result<BTreeMap<Name, FieldMeta>> {
-    let nm = r.count(2, usize::MAX)?;
-    let mut m = BTreeMap::new();
-    for _ in 0..nm {
-        let (_, k) = t.name(r)?;
-        m.insert(k, field_meta(r, t)?);
-    }
-    Ok(m)
-}
-
-fn field_meta(r: &mut Reader<'_>, t: &Tables) -> Result<FieldMeta> {
-    let stamp = t.stamp(r)?;
-    let flags = r.u8()?;
-    if flags > (M_SET | M_TOP) {
-        return Err(r.err("bad field flags"));
-    }
-    let top = match flags & M_TOP {
-        0 => stamp,
-        _ => t.stamp(r)?,
-    };
-    let dots = match flags & M_SET {
-        0 => None,
-        _ => Some(dots(r, t)?),
-    };
-    Ok(FieldMeta { stamp, top, dots })
-}
-
-/// A set field's elements, each with the stamps of the adds that put it there.
-fn dots(r: &mut Reader<'_>, t: &Tables) -> Result<BTreeMap<Name, Vec<Stamp>>> {
-    let ne = r.count(2, usize::MAX)?;
-    let mut d = BTreeMap::new();
-    for _ in 0..ne {
-        let e = Name::new(r.str()?);
-        let nd = r.count(1, usize::MAX)?;
-        let mut ds = Vec::with_capacity(nd);
-        for _ in 0..nd {
-            ds.push(t.stamp(r)?);
-        }
-        d.insert(e, ds);
-    }
-    Ok(d)
 }

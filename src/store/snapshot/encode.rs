@@ -5,28 +5,174 @@ use super::{SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
 use crate::access::{Acl, Role};
 use crate::codec::Writer;
 use crate::commit::{CommitId, PublicKey, Stamp};
+use crate::error::Result;
 use crate::graph::Graph;
-use crate::state::{FieldMeta, Item, StampRef};
+use crate::state::{FieldMeta, Item, ItemId, StampRef};
 use crate::value::{Map, Name};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+/// Items are cut into blocks of about this many encoded bytes: one block is what a read of a
+/// cold key decodes.
+pub(super) const BLOCK_BYTES: usize = 32 << 10;
+/// Output is handed to the sink in chunks of about this size.
+const CHUNK_BYTES: usize = 1 << 20;
+
 /// Encode `graph` as the snapshot of the first `log_len` log bytes, whose last frame is at
-/// `anchor` = (offset, crc) (None when the log holds no frame).
-pub(super) fn encode(graph: &Graph, log_len: u64, anchor: Option<(u64, u32)>) -> Vec<u8> {
-    let mut w = Writer::with_capacity(64 + graph.state.len() * 64);
-    header(&mut w, log_len, anchor);
-    commit_table(&mut w, graph);
+/// `anchor` = (offset, crc) (None when the log holds no frame), handing the bytes to `out` in
+/// order, a chunk at a time: the file is never in memory whole.
+///
+/// Without `append`, every item must be loaded and the whole file is written. With `append`
+/// = the length of the snapshot file the graph's cold blocks are in, only what follows it is
+/// written: the loaded items as new blocks, then a new meta section whose directory lists the
+/// cold blocks where they are (docs/design.md §8, "When written").
+pub(super) fn encode(
+    graph: &Graph,
+    (log_len, anchor): (u64, Option<(u64, u32)>),
+    append: Option<u64>,
+    out: &mut dyn FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
+    debug_assert!(append.is_some() || !graph.state.has_cold());
+    let mut f = Out {
+        w: Writer::with_capacity(CHUNK_BYTES + BLOCK_BYTES),
+        flushed: append.unwrap_or(0),
+        out,
+    };
+    if append.is_none() {
+        f.w.bytes(SNAPSHOT_MAGIC);
+        f.w.u32(SNAPSHOT_VERSION);
+    }
     let stamps = StampRefs::new(graph);
-    let mut names = name_table(&mut w, graph);
-    collections(&mut w, graph, &stamps, &mut names);
-    let crc = crc32fast::hash(&w.buf);
-    w.u32(crc);
-    w.into_inner()
+    let (table, mut names) = names_of(graph);
+    let dir = collections(&mut f, graph, &stamps, &mut names)?;
+    let meta_offset = f.offset();
+    let meta_start = f.w.buf.len();
+    header(&mut f.w, log_len, anchor);
+    commit_table(&mut f.w, graph);
+    name_table(&mut f.w, &table);
+    directory(&mut f.w, &dir);
+    // The meta section is written whole into the buffer (nothing is handed out meanwhile).
+    let crc = crc32fast::hash(&f.w.buf[meta_start..]);
+    f.w.u64(meta_offset);
+    f.w.u32(crc);
+    f.flush()
+}
+
+/// The output: a buffer handed to the sink when it grows past [`CHUNK_BYTES`].
+struct Out<'a> {
+    w: Writer,
+    flushed: u64,
+    out: &'a mut dyn FnMut(&[u8]) -> Result<()>,
+}
+
+impl Out<'_> {
+    /// The file offset of the next byte written.
+    fn offset(&self) -> u64 {
+        self.flushed + self.w.buf.len() as u64
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        (self.out)(&self.w.buf)?;
+        self.flushed += self.w.buf.len() as u64;
+        self.w.buf.clear();
+        Ok(())
+    }
+}
+
+/// One directory entry: where a block is and what it holds (docs/design.md §8).
+struct BlockEntry<'g> {
+    first: &'g str,
+    last: &'g str,
+    offset: u64,
+    len: usize,
+    count: u32,
+    live: u32,
+    crc: u32,
+}
+
+/// Each collection's name and blocks.
+type Directory<'g> = Vec<(&'g str, Vec<BlockEntry<'g>>)>;
+
+/// Write every collection's loaded items as blocks, between its cold blocks (which stay where
+/// they are); returns the directory.
+fn collections<'g>(
+    f: &mut Out<'_>,
+    graph: &'g Graph,
+    stamps: &StampRefs,
+    names: &mut Names<'g>,
+) -> Result<Directory<'g>> {
+    let mut dir = Vec::with_capacity(graph.state.collections.len());
+    let mut block = Writer::with_capacity(2 * BLOCK_BYTES);
+    for (cname, c) in &graph.state.collections {
+        let mut blocks = Vec::new();
+        let mut items = c.items.iter().peekable();
+        for cold in c.cold().iter().map(Some).chain([None]) {
+            // The loaded items before this cold block (all that remain after the last one).
+            let before = |id: &ItemId| cold.is_none_or(|b| *id < b.first);
+            while items.peek().is_some_and(|(id, _)| before(id)) {
+                block.buf.clear();
+                let (mut first, mut last, mut count, mut live) = ("", "", 0u32, 0u32);
+                while let Some((id, it)) =
+                    items.next_if(|(id, _)| block.buf.len() < BLOCK_BYTES && before(id))
+                {
+                    if count == 0 {
+                        first = id.as_str();
+                    }
+                    last = id.as_str();
+                    count += 1;
+                    live += u32::from(it.is_live());
+                    block.lp(id.as_bytes());
+                    item(&mut block, it, stamps, names);
+                }
+                blocks.push(BlockEntry {
+                    first,
+                    last,
+                    offset: f.offset(),
+                    len: block.buf.len(),
+                    count,
+                    live,
+                    crc: crc32fast::hash(&block.buf),
+                });
+                f.w.bytes(&block.buf);
+                if f.w.buf.len() >= CHUNK_BYTES {
+                    f.flush()?;
+                }
+            }
+            if let Some(b) = cold {
+                blocks.push(BlockEntry {
+                    first: b.first.as_str(),
+                    last: b.last.as_str(),
+                    offset: b.offset,
+                    len: b.len as usize,
+                    count: b.count,
+                    live: b.live,
+                    crc: b.crc,
+                });
+            }
+        }
+        dir.push((cname.as_str(), blocks));
+    }
+    Ok(dir)
+}
+
+/// The collections' block directory.
+fn directory(w: &mut Writer, dir: &Directory<'_>) {
+    w.varint(dir.len() as u64);
+    for (cname, blocks) in dir {
+        w.lp(cname.as_bytes());
+        w.varint(blocks.len() as u64);
+        for b in blocks {
+            w.lp(b.first.as_bytes());
+            w.lp(b.last.as_bytes());
+            w.varint(b.offset);
+            w.varint(b.len as u64);
+            w.varint(u64::from(b.count));
+            w.varint(u64::from(b.live));
+            w.u32(b.crc);
+        }
+    }
 }
 
 fn header(w: &mut Writer, log_len: u64, anchor: Option<(u64, u32)>) {
-    w.bytes(SNAPSHOT_MAGIC);
-    w.u32(SNAPSHOT_VERSION);
     w.u64(log_len);
     match anchor {
         Some((off, crc)) => {
@@ -137,10 +283,15 @@ fn same_fields(a: &Map, b: &Map) -> bool {
     a.len() == b.len() && a.keys().zip(b.keys()).all(|(x, y)| x == y)
 }
 
-/// Every field name used in any item's value or metadata, ascending; returns each name's
-/// index. Items with the same fields as the item before them (most items of a collection) add
-/// nothing and are skipped.
-fn name_table<'g>(w: &mut Writer, graph: &'g Graph) -> Names<'g> {
+/// The field-name table and each name's index: every field name used in any loaded item's
+/// value or metadata, ascending, after the names cold blocks refer to (kept in their order, so
+/// the blocks' indices stay valid). Items with the same fields as the item before them (most
+/// items of a collection) add nothing and are skipped.
+fn names_of(graph: &Graph) -> (Vec<&str>, Names<'_>) {
+    let kept: Vec<&str> = graph
+        .state
+        .cold_tables()
+        .map_or(Vec::new(), |t| t.names.iter().map(Name::as_str).collect());
     let mut names: BTreeSet<&str> = BTreeSet::new();
     for c in graph.state.collections.values() {
         let mut prev: Option<&Map> = None;
@@ -154,13 +305,28 @@ fn name_table<'g>(w: &mut Writer, graph: &'g Graph) -> Names<'g> {
             }
         }
     }
-    w.varint(names.len() as u64);
-    for n in &names {
-        w.lp(n.as_bytes());
+    let mut index: HashMap<&str, u64> = kept.iter().copied().zip(0u64..).collect();
+    let mut table = kept;
+    for n in names {
+        if !index.contains_key(n) {
+            index.insert(n, table.len() as u64);
+            table.push(n);
+        }
     }
-    Names {
-        index: names.into_iter().zip(0u64..).collect(),
-        last: Vec::new(),
+    (
+        table,
+        Names {
+            index,
+            last: Vec::new(),
+        },
+    )
+}
+
+/// The field-name table: every name items refer to.
+fn name_table(w: &mut Writer, table: &[&str]) {
+    w.varint(table.len() as u64);
+    for n in table {
+        w.lp(n.as_bytes());
     }
 }
 
@@ -183,18 +349,6 @@ impl<'g> Names<'g> {
         self.last.truncate(pos);
         self.last.push((k, i));
         i
-    }
-}
-
-fn collections<'g>(w: &mut Writer, graph: &'g Graph, stamps: &StampRefs, names: &mut Names<'g>) {
-    w.varint(graph.state.collections.len() as u64);
-    for (cname, c) in &graph.state.collections {
-        w.lp(cname.as_bytes());
-        w.varint(c.items.len() as u64);
-        for (id, it) in &c.items {
-            w.lp(id.as_bytes());
-            item(w, it, stamps, names);
-        }
     }
 }
 

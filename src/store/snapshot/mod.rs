@@ -3,26 +3,33 @@
 //! offset and checksum of the last frame it covers; a snapshot that does not match its log is
 //! ignored.
 //!
-//! The file is one pass over the format's sections, in order: header and anchor, the commit
-//! table (authors, access lists, commits, seal offsets, seal cover), the field-name table, then the
-//! collections and their items; a CRC-32 trailer covers it all. `encode.rs` writes and
-//! `decode.rs` reads them, one function per section.
+//! The file: a header, the items of every collection cut into blocks of ~32 KiB (each with
+//! its own CRC), then the meta section (log length and anchor, the commit table, the field-name
+//! table, each collection's block directory) and a footer pointing at it. Open reads only the
+//! meta section; a block is read when a read, a write or a scan first needs its items
+//! (`cold.rs`). `encode.rs` writes the file in one streaming pass, `decode.rs` reads the meta
+//! section and `blocks.rs` the blocks, one function per section.
 
+mod blocks;
 mod decode;
 mod encode;
 
-pub use decode::decode;
+use blocks::decode_cold;
+pub use blocks::{load_all, load_changes, load_collection, load_key};
+pub use decode::read;
 
 use super::log::{probe_frame, HEADER_LEN};
 use super::storage::Storage;
 use crate::commit::{PublicKey, Stamp};
 use crate::error::Result;
 use crate::graph::{CommitInfo, Graph};
+use crate::state::{Item, ItemId, State};
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"IBEXSNP1";
-/// Version 2 added the access lists (docs/design.md §8); a version-1 file is ignored (the log
-/// is replayed) and rewritten at the next snapshot.
-pub const SNAPSHOT_VERSION: u32 = 2;
+/// Version 3 cut the items into blocks read on demand; version 2 added the access lists
+/// (docs/design.md §8). A file of an older version is ignored (the log is replayed) and
+/// rewritten at the next snapshot.
+pub const SNAPSHOT_VERSION: u32 = 3;
 /// Commit flags.
 const F_TRUSTED: u8 = 1;
 const F_SEALED: u8 = 2;
@@ -42,14 +49,86 @@ pub struct SnapshotData {
     pub graph: Graph,
 }
 
-/// Encode a snapshot of `graph`, which must be the result of replaying exactly the first
-/// `log_len` bytes of `log`, anchored to the last frame it covers.
-pub fn encode_for<S: Storage>(graph: &Graph, log_len: u64, log: &S) -> Result<Vec<u8>> {
-    let anchor = match last_frame(graph) {
+/// Write a snapshot of `graph`, which must be the result of replaying exactly the first
+/// `log_len` bytes of `log` (anchored to the last frame it covers), to `dst`, a chunk at a time, and flush;
+/// returns the file's new length. Without `append`, the file is rewritten (every item must be
+/// loaded). With `append` = the length of the file the graph's cold blocks are in, the new
+/// blocks and meta section are written after it, and the cold blocks stay where they are.
+pub fn write_for<S: Storage, D: Storage>(
+    graph: &Graph,
+    log_len: u64,
+    log: &S,
+    dst: &mut D,
+    append: Option<u64>,
+) -> Result<u64> {
+    let at = (log_len, anchor_of(graph, log)?);
+    if append.is_none() {
+        dst.truncate(0)?;
+    }
+    let mut end = append.unwrap_or(0);
+    encode::encode(graph, at, append, &mut |b| {
+        dst.write_at(end, b)?;
+        end += b.len() as u64;
+        Ok(())
+    })?;
+    // What a failed append before this one may have left past the end.
+    if dst.len()? != end {
+        dst.truncate(end)?;
+    }
+    dst.flush()?;
+    Ok(end)
+}
+
+/// Whether the snapshot in `src` (whose meta section is `d`) holds exactly `graph` (every
+/// item loaded) as the replay of the first `d.log_len` bytes of `log`: the same anchor, commit
+/// table, heads, seal bookkeeping, access lists and items. Items are compared a block at a
+/// time: the snapshot is never decoded whole. A block that does not decode does not hold it.
+pub fn holds<S: Storage, L: Storage>(d: &SnapshotData, src: &S, graph: &Graph, log: &L) -> bool {
+    let (a, b) = (&d.graph, graph);
+    let same_table = a.commits == b.commits
+        && a.heads == b.heads
+        && a.authors == b.authors
+        && a.seal_offsets == b.seal_offsets
+        && a.seal_cover == b.seal_cover
+        && a.acls == b.acls
+        && a.acl == b.acl;
+    if !same_table || anchor_of(b, log).ok() != Some(d.anchor) {
+        return false;
+    }
+    let (ca, cb) = (&a.state.collections, &b.state.collections);
+    ca.len() == cb.len()
+        && ca.iter().zip(cb).all(|((na, x), (nb, y))| {
+            na == nb && x.count() == y.count() && same_items(&a.state, src, na, y.items.iter())
+        })
+}
+
+/// Whether cold collection `name` of `state` (in `src`) holds exactly `items`, in order.
+fn same_items<'a, S: Storage>(
+    state: &State,
+    src: &S,
+    name: &str,
+    mut items: impl Iterator<Item = (&'a ItemId, &'a Item)>,
+) -> bool {
+    let n = state.collection(name).map_or(0, |c| c.cold().len());
+    for i in 0..n {
+        let Ok(block) = decode_cold(state, src, name, i..i + 1) else {
+            return false;
+        };
+        for (id, it) in &block {
+            if items.next() != Some((id, it)) {
+                return false;
+            }
+        }
+    }
+    items.next().is_none()
+}
+
+/// The offset and CRC of the last log frame `graph` covers.
+fn anchor_of<S: Storage>(graph: &Graph, log: &S) -> Result<Option<(u64, u32)>> {
+    Ok(match last_frame(graph) {
         Some(off) => Some((off, probe_frame(log, off)?.1)),
         None => None,
-    };
-    Ok(encode::encode(graph, log_len, anchor))
+    })
 }
 
 /// The offset of the last frame `graph` covers: its last commit or its last seal.
@@ -68,17 +147,6 @@ pub fn anchor_matches<S: Storage>(d: &SnapshotData, log: &S) -> bool {
             matches!(probe_frame(log, off), Ok((_, c, end)) if c == crc && end == d.log_len)
         }
     }
-}
-
-/// Read the whole snapshot file.
-pub fn read_bytes<S: Storage>(s: &S) -> Result<Vec<u8>> {
-    let len = s.len()?;
-    Ok(s.read_vec(0, len as usize)?)
-}
-
-/// Read and decode a snapshot file.
-pub fn read<S: Storage>(s: &S) -> Result<SnapshotData> {
-    decode(read_bytes(s)?)
 }
 
 /// The stamp of each commit of the table, by index: stamps are written as references to

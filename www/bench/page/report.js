@@ -124,8 +124,9 @@ const MEMORY_LINES = [
   ['afterLoad', 'opfsBytes', 'OPFS bytes after bulk load'],
   ['afterLoad', 'wasmMemoryBytes', 'wasm memory after bulk load'],
   ['afterLoad', 'jsHeapUsedBytes', 'worker JS heap after bulk load'],
-  ['afterOpen', 'wasmMemoryBytes', 'wasm memory after reopen'],
-  ['afterOpen', 'jsHeapUsedBytes', 'worker JS heap after reopen'],
+  ['afterOpen', 'wasmMemoryBytes', 'wasm memory after reopen + first read'],
+  ['afterOpen', 'jsHeapUsedBytes', 'worker JS heap after reopen + first read'],
+  ['afterOpenQuery', 'wasmMemoryBytes', 'wasm memory after reopen + first indexed query'],
 ];
 
 /**

@@ -192,6 +192,10 @@ class EngineRun {
           }
           if (rowId === 'bulk-load' || rowId === 'fat-load') await this.stats('afterLoad');
           if (rowId === 'fat-batch-read') await this.stats('afterBatch');
+          // After reopening N and running the first indexed query: every item of the collection
+          // loaded (ibexdb loads a snapshot's items on first use; its 'afterOpen' footprint below
+          // is a fresh engine that read one item).
+          if (rowId === 'open-n-query') await this.stats('afterOpenQuery');
           if (rowId === 'bulk-load-txn') {
             // The rows after it start from a fresh worker (wasm memory is a high-water mark) on clean storage.
             await retire(this.w, { reset: true });

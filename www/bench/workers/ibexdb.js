@@ -304,7 +304,7 @@ serve({
       s.items = st.items;
       s.openedFromSnapshot = st.open?.fromSnapshot ?? null;
       // Where the last open's time went (engine clock, ms): snapshot read, its decode, log replay.
-      s.openPhasesMs = st.open ? { snapshotRead: st.open.snapshotReadMs, snapshotDecode: st.open.snapshotDecodeMs, replay: st.open.replayMs } : null;
+      s.openPhasesMs = st.open ? { snapshot: st.open.snapshotMs, replay: st.open.replayMs } : null;
     }
     s.background = { ...background };
     Object.assign(s, await opfsUsage(() => storage.repositoryDir(repo)));
@@ -347,8 +347,8 @@ serve({
     return {
       'create-instance': 'import engine.js, compile + instantiate wasm, create the OPFS files' + (signed ? ', generate the P-384 identity' : ''),
       'open-empty': 'open the files, load snapshot + replay log tail (empty)',
-      'open-n': 'memory-first: loads the whole snapshot into memory before the first read; the count index is not built (first use builds it)',
-      'open-n-query': 'memory-first: loads the whole snapshot, then the query builds the count index (first use) and walks 1,000 entries',
+      'open-n': 'reads the snapshot\'s meta section; the first read loads the one ~32 KiB block that holds its item (items load on first use); the count index is not built (first use builds it)',
+      'open-n-query': 'reads the snapshot\'s meta section; the query loads every item of the collection from the snapshot\'s blocks, builds the count index (first use) and walks 1,000 entries',
       'bulk-load': `one commit per 1,000 items, ${dur}; count index maintained; trailing seal + flush + snapshot timed`,
       'bulk-load-txn': `one commit (split beyond 48 MiB), ${dur}; count index maintained; trailing seal + flush + snapshot timed`,
       'read-by-id': 'in-memory map lookup + JSON text to JS',

@@ -91,8 +91,7 @@ impl Engine {
                 "replayedFrames": rep.replayed_frames,
                 "truncatedTail": rep.truncated_tail.map(|(a, b)| [a, b]),
                 "repaired": rep.repaired.iter().map(|(a, b)| [*a, *b]).collect::<Vec<_>>(),
-                "snapshotReadMs": rep.snapshot_read_ms,
-                "snapshotDecodeMs": rep.snapshot_decode_ms,
+                "snapshotMs": rep.snapshot_ms,
                 "replayMs": rep.replay_ms,
             },
         })

@@ -53,8 +53,8 @@ fn history_json(h: &[HistoryEntry]) -> serde_json::Value {
 #[wasm_bindgen]
 impl Engine {
     /// The item at `key` as JSON, or undefined.
-    pub fn get(&self, key: &str) -> JsResult<Option<String>> {
-        let r = self.repo()?;
+    pub fn get(&mut self, key: &str) -> JsResult<Option<String>> {
+        let r = self.repo_mut()?;
         Ok(r.get(key).js()?.map(to_string))
     }
 
@@ -71,8 +71,8 @@ impl Engine {
     /// exist, 1 when it does, 3 when it does and holds a set somewhere (so the caller knows
     /// whether `{"$set": [...]}` objects need reviving without scanning the text).
     #[wasm_bindgen(js_name = getInto)]
-    pub fn get_into(&self, key: &str) -> JsResult<u32> {
-        let r = self.repo()?;
+    pub fn get_into(&mut self, key: &str) -> JsResult<u32> {
+        let r = self.repo.as_mut().ok_or_else(|| to_js(&Error::Closed))?;
         let Some(m) = r.get(key).js()? else {
             return Ok(0);
         };
@@ -90,35 +90,41 @@ impl Engine {
 
     /// JSON array of items (null where missing) for a JSON array of keys.
     #[wasm_bindgen(js_name = getMany)]
-    pub fn get_many(&self, keys: &str) -> JsResult<String> {
-        let r = self.repo()?;
+    pub fn get_many(&mut self, keys: &str) -> JsResult<String> {
+        let r = self.repo_mut()?;
         let keys: Vec<String> =
             serde_json::from_str(keys).map_err(|e| to_js(&crate::json::bad_json(&e)))?;
-        let mut items = Vec::with_capacity(keys.len());
-        for k in &keys {
-            items.push(r.get(k).js()?);
+        // Each item is written out before the next read (a read may load a cold block).
+        let mut out = Vec::with_capacity(2 + keys.len() * 64);
+        out.push(b'[');
+        for (i, k) in keys.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            crate::json::write(&mut out, &r.get(k).js()?);
         }
-        Ok(to_string(&items))
+        out.push(b']');
+        Ok(String::from_utf8(out).expect("JSON is UTF-8"))
     }
 
     /// Rows `[[id, item], ...]` of a query (JSON).
-    pub fn query(&self, q: &str) -> JsResult<String> {
-        let r = self.repo()?;
+    pub fn query(&mut self, q: &str) -> JsResult<String> {
+        let r = self.repo_mut()?;
         let q = query_of(q).js()?;
         let res = r.query(&q).js()?;
         Ok(to_string(&res.rows))
     }
 
     /// The plan a query would use (JSON).
-    pub fn explain(&self, q: &str) -> JsResult<String> {
-        let r = self.repo()?;
+    pub fn explain(&mut self, q: &str) -> JsResult<String> {
+        let r = self.repo_mut()?;
         let q = query_of(q).js()?;
         Ok(r.explain(&q).js()?.to_json().to_string())
     }
 
     /// Number of items of `collection` matching `where` (a JSON where clause, or undefined).
-    pub fn count(&self, collection: &str, r#where: Option<String>) -> JsResult<f64> {
-        let r = self.repo()?;
+    pub fn count(&mut self, collection: &str, r#where: Option<String>) -> JsResult<f64> {
+        let r = self.repo_mut()?;
         let n = match r#where {
             None => r.count(collection, None),
             Some(w) => {
@@ -132,21 +138,21 @@ impl Engine {
     }
 
     /// The ids of `collection` in order (JSON array).
-    pub fn keys(&self, collection: &str) -> JsResult<String> {
-        let r = self.repo()?;
-        Ok(to_string(&r.keys(collection)))
+    pub fn keys(&mut self, collection: &str) -> JsResult<String> {
+        let r = self.repo_mut()?;
+        Ok(to_string(&r.keys(collection).js()?))
     }
 
     /// Run an aggregate query (JSON in, JSON out).
-    pub fn aggregate(&self, q: &str) -> JsResult<String> {
-        let r = self.repo()?;
+    pub fn aggregate(&mut self, q: &str) -> JsResult<String> {
+        let r = self.repo_mut()?;
         let q = AggregateQuery::from_json(&parse_json(q).js()?).js()?;
         Ok(r.aggregate(&q).js()?.to_string())
     }
 
     /// The commits that changed `key`, oldest first (JSON).
-    pub fn history(&self, key: &str) -> JsResult<String> {
-        let r = self.repo()?;
+    pub fn history(&mut self, key: &str) -> JsResult<String> {
+        let r = self.repo_mut()?;
         Ok(history_json(&r.history(key).js()?).to_string())
     }
 }

@@ -1,0 +1,86 @@
+//! Loading cold items (docs/design.md §8, `cold.rs`): after an open from a snapshot, items stay
+//! in the snapshot file's blocks until something needs them. Every read, write or scan of the
+//! repository first loads what it touches: the block that may hold a key, a whole collection
+//! before a query or a scan, everything before a snapshot, a hash or `verify()`.
+//!
+//! A block that cannot be loaded (damaged after open, or unreadable) makes the snapshot
+//! useless: the repository rebuilds its state by replaying the whole log, which holds
+//! everything the snapshot did, and goes on. The caller never sees the damage.
+
+use super::causal::Waiting;
+use super::replay::replay_frame;
+use super::Repo;
+use crate::commit::Change;
+use crate::error::Result;
+use crate::graph::Graph;
+use crate::state::State;
+use crate::store::snapshot;
+use crate::store::Storage;
+
+impl<S: Storage> Repo<S> {
+    /// Load the block that may hold `collection/id`.
+    pub(super) fn warm_key(&mut self, collection: &str, id: &str) -> Result<()> {
+        self.warm_with(|state, s| snapshot::load_key(state, s, collection, id))
+    }
+
+    /// Load the blocks that may hold the items `changes` write.
+    pub(super) fn warm_changes(&mut self, changes: &[Change]) -> Result<()> {
+        self.warm_with(|state, s| snapshot::load_changes(state, s, changes))
+    }
+
+    /// Load every item of `collection`.
+    pub(super) fn warm_collection(&mut self, collection: &str) -> Result<()> {
+        self.warm_with(|state, s| snapshot::load_collection(state, s, collection))
+    }
+
+    /// Load every item still in the snapshot's blocks now, instead of when first needed.
+    pub fn load_all(&mut self) -> Result<()> {
+        self.warm_all()
+    }
+
+    /// Load every item.
+    pub(super) fn warm_all(&mut self) -> Result<()> {
+        self.warm_with(snapshot::load_all)
+    }
+
+    /// Run `load` against the snapshot file while any item is cold; rebuild from the log if it
+    /// fails.
+    fn warm_with(&mut self, load: impl FnOnce(&mut State, &S) -> Result<()>) -> Result<()> {
+        if !self.graph.state.has_cold() {
+            return Ok(());
+        }
+        let loaded = match &self.snap {
+            Some(s) => load(&mut self.graph.state, s),
+            None => Ok(()),
+        };
+        self.or_rebuild(loaded)
+    }
+
+    /// After a failed load, rebuild from the log.
+    fn or_rebuild(&mut self, loaded: Result<()>) -> Result<()> {
+        match loaded {
+            Ok(()) => Ok(()),
+            Err(_) => self.rebuild_from_log(),
+        }
+    }
+
+    /// Replace the graph with a replay of the whole log (the snapshot is not used again; the
+    /// next one is written from scratch). Received commits still waiting for their parents
+    /// are dropped, as on close: they are not stored, and are received again.
+    pub(super) fn rebuild_from_log(&mut self) -> Result<()> {
+        self.log.write_pending()?;
+        let scan = self.log.scan_all()?;
+        let mut graph = Graph::default();
+        let mut wait = Waiting::default();
+        for f in scan.frames() {
+            replay_frame(
+                &mut graph, &mut wait, f.kind, f.offset, f.payload, None, None,
+            )?;
+        }
+        self.graph = graph;
+        self.wait = wait;
+        self.snapshot_log_len = 0;
+        self.open_report.from_snapshot = false;
+        Ok(())
+    }
+}

@@ -1,0 +1,288 @@
+//! A snapshot's item blocks (docs/design.md §8): loading the cold blocks a read or a write
+//! needs into the state, and decoding one block's items. Every count, order and reference is
+//! checked, and each block against its CRC and its directory entry: a damaged block is a
+//! `DecodeError`, never a wrong item (the repository then rebuilds its state from the log).
+
+use super::{I_DELETE, I_META, M_SET, M_TOP};
+use crate::codec::Reader;
+use crate::cold::ColdBlock;
+use crate::commit::{Change, Stamp};
+use crate::error::{Error, Result};
+use crate::state::{FieldMeta, History, Item, ItemId, StampRef, State};
+use crate::store::Storage;
+use crate::value::{Map, Name, Value};
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+/// Contiguous blocks are read together, up to this many bytes per read.
+const READ_BYTES: u64 = 4 << 20;
+
+/// Load the block of `collection` that may hold `id` (nothing when no cold block covers it).
+pub fn load_key<S: Storage>(state: &mut State, src: &S, collection: &str, id: &str) -> Result<()> {
+    let Some(i) = state
+        .collection(collection)
+        .and_then(|c| c.cold_block_of(id))
+    else {
+        return Ok(());
+    };
+    load_range(state, src, collection, i..i + 1)
+}
+
+/// Load the blocks that may hold the items `changes` write.
+pub fn load_changes<S: Storage>(state: &mut State, src: &S, changes: &[Change]) -> Result<()> {
+    for ch in changes {
+        load_key(state, src, &ch.collection, &ch.id)?;
+    }
+    Ok(())
+}
+
+/// Load every cold block of `collection`.
+pub fn load_collection<S: Storage>(state: &mut State, src: &S, collection: &str) -> Result<()> {
+    let n = state.collection(collection).map_or(0, |c| c.cold().len());
+    if n == 0 {
+        return Ok(());
+    }
+    load_range(state, src, collection, 0..n)
+}
+
+/// Load every cold block of every collection.
+pub fn load_all<S: Storage>(state: &mut State, src: &S) -> Result<()> {
+    let names: Vec<String> = state
+        .collections
+        .iter()
+        .filter(|(_, c)| !c.cold().is_empty())
+        .map(|(n, _)| n.clone())
+        .collect();
+    for n in names {
+        load_collection(state, src, &n)?;
+    }
+    Ok(())
+}
+
+/// Decode cold blocks `range` of `collection`, then move their items into the collection. The
+/// state changes only once every block decoded.
+fn load_range<S: Storage>(
+    state: &mut State,
+    src: &S,
+    collection: &str,
+    range: Range<usize>,
+) -> Result<()> {
+    let items = decode_cold(state, src, collection, range.clone())?;
+    let c = state.collection_mut(collection).expect("cold blocks");
+    c.take_cold(range);
+    c.insert_loaded(items);
+    state.drop_cold_tables_if_done();
+    Ok(())
+}
+
+/// The items of cold blocks `range` of `collection` (in id order), decoded; the state is not
+/// changed.
+pub fn decode_cold<S: Storage>(
+    state: &State,
+    src: &S,
+    collection: &str,
+    range: Range<usize>,
+) -> Result<Vec<(ItemId, Item)>> {
+    let tables = state
+        .cold_tables()
+        .ok_or_else(|| Error::decode("snapshot", "cold blocks without their tables"))?;
+    let t = Tables {
+        stamps: &state.stamps()[..tables.commits],
+        names: &tables.names,
+    };
+    let c = state.collection(collection);
+    let blocks = c.and_then(|c| c.cold().get(range)).unwrap_or_default();
+    decode_blocks(src, &t, blocks)
+}
+
+/// The items of `blocks` (in id order), reading contiguous blocks together.
+fn decode_blocks<S: Storage>(
+    src: &S,
+    t: &Tables<'_>,
+    blocks: &[ColdBlock],
+) -> Result<Vec<(ItemId, Item)>> {
+    let total: u64 = blocks.iter().map(|b| u64::from(b.count)).sum();
+    let mut items = Vec::with_capacity(total as usize);
+    let mut i = 0;
+    while i < blocks.len() {
+        // A run of blocks that follow each other in the file, up to READ_BYTES.
+        let start = blocks[i].offset;
+        let mut end = start + u64::from(blocks[i].len);
+        let mut j = i + 1;
+        while j < blocks.len() && blocks[j].offset == end && end - start < READ_BYTES {
+            end += u64::from(blocks[j].len);
+            j += 1;
+        }
+        let bytes = src.read_vec(start, (end - start) as usize)?;
+        for b in &blocks[i..j] {
+            let at = (b.offset - start) as usize;
+            decode_block(&bytes[at..at + b.len as usize], b, t, &mut items)?;
+        }
+        i = j;
+    }
+    Ok(items)
+}
+
+/// One block's items, checked against its CRC and directory entry, appended to `out`.
+fn decode_block(
+    bytes: &[u8],
+    b: &ColdBlock,
+    t: &Tables<'_>,
+    out: &mut Vec<(ItemId, Item)>,
+) -> Result<()> {
+    if crc32fast::hash(bytes) != b.crc {
+        return Err(Error::decode("snapshot", "block checksum mismatch"));
+    }
+    let mut r = Reader::new(bytes, "snapshot block");
+    let from = out.len();
+    let mut live = 0;
+    for _ in 0..b.count {
+        let id = ItemId::new(r.str()?);
+        // `ItemId`'s order is `str`'s; between inline ids it is two word compares.
+        if out.len() > from && out.last().is_some_and(|(l, _)| *l >= id) {
+            return Err(r.err("item ids not strictly ascending"));
+        }
+        let it = item(&mut r, t)?;
+        live += u32::from(it.is_live());
+        out.push((id, it));
+    }
+    r.finish()?;
+    let (first, last) = (&out[from].0, &out[out.len() - 1].0);
+    if *first != b.first || *last != b.last || live != b.live {
+        return Err(r.err("block differs from its directory entry"));
+    }
+    Ok(())
+}
+
+/// What items refer to by index: the commits' stamps and the field names.
+struct Tables<'a> {
+    stamps: &'a [Stamp],
+    names: &'a [Name],
+}
+
+impl Tables<'_> {
+    fn stamp(&self, r: &mut Reader<'_>) -> Result<Stamp> {
+        match r.varint()? {
+            0 => Ok(Stamp::ZERO),
+            1 => Stamp::decode(r),
+            k => self
+                .stamps
+                .get((k - 2) as usize)
+                .copied()
+                .ok_or_else(|| r.err("stamp reference out of range")),
+        }
+    }
+
+    /// A stamp that must be a commit's (or zero): an item's reset and last write.
+    fn stamp_ref(&self, r: &mut Reader<'_>) -> Result<StampRef> {
+        match r.varint()? {
+            0 => Ok(0),
+            k if k >= 2 && k - 2 < self.stamps.len() as u64 => Ok((k - 1) as StampRef),
+            _ => Err(r.err("item stamp is not a commit's")),
+        }
+    }
+
+    /// A field name by its index; returns the index too.
+    fn name(&self, r: &mut Reader<'_>) -> Result<(u64, Name)> {
+        let i = r.varint()?;
+        let n = self.names.get(i as usize).cloned();
+        Ok((i, n.ok_or_else(|| r.err("name index out of range"))?))
+    }
+}
+
+fn item(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<Item> {
+    let reset = t.stamp_ref(r)?;
+    let last = t.stamp_ref(r)?;
+    let flags = r.u8()?;
+    let value = fields(r, t)?;
+    let history = history(r, t.stamps.len())?;
+    let meta = match flags & I_META {
+        0 => None,
+        _ => Some(Box::new(item_meta(r, t)?)),
+    };
+    Ok(Item {
+        value,
+        reset,
+        reset_is_delete: flags & I_DELETE != 0,
+        last,
+        meta,
+        history,
+    })
+}
+
+/// An item's visible fields.
+fn fields(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<Map> {
+    let nf = r.count(2, usize::MAX)?;
+    let mut value = Map::with_capacity(nf);
+    for _ in 0..nf {
+        let (_, k) = t.name(r)?;
+        let v = Value::decode(r)?;
+        // The encoder writes fields in name order: append without searching (comparing two
+        // short names is two word compares).
+        if value.keys().next_back().is_none_or(|l| *l < k) {
+            value.push_ordered(k, v);
+        } else {
+            value.insert(k, v);
+        }
+    }
+    Ok(value)
+}
+
+/// The commit-table indices of an item's history, delta-encoded; `nc` commits exist.
+fn history(r: &mut Reader<'_>, nc: usize) -> Result<History> {
+    let nh = r.count(1, u32::MAX as usize)?;
+    let mut history = History::default();
+    let mut prev = 0u64;
+    for _ in 0..nh {
+        prev += r.varint()?;
+        if prev >= nc as u64 {
+            return Err(r.err("history index out of range"));
+        }
+        history.push(prev as u32);
+    }
+    Ok(history)
+}
+
+/// An item's per-field merge metadata.
+fn item_meta(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<BTreeMap<Name, FieldMeta>> {
+    let nm = r.count(2, usize::MAX)?;
+    let mut m = BTreeMap::new();
+    for _ in 0..nm {
+        let (_, k) = t.name(r)?;
+        m.insert(k, field_meta(r, t)?);
+    }
+    Ok(m)
+}
+
+fn field_meta(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<FieldMeta> {
+    let stamp = t.stamp(r)?;
+    let flags = r.u8()?;
+    if flags > (M_SET | M_TOP) {
+        return Err(r.err("bad field flags"));
+    }
+    let top = match flags & M_TOP {
+        0 => stamp,
+        _ => t.stamp(r)?,
+    };
+    let dots = match flags & M_SET {
+        0 => None,
+        _ => Some(dots(r, t)?),
+    };
+    Ok(FieldMeta { stamp, top, dots })
+}
+
+/// A set field's elements, each with the stamps of the adds that put it there.
+fn dots(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<BTreeMap<Name, Vec<Stamp>>> {
+    let ne = r.count(2, usize::MAX)?;
+    let mut d = BTreeMap::new();
+    for _ in 0..ne {
+        let e = Name::new(r.str()?);
+        let nd = r.count(1, usize::MAX)?;
+        let mut ds = Vec::with_capacity(nd);
+        for _ in 0..nd {
+            ds.push(t.stamp(r)?);
+        }
+        d.insert(e, ds);
+    }
+    Ok(d)
+}

@@ -1,0 +1,373 @@
+//! Opening from a snapshot reads only its meta section; items load from the snapshot's blocks
+//! when first needed (docs/design.md §8). These tests hold a repository opened that way
+//! against one that replayed the whole log, through random reads, writes, queries and
+//! reopens, and damage the snapshot's blocks after open.
+
+mod common;
+use common::*;
+use ibexdb::testing::FaultStorage;
+use ibexdb::{AggregateQuery, Error, Filter, MemStorage, Query, Repo, Storage, StorageError, Txn};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// In-memory storage the test keeps a handle on (to damage it under an open repository), and
+/// that counts the bytes read from it.
+#[derive(Clone, Default)]
+struct Shared {
+    bytes: Arc<Mutex<Vec<u8>>>,
+    read: Arc<AtomicU64>,
+}
+
+impl Shared {
+    fn read_bytes(&self) -> u64 {
+        self.read.load(Ordering::Relaxed)
+    }
+    fn len_now(&self) -> usize {
+        self.bytes.lock().unwrap().len()
+    }
+    fn flip(&self, at: usize) {
+        self.bytes.lock().unwrap()[at] ^= 0x55;
+    }
+}
+
+impl Storage for Shared {
+    fn len(&self) -> Result<u64, StorageError> {
+        Ok(self.bytes.lock().unwrap().len() as u64)
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), StorageError> {
+        let b = self.bytes.lock().unwrap();
+        let start = offset as usize;
+        let src = b.get(start..start + buf.len()).ok_or_else(|| {
+            StorageError::new(ibexdb::StorageErrorKind::OutOfBounds, "read past the end")
+        })?;
+        buf.copy_from_slice(src);
+        self.read.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), StorageError> {
+        let mut b = self.bytes.lock().unwrap();
+        let end = offset as usize + data.len();
+        if b.len() < end {
+            b.resize(end, 0);
+        }
+        b[offset as usize..end].copy_from_slice(data);
+        Ok(())
+    }
+    fn truncate(&mut self, len: u64) -> Result<(), StorageError> {
+        self.bytes.lock().unwrap().resize(len as usize, 0);
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<(), StorageError> {
+        Ok(())
+    }
+}
+
+const COLLECTIONS: [&str; 3] = ["items", "notes", "zeta"];
+/// Enough items that every collection spans many 32 KiB blocks.
+const N: u64 = 3000;
+
+fn key(rng: &mut Rng) -> String {
+    let c = COLLECTIONS[rng.below(3) as usize];
+    // Keys beyond N fall in the gaps between and after the stored ids.
+    format!("{c}/{:05}", rng.below(N + N / 4) * 2 + rng.below(2))
+}
+
+/// A repository of `N` items per collection, snapshotted, with a few writes after the
+/// snapshot (a log tail of `tail` transactions). Returns its log and snapshot storages.
+fn build(seed: u64, tail: usize) -> (Shared, Shared) {
+    let (log, snap) = (Shared::default(), Shared::default());
+    let mut r = Repo::open(log.clone(), Some(snap.clone()), signed(1)).unwrap();
+    for c in COLLECTIONS {
+        for chunk in 0..N / 500 {
+            let mut t = Txn::new();
+            for i in chunk * 500..(chunk + 1) * 500 {
+                t.put(&format!("{c}/{:05}", i * 2), item(i)).unwrap();
+            }
+            r.commit(t).unwrap();
+        }
+    }
+    r.seal().unwrap();
+    assert!(r.write_snapshot().unwrap());
+    let mut rng = Rng(seed);
+    for _ in 0..tail {
+        let t = random_txn(&mut rng, &mut r);
+        r.commit(t).unwrap();
+    }
+    r.seal().unwrap();
+    r.close().unwrap();
+    (log, snap)
+}
+
+fn random_txn(rng: &mut Rng, r: &mut Repo<Shared>) -> Txn {
+    let mut t = Txn::new();
+    for _ in 0..1 + rng.below(3) {
+        let k = key(rng);
+        let exists = r.get(&k).unwrap().is_some();
+        let _ = match rng.below(4) {
+            0 => t.delete(&k),
+            1 if exists => t.update(&k, ibexdb::map! {"count" => 7i64}.as_map()),
+            2 if exists => t.set_add(&k, "tags", ["added"]),
+            _ => t.put(&k, item(rng.below(1000))),
+        }
+        .unwrap();
+    }
+    t
+}
+
+/// Open the same log twice: `lazy` from the snapshot, `full` by replaying the whole log.
+fn open_both(log: &Shared, snap: &Shared) -> (Repo<Shared>, Repo<Shared>) {
+    let lazy = Repo::open(log.clone(), Some(snap.clone()), signed(1)).unwrap();
+    let full_log = Shared::default();
+    full_log
+        .bytes
+        .lock()
+        .unwrap()
+        .clone_from(&log.bytes.lock().unwrap());
+    let full = Repo::open(full_log, None, signed(1)).unwrap();
+    (lazy, full)
+}
+
+fn query(c: &str, rng: &mut Rng) -> Query {
+    let j = match rng.below(3) {
+        0 => {
+            serde_json::json!({"collection": c, "where": {"count": {"gte": rng.below(1000)}}, "limit": 20})
+        }
+        1 => {
+            serde_json::json!({"collection": c, "sort": [{"field": "count", "desc": true}], "limit": 5})
+        }
+        _ => serde_json::json!({"collection": c}),
+    };
+    Query::from_json(&j).unwrap()
+}
+
+/// Apply the same random operation to both and compare what they answer.
+fn same_step(rng: &mut Rng, lazy: &mut Repo<Shared>, full: &mut Repo<Shared>, seed: u64) {
+    let c = COLLECTIONS[rng.below(3) as usize];
+    match rng.below(6) {
+        0 | 1 => {
+            let k = key(rng);
+            let a = lazy.get(&k).unwrap().cloned();
+            assert_eq!(a, full.get(&k).unwrap().cloned(), "seed {seed}: get {k}");
+        }
+        2 => {
+            let t = random_txn(rng, full);
+            let t2 = t.clone();
+            full.commit(t).unwrap();
+            lazy.commit(t2).unwrap();
+        }
+        3 => {
+            let q = query(c, rng);
+            let (a, b) = (lazy.query(&q).unwrap(), full.query(&q).unwrap());
+            assert_eq!(a.rows, b.rows, "seed {seed}: query {q:?}");
+        }
+        4 => {
+            assert_eq!(lazy.count(c, None).unwrap(), full.count(c, None).unwrap());
+            let f = Filter::from_json(&serde_json::json!({"count": {"lt": 500}})).unwrap();
+            assert_eq!(
+                lazy.count(c, Some(&f)).unwrap(),
+                full.count(c, Some(&f)).unwrap()
+            );
+        }
+        _ => {
+            let k = key(rng);
+            let (a, b) = (lazy.history(&k).unwrap(), full.history(&k).unwrap());
+            assert_eq!(a.len(), b.len(), "seed {seed}: history {k}");
+            let q = serde_json::json!({"collection": c, "aggregates": {"n": {"count": "count"}, "s": {"sum": "count"}}});
+            let q = AggregateQuery::from_json(&q).unwrap();
+            assert_eq!(lazy.aggregate(&q).unwrap(), full.aggregate(&q).unwrap());
+        }
+    }
+}
+
+#[test]
+fn open_reads_only_the_meta_section_and_a_read_one_block() {
+    let (log, snap) = build(1, 0);
+    let before = snap.read_bytes();
+    let (mut lazy, mut full) = open_both(&log, &snap);
+    assert!(lazy.open_report().from_snapshot);
+    let at_open = snap.read_bytes() - before;
+    let size = snap.len_now() as u64;
+    assert!(
+        at_open * 10 < size,
+        "open read {at_open} of the snapshot's {size} bytes"
+    );
+    assert_eq!(lazy.item_count(), full.item_count());
+    assert!(lazy.state().has_cold());
+    let k = "notes/01000";
+    assert_eq!(lazy.get(k).unwrap().cloned(), full.get(k).unwrap().cloned());
+    let one = snap.read_bytes() - before - at_open;
+    assert!(one <= 64 << 10, "a read loaded {one} bytes");
+    // A scan loads its collection, not the others.
+    let q = Query::from_json(&serde_json::json!({"collection": "items"})).unwrap();
+    assert_eq!(lazy.query(&q).unwrap().rows, full.query(&q).unwrap().rows);
+    assert!(lazy.state().collection("items").unwrap().cold().is_empty());
+    assert!(!lazy.state().collection("zeta").unwrap().cold().is_empty());
+    assert_eq!(lazy.state_hash().unwrap(), full.state_hash().unwrap());
+    assert!(!lazy.state().has_cold());
+    lazy.verify().unwrap();
+}
+
+#[test]
+fn a_lazily_opened_repository_answers_like_a_full_replay() {
+    for_seeds("lazy_open", 0..6, |seed| {
+        let (log, snap) = build(seed, 20);
+        let (mut lazy, mut full) = open_both(&log, &snap);
+        assert!(lazy.open_report().from_snapshot);
+        let mut rng = Rng(seed ^ 0xA5A5);
+        for step in 0..200 {
+            same_step(&mut rng, &mut lazy, &mut full, seed);
+            if step % 67 == 66 {
+                // A snapshot in the middle: everything loads, the file is rewritten.
+                lazy.write_snapshot().unwrap();
+            }
+        }
+        assert_eq!(
+            lazy.state_hash().unwrap(),
+            full.state_hash().unwrap(),
+            "seed {seed}"
+        );
+        lazy.verify().unwrap();
+        // Reopen lazily once more, over the tail written since the last snapshot.
+        lazy.seal().unwrap();
+        let hash = full.state_hash().unwrap();
+        let (log2, snap2) = lazy.close().unwrap();
+        let mut again = Repo::open(log2, snap2, signed(1)).unwrap();
+        assert!(again.open_report().from_snapshot);
+        assert_eq!(again.state_hash().unwrap(), hash, "seed {seed}: reopen");
+    });
+}
+
+#[test]
+fn a_block_damaged_after_open_falls_back_to_the_log() {
+    let (log, snap) = build(7, 20);
+    let (mut lazy, mut full) = open_both(&log, &snap);
+    // Damage the middle of the item blocks: the reads that need them rebuild from the log.
+    let len = snap.len_now();
+    for at in [len / 3, len / 2] {
+        snap.flip(at);
+    }
+    let mut rng = Rng(7);
+    for _ in 0..60 {
+        same_step(&mut rng, &mut lazy, &mut full, 7);
+    }
+    assert_eq!(lazy.state_hash().unwrap(), full.state_hash().unwrap());
+    assert!(!lazy.state().has_cold());
+    assert!(
+        !lazy.open_report().from_snapshot,
+        "the state was rebuilt from the log"
+    );
+    // The damaged file is what verify() reports; a fresh snapshot replaces it.
+    assert!(lazy.verify().is_err());
+    lazy.write_snapshot().unwrap();
+    lazy.verify().unwrap();
+}
+
+#[test]
+fn a_block_damaged_before_open_is_found_by_the_tail_replay_or_a_read() {
+    let (log, snap) = build(8, 20);
+    let len = snap.len_now();
+    snap.flip(len / 2);
+    let (mut lazy, mut full) = open_both(&log, &snap);
+    let mut rng = Rng(8);
+    for _ in 0..60 {
+        same_step(&mut rng, &mut lazy, &mut full, 8);
+    }
+    assert_eq!(lazy.state_hash().unwrap(), full.state_hash().unwrap());
+}
+
+#[test]
+fn a_snapshot_of_a_few_loaded_blocks_is_appended_and_reopens() {
+    let (log, snap) = build(9, 0);
+    let size = snap.len_now();
+    let (mut lazy, mut full) = open_both(&log, &snap);
+    for i in 0..5u64 {
+        let mut t = Txn::new();
+        t.put(&format!("notes/{:05}", i * 997), item(i)).unwrap();
+        lazy.commit(t.clone()).unwrap();
+        full.commit(t).unwrap();
+    }
+    lazy.seal().unwrap();
+    lazy.write_snapshot().unwrap();
+    // Appended: the loaded blocks (~32 KiB each; a key between two blocks loads none) and a
+    // meta section. A rewrite would have grown the file by the five items' few hundred bytes.
+    let grown = snap.len_now() - size;
+    assert!(
+        grown > 32 << 10 && grown < 5 * (40 << 10),
+        "appending 5 blocks grew the file by {grown} of {size} bytes"
+    );
+    lazy.verify().unwrap();
+    let hash = full.state_hash().unwrap();
+    let (log2, snap2) = lazy.close().unwrap();
+    let mut again = Repo::open(log2, snap2, signed(1)).unwrap();
+    assert!(again.open_report().from_snapshot);
+    assert_eq!(again.state_hash().unwrap(), hash);
+    again.verify().unwrap();
+    // Everything loaded: the next snapshot is a rewrite, without the appended garbage.
+    again.write_snapshot().unwrap();
+    let rewritten = snap.len_now();
+    assert!(rewritten < size + grown, "{rewritten} vs {size} + {grown}");
+    again.verify().unwrap();
+}
+
+/// A lazily opened repository over fault-injecting copies of `build`'s files, with five
+/// writes (flushed, sealed) that load a few blocks; returns it, its storages and its hash.
+fn faulty_with_writes(seed: u64) -> (Repo<FaultStorage>, FaultStorage, FaultStorage, [u8; 32]) {
+    let (log, snap) = build(seed, 0);
+    let log = FaultStorage::from_bytes(log.bytes.lock().unwrap().clone());
+    let snap = FaultStorage::from_bytes(snap.bytes.lock().unwrap().clone());
+    let mut r = Repo::open(log.clone(), Some(snap.clone()), signed(1)).unwrap();
+    assert!(r.open_report().from_snapshot);
+    for i in 0..5u64 {
+        let mut t = Txn::new();
+        t.put(&format!("items/{:05}", i * 1202), item(i)).unwrap();
+        r.commit(t).unwrap();
+    }
+    r.seal().unwrap();
+    r.flush().unwrap();
+    let mut copy = Repo::open(MemStorage::from_bytes(log.live_bytes()), None, signed(1)).unwrap();
+    let hash = copy.state_hash().unwrap();
+    (r, log, snap, hash)
+}
+
+#[test]
+fn an_appended_snapshot_cut_anywhere_leaves_a_usable_or_ignored_file() {
+    let (mut r, log, snap, hash) = faulty_with_writes(10);
+    // The snapshot's flush fails: every prefix of its writes, and torn writes, are images.
+    snap.fail_flush_after(0);
+    assert!(matches!(r.write_snapshot(), Err(Error::Storage(_))));
+    let writes = snap.unflushed_writes();
+    assert!(writes >= 1);
+    for keep in 0..=writes {
+        let torn = match snap.unflushed_write_len(keep) {
+            Some(len) if len > 0 => vec![None, Some(1), Some(len / 2), Some(len - 1)],
+            _ => vec![None],
+        };
+        for t in torn {
+            let img = snap.crash_image(keep, t);
+            let mut again = Repo::open(
+                MemStorage::from_bytes(log.durable_bytes()),
+                Some(MemStorage::from_bytes(img)),
+                signed(1),
+            )
+            .unwrap();
+            let what = format!("keep {keep} of {writes}, torn {t:?}");
+            assert_eq!(again.state_hash().unwrap(), hash, "{what}");
+            again.verify().unwrap_or_else(|e| panic!("{what}: {e}"));
+        }
+    }
+}
+
+#[test]
+fn a_full_disk_during_an_append_loses_nothing() {
+    let (mut r, _log, snap, hash) = faulty_with_writes(11);
+    snap.set_quota(Some(snap.live_bytes().len() as u64 + 100));
+    let e = r.write_snapshot().unwrap_err();
+    assert!(matches!(e, Error::Storage(_)), "{e:?}");
+    // The cold blocks are where they were: reads and writes go on.
+    let k = "zeta/00500";
+    assert!(r.get(k).unwrap().is_some());
+    snap.set_quota(None);
+    r.write_snapshot().unwrap();
+    assert_eq!(r.state_hash().unwrap(), hash);
+    r.verify().unwrap();
+}
