@@ -118,15 +118,7 @@ async fn converge(peers: &mut [Peer], urls: &[String], total: usize, seed: u64) 
     for p in peers.iter_mut() {
         p.settle(total).await;
     }
-    let h = peers[0].repo.state_hash().unwrap();
-    for p in peers.iter_mut() {
-        assert_eq!(
-            p.repo.state_hash().unwrap(),
-            h,
-            "seed {seed}: peer {} differs",
-            p.n
-        );
-    }
+    assert_converged(peers, seed);
 }
 
 /// Three nodes on one PostgreSQL; six peers write, disconnect and reconnect to random nodes in

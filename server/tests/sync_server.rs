@@ -375,13 +375,5 @@ async fn seeded_multi_peer_simulation() {
     for p in peers.iter_mut() {
         p.settle(total as usize).await;
     }
-    let h = peers[0].repo.state_hash().unwrap();
-    for p in peers.iter_mut() {
-        assert_eq!(
-            p.repo.state_hash().unwrap(),
-            h,
-            "seed {seed}: peer {} differs",
-            p.n
-        );
-    }
+    assert_converged(&mut peers, seed);
 }

@@ -312,6 +312,15 @@ pub fn identity(n: u8) -> Identity {
     Identity::from_entropy(&[n; 48])
 }
 
+/// Every peer holds the first peer's state (the seeded run's seed is in the message).
+pub fn assert_converged(peers: &mut [Peer], seed: u64) {
+    let h = peers[0].repo.state_hash().unwrap();
+    for p in peers.iter_mut() {
+        let mine = p.repo.state_hash().unwrap();
+        assert_eq!(mine, h, "seed {seed}: peer {} differs", p.n);
+    }
+}
+
 impl Peer {
     /// Peer `n` with repository `repo_name` of its own (its first write founds it).
     pub fn new(n: u8, repo_name: &str) -> Peer {
