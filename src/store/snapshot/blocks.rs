@@ -139,7 +139,7 @@ fn decode_block(
     for _ in 0..b.count {
         let id = ItemId::new(r.str()?);
         // `ItemId`'s order is `str`'s; between inline ids it is two word compares.
-        if out.len() > from && out.last().is_some_and(|(l, _)| *l >= id) {
+        if out[from..].last().is_some_and(|(l, _)| *l >= id) {
             return Err(r.err("item ids not strictly ascending"));
         }
         let it = item(&mut r, t)?;
@@ -182,11 +182,11 @@ impl Tables<'_> {
         }
     }
 
-    /// A field name by its index; returns the index too.
-    fn name(&self, r: &mut Reader<'_>) -> Result<(u64, Name)> {
+    /// A field name by its index.
+    fn name(&self, r: &mut Reader<'_>) -> Result<Name> {
         let i = r.varint()?;
         let n = self.names.get(i as usize).cloned();
-        Ok((i, n.ok_or_else(|| r.err("name index out of range"))?))
+        n.ok_or_else(|| r.err("name index out of range"))
     }
 }
 
@@ -215,7 +215,7 @@ fn fields(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<Map> {
     let nf = r.count(2, usize::MAX)?;
     let mut value = Map::with_capacity(nf);
     for _ in 0..nf {
-        let (_, k) = t.name(r)?;
+        let k = t.name(r)?;
         let v = Value::decode(r)?;
         // The encoder writes fields in name order: append without searching (comparing two
         // short names is two word compares).
@@ -248,7 +248,7 @@ fn item_meta(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<BTreeMap<Name, FieldM
     let nm = r.count(2, usize::MAX)?;
     let mut m = BTreeMap::new();
     for _ in 0..nm {
-        let (_, k) = t.name(r)?;
+        let k = t.name(r)?;
         m.insert(k, field_meta(r, t)?);
     }
     Ok(m)

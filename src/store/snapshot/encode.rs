@@ -4,6 +4,7 @@ use super::{commit_stamps, F_SEALED, F_TRUSTED, I_DELETE, I_META, M_SET, M_TOP};
 use super::{SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
 use crate::access::{Acl, Role};
 use crate::codec::Writer;
+use crate::cold::ColdBlock;
 use crate::commit::{CommitId, PublicKey, Stamp};
 use crate::error::Result;
 use crate::graph::Graph;
@@ -89,6 +90,21 @@ struct BlockEntry<'g> {
     crc: u32,
 }
 
+impl<'g> BlockEntry<'g> {
+    /// A cold block, listed where it is.
+    fn cold(b: &'g ColdBlock) -> BlockEntry<'g> {
+        BlockEntry {
+            first: b.first.as_str(),
+            last: b.last.as_str(),
+            offset: b.offset,
+            len: b.len as usize,
+            count: b.count,
+            live: b.live,
+            crc: b.crc,
+        }
+    }
+}
+
 /// Each collection's name and blocks.
 type Directory<'g> = Vec<(&'g str, Vec<BlockEntry<'g>>)>;
 
@@ -109,49 +125,53 @@ fn collections<'g>(
             // The loaded items before this cold block (all that remain after the last one).
             let before = |id: &ItemId| cold.is_none_or(|b| *id < b.first);
             while items.peek().is_some_and(|(id, _)| before(id)) {
-                block.buf.clear();
-                let (mut first, mut last, mut count, mut live) = ("", "", 0u32, 0u32);
-                while let Some((id, it)) =
-                    items.next_if(|(id, _)| block.buf.len() < BLOCK_BYTES && before(id))
-                {
-                    if count == 0 {
-                        first = id.as_str();
-                    }
-                    last = id.as_str();
-                    count += 1;
-                    live += u32::from(it.is_live());
-                    block.lp(id.as_bytes());
-                    item(&mut block, it, stamps, names);
-                }
-                blocks.push(BlockEntry {
-                    first,
-                    last,
-                    offset: f.offset(),
-                    len: block.buf.len(),
-                    count,
-                    live,
-                    crc: crc32fast::hash(&block.buf),
-                });
-                f.w.bytes(&block.buf);
-                if f.w.buf.len() >= CHUNK_BYTES {
-                    f.flush()?;
-                }
+                let b = new_block(f, &mut block, &mut items, before, stamps, names)?;
+                blocks.push(b);
             }
-            if let Some(b) = cold {
-                blocks.push(BlockEntry {
-                    first: b.first.as_str(),
-                    last: b.last.as_str(),
-                    offset: b.offset,
-                    len: b.len as usize,
-                    count: b.count,
-                    live: b.live,
-                    crc: b.crc,
-                });
-            }
+            blocks.extend(cold.map(BlockEntry::cold));
         }
         dir.push((cname.as_str(), blocks));
     }
     Ok(dir)
+}
+
+/// Encode the next block from `items` (those `before` allows, up to [`BLOCK_BYTES`]) into
+/// `block`, hand it to the output and return its directory entry.
+fn new_block<'g, I: Iterator<Item = (&'g ItemId, &'g Item)>>(
+    f: &mut Out<'_>,
+    block: &mut Writer,
+    items: &mut std::iter::Peekable<I>,
+    before: impl Fn(&ItemId) -> bool,
+    stamps: &StampRefs,
+    names: &mut Names<'g>,
+) -> Result<BlockEntry<'g>> {
+    block.buf.clear();
+    let (mut first, mut last, mut count, mut live) = ("", "", 0u32, 0u32);
+    while let Some((id, it)) = items.next_if(|(id, _)| block.buf.len() < BLOCK_BYTES && before(id))
+    {
+        if count == 0 {
+            first = id.as_str();
+        }
+        last = id.as_str();
+        count += 1;
+        live += u32::from(it.is_live());
+        block.lp(id.as_bytes());
+        item(block, it, stamps, names);
+    }
+    let entry = BlockEntry {
+        first,
+        last,
+        offset: f.offset(),
+        len: block.buf.len(),
+        count,
+        live,
+        crc: crc32fast::hash(&block.buf),
+    };
+    f.w.bytes(&block.buf);
+    if f.w.buf.len() >= CHUNK_BYTES {
+        f.flush()?;
+    }
+    Ok(entry)
 }
 
 /// The collections' block directory.
