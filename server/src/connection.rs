@@ -34,6 +34,9 @@ type Socket = WebSocketStream<Prefixed<BoxIo>>;
 /// The WebSocket layer's read buffer per connection (it reads in chunks of this size).
 const READ_BUFFER: usize = 8 << 10;
 
+/// How long a closing connection waits for the peer to take its last message (`linger`).
+const LINGER: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// One log line and one metric per refusal.
 pub fn log_refusal(session: &Session, r: &Refusal, repo: Option<&str>) {
     log::event(
@@ -121,7 +124,7 @@ pub async fn serve(server: Arc<Server>, tcp: TcpStream, peer: SocketAddr, guard:
         Ended::Closed(why) => why.to_string(),
     };
     out.close();
-    let _ = writer.await;
+    linger(&mut source, writer).await;
     server.metrics.connections.fetch_sub(1, Relaxed);
     let repo = repo.unwrap_or_else(|| "-".into());
     log::event(
@@ -134,6 +137,19 @@ pub async fn serve(server: Arc<Server>, tcp: TcpStream, peer: SocketAddr, guard:
         ],
     );
     drop(guard);
+}
+
+/// Close without destroying the last message: let the writer send what is queued (the refusal,
+/// then the Close frame) while reading and dropping whatever the peer still sends until the
+/// peer answers the Close, for at most `LINGER`. Dropping a socket with unread input makes the
+/// kernel reset the connection, and a reset makes the peer's kernel discard what its
+/// application has not read yet: the refusal, for a peer that was still pushing.
+async fn linger<S>(source: &mut S, writer: tokio::task::JoinHandle<()>)
+where
+    S: Stream<Item = Result<Ws, WsError>> + Unpin,
+{
+    let drain = async { while let Some(Ok(_)) = source.next().await {} };
+    let _ = tokio::join!(writer, timeout_at(Instant::now() + LINGER, drain));
 }
 
 fn tell(server: &Server, session: &Session, out: &Outbox, r: &Refusal, repo: Option<&str>) {
