@@ -854,10 +854,13 @@ mod tests {
 
     #[test]
     fn history_is_a_small_vec() {
-        assert_eq!(
-            std::mem::size_of::<History>(),
-            std::mem::size_of::<Vec<u32>>()
-        );
+        // As small as a `Vec` on 64-bit targets; on 32-bit ones (wasm32) the tag costs 4 bytes.
+        let slack = if cfg!(target_pointer_width = "32") {
+            4
+        } else {
+            0
+        };
+        assert!(std::mem::size_of::<History>() <= std::mem::size_of::<Vec<u32>>() + slack);
         let mut h = History::default();
         let mut v = Vec::new();
         for i in 0..20u32 {

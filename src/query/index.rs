@@ -54,7 +54,7 @@ impl IKey {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum IdPos {
     Lo,
-    /// Held inline for ids up to 22 bytes: no allocation per entry.
+    /// Held inline for ids up to `Name::INLINE` bytes (22, 14 on wasm32): no allocation per entry.
     At(ItemId),
     Hi,
 }

@@ -32,7 +32,7 @@ pub enum Value {
     Bool(bool),
     /// Always finite; `-0.0` is normalized to `0.0`.
     Number(f64),
-    /// Held inline up to 22 bytes (a [`Name`]): short strings cost no allocation.
+    /// Held inline up to [`Name::INLINE`] bytes (22, 14 on wasm32): short strings cost no allocation.
     String(Name),
     List(Vec<Value>),
     Map(Map),

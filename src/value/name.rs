@@ -27,8 +27,14 @@ enum Repr {
 }
 
 impl Name {
-    /// Longest string stored inline (the most that keep `Name` as small as a `String`).
-    pub const INLINE: usize = 22;
+    /// Longest string stored inline: the most that keep `Name` as small as a `String` on 64-bit
+    /// targets (24 bytes); on wasm32, where a `String` is 12 bytes, 14, which makes `Name` 16
+    /// bytes and a [`Value`](super::Value) 16 instead of 24 (a field entry 32 bytes, not 48).
+    pub const INLINE: usize = if cfg!(target_pointer_width = "32") {
+        14
+    } else {
+        22
+    };
 
     #[inline]
     pub fn new(s: &str) -> Name {
@@ -123,20 +129,8 @@ impl Ord for Name {
     #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
         match (&self.0, &other.0) {
-            // Zero-padded buffers compare like the strings they hold (a shorter string that is
-            // a prefix of the other compares lower either way; equal buffers differ only in
-            // trailing NULs, which the length orders). Two big-endian words, no byte loop.
             (Repr::Inline { len: la, buf: a }, Repr::Inline { len: lb, buf: b }) => {
-                let hi = |x: &[u8; Name::INLINE]| u128::from_be_bytes(x[..16].try_into().unwrap());
-                let lo = |x: &[u8; Name::INLINE]| {
-                    let mut w = [0u8; 8];
-                    w[..6].copy_from_slice(&x[16..]);
-                    u64::from_be_bytes(w)
-                };
-                hi(a)
-                    .cmp(&hi(b))
-                    .then_with(|| lo(a).cmp(&lo(b)))
-                    .then_with(|| la.cmp(lb))
+                cmp_inline(a, *la, b, *lb)
             }
             _ => self.as_bytes().cmp(other.as_bytes()),
         }
@@ -196,6 +190,28 @@ impl From<Name> for String {
     }
 }
 
+/// Order two inline names like the strings they hold: zero-padded buffers compare like their
+/// strings (a shorter string that is a prefix of the other compares lower either way; equal
+/// buffers differ only in trailing NULs, which the length orders). Big-endian words, no byte
+/// loop.
+#[inline]
+fn cmp_inline<const N: usize>(a: &[u8; N], la: u8, b: &[u8; N], lb: u8) -> Ordering {
+    let word = |x: &[u8; N], at: usize| {
+        let mut w = [0u8; 8];
+        let end = (at + 8).min(N);
+        w[..end - at].copy_from_slice(&x[at..end]);
+        u64::from_be_bytes(w)
+    };
+    let mut at = 0;
+    while at < N {
+        match word(a, at).cmp(&word(b, at)) {
+            Ordering::Equal => at += 8,
+            o => return o,
+        }
+    }
+    la.cmp(&lb)
+}
+
 /// Position of `k` in a slice sorted by name: `Ok(i)` when present, `Err(i)` where it would go.
 /// Items have a handful of fields: a linear scan beats a binary search there.
 #[inline]
@@ -220,7 +236,11 @@ mod tests {
 
     #[test]
     fn names_are_small_and_ordered_like_str() {
-        assert_eq!(std::mem::size_of::<Name>(), 24);
+        let width = std::mem::size_of::<usize>();
+        assert_eq!(
+            std::mem::size_of::<Name>(),
+            if width == 4 { 16 } else { 24 }
+        );
         let ids = [
             "",
             "a",
@@ -247,5 +267,43 @@ mod tests {
                 assert_eq!(Name::new(a) == Name::new(b), a == b);
             }
         }
+    }
+
+    /// The inline comparison at both targets' sizes (wasm32's 14 is tested natively here).
+    #[test]
+    fn inline_order_is_str_order_at_every_size() {
+        fn check<const N: usize>() {
+            let pad = |s: &str| {
+                let mut b = [0u8; N];
+                b[..s.len()].copy_from_slice(s.as_bytes());
+                (b, s.len() as u8)
+            };
+            let x = |n: usize| "x".repeat(n);
+            let ids = [
+                String::new(),
+                "a".into(),
+                "a\u{0}".into(),
+                "a\u{0}\u{1}".into(),
+                "a\u{1}".into(),
+                "a\u{e9}".into(),
+                "ab".into(),
+                "b".into(),
+                x(7),
+                x(8),
+                x(9),
+                format!("{}\u{0}", x(8)),
+                format!("{}a", x(N - 1)),
+                x(N),
+                "y".into(),
+            ];
+            for a in &ids {
+                for b in &ids {
+                    let ((ba, la), (bb, lb)) = (pad(a), pad(b));
+                    assert_eq!(cmp_inline(&ba, la, &bb, lb), a.cmp(b), "{N}: {a:?} {b:?}");
+                }
+            }
+        }
+        check::<14>();
+        check::<22>();
     }
 }
