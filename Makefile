@@ -52,6 +52,12 @@ check:
 test-rust:
 	$(call step,test: cargo test --workspace --release (the PostgreSQL-store tests start their own PostgreSQL))
 	cargo test --workspace --release
+	@if [ "$$(uname -m)" = x86_64 ]; then \
+	  printf '\n--- test: the core on i686 (32-bit pointers, as on wasm32: 14-byte inline names, 16-byte values)\n'; \
+	  cargo test -p ibexdb --release --target i686-unknown-linux-gnu; \
+	else \
+	  printf '\n--- test: the core on i686 skipped (not an x86_64 host)\n'; \
+	fi
 
 # Release wasm build of the bindings crate into pkg/ (pkg/ibexdb.js + pkg/ibexdb_bg.wasm).
 # Skipped with a message while bindings/wasm does not exist yet, or with SKIP_WASM=1 (e.g.

@@ -4,6 +4,8 @@
 #
 # What it may install:
 #   rustup target wasm32-unknown-unknown, rustfmt + clippy components
+#   (x86_64 hosts) rustup target i686-unknown-linux-gnu + gcc-multilib (Debian): the core's tests
+#   also run on a 32-bit target, whose layouts are wasm32's
 #   wasm-pack (cargo install --locked, pinned)
 #   wasm-bindgen-cli at exactly the version of the wasm-bindgen crate in Cargo.lock
 #   Debian chromium (/usr/bin/chromium) - Playwright's browser download does not work here
@@ -50,6 +52,24 @@ if rustup target list --installed | grep -qx wasm32-unknown-unknown; then
 else
   say "installing rust target wasm32-unknown-unknown"
   rustup target add wasm32-unknown-unknown
+fi
+
+# The core's tests run a second time on i686: pointers are 32-bit there as on wasm32, so the
+# layouts that depend on it (a Name's inline bytes, a Value's size) are tested natively.
+if [ "$(uname -m)" = x86_64 ]; then
+  if rustup target list --installed | grep -qx i686-unknown-linux-gnu; then
+    say "rust target i686-unknown-linux-gnu already present"
+  else
+    say "installing rust target i686-unknown-linux-gnu (the core's 32-bit test run)"
+    rustup target add i686-unknown-linux-gnu
+  fi
+  if [ -e /usr/lib/gcc/x86_64-linux-gnu/12/32/crtbegin.o ] || ls /usr/lib/gcc/x86_64-linux-gnu/*/32/crtbegin.o >/dev/null 2>&1; then
+    say "gcc-multilib already present"
+  else
+    have apt-get || die "gcc-multilib is missing and apt-get is not available: install a 32-bit C toolchain (gcc -m32) by hand"
+    say "installing gcc-multilib (Debian; links the core's i686 tests)"
+    apt_install gcc-multilib
+  fi
 fi
 
 for comp in rustfmt clippy; do
