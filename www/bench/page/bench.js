@@ -11,7 +11,7 @@
 // own worker www/lib/worker.js) — see clients.js.
 
 import { DEFAULT_SCALING_SIZES, DEFAULT_SIZES, DEFAULT_SUITES, PLANS, ROWS, SUITES, sectionOf } from '../shared/rows.js';
-import { fmtMs, timerResolutionMs } from '../shared/stats.js';
+import { fmtMs, summarize, timerResolutionMs } from '../shared/stats.js';
 import { ENGINES } from './engines.js';
 import { renderReport, tableLines, textTable } from './report.js';
 import { runEngine } from './run-engine.js';
@@ -56,6 +56,35 @@ async function probeOpfs() {
       w.onerror = (e) => reject(new Error(`opfs probe failed: ${e.message || 'worker error'}`));
       w.postMessage('probe');
     });
+  } finally {
+    w.terminate();
+  }
+}
+
+/**
+ * One page → worker → page round trip of a small message, timed as the [page] rows time one
+ * operation (workers/echo.js): the floor under every [page] row, recorded with every run.
+ */
+async function probeRoundTrip(samples = 300, warmup = 50) {
+  const w = new Worker(new URL('../workers/echo.js', import.meta.url), { type: 'module', name: 'echo-probe' });
+  try {
+    /** @type {((v: any) => void) | null} */
+    let answer = null;
+    w.onmessage = (e) => answer?.(e.data);
+    const once = (/** @type {number} */ seq) => new Promise((resolve) => {
+      answer = resolve;
+      w.postMessage({ type: 'batch', durability: 'flush', ops: [[seq, 'get', `items/item-${String(seq).padStart(6, '0')}`]] });
+    });
+    const times = [];
+    for (let s = 0; s < samples + warmup; s++) {
+      const t0 = performance.now();
+      const back = await once(s);
+      const t1 = performance.now();
+      if (back?.ops?.[0]?.[0] !== s) throw new Error('echo probe: wrong answer');
+      if (s >= warmup) times.push(t1 - t0);
+    }
+    const st = summarize(times);
+    return { 'postMessage round trip (page ↔ worker)': { p50: st.p50, p95: st.p95, n: st.n } };
   } finally {
     w.terminate();
   }
@@ -179,6 +208,8 @@ async function runBench(options = {}) {
     setStatus('probing OPFS call costs');
     results.meta.opfsProbe = await probeOpfs();
     log(`OPFS probe (p50): ${Object.entries(results.meta.opfsProbe).map(([k, v]) => `${k} ${fmtMs(v.p50)}`).join(', ')}`);
+    results.meta.roundTripProbe = await probeRoundTrip();
+    log(`round-trip probe (p50): ${Object.entries(results.meta.roundTripProbe).map(([k, v]) => `${k} ${fmtMs(v.p50)}`).join(', ')}`);
     log(`engines: ${engines.map((e) => e.id).join(', ')}; runs: ${runPlan.map((x) => (x.section === 'dataset' ? `N=${x.n} (${x.rows.length} rows)` : `${x.section}${x.n ? ` N=${x.n}` : ''} (${x.rows.length} rows)`)).join(', ')}; plan: ${opts.plan}`);
 
     for (const rp of runPlan) {
