@@ -63,7 +63,7 @@ if [ "$(uname -m)" = x86_64 ]; then
     say "installing rust target i686-unknown-linux-gnu (the core's 32-bit test run)"
     rustup target add i686-unknown-linux-gnu
   fi
-  if [ -e /usr/lib/gcc/x86_64-linux-gnu/12/32/crtbegin.o ] || ls /usr/lib/gcc/x86_64-linux-gnu/*/32/crtbegin.o >/dev/null 2>&1; then
+  if ls /usr/lib/gcc/x86_64-linux-gnu/*/32/crtbegin.o >/dev/null 2>&1; then
     say "gcc-multilib already present"
   else
     have apt-get || die "gcc-multilib is missing and apt-get is not available: install a 32-bit C toolchain (gcc -m32) by hand"
