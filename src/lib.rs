@@ -6,11 +6,13 @@
 //! docs/design.md that describes it. The folder layout is listed in docs/design.md §1.
 
 mod access;
+mod chunked;
 mod codec;
 mod cold;
 mod commit;
 mod error;
 mod graph;
+mod item_map;
 mod key;
 mod query;
 mod repo;

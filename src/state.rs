@@ -18,6 +18,7 @@
 
 use crate::cold::{block_of, ColdBlock, ColdTables};
 use crate::commit::{Commit, CommitId, FieldOp, Op, Stamp};
+use crate::item_map::ItemMap;
 use crate::value::{Map, Name, Value};
 use sha2::{Digest, Sha256};
 use std::borrow::Cow;
@@ -486,7 +487,7 @@ fn id_from_cow(s: Cow<'_, str>) -> ItemId {
 /// blocks (`cold.rs`; empty unless the repository was opened from a snapshot).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Collection {
-    pub items: BTreeMap<ItemId, Item>,
+    pub items: ItemMap,
     /// Visible items, loaded or cold.
     live: usize,
     cold: Vec<ColdBlock>,
@@ -507,13 +508,13 @@ impl Collection {
     /// The visible item `id`; its block, if any, must be loaded.
     pub fn get(&self, id: &str) -> Option<&Map> {
         debug_assert!(block_of(&self.cold, id).is_none(), "a read of a cold key");
-        self.items.get(&ItemId::new(id))?.visible()
+        self.items.get(id)?.visible()
     }
 
     /// A collection whose items are all in the snapshot's `blocks` (sorted, disjoint).
     pub(crate) fn from_cold(blocks: Vec<ColdBlock>) -> Collection {
         Collection {
-            items: BTreeMap::new(),
+            items: ItemMap::new(),
             live: blocks.iter().map(|b| b.live as usize).sum(),
             cold: blocks,
         }
@@ -536,32 +537,9 @@ impl Collection {
 
     /// Add the items of blocks taken out of the index (ids ascending, none loaded yet; their
     /// visible ones are counted already). Many items at once rebuild the tree in one pass.
-    pub(crate) fn insert_loaded(&mut self, items: Vec<(ItemId, Item)>) {
-        debug_assert!(items.windows(2).all(|w| w[0].0 < w[1].0));
-        if self.items.is_empty() {
-            // The common whole-collection load: a bulk build straight from the vector.
-            self.items = items.into_iter().collect();
-        } else if items.len() < 64 || items.len() < self.items.len() / 8 {
-            self.items.extend(items);
-        } else {
-            let old = std::mem::take(&mut self.items);
-            self.items = merge_sorted(old.into_iter(), items.into_iter()).collect();
-        }
+    pub(crate) fn insert_loaded(&mut self, items: ItemMap) {
+        self.items.merge_loaded(items);
     }
-}
-
-/// Two ascending sequences of distinct keys, merged in order.
-fn merge_sorted(
-    a: impl Iterator<Item = (ItemId, Item)>,
-    b: impl Iterator<Item = (ItemId, Item)>,
-) -> impl Iterator<Item = (ItemId, Item)> {
-    let (mut a, mut b) = (a.peekable(), b.peekable());
-    std::iter::from_fn(move || match (a.peek(), b.peek()) {
-        (Some(x), Some(y)) if x.0 < y.0 => a.next(),
-        (Some(_), Some(_)) => b.next(),
-        (Some(_), None) => a.next(),
-        (None, _) => b.next(),
-    })
 }
 
 /// All collections, and the stamps of the commits their items refer to.
@@ -659,7 +637,7 @@ impl State {
     pub fn item(&self, collection: &str, id: &str) -> Option<&Item> {
         let c = self.collections.get(collection)?;
         debug_assert!(c.cold_block_of(id).is_none(), "a read of a cold key");
-        c.items.get(&ItemId::new(id))
+        c.items.get(id)
     }
 
     /// Apply a commit. `index` is its position in the commit table (for history). The
@@ -718,21 +696,17 @@ impl State {
         };
         let watch = sink.watches(collection);
         debug_assert!(coll.cold_block_of(&id).is_none(), "a write to a cold key");
-        let item = if id.len() <= ItemId::INLINE {
-            // Building the key costs no allocation: one search through the entry API.
-            coll.items.entry(ItemId::new(&id)).or_insert_with(Item::new)
-        } else {
-            match coll.items.get_mut(&*id) {
-                Some(i) => i,
-                None => {
-                    // Move an owned id into the map unless the sink still needs it.
-                    let key = if watch {
-                        ItemId::new(&id)
-                    } else {
-                        id_from_cow(std::mem::take(&mut id))
-                    };
-                    coll.items.entry(key).or_insert_with(Item::new)
-                }
+        let item = match coll.items.search(&id) {
+            Ok(p) => coll.items.at_mut(p),
+            Err(p) => {
+                // Move an owned long id into the map unless the sink still needs it.
+                let key = if watch || id.len() <= ItemId::INLINE {
+                    ItemId::new(&id)
+                } else {
+                    id_from_cow(std::mem::take(&mut id))
+                };
+                let p = coll.items.insert_at(p, key, Item::new());
+                coll.items.at_mut(p)
             }
         };
         let was_live = item.is_live() && item.last != 0;

@@ -6,10 +6,10 @@
 //! `(element, id)` entry per string element, serving `contains`.
 
 use super::eval::CPath;
+use crate::chunked::Chunked;
 use crate::state::{Collection, ItemId};
 use crate::value::{Map, Name, Value};
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
 use std::ops::Bound;
 
 /// An index key: the value at the path, or missing.
@@ -112,11 +112,11 @@ pub(crate) fn entry_bounds(
 
 /// Iterate the entries of `set` with keys in `(lo, hi)`.
 pub(crate) fn range<'a>(
-    set: &'a BTreeSet<Entry>,
+    set: &'a Chunked<Entry>,
     lo: &Bound<IKey>,
     hi: &Bound<IKey>,
 ) -> impl DoubleEndedIterator<Item = &'a Entry> + 'a {
-    let r = entry_bounds(lo, hi).map(|b| set.range(b));
+    let r = entry_bounds(lo, hi).map(|b| set.range_keys(b));
     r.into_iter().flatten()
 }
 
@@ -126,9 +126,9 @@ pub(crate) struct Index {
     pub path: String,
     cpath: CPath,
     /// One entry per visible item: the whole value (or missing) at the path.
-    pub values: BTreeSet<Entry>,
+    pub values: Chunked<Entry>,
     /// One entry per string element of a set or list at the path.
-    pub elems: BTreeSet<Entry>,
+    pub elems: Chunked<Entry>,
     /// Running numeric stats over the values (for aggregates without a scan).
     pub stats: NumStats,
 }
@@ -261,9 +261,8 @@ impl Index {
         Index {
             path: path.to_string(),
             cpath,
-            // Already in order: the bulk build's own sort only confirms one run.
-            values: values.into_iter().collect(),
-            elems: elems.collect(),
+            values: Chunked::from_sorted_keys(values),
+            elems: Chunked::from_sorted_keys(elems),
             stats,
         }
     }
@@ -327,8 +326,8 @@ impl Index {
             ("element", &self.elems, &other.elems),
         ] {
             if a != b {
-                let extra = a.difference(b).next();
-                let missing = b.difference(a).next();
+                let extra = a.keys().find(|e| !b.contains(e));
+                let missing = b.keys().find(|e| !a.contains(e));
                 return Some(format!(
                     "{} {what} entries maintained, {} expected; first extra: {:?}; first missing: {:?}",
                     a.len(),

@@ -228,7 +228,7 @@ pub(crate) fn for_each_match<'a>(
             res
         }
         Choice::Ordered(ix) => {
-            for e in ix.values.iter() {
+            for e in ix.values.keys() {
                 if let Some(m) = coll.get(e.id()) {
                     if matches(filter, m) && !f(e.id(), m)? {
                         break;
@@ -498,9 +498,9 @@ impl QueryEngine {
         let mut group: Vec<(&str, &Map)> = Vec::new();
         let mut gkey: Option<&IKey> = None;
         let iter: Box<dyn Iterator<Item = &Entry>> = if c.sort[0].desc {
-            Box::new(ix.values.iter().rev())
+            Box::new(ix.values.keys().rev())
         } else {
-            Box::new(ix.values.iter())
+            Box::new(ix.values.keys())
         };
         let flush = |group: &mut Vec<(&'a str, &'a Map)>, out: &mut Vec<(&'a str, &'a Map)>| {
             if group.len() > 1 {

@@ -8,6 +8,7 @@ use crate::codec::Reader;
 use crate::cold::ColdBlock;
 use crate::commit::{Change, Stamp};
 use crate::error::{Error, Result};
+use crate::item_map::ItemMap;
 use crate::state::{FieldMeta, History, Item, ItemId, StampRef, State};
 use crate::store::Storage;
 use crate::value::{Map, Name, Value};
@@ -82,7 +83,7 @@ pub fn decode_cold<S: Storage>(
     src: &S,
     collection: &str,
     range: Range<usize>,
-) -> Result<Vec<(ItemId, Item)>> {
+) -> Result<ItemMap> {
     let tables = state
         .cold_tables()
         .ok_or_else(|| Error::decode("snapshot", "cold blocks without their tables"))?;
@@ -95,14 +96,11 @@ pub fn decode_cold<S: Storage>(
     decode_blocks(src, &t, blocks)
 }
 
-/// The items of `blocks` (in id order), reading contiguous blocks together.
-fn decode_blocks<S: Storage>(
-    src: &S,
-    t: &Tables<'_>,
-    blocks: &[ColdBlock],
-) -> Result<Vec<(ItemId, Item)>> {
-    let total: u64 = blocks.iter().map(|b| u64::from(b.count)).sum();
-    let mut items = Vec::with_capacity(total as usize);
+/// The items of `blocks` (in id order), reading contiguous blocks together. They go straight
+/// into the map's chunks, each block's into chunks of its own: no intermediate vector,
+/// nothing sorted (`chunked.rs`).
+fn decode_blocks<S: Storage>(src: &S, t: &Tables<'_>, blocks: &[ColdBlock]) -> Result<ItemMap> {
+    let mut items = ItemMap::new();
     let mut i = 0;
     while i < blocks.len() {
         // A run of blocks that follow each other in the file, up to READ_BYTES.
@@ -116,39 +114,40 @@ fn decode_blocks<S: Storage>(
         let bytes = src.read_vec(start, (end - start) as usize)?;
         for b in &blocks[i..j] {
             let at = (b.offset - start) as usize;
-            decode_block(&bytes[at..at + b.len as usize], b, t, &mut items)?;
+            // Chunks never span two blocks: loaded items may lie between them.
+            let mut part = ItemMap::new();
+            decode_block(&bytes[at..at + b.len as usize], b, t, &mut part)?;
+            part.shrink_last();
+            items.append_run(part);
         }
         i = j;
     }
     Ok(items)
 }
 
-/// One block's items, checked against its CRC and directory entry, appended to `out`.
-fn decode_block(
-    bytes: &[u8],
-    b: &ColdBlock,
-    t: &Tables<'_>,
-    out: &mut Vec<(ItemId, Item)>,
-) -> Result<()> {
+/// One block's items, checked against its CRC and directory entry, into the empty `out`.
+fn decode_block(bytes: &[u8], b: &ColdBlock, t: &Tables<'_>, out: &mut ItemMap) -> Result<()> {
     if crc32fast::hash(bytes) != b.crc {
         return Err(Error::decode("snapshot", "block checksum mismatch"));
     }
     let mut r = Reader::new(bytes, "snapshot block");
-    let from = out.len();
     let mut live = 0;
+    let mut first: Option<ItemId> = None;
     for _ in 0..b.count {
         let id = ItemId::new(r.str()?);
         // `ItemId`'s order is `str`'s; between inline ids it is two word compares.
-        if out[from..].last().is_some_and(|(l, _)| *l >= id) {
+        if out.last_id().is_some_and(|l| *l >= id) {
             return Err(r.err("item ids not strictly ascending"));
+        }
+        if first.is_none() {
+            first = Some(id.clone());
         }
         let it = item(&mut r, t)?;
         live += u32::from(it.is_live());
-        out.push((id, it));
+        out.push(id, it);
     }
     r.finish()?;
-    let (first, last) = (&out[from].0, &out[out.len() - 1].0);
-    if *first != b.first || *last != b.last || live != b.live {
+    if first.as_ref() != Some(&b.first) || out.last_id() != Some(&b.last) || live != b.live {
         return Err(r.err("block differs from its directory entry"));
     }
     Ok(())

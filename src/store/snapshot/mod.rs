@@ -114,7 +114,7 @@ fn same_items<'a, S: Storage>(
         let Ok(block) = decode_cold(state, src, name, i..i + 1) else {
             return false;
         };
-        for (id, it) in &block {
+        for (id, it) in block.iter() {
             if items.next() != Some((id, it)) {
                 return false;
             }
