@@ -394,8 +394,8 @@ impl<K: Clone, V> Chunked<K, V> {
     }
 
     /// Whether every invariant holds: for tests.
-    #[cfg(any(test, feature = "testing"))]
-    pub fn check(&self) -> bool
+    #[cfg(test)]
+    fn check(&self) -> bool
     where
         K: Ord,
     {
