@@ -110,6 +110,11 @@ impl<K: Clone, V> Chunk<K, V> {
     }
 }
 
+/// An entry's place while the map does not change, in 32 bits: its chunk's index and its
+/// offset in it (below 256: `CAP` is at most 256). Slots order as their entries do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Slot(pub u32);
+
 /// A position: chunk index and offset in it. `(chunks.len(), 0)` is the end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Pos {
@@ -196,6 +201,27 @@ impl<K: Clone, V> Chunked<K, V> {
 
     pub fn last(&self) -> Option<&K> {
         self.chunks.last().map(|c| &c.fence)
+    }
+
+    /// The entries with their slots, in order; `None` when the map has too many chunks
+    /// (2^24) for a slot to name them.
+    pub fn slots(&self) -> Option<impl Iterator<Item = (Slot, &K, &V)> + '_> {
+        (self.chunks.len() <= 1 << 24).then(|| {
+            self.chunks.iter().enumerate().flat_map(|(i, c)| {
+                let at = (i as u32) << 8;
+                (at..)
+                    .map(Slot)
+                    .zip(c.entries())
+                    .map(|(s, (k, v))| (s, k, v))
+            })
+        })
+    }
+
+    /// The entry at `s`, from [`Chunked::slots`] with no change in between.
+    pub fn at_slot(&self, s: Slot) -> (&K, &V) {
+        let c = &self.chunks[(s.0 >> 8) as usize];
+        let at = (s.0 & 0xff) as usize;
+        (&c.keys[at], &c.vals[at])
     }
 
     /// The first position whose key is not `before` (`before` holds for a prefix of the keys
@@ -705,6 +731,18 @@ mod tests {
             m.extend(block.iter().copied());
             c.merge_disjoint(Chunked::from_sorted_keys(block));
             same(&c, &m);
+        }
+    }
+
+    #[test]
+    fn slots_name_entries_in_order() {
+        let c = Chunked::from_sorted((0..5_000u32).map(|x| (x * 3, x)));
+        let slots: Vec<_> = c.slots().unwrap().collect();
+        assert_eq!(slots.len(), 5_000);
+        assert!(slots.windows(2).all(|w| w[0].0 < w[1].0));
+        for (s, k, v) in slots {
+            assert_eq!(c.at_slot(s), (k, v));
+            assert_eq!(*k, v * 3);
         }
     }
 

@@ -1,7 +1,7 @@
 //! [`ItemMap`]: a collection's items by id, in id order — a [`Chunked`] map (`chunked.rs` says
 //! why not std's `BTreeMap`).
 
-use crate::chunked::{Chunked, Pos};
+use crate::chunked::{Chunked, Pos, Slot};
 use crate::state::{Item, ItemId};
 
 /// A collection's items (tombstones included) in id order.
@@ -54,6 +54,16 @@ impl ItemMap {
     /// In id order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&ItemId, &Item)> + Clone + '_ {
         self.0.iter()
+    }
+
+    /// In id order, with each item's slot; `None` past 2^24 chunks (`Chunked::slots`).
+    pub fn slots(&self) -> Option<impl Iterator<Item = (Slot, &ItemId, &Item)> + '_> {
+        self.0.slots()
+    }
+
+    /// The item at `s`, from [`ItemMap::slots`] with no change in between.
+    pub fn at_slot(&self, s: Slot) -> (&ItemId, &Item) {
+        self.0.at_slot(s)
     }
 
     pub fn keys(&self) -> impl DoubleEndedIterator<Item = &ItemId> + Clone + '_ {

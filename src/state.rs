@@ -16,6 +16,7 @@
 //! commits hold the same state. Commits are applied in causal order (parents first), which the
 //! remove-by-observed-dots rule relies on.
 
+use crate::chunked::Slot;
 use crate::cold::{block_of, ColdBlock, ColdTables};
 use crate::commit::{Commit, CommitId, FieldOp, Op, Stamp};
 use crate::item_map::ItemMap;
@@ -505,6 +506,21 @@ impl Collection {
             .iter()
             .filter_map(|(k, it)| it.visible().map(|v| (k.as_str(), v)))
     }
+    /// Visible items in key order with their slots (places that stay valid while the
+    /// collection does not change); `None` when the collection is too large for slots. The
+    /// collection must be loaded.
+    pub(crate) fn slots(&self) -> Option<impl Iterator<Item = (Slot, &str, &Map)>> {
+        debug_assert!(self.cold.is_empty(), "a scan of a collection not loaded");
+        let it = self.items.slots()?;
+        Some(it.filter_map(|(s, k, it)| it.visible().map(|v| (s, k.as_str(), v))))
+    }
+
+    /// The visible item at `s`, from [`Collection::slots`] with no change in between.
+    pub(crate) fn at_slot(&self, s: Slot) -> (&str, &Map) {
+        let (k, it) = self.items.at_slot(s);
+        (k.as_str(), &it.value)
+    }
+
     /// The visible item `id`; its block, if any, must be loaded.
     pub fn get(&self, id: &str) -> Option<&Map> {
         debug_assert!(block_of(&self.cold, id).is_none(), "a read of a cold key");

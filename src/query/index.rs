@@ -6,6 +6,7 @@
 //! `(element, id)` entry per string element, serving `contains`.
 
 use super::eval::CPath;
+use super::index_build;
 use crate::chunked::Chunked;
 use crate::state::{Collection, ItemId};
 use crate::value::{Map, Name, Value};
@@ -66,7 +67,7 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
-    fn new(key: IKey, id: &str) -> Entry {
+    pub(super) fn new(key: IKey, id: &str) -> Entry {
         Entry {
             key,
             id: IdPos::At(ItemId::new(id)),
@@ -173,7 +174,7 @@ impl PartialEq for Index {
 
 /// A key ordering "missing" first, then numbers as `f64::total_cmp` does (numbers are finite
 /// and never `-0.0`, see [`Value::number`]).
-fn num_key(v: Option<&Value>) -> u64 {
+pub(super) fn num_key(v: Option<&Value>) -> u64 {
     match v {
         Some(Value::Number(x)) => {
             let b = x.to_bits();
@@ -189,7 +190,7 @@ fn num_key(v: Option<&Value>) -> u64 {
     }
 }
 
-fn cmp_opt(a: Option<&Value>, b: Option<&Value>) -> Ordering {
+pub(super) fn cmp_opt(a: Option<&Value>, b: Option<&Value>) -> Ordering {
     match (a, b) {
         (Some(a), Some(b)) => a.total_cmp(b),
         (None, None) => Ordering::Equal,
@@ -198,7 +199,7 @@ fn cmp_opt(a: Option<&Value>, b: Option<&Value>) -> Ordering {
     }
 }
 
-fn elements(v: &Value) -> Box<dyn Iterator<Item = &str> + '_> {
+pub(super) fn elements(v: &Value) -> Box<dyn Iterator<Item = &str> + '_> {
     match v {
         Value::Set(s) => Box::new(s.iter().map(Name::as_str)),
         Value::List(l) => Box::new(l.iter().filter_map(|x| match x {
@@ -210,59 +211,18 @@ fn elements(v: &Value) -> Box<dyn Iterator<Item = &str> + '_> {
 }
 
 impl Index {
+    /// The index of `path` over the visible items of `coll` (`index_build.rs`).
     pub fn build(path: &str, coll: Option<&Collection>) -> Index {
         let cpath = CPath::new(path);
-        let mut stats = NumStats::default();
-        // Borrow first: (id, value at the path) in id order, so a position in `items` orders
-        // ties exactly as the ids do and sorting never compares or clones id strings.
-        let items: Vec<(&str, Option<&Value>)> = coll
-            .map(|c| c.iter().map(|(id, m)| (id, cpath.get(m))).collect())
-            .unwrap_or_default();
-        for (_, v) in &items {
-            stats.update(*v, true);
-        }
-        let mut order: Vec<u32> = (0..items.len() as u32).collect();
-        if items
-            .iter()
-            .all(|(_, v)| matches!(v, None | Some(Value::Number(_))))
-        {
-            // All numbers (or missing): sort plain integers. `num_key` preserves
-            // `f64::total_cmp`, and missing sorts first, as `IKey` orders them.
-            let mut keyed: Vec<(u64, u32)> = order
-                .iter()
-                .map(|&i| (num_key(items[i as usize].1), i))
-                .collect();
-            keyed.sort_unstable();
-            order = keyed.into_iter().map(|(_, i)| i).collect();
-        } else {
-            order.sort_unstable_by(|&a, &b| {
-                let key = |i: u32| items[i as usize].1;
-                cmp_opt(key(a), key(b)).then(a.cmp(&b))
-            });
-        }
-        let values: Vec<Entry> = order
-            .iter()
-            .map(|&i| {
-                let (id, v) = items[i as usize];
-                Entry::new(v.map_or(IKey::Missing, |v| IKey::Val(v.clone())), id)
-            })
-            .collect();
-        let mut elems: Vec<(&str, u32)> = Vec::new();
-        for (i, (_, v)) in items.iter().enumerate() {
-            if let Some(v) = v {
-                elems.extend(elements(v).map(|e| (e, i as u32)));
-            }
-        }
-        elems.sort_unstable();
-        elems.dedup();
-        let elems = elems
-            .into_iter()
-            .map(|(e, i)| Entry::new(IKey::Val(Value::String(Name::new(e))), items[i as usize].0));
+        let built = coll.map(|c| {
+            index_build::numeric(&cpath, c).unwrap_or_else(|| index_build::general(&cpath, c))
+        });
+        let (values, elems, stats) = built.unwrap_or_default();
         Index {
             path: path.to_string(),
             cpath,
-            values: Chunked::from_sorted_keys(values),
-            elems: Chunked::from_sorted_keys(elems),
+            values,
+            elems,
             stats,
         }
     }

@@ -121,6 +121,7 @@ mod agg;
 mod ast;
 mod eval;
 mod index;
+mod index_build;
 mod live;
 mod plan;
 

@@ -326,3 +326,65 @@ fn field_aggregates_follow_changes() {
     assert_eq!(r["hi"], json!(98));
     assert_eq!(r["n"], json!(97));
 }
+
+#[test]
+fn numeric_index_build_equals_the_general_one() {
+    use super::eval::CPath;
+    use super::index_build;
+    // Numbers of every sign and size, duplicates, missing values and deleted items.
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for round in 0..6 {
+        let mut s = State::new();
+        let n = [0, 1, 40, 700, 3_000, 9_000][round];
+        let items = (0..n)
+            .map(|i| {
+                let r = next();
+                let v = match r % 6 {
+                    0 => map! {"other" => 1},
+                    1 => map! {"count" => -((r >> 8) as f64) / 7.0},
+                    2 => map! {"count" => (r >> 60) as i64},
+                    3 => map! {"count" => 1e300 / ((r >> 40) as f64 + 1.0)},
+                    _ => map! {"count" => ((r >> 20) % 1000) as i64 - 500},
+                };
+                (format!("k{:05}", next() % 20_000 + i % 3), v)
+            })
+            .collect();
+        put_all(&mut s, &mut NoSink, items, 1);
+        let deletes: Vec<Change> = (0..n / 10)
+            .map(|_| Change {
+                collection: "items".into(),
+                id: format!("k{:05}", next() % 20_000),
+                op: Op::Delete,
+            })
+            .collect();
+        let c = Commit {
+            trusted: true,
+            author: Identity::from_entropy(&[1; 48]).public(),
+            hlc: 2,
+            parents: vec![],
+            changes: deletes,
+        };
+        let id = CommitId::of(&c.encode());
+        s.apply(&c, &id, 2, &mut NoSink);
+        let Some(coll) = s.collection("items") else {
+            continue;
+        };
+        let cpath = CPath::new("count");
+        let fast = index_build::numeric(&cpath, coll).expect("numbers only");
+        let general = index_build::general(&cpath, coll);
+        assert!(fast == general, "round {round}: {n} items");
+        assert_eq!(fast.0.len(), coll.count());
+        // A path no item holds is numeric (every value missing).
+        assert!(index_build::numeric(&CPath::new("title"), coll).is_some());
+    }
+    // A path holding strings is not.
+    let s = sample(50);
+    let coll = s.collection("items").unwrap();
+    assert!(index_build::numeric(&CPath::new("title"), coll).is_none());
+}
