@@ -100,11 +100,6 @@ impl<K: Clone, V> Chunk<K, V> {
         self.fence = other.fence;
     }
 
-    fn shrink_to_fit(&mut self) {
-        self.keys.shrink_to_fit();
-        self.vals.shrink_to_fit();
-    }
-
     fn entries(&self) -> impl DoubleEndedIterator<Item = (&K, &V)> + Clone {
         self.keys.iter().zip(&self.vals)
     }
@@ -380,29 +375,6 @@ impl<K: Clone, V> Chunked<K, V> {
         }
     }
 
-    /// Append `(k, v)`; `k` must sort after every key (not checked here: the builders that
-    /// call this check their input's order themselves).
-    pub fn push(&mut self, k: K, v: V) {
-        match self.chunks.last_mut() {
-            Some(c) if c.len() < Self::CAP => {
-                let at = c.len();
-                if at == c.keys.capacity() || at == c.vals.capacity() {
-                    c.reserve(Self::CAP - at);
-                }
-                c.insert(at, k, v)
-            }
-            _ => self.chunks.push(Chunk::with(k, v, Self::CAP)),
-        }
-        self.len += 1;
-    }
-
-    /// Release the spare capacity of the last chunk (after a run of [`Chunked::push`]).
-    pub fn shrink_last(&mut self) {
-        if let Some(c) = self.chunks.last_mut() {
-            c.shrink_to_fit();
-        }
-    }
-
     /// Append the chunks of `other`, whose keys all sort after every key here.
     pub fn append(&mut self, other: Chunked<K, V>) {
         self.len += other.len;
@@ -411,12 +383,11 @@ impl<K: Clone, V> Chunked<K, V> {
 
     /// The map of the entries of `iter`, whose keys must be strictly ascending.
     pub fn from_sorted(iter: impl IntoIterator<Item = (K, V)>) -> Self {
-        let mut s = Chunked::new();
+        let mut b = Builder::new();
         for (k, v) in iter {
-            s.push(k, v);
+            b.push(k, v);
         }
-        s.shrink_last();
-        s
+        b.finish()
     }
 
     /// Whether every invariant holds: for tests.
@@ -551,6 +522,68 @@ impl<K: Ord + Clone, V> Chunked<K, V> {
             Bound::Unbounded => self.end(),
         };
         self.between(from, to)
+    }
+}
+
+/// Builds a [`Chunked`] from entries in ascending key order, filling each chunk to `CAP`
+/// (the last one exactly): each entry is moved once, each fence written once per chunk.
+pub struct Builder<K, V = ()> {
+    done: Chunked<K, V>,
+    keys: Vec<K>,
+    vals: Vec<V>,
+}
+
+impl<K: Clone, V> Builder<K, V> {
+    pub fn new() -> Self {
+        Builder {
+            done: Chunked::new(),
+            keys: Vec::new(),
+            vals: Vec::new(),
+        }
+    }
+
+    /// Append `(k, v)`; `k` must sort after every key pushed before (not checked here: the
+    /// callers check their input's order themselves, with [`Builder::last`]).
+    pub fn push(&mut self, k: K, v: V) {
+        if self.keys.len() == Chunked::<K, V>::CAP {
+            self.seal(Chunked::<K, V>::CAP);
+        }
+        if self.keys.capacity() == 0 {
+            self.keys.reserve_exact(Chunked::<K, V>::CAP);
+            self.vals.reserve_exact(Chunked::<K, V>::CAP);
+        }
+        self.keys.push(k);
+        self.vals.push(v);
+    }
+
+    /// The last key pushed.
+    pub fn last(&self) -> Option<&K> {
+        self.keys.last().or_else(|| self.done.last())
+    }
+
+    /// Close the current chunk; the next gets room for `cap`.
+    fn seal(&mut self, cap: usize) {
+        let (mut keys, mut vals) = (Vec::with_capacity(cap), Vec::with_capacity(cap));
+        std::mem::swap(&mut keys, &mut self.keys);
+        std::mem::swap(&mut vals, &mut self.vals);
+        if !keys.is_empty() {
+            let fence = keys.last().expect("not empty").clone();
+            self.done.len += keys.len();
+            self.done.chunks.push(Chunk { fence, keys, vals });
+        }
+    }
+
+    pub fn finish(mut self) -> Chunked<K, V> {
+        self.keys.shrink_to_fit();
+        self.vals.shrink_to_fit();
+        self.seal(0);
+        self.done
+    }
+}
+
+impl<K: Clone, V> Default for Builder<K, V> {
+    fn default() -> Self {
+        Builder::new()
     }
 }
 

@@ -73,9 +73,18 @@ impl<'a> Reader<'a> {
     pub fn is_empty(&self) -> bool {
         self.pos == self.data.len()
     }
+    #[cold]
+    #[inline(never)]
     pub fn err(&self, reason: impl Into<String>) -> Error {
         let reason: String = reason.into();
         Error::decode(self.what, format!("{reason} at byte {}", self.pos))
+    }
+    /// The error of a read past the end (out of line: the readers below stay small enough to
+    /// inline into the decoders' loops).
+    #[cold]
+    #[inline(never)]
+    fn short(&self, n: usize) -> Error {
+        self.err(format!("need {n} bytes, have {}", self.remaining()))
     }
     /// Fail unless every byte was consumed.
     pub fn finish(&self) -> Result<()> {
@@ -87,12 +96,13 @@ impl<'a> Reader<'a> {
     }
     #[inline]
     pub fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        if self.remaining() < n {
-            return Err(self.err(format!("need {n} bytes, have {}", self.remaining())));
+        match self.data.get(self.pos..).and_then(|rest| rest.get(..n)) {
+            Some(s) => {
+                self.pos += n;
+                Ok(s)
+            }
+            None => Err(self.short(n)),
         }
-        let s = &self.data[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(s)
     }
     #[inline]
     pub fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
@@ -102,7 +112,13 @@ impl<'a> Reader<'a> {
     }
     #[inline]
     pub fn u8(&mut self) -> Result<u8> {
-        Ok(self.take(1)?[0])
+        match self.data.get(self.pos) {
+            Some(&b) => {
+                self.pos += 1;
+                Ok(b)
+            }
+            None => Err(self.short(1)),
+        }
     }
     #[inline]
     pub fn u32(&mut self) -> Result<u32> {
@@ -152,14 +168,20 @@ impl<'a> Reader<'a> {
     #[inline]
     pub fn count(&mut self, min_elem: usize, max: usize) -> Result<usize> {
         let n = self.varint()?;
+        if n <= max as u64 && (n as usize).saturating_mul(min_elem) <= self.remaining() {
+            Ok(n as usize)
+        } else {
+            Err(self.count_err(n, max))
+        }
+    }
+    #[cold]
+    #[inline(never)]
+    fn count_err(&self, n: u64, max: usize) -> Error {
         if n > max as u64 {
-            return Err(self.err(format!("count {n} exceeds limit {max}")));
+            self.err(format!("count {n} exceeds limit {max}"))
+        } else {
+            self.err(format!("count {n} exceeds the remaining input"))
         }
-        let n = n as usize;
-        if n.saturating_mul(min_elem) > self.remaining() {
-            return Err(self.err(format!("count {n} exceeds the remaining input")));
-        }
-        Ok(n)
     }
     /// Length-prefixed bytes.
     #[inline]
@@ -170,13 +192,58 @@ impl<'a> Reader<'a> {
     #[inline]
     pub fn str(&mut self) -> Result<&'a str> {
         let b = self.lp()?;
-        std::str::from_utf8(b).map_err(|_| self.err("invalid UTF-8"))
+        match utf8(b) {
+            Some(s) => Ok(s),
+            None => Err(self.err("invalid UTF-8")),
+        }
+    }
+}
+
+/// `b` as a string if it is valid UTF-8. Most strings here are short and ASCII (ids, field
+/// names, set elements): eight bytes at a time answer them without the general validator's call.
+#[inline]
+fn utf8(b: &[u8]) -> Option<&str> {
+    let mut words = b.chunks_exact(8);
+    let ascii = words
+        .by_ref()
+        .all(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")) & 0x8080_8080_8080_8080 == 0)
+        && words.remainder().iter().all(|&c| c < 0x80);
+    if ascii {
+        // SAFETY: every byte is below 0x80, so `b` is ASCII, which is valid UTF-8.
+        Some(unsafe { std::str::from_utf8_unchecked(b) })
+    } else {
+        std::str::from_utf8(b).ok()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strings_are_checked_for_utf8() {
+        for s in [
+            "",
+            "a",
+            "abcdefgh",
+            "abcdefghi",
+            "Item 123456789",
+            "é",
+            "abcdefgé",
+            "日本語のテキスト",
+        ] {
+            assert_eq!(utf8(s.as_bytes()), Some(s));
+        }
+        for b in [
+            &b"\xff"[..],
+            b"abcdefgh\xc3",
+            b"\xc3\x28",
+            b"abcdefg\x80abc",
+            b"\xed\xa0\x80",
+        ] {
+            assert_eq!(utf8(b), None, "{b:?}");
+        }
+    }
 
     #[test]
     fn varint_round_trip_and_minimality() {

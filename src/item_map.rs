@@ -1,7 +1,7 @@
 //! [`ItemMap`]: a collection's items by id, in id order — a [`Chunked`] map (`chunked.rs` says
 //! why not std's `BTreeMap`).
 
-use crate::chunked::{Chunked, Pos, Slot};
+use crate::chunked::{Builder, Chunked, Pos, Slot};
 use crate::state::{Item, ItemId};
 
 /// A collection's items (tombstones included) in id order.
@@ -74,16 +74,9 @@ impl ItemMap {
         self.0.iter().map(|(_, v)| v)
     }
 
-    /// Append an item whose id sorts after every id here (a decoder's fast path: the
-    /// caller has checked the order).
-    pub fn push(&mut self, id: ItemId, item: Item) {
-        debug_assert!(self.0.last().is_none_or(|l| *l < id));
-        self.0.push(id, item);
-    }
-
-    /// Release the spare room of the last chunk after a run of [`ItemMap::push`].
-    pub fn shrink_last(&mut self) {
-        self.0.shrink_last();
+    /// The items a [`Builder`] was given (in id order).
+    pub fn from_built(b: Builder<ItemId, Item>) -> ItemMap {
+        ItemMap(b.finish())
     }
 
     /// The last id, if any.

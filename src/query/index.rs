@@ -190,6 +190,16 @@ pub(super) fn num_key(v: Option<&Value>) -> u64 {
     }
 }
 
+/// The number `num_key` made `k` from (`None`: missing).
+pub(super) fn number_of_key(k: u64) -> Option<Value> {
+    let bits = match k {
+        0 => return None,
+        b if b >> 63 == 1 => b & !(1 << 63),
+        b => !b,
+    };
+    Some(Value::Number(f64::from_bits(bits)))
+}
+
 pub(super) fn cmp_opt(a: Option<&Value>, b: Option<&Value>) -> Ordering {
     match (a, b) {
         (Some(a), Some(b)) => a.total_cmp(b),
@@ -330,6 +340,9 @@ mod build_tests {
         let vals: Vec<Option<Value>> = std::iter::once(None)
             .chain(xs.iter().map(|&x| Some(Value::number(x).unwrap())))
             .collect();
+        for v in &vals {
+            assert_eq!(number_of_key(num_key(v.as_ref())).as_ref(), v.as_ref());
+        }
         for a in &vals {
             for b in &vals {
                 assert_eq!(

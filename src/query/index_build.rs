@@ -7,8 +7,8 @@
 //! that are given back as the index takes their place; other paths borrow each item's value.
 
 use super::eval::CPath;
-use super::index::{cmp_opt, elements, num_key, Entry, IKey, NumStats};
-use crate::chunked::{Chunked, Slot};
+use super::index::{cmp_opt, elements, num_key, number_of_key, Entry, IKey, NumStats};
+use crate::chunked::{Builder, Chunked, Slot};
 use crate::state::Collection;
 use crate::value::{Name, Value};
 
@@ -23,6 +23,9 @@ struct Keyed([u32; 3]);
 impl Keyed {
     fn new(key: u64, slot: Slot) -> Keyed {
         Keyed([(key >> 32) as u32, key as u32, slot.0])
+    }
+    fn key(self) -> u64 {
+        u64::from(self.0[0]) << 32 | u64::from(self.0[1])
     }
     fn slot(self) -> Slot {
         Slot(self.0[2])
@@ -47,18 +50,17 @@ pub(super) fn numeric(cpath: &CPath, c: &Collection) -> Option<Built> {
     keyed.sort_unstable_by(|a, b| b.cmp(a));
     let step = (keyed.len() / 16).max(1 << 12);
     let mut shrink_at = keyed.len().saturating_sub(step);
-    let mut values = Chunked::new();
+    let mut values = Builder::new();
     while let Some(k) = keyed.pop() {
-        let (id, m) = c.at_slot(k.slot());
-        let key = cpath.get(m).map_or(IKey::Missing, |v| IKey::Val(v.clone()));
+        let (id, _) = c.at_slot(k.slot());
+        let key = number_of_key(k.key()).map_or(IKey::Missing, IKey::Val);
         values.push(Entry::new(key, id), ());
         if keyed.len() == shrink_at {
             keyed.shrink_to_fit();
             shrink_at = shrink_at.saturating_sub(step);
         }
     }
-    values.shrink_last();
-    Some((values, Chunked::new(), stats))
+    Some((values.finish(), Chunked::new(), stats))
 }
 
 /// The index of `cpath` for values of any kind: (id, value) borrowed in id order, so that a

@@ -4,6 +4,7 @@
 //! `DecodeError`, never a wrong item (the repository then rebuilds its state from the log).
 
 use super::{I_DELETE, I_META, M_SET, M_TOP};
+use crate::chunked::Builder;
 use crate::codec::Reader;
 use crate::cold::ColdBlock;
 use crate::commit::{Change, Stamp};
@@ -115,10 +116,9 @@ fn decode_blocks<S: Storage>(src: &S, t: &Tables<'_>, blocks: &[ColdBlock]) -> R
         for b in &blocks[i..j] {
             let at = (b.offset - start) as usize;
             // Chunks never span two blocks: loaded items may lie between them.
-            let mut part = ItemMap::new();
+            let mut part = Builder::new();
             decode_block(&bytes[at..at + b.len as usize], b, t, &mut part)?;
-            part.shrink_last();
-            items.append_run(part);
+            items.append_run(ItemMap::from_built(part));
         }
         i = j;
     }
@@ -126,7 +126,12 @@ fn decode_blocks<S: Storage>(src: &S, t: &Tables<'_>, blocks: &[ColdBlock]) -> R
 }
 
 /// One block's items, checked against its CRC and directory entry, into the empty `out`.
-fn decode_block(bytes: &[u8], b: &ColdBlock, t: &Tables<'_>, out: &mut ItemMap) -> Result<()> {
+fn decode_block(
+    bytes: &[u8],
+    b: &ColdBlock,
+    t: &Tables<'_>,
+    out: &mut Builder<ItemId, Item>,
+) -> Result<()> {
     if crc32fast::hash(bytes) != b.crc {
         return Err(Error::decode("snapshot", "block checksum mismatch"));
     }
@@ -136,7 +141,7 @@ fn decode_block(bytes: &[u8], b: &ColdBlock, t: &Tables<'_>, out: &mut ItemMap) 
     for _ in 0..b.count {
         let id = ItemId::new(r.str()?);
         // `ItemId`'s order is `str`'s; between inline ids it is two word compares.
-        if out.last_id().is_some_and(|l| *l >= id) {
+        if out.last().is_some_and(|l| *l >= id) {
             return Err(r.err("item ids not strictly ascending"));
         }
         if first.is_none() {
@@ -147,7 +152,7 @@ fn decode_block(bytes: &[u8], b: &ColdBlock, t: &Tables<'_>, out: &mut ItemMap) 
         out.push(id, it);
     }
     r.finish()?;
-    if first.as_ref() != Some(&b.first) || out.last_id() != Some(&b.last) || live != b.live {
+    if first.as_ref() != Some(&b.first) || out.last() != Some(&b.last) || live != b.live {
         return Err(r.err("block differs from its directory entry"));
     }
     Ok(())
