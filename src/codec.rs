@@ -199,10 +199,11 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// `b` as a string if it is valid UTF-8. Most strings here are short and ASCII (ids, field
-/// names, set elements): eight bytes at a time answer them without the general validator's call.
+/// `b` as a string if it is valid UTF-8. Most strings here are ASCII (ids, field names, set
+/// elements, JSON text from the page): eight bytes at a time answer them without the general
+/// validator, which costs a call per short string and runs at ~0.5 GB/s in wasm.
 #[inline]
-fn utf8(b: &[u8]) -> Option<&str> {
+pub fn utf8(b: &[u8]) -> Option<&str> {
     let mut words = b.chunks_exact(8);
     let ascii = words
         .by_ref()

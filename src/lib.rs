@@ -29,6 +29,9 @@ pub use error::{
     StorageError, StorageErrorKind,
 };
 
+// §3.1 Bytes from outside: UTF-8 checked with an ASCII fast path.
+pub use codec::utf8;
+
 // §2 Data model: keys, values, schemas, transactions.
 pub use key::{MAX_COLLECTION, MAX_ID};
 pub use schema::{FieldSpec, FieldType, Schema};

@@ -95,24 +95,50 @@ impl<'de> Visitor<'de> for ValueVisitor {
         // Fields are gathered, then sorted once by `collect` (keys arrive in document order;
         // inserting one by one into the sorted `Map` would be quadratic for a large object).
         let mut m: Vec<(Name, Value)> = Vec::new();
-        let Some(first) = map.next_key::<String>()? else {
+        let Some(first) = map.next_key_seed(NameSeed)? else {
             return Ok(Value::Map(Map::new()));
         };
         let v = map.next_value_seed(ValueSeed)?;
         if first == "$set" {
             if let Value::List(elems) = &v {
                 // A lone "$set" key holding an array is a set.
-                let Some(k2) = map.next_key::<String>()? else {
+                let Some(k2) = map.next_key_seed(NameSeed)? else {
                     return set_of(elems);
                 };
-                m.push((first.into(), v));
+                m.push((first, v));
                 let v2 = map.next_value_seed(ValueSeed)?;
-                m.push((k2.into(), v2));
+                m.push((k2, v2));
                 return rest_of_map(map, m);
             }
         }
-        m.push((first.into(), v));
+        m.push((first, v));
         rest_of_map(map, m)
+    }
+}
+
+/// An object's key as a [`Name`], straight from the parser's text: a short key costs no
+/// allocation (a `String` key would cost one, and its free, per field).
+struct NameSeed;
+
+impl<'de> DeserializeSeed<'de> for NameSeed {
+    type Value = Name;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Name, D::Error> {
+        d.deserialize_str(NameVisitor)
+    }
+}
+
+struct NameVisitor;
+
+impl<'de> Visitor<'de> for NameVisitor {
+    type Value = Name;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Name, E> {
+        Ok(Name::new(s))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Name, E> {
+        Ok(Name::from_string(s))
     }
 }
 
@@ -134,9 +160,9 @@ fn rest_of_map<'de, A: MapAccess<'de>>(
     mut map: A,
     mut m: Vec<(Name, Value)>,
 ) -> Result<Value, A::Error> {
-    while let Some(k) = map.next_key::<String>()? {
+    while let Some(k) = map.next_key_seed(NameSeed)? {
         let v = map.next_value_seed(ValueSeed)?;
-        m.push((k.into(), v));
+        m.push((k, v));
     }
     Ok(Value::Map(m.into_iter().collect()))
 }

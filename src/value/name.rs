@@ -71,11 +71,9 @@ impl Name {
     #[inline]
     pub fn as_str(&self) -> &str {
         match &self.0 {
-            // Always valid (see `Repr::Inline`); checked rather than assumed, the check is a
-            // few nanoseconds on a short string.
-            Repr::Inline { .. } => {
-                std::str::from_utf8(self.as_bytes()).expect("a Name holds UTF-8")
-            }
+            // Always valid (see `Repr::Inline`); checked rather than assumed: an inline name
+            // is at most 22 bytes, and ASCII ones (most) pass a word-at-a-time check.
+            Repr::Inline { .. } => crate::codec::utf8(self.as_bytes()).expect("a Name holds UTF-8"),
             Repr::Heap(s) => s,
         }
     }

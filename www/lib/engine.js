@@ -107,6 +107,7 @@ async function instantiate(url) {
 }
 
 const utf8 = new TextDecoder();
+const UTF8 = new TextEncoder();
 
 /**
  * Bytes the glue returned: wasm-bindgen copies them out of wasm memory into a new ArrayBuffer
@@ -500,7 +501,10 @@ export class EngineHandle {
     } else {
       text = ops;
     }
-    this._call((r) => r.transact(text));
+    // As UTF-8 bytes: the engine takes a transaction's text as bytes (TextEncoder is native;
+    // wasm-bindgen would copy a string in a JS loop).
+    const bytes = UTF8.encode(text);
+    this._call((r) => r.transact(bytes));
   }
   /** @param {string} collection @param {object} schema */
   defineSchema(collection, schema) {

@@ -5,7 +5,7 @@ use super::Engine;
 use crate::error::{IntoJs, JsResult};
 use crate::json::{parse_json, parse_map};
 use crate::txn_ops;
-use ibexdb::{Schema, Txn};
+use ibexdb::{Error, Schema, Txn};
 use wasm_bindgen::prelude::*;
 
 impl Engine {
@@ -43,10 +43,18 @@ impl Engine {
         self.commit(txn)
     }
 
-    /// Commit a transaction given as JSON ops (see `txn_ops`), atomically, as one commit.
-    pub fn transact(&mut self, ops: &str) -> JsResult<()> {
+    /// Commit a transaction given as the UTF-8 bytes of its JSON ops (see `txn_ops`),
+    /// atomically, as one commit. Bytes, not a string: a transaction's text is large, and
+    /// wasm-bindgen copies a string into wasm memory one character at a time in JS, where
+    /// the page's `TextEncoder` and a byte copy are native (38 ms of a 100k-item bulk load,
+    /// against a few).
+    pub fn transact(&mut self, ops: &[u8]) -> JsResult<()> {
         self.repo()?;
-        let txn = txn_ops::build(txn_ops::parse(ops).js()?).js()?;
+        let text = ibexdb::utf8(ops).ok_or_else(|| Error::InvalidValue {
+            path: String::new(),
+            reason: "a transaction's text is not UTF-8".into(),
+        });
+        let txn = txn_ops::build(txn_ops::parse(text.js()?).js()?).js()?;
         self.commit(txn)
     }
 
