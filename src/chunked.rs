@@ -2,38 +2,44 @@
 //! two levels. It holds the items of a collection (`item_map.rs`) and the entries of a
 //! secondary index (`query/index.rs`, as a set: `V = ()`).
 //!
-//! Why not `std::collections::BTreeMap`/`BTreeSet` (docs/design.md §2.3): std's only bulk build
+//! Why not `std::collections::BTreeMap`/`BTreeSet` (docs/design.md §6.5): std's only bulk build
 //! (`from_iter`) collects its input into a vector and sorts it with a scratch buffer of half its
 //! size, so building a tree of a million items from a snapshot held the items up to three times
 //! at its peak, and wasm memory never shrinks below a peak. Inserting in ascending order instead
 //! (a bulk load, an index of increasing values) leaves std's nodes about half full for good.
-//! Here a sorted input is moved once into chunks filled to capacity, the chunks of sorted input
-//! loaded later (a snapshot block) are spliced in without touching their entries, and appends
-//! fill the last chunk before opening the next. Iteration walks contiguous slices.
+//! Here a sorted input is moved once into chunks filled to capacity ([`Builder`]), the chunks
+//! of sorted input loaded later (a snapshot block) are spliced in without touching their
+//! entries, and appends fill the last chunk before opening the next. Iteration walks
+//! contiguous slices.
 //!
 //! A chunk holds its keys and its values in two vectors (as std's nodes do), so a search inside
-//! a chunk reads keys only; and each chunk keeps a copy of its last key (its fence) in the
-//! chunk list, so finding the chunk is a binary search over one contiguous array.
+//! a chunk reads keys only, in order; and the map keeps a copy of each chunk's last key (its
+//! fence) in one vector of its own, so finding the chunk is a binary search over contiguous
+//! keys.
 //!
 //! Invariants (`check`): no chunk is empty, none holds more than [`Chunked::CAP`] entries, the
-//! keys of the chunks' concatenation are strictly ascending, and each fence equals its chunk's
-//! last key.
+//! keys of the chunks' concatenation are strictly ascending, and `fences[i]` equals the last
+//! key of `chunks[i]`.
 
+use std::cell::Cell;
 use std::cmp::Ordering;
 use std::ops::Bound;
 
 /// A sorted map of distinct keys in chunks of at most [`Chunked::CAP`] entries.
 #[derive(Clone)]
 pub struct Chunked<K, V = ()> {
+    /// The last key of each chunk.
+    fences: Vec<K>,
     chunks: Vec<Chunk<K, V>>,
     len: usize,
+    /// The chunk the last search ended in: a search tries it first (a finger), so a run of
+    /// lookups in key order (an index range's items, a sorted batch) skips the binary search.
+    finger: Cell<usize>,
 }
 
 /// One chunk: `keys[i]` maps to `vals[i]`.
 #[derive(Clone)]
 struct Chunk<K, V> {
-    /// The last key.
-    fence: K,
     keys: Vec<K>,
     vals: Vec<V>,
 }
@@ -42,21 +48,17 @@ impl<K: Clone, V> Chunk<K, V> {
     /// A chunk of one entry, with room for `cap`.
     fn with(k: K, v: V, cap: usize) -> Self {
         let (mut keys, mut vals) = (Vec::with_capacity(cap), Vec::with_capacity(cap));
-        keys.push(k.clone());
+        keys.push(k);
         vals.push(v);
-        Chunk {
-            fence: k,
-            keys,
-            vals,
-        }
+        Chunk { keys, vals }
     }
 
     fn len(&self) -> usize {
         self.keys.len()
     }
 
-    fn refence(&mut self) {
-        self.fence = self.keys.last().expect("no empty chunk").clone();
+    fn last(&self) -> &K {
+        self.keys.last().expect("no empty chunk")
     }
 
     /// Room for `n` more entries.
@@ -66,19 +68,12 @@ impl<K: Clone, V> Chunk<K, V> {
     }
 
     fn insert(&mut self, at: usize, k: K, v: V) {
-        if at == self.len() {
-            self.fence = k.clone();
-        }
         self.keys.insert(at, k);
         self.vals.insert(at, v);
     }
 
     fn remove(&mut self, at: usize) -> (K, V) {
-        let e = (self.keys.remove(at), self.vals.remove(at));
-        if at == self.len() && at > 0 {
-            self.refence();
-        }
-        e
+        (self.keys.remove(at), self.vals.remove(at))
     }
 
     /// The entries from `at` on (`at` is inside), moved into a chunk of their own with room
@@ -88,16 +83,13 @@ impl<K: Clone, V> Chunk<K, V> {
         let (mut keys, mut vals) = (Vec::with_capacity(cap), Vec::with_capacity(cap));
         keys.extend(self.keys.drain(at..));
         vals.extend(self.vals.drain(at..));
-        self.refence();
-        let fence = keys.last().expect("no empty chunk").clone();
-        Chunk { fence, keys, vals }
+        Chunk { keys, vals }
     }
 
     /// Append `other`'s entries, which sort after these.
     fn extend(&mut self, other: Self) {
         self.keys.extend(other.keys);
         self.vals.extend(other.vals);
-        self.fence = other.fence;
     }
 
     fn entries(&self) -> impl DoubleEndedIterator<Item = (&K, &V)> + Clone {
@@ -140,7 +132,7 @@ impl<K: std::fmt::Debug + Clone, V: std::fmt::Debug> std::fmt::Debug for Chunked
 
 impl<K, V> Chunked<K, V> {
     /// Entries per chunk: about 2 KiB of them, between 16 and 256. An insertion moves at most
-    /// one chunk's entries; a lookup is a binary search over the fences, then over one
+    /// one chunk's entries; a lookup is a binary search over the fences, then a scan of one
     /// chunk's keys.
     pub const CAP: usize = {
         let size = std::mem::size_of::<(K, V)>();
@@ -156,8 +148,10 @@ impl<K, V> Chunked<K, V> {
 
     pub const fn new() -> Self {
         Chunked {
+            fences: Vec::new(),
             chunks: Vec::new(),
             len: 0,
+            finger: Cell::new(0),
         }
     }
 
@@ -195,7 +189,7 @@ impl<K: Clone, V> Chunked<K, V> {
     }
 
     pub fn last(&self) -> Option<&K> {
-        self.chunks.last().map(|c| &c.fence)
+        self.fences.last()
     }
 
     /// The entries with their slots, in order; `None` when the map has too many chunks
@@ -222,7 +216,19 @@ impl<K: Clone, V> Chunked<K, V> {
     /// The first position whose key is not `before` (`before` holds for a prefix of the keys
     /// and for nothing after it), or the end.
     pub fn partition_point(&self, mut before: impl FnMut(&K) -> bool) -> Pos {
-        let chunk = self.chunks.partition_point(|c| before(&c.fence));
+        // The chunk is the first whose fence is not `before`: the finger's, when its fence is
+        // not and the previous one is.
+        let f = self.finger.get();
+        let at_finger = f < self.fences.len()
+            && !before(&self.fences[f])
+            && (f == 0 || before(&self.fences[f - 1]));
+        let chunk = if at_finger {
+            f
+        } else {
+            let c = self.fences.partition_point(&mut before);
+            self.finger.set(c);
+            c
+        };
         match self.chunks.get(chunk) {
             // A linear scan inside the chunk, as std's B-tree nodes do: its keys are read in
             // order (the hardware fetches the next lines ahead), where a binary search would
@@ -278,12 +284,28 @@ impl<K: Clone, V> Chunked<K, V> {
         Some(&self.chunks[p.chunk].vals[p.at])
     }
 
+    /// Set chunk `i`'s fence to its last key.
+    fn refence(&mut self, i: usize) {
+        self.fences[i] = self.chunks[i].last().clone();
+    }
+
+    /// Insert chunk `c` at index `i` of the chunk list.
+    fn insert_chunk(&mut self, i: usize, c: Chunk<K, V>) {
+        self.fences.insert(i, c.last().clone());
+        self.chunks.insert(i, c);
+    }
+
+    fn remove_chunk(&mut self, i: usize) -> Chunk<K, V> {
+        self.fences.remove(i);
+        self.chunks.remove(i)
+    }
+
     /// Insert `(k, v)` at `p`, the `Err` of a [`Chunked::search`] for `k` with no change in
     /// between (so the keys stay sorted); where it ended up.
     pub fn insert_at(&mut self, p: Pos, k: K, v: V) -> Pos {
         self.len += 1;
         if self.chunks.is_empty() {
-            self.chunks.push(Chunk::with(k, v, 4.min(Self::CAP)));
+            self.insert_chunk(0, Chunk::with(k, v, 4.min(Self::CAP)));
             return Pos { chunk: 0, at: 0 };
         }
         // Past the end: after the last chunk's last entry.
@@ -297,20 +319,22 @@ impl<K: Clone, V> Chunked<K, V> {
             p
         };
         // At the start of a chunk: the end of the previous one, if it has room.
-        if p.at == 0 && p.chunk > 0 && self.chunks[p.chunk - 1].len() < Self::CAP {
-            let prev = &mut self.chunks[p.chunk - 1];
-            let at = prev.len();
-            Self::grow(prev);
-            prev.insert(at, k, v);
-            return Pos {
+        let p = if p.at == 0 && p.chunk > 0 && self.chunks[p.chunk - 1].len() < Self::CAP {
+            Pos {
                 chunk: p.chunk - 1,
-                at,
-            };
-        }
+                at: self.chunks[p.chunk - 1].len(),
+            }
+        } else {
+            p
+        };
         let c = &mut self.chunks[p.chunk];
         if c.len() < Self::CAP {
             Self::grow(c);
+            let at_end = p.at == c.len();
             c.insert(p.at, k, v);
+            if at_end {
+                self.refence(p.chunk);
+            }
             return p;
         }
         if p.at == c.len() {
@@ -321,14 +345,15 @@ impl<K: Clone, V> Chunked<K, V> {
                     Self::grow(n);
                     n.insert(0, k, v);
                 }
-                _ => self.chunks.insert(next, Chunk::with(k, v, Self::CAP)),
+                _ => self.insert_chunk(next, Chunk::with(k, v, Self::CAP)),
             }
             return Pos { chunk: next, at: 0 };
         }
         // A full chunk: split it in two halves.
         let half = Self::CAP / 2;
         let upper = c.split_off(half, Self::CAP);
-        self.chunks.insert(p.chunk + 1, upper);
+        self.refence(p.chunk);
+        self.insert_chunk(p.chunk + 1, upper);
         let p = if p.at <= half {
             p
         } else {
@@ -337,7 +362,12 @@ impl<K: Clone, V> Chunked<K, V> {
                 at: p.at - half,
             }
         };
-        self.chunks[p.chunk].insert(p.at, k, v);
+        let c = &mut self.chunks[p.chunk];
+        let at_end = p.at == c.len();
+        c.insert(p.at, k, v);
+        if at_end {
+            self.refence(p.chunk);
+        }
         p
     }
 
@@ -356,9 +386,14 @@ impl<K: Clone, V> Chunked<K, V> {
         let c = &mut self.chunks[p.chunk];
         let e = c.remove(p.at);
         if c.len() == 0 {
-            self.chunks.remove(p.chunk);
-        } else if c.len() < Self::CAP / 4 {
-            self.coalesce(p.chunk);
+            self.remove_chunk(p.chunk);
+        } else {
+            if p.at == c.len() {
+                self.refence(p.chunk);
+            }
+            if self.chunks[p.chunk].len() < Self::CAP / 4 {
+                self.coalesce(p.chunk);
+            }
         }
         Some(e)
     }
@@ -367,17 +402,20 @@ impl<K: Clone, V> Chunked<K, V> {
     fn coalesce(&mut self, i: usize) {
         let n = self.chunks[i].len();
         if i + 1 < self.chunks.len() && self.chunks[i + 1].len() + n <= Self::CAP {
-            let next = self.chunks.remove(i + 1);
+            let next = self.remove_chunk(i + 1);
             self.chunks[i].extend(next);
+            self.refence(i);
         } else if i > 0 && self.chunks[i - 1].len() + n <= Self::CAP {
-            let this = self.chunks.remove(i);
+            let this = self.remove_chunk(i);
             self.chunks[i - 1].extend(this);
+            self.refence(i - 1);
         }
     }
 
     /// Append the chunks of `other`, whose keys all sort after every key here.
     pub fn append(&mut self, other: Chunked<K, V>) {
         self.len += other.len;
+        self.fences.extend(other.fences);
         self.chunks.extend(other.chunks);
     }
 
@@ -390,18 +428,26 @@ impl<K: Clone, V> Chunked<K, V> {
         b.finish()
     }
 
+    /// The map of these chunks (each non-empty, in order).
+    fn of_chunks(chunks: Vec<Chunk<K, V>>) -> Self {
+        Chunked {
+            fences: chunks.iter().map(|c| c.last().clone()).collect(),
+            len: chunks.iter().map(Chunk::len).sum(),
+            chunks,
+            finger: Cell::new(0),
+        }
+    }
+
     /// Whether every invariant holds: for tests.
     #[cfg(test)]
     fn check(&self) -> bool
     where
         K: Ord,
     {
-        let chunks = self.chunks.iter().all(|c| {
-            c.len() > 0
-                && c.len() <= Self::CAP
-                && c.vals.len() == c.len()
-                && c.keys.last() == Some(&c.fence)
-        });
+        let chunks = self.fences.len() == self.chunks.len()
+            && self.chunks.iter().zip(&self.fences).all(|(c, f)| {
+                c.len() > 0 && c.len() <= Self::CAP && c.vals.len() == c.len() && c.last() == f
+            });
         let mut keys = self.keys();
         let sorted = match keys.next() {
             None => true,
@@ -429,9 +475,9 @@ impl<K: Ord + Clone, V> Chunked<K, V> {
             *self = other;
             return;
         }
-        self.len += other.len;
         if other.chunks.len() <= 2 {
             // A block or two into a large map: splice, without rebuilding the chunk list.
+            self.len += other.len;
             for c in other.chunks {
                 self.splice_chunk(c);
             }
@@ -477,7 +523,7 @@ impl<K: Ord + Clone, V> Chunked<K, V> {
                 (None, None) => break,
             }
         }
-        self.chunks = out;
+        *self = Chunked::of_chunks(out);
     }
 
     /// Insert the chunk `c`, whose range holds no key of `self`, where it belongs (the
@@ -486,14 +532,18 @@ impl<K: Ord + Clone, V> Chunked<K, V> {
         let p = self.partition_point(|k| *k < c.keys[0]);
         let at = if p.at > 0 {
             let tail = self.chunks[p.chunk].split_off(p.at, 0);
-            self.chunks.insert(p.chunk + 1, tail);
+            self.refence(p.chunk);
+            self.insert_chunk(p.chunk + 1, tail);
             p.chunk + 1
         } else {
             p.chunk
         };
-        match at.checked_sub(1).map(|i| &mut self.chunks[i]) {
-            Some(prev) if prev.len() + c.len() <= Self::CAP / 2 => prev.extend(c),
-            _ => self.chunks.insert(at, c),
+        match at.checked_sub(1) {
+            Some(prev) if self.chunks[prev].len() + c.len() <= Self::CAP / 2 => {
+                self.chunks[prev].extend(c);
+                self.refence(prev);
+            }
+            _ => self.insert_chunk(at, c),
         }
     }
 
@@ -567,9 +617,10 @@ impl<K: Clone, V> Builder<K, V> {
         std::mem::swap(&mut keys, &mut self.keys);
         std::mem::swap(&mut vals, &mut self.vals);
         if !keys.is_empty() {
-            let fence = keys.last().expect("not empty").clone();
-            self.done.len += keys.len();
-            self.done.chunks.push(Chunk { fence, keys, vals });
+            let d = &mut self.done;
+            d.len += keys.len();
+            d.fences.push(keys.last().expect("not empty").clone());
+            d.chunks.push(Chunk { keys, vals });
         }
     }
 
