@@ -6,7 +6,8 @@
 
 mod common;
 use common::*;
-use ibexdb::{AggregateQuery, Error, Query, Repo, Schema, Txn};
+use ibexdb::testing::FaultStorage;
+use ibexdb::{AggregateQuery, Error, MemStorage, Query, Repo, Schema, Txn};
 
 const C: &str = "items";
 /// Enough items for many 32 KiB item blocks and several index blocks.
@@ -262,5 +263,43 @@ fn verify_finds_an_index_that_differs_from_its_items() {
     match lazy.verify() {
         Err(Error::VerifyFailed { reason }) => assert!(reason.contains("index"), "{reason}"),
         other => panic!("verify passed a forged index: {other:?}"),
+    }
+}
+
+#[test]
+fn a_snapshot_with_indexes_cut_anywhere_leaves_a_usable_or_ignored_file() {
+    let (log, snap) = build();
+    let log = FaultStorage::from_bytes(log.bytes.lock().unwrap().clone());
+    let snap = FaultStorage::from_bytes(snap.bytes.lock().unwrap().clone());
+    let mut r = Repo::open(log.clone(), Some(snap.clone()), signed(1)).unwrap();
+    r.define_schema(C, schema()).unwrap();
+    // The index restored from the file, a few blocks loaded, a write it maintains.
+    let range = q(serde_json::json!({"collection": C, "where": {"count": {"gte": 100, "lt": 130}}}));
+    r.query(&range).unwrap();
+    let mut t = Txn::new();
+    t.put(&format!("{C}/00101"), item(115)).unwrap();
+    r.commit(t).unwrap();
+    r.seal().unwrap();
+    r.flush().unwrap();
+    let want = r.query(&range).unwrap().rows;
+    // The snapshot's flush fails: every prefix of its writes, and torn writes, are images.
+    snap.fail_flush_after(0);
+    assert!(matches!(r.write_snapshot(), Err(Error::Storage(_))));
+    let writes = snap.unflushed_writes();
+    for keep in 0..=writes {
+        let torn = match snap.unflushed_write_len(keep) {
+            Some(len) if len > 0 => vec![None, Some(1), Some(len / 2)],
+            _ => vec![None],
+        };
+        for cut in torn {
+            let img = MemStorage::from_bytes(snap.crash_image(keep, cut));
+            let mut again =
+                Repo::open(MemStorage::from_bytes(log.durable_bytes()), Some(img), signed(1))
+                    .unwrap();
+            again.define_schema(C, schema()).unwrap();
+            let what = format!("keep {keep} of {writes}, torn {cut:?}");
+            assert_eq!(again.query(&range).unwrap().rows, want, "{what}");
+            again.verify().unwrap_or_else(|e| panic!("{what}: {e}"));
+        }
     }
 }
