@@ -49,3 +49,32 @@ pub fn block_of(blocks: &[ColdBlock], id: &str) -> Option<usize> {
     let i = blocks.partition_point(|b| b.last.as_str() < id);
     (i < blocks.len() && blocks[i].covers(id)).then_some(i)
 }
+
+/// One block of a persisted index's entries (docs/design.md §8, "Indexes").
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexBlock {
+    pub offset: u64,
+    pub len: u32,
+    /// Entries in the block.
+    pub count: u32,
+    pub crc: u32,
+}
+
+/// A secondary index as a snapshot holds it: its path, its numeric stats and where its value
+/// and element entries are. Valid for the snapshot's items: the repository uses it only while
+/// its collection has not changed since (`Collection::touched`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColdIndex {
+    pub path: String,
+    /// Number-valued items, exact sum of the integral ones, numbers that are not integers.
+    pub stats: (u64, i128, u64),
+    pub values: Vec<IndexBlock>,
+    pub elems: Vec<IndexBlock>,
+}
+
+impl ColdIndex {
+    /// Value entries: one per visible item.
+    pub fn value_count(&self) -> u64 {
+        self.values.iter().map(|b| u64::from(b.count)).sum()
+    }
+}

@@ -88,4 +88,5 @@ pub mod testing {
         header_bytes, Log, Scan, FRAME_COMMIT, FRAME_HEADER_LEN, FRAME_PAD, FRAME_SEAL, HEADER_LEN,
         MAX_FRAME_PAYLOAD,
     };
+    pub use crate::store::snapshot::index_blocks as snapshot_index_blocks;
 }

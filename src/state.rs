@@ -486,12 +486,23 @@ fn id_from_cow(s: Cow<'_, str>) -> ItemId {
 
 /// One collection's items: those loaded, and the index of those still in the snapshot's
 /// blocks (`cold.rs`; empty unless the repository was opened from a snapshot).
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Collection {
     pub items: ItemMap,
     /// Visible items, loaded or cold.
     live: usize,
     cold: Vec<ColdBlock>,
+    /// Whether a commit changed the collection since the snapshot the state was opened from,
+    /// or since the last snapshot written (`State::untouch`): while it has not, the
+    /// snapshot's persisted indexes describe it (docs/design.md §8).
+    touched: bool,
+}
+
+/// Equal when the items (and cold blocks) are: `touched` is bookkeeping of this replica.
+impl PartialEq for Collection {
+    fn eq(&self, other: &Collection) -> bool {
+        self.items == other.items && self.live == other.live && self.cold == other.cold
+    }
 }
 
 impl Collection {
@@ -533,6 +544,22 @@ impl Collection {
             items: ItemMap::new(),
             live: blocks.iter().map(|b| b.live as usize).sum(),
             cold: blocks,
+            touched: false,
+        }
+    }
+
+    /// Whether a commit changed the collection since the last snapshot (see the field).
+    pub fn touched(&self) -> bool {
+        self.touched
+    }
+
+    /// Whether the visible item `id` is loaded (`Some(Some)`), absent (`Some(None)`) or in a
+    /// cold block (`None`).
+    pub(crate) fn lookup(&self, id: &str) -> Option<Option<&Map>> {
+        match self.items.get(id) {
+            Some(it) => Some(it.visible()),
+            None if block_of(&self.cold, id).is_some() => None,
+            None => Some(None),
         }
     }
 
@@ -611,6 +638,13 @@ impl State {
     }
 
     /// Forget the cold tables once the last cold block is loaded.
+    /// A snapshot of the state was written: no collection has changed since.
+    pub(crate) fn untouch(&mut self) {
+        for c in self.collections.values_mut() {
+            c.touched = false;
+        }
+    }
+
     pub(crate) fn drop_cold_tables_if_done(&mut self) {
         if self.collections.values().all(|c| c.cold.is_empty()) {
             self.cold = None;
@@ -712,6 +746,7 @@ impl State {
         };
         let watch = sink.watches(collection);
         debug_assert!(coll.cold_block_of(&id).is_none(), "a write to a cold key");
+        coll.touched = true;
         let item = match coll.items.search(&id) {
             Ok(p) => coll.items.at_mut(p),
             Err(p) => {

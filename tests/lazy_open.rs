@@ -6,61 +6,7 @@
 mod common;
 use common::*;
 use ibexdb::testing::FaultStorage;
-use ibexdb::{AggregateQuery, Error, Filter, MemStorage, Query, Repo, Storage, StorageError, Txn};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-
-/// In-memory storage the test keeps a handle on (to damage it under an open repository), and
-/// that counts the bytes read from it.
-#[derive(Clone, Default)]
-struct Shared {
-    bytes: Arc<Mutex<Vec<u8>>>,
-    read: Arc<AtomicU64>,
-}
-
-impl Shared {
-    fn read_bytes(&self) -> u64 {
-        self.read.load(Ordering::Relaxed)
-    }
-    fn len_now(&self) -> usize {
-        self.bytes.lock().unwrap().len()
-    }
-    fn flip(&self, at: usize) {
-        self.bytes.lock().unwrap()[at] ^= 0x55;
-    }
-}
-
-impl Storage for Shared {
-    fn len(&self) -> Result<u64, StorageError> {
-        Ok(self.bytes.lock().unwrap().len() as u64)
-    }
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), StorageError> {
-        let b = self.bytes.lock().unwrap();
-        let start = offset as usize;
-        let src = b.get(start..start + buf.len()).ok_or_else(|| {
-            StorageError::new(ibexdb::StorageErrorKind::OutOfBounds, "read past the end")
-        })?;
-        buf.copy_from_slice(src);
-        self.read.fetch_add(buf.len() as u64, Ordering::Relaxed);
-        Ok(())
-    }
-    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), StorageError> {
-        let mut b = self.bytes.lock().unwrap();
-        let end = offset as usize + data.len();
-        if b.len() < end {
-            b.resize(end, 0);
-        }
-        b[offset as usize..end].copy_from_slice(data);
-        Ok(())
-    }
-    fn truncate(&mut self, len: u64) -> Result<(), StorageError> {
-        self.bytes.lock().unwrap().resize(len as usize, 0);
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<(), StorageError> {
-        Ok(())
-    }
-}
+use ibexdb::{AggregateQuery, Error, Filter, MemStorage, Query, Repo, Txn};
 
 const COLLECTIONS: [&str; 3] = ["items", "notes", "zeta"];
 /// Enough items that every collection spans many 32 KiB blocks.

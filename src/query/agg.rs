@@ -2,9 +2,9 @@
 
 use super::ast::{AggOp, AggregateQuery};
 use super::eval::{cmp_opt, CFilter, CPath};
-use super::for_each_match;
 use super::index::{range, IKey, Index, NumStats};
 use super::plan::{candidates, choose, tighter, type_bounds, Source};
+use super::{for_each_match, Items};
 use crate::error::Result;
 use crate::state::Collection;
 use crate::value::{to_tree, Map, Value};
@@ -426,7 +426,7 @@ pub(crate) fn aggregate<'a>(
     match &q.group_by {
         None => {
             let mut accs = vec![Acc::default(); q.aggregates.len()];
-            for_each_match(coll, &choice, &filter, |_, m| {
+            for_each_match(&Items::loaded(coll), &choice, &filter, |_, m| {
                 feed(&mut accs, m);
                 Ok(true)
             })?;
@@ -435,7 +435,7 @@ pub(crate) fn aggregate<'a>(
         Some(g) => {
             let gp = CPath::new(g);
             let mut groups: BTreeMap<GKey, Vec<Acc>> = BTreeMap::new();
-            for_each_match(coll, &choice, &filter, |_, m| {
+            for_each_match(&Items::loaded(coll), &choice, &filter, |_, m| {
                 let k = GKey(gp.get(m).filter(|v| !matches!(v, Value::Null)));
                 let accs = groups
                     .entry(k)

@@ -9,6 +9,7 @@ use super::eval::CPath;
 use super::index_build;
 use crate::chunked::Chunked;
 use crate::state::{Collection, ItemId};
+use crate::store::snapshot::IndexEntries;
 use crate::value::{Map, Name, Value};
 use std::cmp::Ordering;
 use std::ops::Bound;
@@ -221,6 +222,19 @@ pub(super) fn elements(v: &Value) -> Box<dyn Iterator<Item = &str> + '_> {
 }
 
 impl Index {
+    /// The index of `path` restored from a snapshot (`index_build.rs` `Restorer`, filled by
+    /// `store::snapshot::load_index`), with the numeric stats stored beside it.
+    pub fn restored(path: &str, r: index_build::Restorer, stats: (u64, i128, u64)) -> Index {
+        let (values, elems, stats) = r.finish(stats);
+        Index {
+            path: path.to_string(),
+            cpath: CPath::new(path),
+            values,
+            elems,
+            stats,
+        }
+    }
+
     /// The index of `path` over the visible items of `coll` (`index_build.rs`).
     pub fn build(path: &str, coll: Option<&Collection>) -> Index {
         let cpath = CPath::new(path);
@@ -314,6 +328,23 @@ impl Index {
             ));
         }
         None
+    }
+}
+
+/// What a snapshot stores of an index (`store/snapshot/indexes.rs`).
+impl IndexEntries for Index {
+    fn stats(&self) -> (u64, i128, u64) {
+        (self.stats.nums, self.stats.int_sum, self.stats.non_int)
+    }
+    fn values(&self) -> Box<dyn Iterator<Item = (Option<&Value>, &str)> + '_> {
+        Box::new(self.values.keys().map(|e| (e.key.as_opt(), e.id())))
+    }
+    fn elems(&self) -> Box<dyn Iterator<Item = (&str, &str)> + '_> {
+        // Element entries hold strings (`Index::add`).
+        Box::new(self.elems.keys().filter_map(|e| match &e.key {
+            IKey::Val(Value::String(s)) => Some((s.as_str(), e.id())),
+            _ => None,
+        }))
     }
 }
 

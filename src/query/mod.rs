@@ -134,7 +134,9 @@ use crate::state::{ChangeSink, Collection, State};
 use crate::value::Map;
 use agg::FieldAgg;
 use eval::{check_sortable, cmp_items, matches, set_sort_error, CFilter, CSort, Compiled};
-use index::{Entry, IKey, Index};
+pub(crate) use index::Index;
+use index::{Entry, IKey};
+pub(crate) use index_build::Restorer;
 use live::LiveQuery;
 use plan::{choose, Choice};
 use std::cell::{OnceCell, RefCell};
@@ -202,10 +204,52 @@ pub struct QueryEngine {
     next_live: u64,
 }
 
-/// Call `f` for each item matching `filter` among the candidates of `choice`, until it returns
-/// `Ok(false)`. Index candidates come in index order, a scan in id order.
-pub(crate) fn for_each_match<'a>(
+/// The items a query reads. A collection opened from a snapshot may still hold items in the
+/// snapshot's blocks (`cold.rs`): a read of one is noted instead of answered, and the query's
+/// answer is then incomplete — the repository loads the noted items' blocks and runs it again
+/// (`Repo::query`). After `budget` notes the query may stop early.
+pub(crate) struct Items<'a> {
     coll: &'a Collection,
+    cold: RefCell<Vec<&'a str>>,
+    budget: usize,
+}
+
+impl<'a> Items<'a> {
+    /// Every item of `coll`, which must be loaded whole (no item is ever noted).
+    pub(crate) fn loaded(coll: &'a Collection) -> Items<'a> {
+        Items::new(coll, usize::MAX)
+    }
+
+    fn new(coll: &'a Collection, budget: usize) -> Items<'a> {
+        Items {
+            coll,
+            cold: RefCell::new(Vec::new()),
+            budget,
+        }
+    }
+
+    /// The visible item `id`; `None` when absent, or cold (then noted).
+    fn get(&self, id: &'a str) -> Option<&'a Map> {
+        match self.coll.lookup(id) {
+            Some(m) => m,
+            None => {
+                self.cold.borrow_mut().push(id);
+                None
+            }
+        }
+    }
+
+    /// Whether enough cold items were noted to stop.
+    fn spent(&self) -> bool {
+        self.cold.borrow().len() >= self.budget
+    }
+}
+
+/// Call `f` for each item matching `filter` among the candidates of `choice`, until it returns
+/// `Ok(false)` (or `items` has noted enough cold items). Index candidates come in index order,
+/// a scan in id order (a scan needs the collection loaded whole).
+pub(crate) fn for_each_match<'a>(
+    items: &Items<'a>,
     choice: &Choice<'_, 'a>,
     filter: &Option<CFilter>,
     mut f: impl FnMut(&'a str, &'a Map) -> Result<bool>,
@@ -215,7 +259,7 @@ pub(crate) fn for_each_match<'a>(
             let mut res = Ok(());
             c.source.for_each(c.index, |e: &'a Entry| {
                 let id = e.id();
-                match coll.get(id) {
+                match items.get(id) {
                     Some(m) if c.covers || matches(filter, m) => match f(id, m) {
                         Ok(go) => go,
                         Err(err) => {
@@ -223,23 +267,25 @@ pub(crate) fn for_each_match<'a>(
                             false
                         }
                     },
-                    _ => true,
+                    _ => !items.spent(),
                 }
             });
             res
         }
         Choice::Ordered(ix) => {
             for e in ix.values.keys() {
-                if let Some(m) = coll.get(e.id()) {
+                if let Some(m) = items.get(e.id()) {
                     if matches(filter, m) && !f(e.id(), m)? {
                         break;
                     }
+                } else if items.spent() {
+                    break;
                 }
             }
             Ok(())
         }
         Choice::Scan => {
-            for (id, m) in coll.iter() {
+            for (id, m) in items.coll.iter() {
                 if matches(filter, m) && !f(id, m)? {
                     break;
                 }
@@ -247,6 +293,15 @@ pub(crate) fn for_each_match<'a>(
             Ok(())
         }
     }
+}
+
+/// A query's answer over a collection that may not be loaded whole.
+pub(crate) enum Partial {
+    Done(QueryResult),
+    /// The answer needs these cold items: load their blocks and run the query again.
+    Need(Vec<String>),
+    /// The answer needs the whole collection (a scan, or indexes still to build).
+    NeedAll,
 }
 
 /// An item in the top-k heap, ordered by the query's sort (the heap's top is the worst kept).
@@ -391,6 +446,35 @@ impl QueryEngine {
         }
     }
 
+    /// The declared index paths of `collection` while its indexes are not built (`None`
+    /// otherwise, or with none declared).
+    pub(crate) fn unbuilt_indexes(&self, collection: &str) -> Option<&[String]> {
+        let d = self.indexes.get(collection)?;
+        d.built.get().is_none().then_some(&d.paths[..])
+    }
+
+    /// Install `collection`'s indexes restored from a snapshot, when they are not built yet
+    /// and `built` holds exactly the declared paths; whether it did.
+    pub(crate) fn install_indexes(
+        &mut self,
+        collection: &str,
+        built: BTreeMap<String, Index>,
+    ) -> bool {
+        let Some(d) = self.indexes.get(collection) else {
+            return false;
+        };
+        let all = built.len() == d.paths.len() && d.paths.iter().all(|p| built.contains_key(p));
+        all && d.built.get().is_none() && d.built.set(built).is_ok()
+    }
+
+    /// Every built index: (collection, path, index).
+    pub(crate) fn built_indexes(&self) -> impl Iterator<Item = (&str, &str, &Index)> {
+        self.indexes
+            .iter()
+            .filter_map(|(c, d)| d.built.get().map(|m| (c, m)))
+            .flat_map(|(c, m)| m.iter().map(move |(p, ix)| (c.as_str(), p.as_str(), ix)))
+    }
+
     /// Whether `collection`'s declared indexes have been built (they are on first use).
     pub fn indexes_built(&self, collection: &str) -> bool {
         self.indexes
@@ -428,25 +512,54 @@ impl QueryEngine {
         }
     }
 
-    /// Run a query.
+    /// Run a query over a loaded state (the repository runs [`QueryEngine::run_partial`],
+    /// which may meet items still in a snapshot's blocks).
+    #[cfg(any(test, feature = "testing"))]
     pub fn run(&self, state: &State, q: &Query) -> Result<QueryResult> {
+        match self.run_partial(state, q)? {
+            Partial::Done(r) => Ok(r),
+            Partial::Need(_) | Partial::NeedAll => Err(Error::InvalidQuery {
+                reason: format!("collection {} is not loaded", q.collection),
+            }),
+        }
+    }
+
+    /// Run a query over a collection that may still have items in a snapshot's blocks: the
+    /// answer, or which items it needs first. A scan needs the whole collection, and so do
+    /// indexes not built yet (building reads every item); an index walk needs only the items
+    /// of its candidates.
+    pub(crate) fn run_partial(&self, state: &State, q: &Query) -> Result<Partial> {
         let c = Compiled::new(q)?;
         let Some(coll) = state.collection(&q.collection) else {
-            return Ok(QueryResult {
+            return Ok(Partial::Done(QueryResult {
                 rows: Vec::new(),
                 plan: Self::empty_plan(),
-            });
+            }));
         };
+        let cold = !coll.cold().is_empty();
+        if cold && self.unbuilt_indexes(&q.collection).is_some() {
+            return Ok(Partial::NeedAll);
+        }
         let (choice, plan) = self.plan_for(coll, q);
+        if cold && matches!(choice, Choice::Scan) {
+            return Ok(Partial::NeedAll);
+        }
         let limit = q.limit.unwrap_or(usize::MAX);
         let k = q.limit.map(|l| q.offset.saturating_add(l));
+        // An ordered walk stops once the window is full: it may stop noting cold items once
+        // they alone could fill it. Other index plans collect every candidate.
+        let budget = match (&choice, k) {
+            (Choice::Ordered(_), Some(k)) => k.max(64),
+            _ => usize::MAX,
+        };
+        let items = Items::new(coll, budget);
         let picked: Vec<(&str, &Map)> = match &choice {
-            Choice::Ordered(ix) => self.walk_ordered(coll, ix, q, &c)?,
+            Choice::Ordered(ix) => self.walk_ordered(&items, ix, q, &c)?,
             Choice::Scan if c.sort.is_empty() => {
                 // Id order already: stop once the window is full.
                 let mut out = Vec::new();
                 let want = k.unwrap_or(usize::MAX);
-                for_each_match(coll, &choice, &c.filter, |id, m| {
+                for_each_match(&items, &choice, &c.filter, |id, m| {
                     out.push((id, m));
                     Ok(out.len() < want)
                 })?;
@@ -454,7 +567,7 @@ impl QueryEngine {
             }
             _ => {
                 let mut col = Collector::new(&c.sort, k);
-                for_each_match(coll, &choice, &c.filter, |id, m| {
+                for_each_match(&items, &choice, &c.filter, |id, m| {
                     check_sortable(&c.sort, id, m)?;
                     col.push(id, m);
                     Ok(true)
@@ -462,31 +575,36 @@ impl QueryEngine {
                 col.finish()
             }
         };
+        let cold_ids = items.cold.into_inner();
+        if !cold_ids.is_empty() {
+            let ids = cold_ids.into_iter().map(str::to_string).collect();
+            return Ok(Partial::Need(ids));
+        }
         let rows = picked
             .into_iter()
             .skip(q.offset)
             .take(limit)
             .map(|(id, m)| (id.to_string(), c.project(m)))
             .collect();
-        Ok(QueryResult { rows, plan })
+        Ok(Partial::Done(QueryResult { rows, plan }))
     }
 
     /// Walk the first sort key's index in order until offset + limit matches are collected
     /// (finishing the last group of equal keys, which is ordered by the other keys and id).
     fn walk_ordered<'a>(
         &'a self,
-        coll: &'a Collection,
+        items: &Items<'a>,
         ix: &'a Index,
         q: &Query,
         c: &Compiled,
     ) -> Result<Vec<(&'a str, &'a Map)>> {
         let indexes = self
-            .indexes_of(&q.collection, Some(coll))
+            .indexes_of(&q.collection, Some(items.coll))
             .expect("an ordered walk uses an index of this collection");
         // Sets sort last in every index: a matching one makes the query invalid.
         for s in &c.sort {
             for e in indexes[&s.field].set_entries() {
-                if let Some(m) = coll.get(e.id()) {
+                if let Some(m) = items.get(e.id()) {
                     if matches(&c.filter, m) {
                         return Err(set_sort_error(&s.field, e.id()));
                     }
@@ -518,10 +636,11 @@ impl QueryEngine {
             }
             gkey = Some(&e.key);
             let id = e.id();
-            if let Some(m) = coll.get(id) {
-                if matches(&c.filter, m) {
-                    group.push((id, m));
-                }
+            match items.get(id) {
+                Some(m) if matches(&c.filter, m) => group.push((id, m)),
+                Some(_) => {}
+                None if items.spent() => break,
+                None => {}
             }
         }
         flush(&mut group, &mut out);
@@ -558,7 +677,7 @@ impl QueryEngine {
         let (choice, _) = choose(coll.count(), indexes, Some(f), &[], None);
         let cf = Some(CFilter::new(f));
         let mut n = 0;
-        for_each_match(coll, &choice, &cf, |_, _| {
+        for_each_match(&Items::loaded(coll), &choice, &cf, |_, _| {
             n += 1;
             Ok(true)
         })?;
@@ -599,7 +718,7 @@ impl QueryEngine {
                 &[],
                 None,
             );
-            for_each_match(coll, &choice, &c.filter, |id, m| {
+            for_each_match(&Items::loaded(coll), &choice, &c.filter, |id, m| {
                 check_sortable(&c.sort, id, m)?;
                 found.push((LiveQuery::entry(&c, id, m), c.project(m)));
                 Ok(true)

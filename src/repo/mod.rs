@@ -22,6 +22,7 @@ mod access;
 mod admit;
 mod causal;
 mod export;
+mod indexes;
 mod read;
 mod receive;
 mod replay;
@@ -138,6 +139,9 @@ pub struct Repo<S: Storage> {
     /// Length of the snapshot file as last written or opened (0: no valid file): where an
     /// appended snapshot starts.
     snapshot_len: u64,
+    /// The secondary indexes that file holds, by collection: each valid while its collection
+    /// is not `touched` (`repo/indexes.rs`).
+    snap_indexes: snapshot::ColdIndexes,
     open_report: OpenReport,
 }
 
@@ -178,12 +182,14 @@ impl<S: Storage> Repo<S> {
             opts,
             snapshot_log_len: 0,
             snapshot_len: 0,
+            snap_indexes: snapshot::ColdIndexes::new(),
             open_report: OpenReport::default(),
         };
         if let Some(d) = snap_data {
             repo.snapshot_log_len = d.log_len;
             repo.snapshot_len = repo.snapshot_bytes()?;
             repo.graph = d.graph;
+            repo.snap_indexes = d.indexes;
             repo.open_report.from_snapshot = true;
         }
         let mut n = 0;
@@ -265,6 +271,11 @@ impl<S: Storage> Repo<S> {
                 reason: "the _acl collection is reserved for the access list".into(),
             });
         }
+        // Indexes already built (restored from the snapshot while items are still cold) are
+        // joined by new ones built from the items: load them first.
+        if self.query.indexes_built(collection) {
+            self.warm_collection(collection)?;
+        }
         self.query
             .set_indexes(collection, &schema.indexes, &self.graph.state);
         self.schemas.insert(collection.to_string(), schema);
@@ -335,15 +346,20 @@ impl<S: Storage> Repo<S> {
             self.warm_all()?;
         }
         let log_len = self.log.len();
-        let s = self.snap.as_mut().unwrap();
         // Until the write completes, the file holds no snapshot of this log.
         self.snapshot_log_len = 0;
         if append.is_none() {
             self.snapshot_len = 0;
         }
-        let end = snapshot::write_for(&self.graph, log_len, self.log.storage(), s, append)?;
+        let kept = &self.snap_indexes;
+        let persist = indexes::to_persist(&self.query, &self.graph.state, kept, append.is_some());
+        let s = self.snap.as_mut().unwrap();
+        let log = (log_len, self.log.storage());
+        let (end, indexes) = snapshot::write_for(&self.graph, log, s, append, &persist)?;
         self.snapshot_len = end;
         self.snapshot_log_len = log_len;
+        self.snap_indexes = indexes;
+        self.graph.state.untouch();
         Ok(true)
     }
 

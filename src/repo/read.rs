@@ -8,7 +8,7 @@ use super::Repo;
 use crate::commit::{Commit, CommitId, Op, PublicKey};
 use crate::error::{Error, Result};
 use crate::key::split_key;
-use crate::query::{AggregateQuery, Filter, LiveChange, LiveId, Plan, Query, QueryResult};
+use crate::query::{AggregateQuery, Filter, LiveChange, LiveId, Partial, Plan, Query, QueryResult};
 use crate::store::Storage;
 use crate::value::Map;
 
@@ -93,8 +93,16 @@ impl<S: Storage> Repo<S> {
 
     /// Run a query: rows `(id, item)` and the plan it took.
     pub fn query(&mut self, q: &Query) -> Result<QueryResult> {
-        self.warm_collection(&q.collection)?;
-        self.query.run(&self.graph.state, q)
+        // After an open, the indexes come from the snapshot and an index walk loads only the
+        // blocks of its candidates: run, load what the answer needed, run again.
+        self.restore_indexes(&q.collection);
+        loop {
+            match self.query.run_partial(&self.graph.state, q)? {
+                Partial::Done(r) => return Ok(r),
+                Partial::NeedAll => self.warm_collection(&q.collection)?,
+                Partial::Need(ids) => self.warm_ids(&q.collection, &ids)?,
+            }
+        }
     }
 
     /// The plan a query would take, without running it.

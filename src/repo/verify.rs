@@ -3,6 +3,7 @@
 //! what that replay gives.
 
 use super::causal::Waiting;
+use super::indexes::snapshot_index_differs;
 use super::replay::{replay_frame, Proof};
 use super::Repo;
 use crate::error::{Error, Result, SignatureErrorKind};
@@ -102,6 +103,13 @@ impl<S: Storage> Repo<S> {
                             reason: format!(
                                 "the snapshot differs from a replay of the first {} log bytes",
                                 d.log_len
+                            ),
+                        });
+                    }
+                    if let Some(ix) = snapshot_index_differs(d, *src, shadow) {
+                        return Err(Error::VerifyFailed {
+                            reason: format!(
+                                "the snapshot's index {ix} differs from one built from the items"
                             ),
                         });
                     }

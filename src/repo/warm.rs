@@ -28,6 +28,25 @@ impl<S: Storage> Repo<S> {
         self.warm_with(|state, s| snapshot::load_changes(state, s, changes))
     }
 
+    /// Load the blocks that hold `ids` of `collection`; the whole collection if that loads
+    /// nothing (so that a caller asking again always makes progress).
+    pub(super) fn warm_ids(&mut self, collection: &str, ids: &[String]) -> Result<()> {
+        let cold = |r: &Self| {
+            r.graph
+                .state
+                .collection(collection)
+                .map_or(0, |c| c.cold().len())
+        };
+        let before = cold(self);
+        for id in ids {
+            self.warm_key(collection, id)?;
+        }
+        if cold(self) == before {
+            self.warm_collection(collection)?;
+        }
+        Ok(())
+    }
+
     /// Load every item of `collection`.
     pub(super) fn warm_collection(&mut self, collection: &str) -> Result<()> {
         self.warm_with(|state, s| snapshot::load_collection(state, s, collection))
@@ -80,6 +99,7 @@ impl<S: Storage> Repo<S> {
         self.graph = graph;
         self.wait = wait;
         self.snapshot_log_len = 0;
+        self.snap_indexes.clear();
         self.open_report.from_snapshot = false;
         Ok(())
     }

@@ -2,7 +2,9 @@
 #![allow(dead_code)]
 
 use ibexdb::Clock;
-use ibexdb::{map, Identity, Map, RepoOptions, Value};
+use ibexdb::{map, Identity, Map, RepoOptions, Storage, StorageError, Value};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// A deterministic clock that ticks one millisecond per call.
 pub fn clock(start: u64) -> Clock {
@@ -83,5 +85,57 @@ pub fn for_seeds(name: &str, seeds: std::ops::Range<u64>, f: impl Fn(u64)) {
             eprintln!("{name}: failed with seed {seed} (rerun with IBEX_SEED={seed})");
             std::panic::resume_unwind(e);
         }
+    }
+}
+
+/// In-memory storage the test keeps a handle on (to damage it under an open repository), and
+/// that counts the bytes read from it.
+#[derive(Clone, Default)]
+pub struct Shared {
+    pub bytes: Arc<Mutex<Vec<u8>>>,
+    pub read: Arc<AtomicU64>,
+}
+
+impl Shared {
+    pub fn read_bytes(&self) -> u64 {
+        self.read.load(Ordering::Relaxed)
+    }
+    pub fn len_now(&self) -> usize {
+        self.bytes.lock().unwrap().len()
+    }
+    pub fn flip(&self, at: usize) {
+        self.bytes.lock().unwrap()[at] ^= 0x55;
+    }
+}
+
+impl Storage for Shared {
+    fn len(&self) -> Result<u64, StorageError> {
+        Ok(self.bytes.lock().unwrap().len() as u64)
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), StorageError> {
+        let b = self.bytes.lock().unwrap();
+        let start = offset as usize;
+        let src = b.get(start..start + buf.len()).ok_or_else(|| {
+            StorageError::new(ibexdb::StorageErrorKind::OutOfBounds, "read past the end")
+        })?;
+        buf.copy_from_slice(src);
+        self.read.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), StorageError> {
+        let mut b = self.bytes.lock().unwrap();
+        let end = offset as usize + data.len();
+        if b.len() < end {
+            b.resize(end, 0);
+        }
+        b[offset as usize..end].copy_from_slice(data);
+        Ok(())
+    }
+    fn truncate(&mut self, len: u64) -> Result<(), StorageError> {
+        self.bytes.lock().unwrap().resize(len as usize, 0);
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<(), StorageError> {
+        Ok(())
     }
 }

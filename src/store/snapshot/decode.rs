@@ -3,6 +3,7 @@
 //! count, index and order the encoder guarantees is checked: a damaged or foreign file is a
 //! `DecodeError`, never a wrong graph.
 
+use super::indexes;
 use super::{commit_stamps, SnapshotData, F_SEALED, F_TRUSTED};
 use super::{SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
 use crate::access::{Acl, Role, Stamped};
@@ -74,6 +75,8 @@ fn decode_meta(meta: &[u8], meta_offset: u64) -> Result<SnapshotData> {
         );
         collections.insert(name, Collection::from_cold(blocks));
     }
+    let bounds = (HEAD_LEN as u64, meta_offset);
+    let indexes = indexes::read_directory(&mut r, bounds, &collections, &mut spans)?;
     r.finish()?;
     // Blocks never overlap (after an appended snapshot they are not in file order).
     spans.sort_unstable();
@@ -90,6 +93,7 @@ fn decode_meta(meta: &[u8], meta_offset: u64) -> Result<SnapshotData> {
         log_len,
         anchor,
         graph,
+        indexes,
     })
 }
 

@@ -1,10 +1,11 @@
 //! Writing a snapshot, one function per section of the format (docs/design.md §8).
 
+use super::indexes::{self, Persist};
 use super::{commit_stamps, F_SEALED, F_TRUSTED, I_DELETE, I_META, M_SET, M_TOP};
 use super::{SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
 use crate::access::{Acl, Role};
 use crate::codec::Writer;
-use crate::cold::ColdBlock;
+use crate::cold::{ColdBlock, ColdIndex};
 use crate::commit::{CommitId, PublicKey, Stamp};
 use crate::error::Result;
 use crate::graph::Graph;
@@ -16,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 /// cold key decodes.
 pub(super) const BLOCK_BYTES: usize = 32 << 10;
 /// Output is handed to the sink in chunks of about this size.
-const CHUNK_BYTES: usize = 1 << 20;
+pub(super) const CHUNK_BYTES: usize = 1 << 20;
 
 /// Encode `graph` as the snapshot of the first `log_len` log bytes, whose last frame is at
 /// `anchor` = (offset, crc) (None when the log holds no frame), handing the bytes to `out` in
@@ -30,8 +31,9 @@ pub(super) fn encode(
     graph: &Graph,
     (log_len, anchor): (u64, Option<(u64, u32)>),
     append: Option<u64>,
+    persist: &[Persist<'_>],
     out: &mut dyn FnMut(&[u8]) -> Result<()>,
-) -> Result<()> {
+) -> Result<Vec<(String, ColdIndex)>> {
     debug_assert!(append.is_some() || !graph.state.has_cold());
     let mut f = Out {
         w: Writer::with_capacity(CHUNK_BYTES + BLOCK_BYTES),
@@ -45,33 +47,36 @@ pub(super) fn encode(
     let stamps = StampRefs::new(graph);
     let (table, mut names) = names_of(graph);
     let dir = collections(&mut f, graph, &stamps, &mut names)?;
+    let written = indexes::write(&mut f, persist)?;
     let meta_offset = f.offset();
     let meta_start = f.w.buf.len();
     header(&mut f.w, log_len, anchor);
     commit_table(&mut f.w, graph);
     name_table(&mut f.w, &table);
     directory(&mut f.w, &dir);
+    indexes::directory(&mut f.w, &written);
     // The meta section is written whole into the buffer (nothing is handed out meanwhile).
     let crc = crc32fast::hash(&f.w.buf[meta_start..]);
     f.w.u64(meta_offset);
     f.w.u32(crc);
-    f.flush()
+    f.flush()?;
+    Ok(written)
 }
 
 /// The output: a buffer handed to the sink when it grows past [`CHUNK_BYTES`].
-struct Out<'a> {
-    w: Writer,
+pub(super) struct Out<'a> {
+    pub(super) w: Writer,
     flushed: u64,
     out: &'a mut dyn FnMut(&[u8]) -> Result<()>,
 }
 
 impl Out<'_> {
     /// The file offset of the next byte written.
-    fn offset(&self) -> u64 {
+    pub(super) fn offset(&self) -> u64 {
         self.flushed + self.w.buf.len() as u64
     }
 
-    fn flush(&mut self) -> Result<()> {
+    pub(super) fn flush(&mut self) -> Result<()> {
         (self.out)(&self.w.buf)?;
         self.flushed += self.w.buf.len() as u64;
         self.w.buf.clear();

@@ -13,10 +13,12 @@
 mod blocks;
 mod decode;
 mod encode;
+mod indexes;
 
 use blocks::decode_cold;
 pub use blocks::{load_all, load_changes, load_collection, load_key};
 pub use decode::read;
+pub use indexes::{load as load_index, ColdIndexes, IndexEntries, IndexSink, Persist};
 
 use super::log::{probe_frame, HEADER_LEN};
 use super::storage::Storage;
@@ -26,10 +28,10 @@ use crate::graph::{CommitInfo, Graph};
 use crate::state::{Item, ItemId, State};
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"IBEXSNP1";
-/// Version 3 cut the items into blocks read on demand; version 2 added the access lists
-/// (docs/design.md §8). A file of an older version is ignored (the log is replayed) and
-/// rewritten at the next snapshot.
-pub const SNAPSHOT_VERSION: u32 = 3;
+/// Version 4 added the persisted secondary indexes; version 3 cut the items into blocks read
+/// on demand; version 2 added the access lists (docs/design.md §8). A file of an older version
+/// is ignored (the log is replayed) and rewritten at the next snapshot.
+pub const SNAPSHOT_VERSION: u32 = 4;
 /// Commit flags.
 const F_TRUSTED: u8 = 1;
 const F_SEALED: u8 = 2;
@@ -47,26 +49,29 @@ pub struct SnapshotData {
     /// Offset and crc of the last frame covered (None when the log held no frames).
     pub anchor: Option<(u64, u32)>,
     pub graph: Graph,
+    /// The persisted secondary indexes, by collection (valid for the snapshot's items).
+    pub indexes: ColdIndexes,
 }
 
 /// Write a snapshot of `graph`, which must be the result of replaying exactly the first
-/// `log_len` bytes of `log` (anchored to the last frame it covers), to `dst`, a chunk at a time, and flush;
-/// returns the file's new length. Without `append`, the file is rewritten (every item must be
-/// loaded). With `append` = the length of the file the graph's cold blocks are in, the new
-/// blocks and meta section are written after it, and the cold blocks stay where they are.
+/// `log_len` bytes of `log` (anchored to the last frame it covers), to `dst`, a chunk at a
+/// time, and flush; returns the file's new length and the indexes it holds. Without `append`,
+/// the file is rewritten (every item must be loaded). With `append` = the length of the file
+/// the graph's cold blocks are in, the new blocks and meta section are written after it, and
+/// the cold blocks stay where they are. `persist`: the indexes to hold (valid for `graph`).
 pub fn write_for<S: Storage, D: Storage>(
     graph: &Graph,
-    log_len: u64,
-    log: &S,
+    (log_len, log): (u64, &S),
     dst: &mut D,
     append: Option<u64>,
-) -> Result<u64> {
+    persist: &[Persist<'_>],
+) -> Result<(u64, ColdIndexes)> {
     let at = (log_len, anchor_of(graph, log)?);
     if append.is_none() {
         dst.truncate(0)?;
     }
     let mut end = append.unwrap_or(0);
-    encode::encode(graph, at, append, &mut |b| {
+    let written = encode::encode(graph, at, append, persist, &mut |b| {
         dst.write_at(end, b)?;
         end += b.len() as u64;
         Ok(())
@@ -76,7 +81,11 @@ pub fn write_for<S: Storage, D: Storage>(
         dst.truncate(end)?;
     }
     dst.flush()?;
-    Ok(end)
+    let mut indexes = ColdIndexes::new();
+    for (c, ix) in written {
+        indexes.entry(c).or_default().push(ix);
+    }
+    Ok((end, indexes))
 }
 
 /// Whether the snapshot in `src` (whose meta section is `d`) holds exactly `graph` (every
@@ -161,4 +170,28 @@ fn commit_stamps(authors: &[PublicKey], commits: &[CommitInfo]) -> Vec<Stamp> {
             commit: c.id.tag(),
         })
         .collect()
+}
+
+/// Test hook: every persisted index of the snapshot in `s` as (collection, path, value blocks,
+/// element blocks), each block as (offset, length).
+#[cfg(feature = "testing")]
+#[allow(clippy::type_complexity)]
+pub fn index_blocks<S: Storage>(
+    s: &S,
+) -> Result<Vec<(String, String, Vec<(u64, u32)>, Vec<(u64, u32)>)>> {
+    let d = read(s)?;
+    let spans = |l: &[crate::cold::IndexBlock]| l.iter().map(|b| (b.offset, b.len)).collect();
+    Ok(d.indexes
+        .iter()
+        .flat_map(|(c, list)| {
+            list.iter().map(move |ix| {
+                (
+                    c.clone(),
+                    ix.path.clone(),
+                    spans(&ix.values),
+                    spans(&ix.elems),
+                )
+            })
+        })
+        .collect())
 }

@@ -127,6 +127,7 @@ const MEMORY_LINES = [
   ['afterOpen', 'wasmMemoryBytes', 'wasm memory after reopen + first read'],
   ['afterOpen', 'jsHeapUsedBytes', 'worker JS heap after reopen + first read'],
   ['afterOpenQuery', 'wasmMemoryBytes', 'wasm memory after reopen + first indexed query'],
+  ['afterScan', 'wasmMemoryBytes', 'wasm memory after reopen + first indexed query + a full scan'],
 ];
 
 /**

@@ -90,6 +90,7 @@ import { writeRows } from './rows/writes.js';
  * @property {(lo: number, hi: number) => any} queryRange
  * @property {(q: {tag: string, limit: number}) => any} queryComplex
  * @property {() => any} count
+ * @property {() => any} scanAll read every item once (a filter on an unindexed field); how many matched
  * @property {() => any} keys
  * @property {() => any} aggregate
  * @property {(row: string) => true | string} [supports]
@@ -249,6 +250,12 @@ export function serve(adapter) {
         // Read back what the page wrote through its own client: [[id, fields], ...].
         await s.ensureOpen();
         return { check: await readBack(s, new Map(msg.items)) };
+      }
+      case 'scan': {
+        // Untimed: read every item once (a full scan), so that the next stats show an engine
+        // holding them all. Checked: every item matched.
+        await s.ensureOpen();
+        return { matched: await s.call('scanAll') };
       }
       case 'stats': {
         const st = (await s.call('stats')) ?? {};

@@ -42,6 +42,8 @@ export const SQL = {
               AND title GLOB '*[0-9]*'
             ORDER BY count DESC LIMIT ?`,
   count: 'SELECT count(*) FROM items',
+  // Every row read (no index on title): what a full scan leaves in the page cache.
+  scanAll: "SELECT count(*) FROM items WHERE title LIKE 'Item %'",
   keys: 'SELECT id FROM items ORDER BY id',
   aggregate: 'SELECT sum(count), min(count), max(count), avg(count) FROM items',
 };
@@ -243,6 +245,17 @@ export class Items {
   queryComplex({ tag, limit }) {
     this.st.complex.bind([tag, limit]);
     return collect(this.st.complex);
+  }
+
+  /** Read every row once (a scan with a filter on an unindexed column); how many matched. */
+  scanAll() {
+    const s = this.st.scanAll;
+    try {
+      s.step();
+      return s.getInt(0);
+    } finally {
+      s.reset();
+    }
   }
 
   count() {

@@ -372,6 +372,7 @@ serve({
   queryRange: (lo, hi) => items.queryRange(lo, hi),
   queryComplex: (q) => items.queryComplex(q),
   count: () => items.count(),
+  scanAll: () => items.scanAll(),
   keys: () => items.keys(),
   aggregate: () => items.aggregate(),
 });
