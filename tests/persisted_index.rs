@@ -274,7 +274,8 @@ fn a_snapshot_with_indexes_cut_anywhere_leaves_a_usable_or_ignored_file() {
     let mut r = Repo::open(log.clone(), Some(snap.clone()), signed(1)).unwrap();
     r.define_schema(C, schema()).unwrap();
     // The index restored from the file, a few blocks loaded, a write it maintains.
-    let range = q(serde_json::json!({"collection": C, "where": {"count": {"gte": 100, "lt": 130}}}));
+    let range =
+        q(serde_json::json!({"collection": C, "where": {"count": {"gte": 100, "lt": 130}}}));
     r.query(&range).unwrap();
     let mut t = Txn::new();
     t.put(&format!("{C}/00101"), item(115)).unwrap();
@@ -293,9 +294,12 @@ fn a_snapshot_with_indexes_cut_anywhere_leaves_a_usable_or_ignored_file() {
         };
         for cut in torn {
             let img = MemStorage::from_bytes(snap.crash_image(keep, cut));
-            let mut again =
-                Repo::open(MemStorage::from_bytes(log.durable_bytes()), Some(img), signed(1))
-                    .unwrap();
+            let mut again = Repo::open(
+                MemStorage::from_bytes(log.durable_bytes()),
+                Some(img),
+                signed(1),
+            )
+            .unwrap();
             again.define_schema(C, schema()).unwrap();
             let what = format!("keep {keep} of {writes}, torn {cut:?}");
             assert_eq!(again.query(&range).unwrap().rows, want, "{what}");
