@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use ibexdb::Durability;
 use ibexdb::SignatureErrorKind;
-use ibexdb::{map, Error, MemStorage, Repo, Schema, Txn, Value};
+use ibexdb::{map, Error, Identity, MemStorage, Repo, RepoOptions, Schema, Txn, Value};
 use ibexdb::{Commit, Seal};
 
 fn open(n: u8) -> Repo<MemStorage> {
@@ -521,4 +521,23 @@ fn receive_vouched_skips_only_the_seal_signatures() {
     let mut c = open(3);
     c.receive_vouched(&commits, &bad).unwrap();
     assert!(c.verify().is_err());
+}
+
+#[test]
+fn a_stored_identity_whose_public_key_is_not_its_secrets_refuses_to_write() {
+    let (a, b) = (ident(1), ident(2));
+    let wrong = Identity::from_parts(&a.secret_bytes(), &b.public().0).unwrap();
+    let opts = RepoOptions::new(REPO, Some(wrong), clock(T0));
+    let mut r = Repo::open(MemStorage::new(), None, opts).unwrap();
+    let mut t = Txn::new();
+    t.put("notes/1", item(1)).unwrap();
+    assert!(matches!(r.commit(t), Err(Error::Signature { .. })));
+    assert_eq!(r.commit_count(), 0);
+    // The right one, from its parts, writes.
+    let right = Identity::from_parts(&a.secret_bytes(), &a.public().0).unwrap();
+    let opts = RepoOptions::new(REPO, Some(right), clock(T0));
+    let mut r = Repo::open(MemStorage::new(), None, opts).unwrap();
+    let mut t = Txn::new();
+    t.put("notes/1", item(1)).unwrap();
+    assert!(r.commit(t).unwrap().is_some());
 }

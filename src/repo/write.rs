@@ -46,6 +46,7 @@ impl<S: Storage> Repo<S> {
     /// Validate and commit a transaction atomically (buffered; see [`Repo::flush`]).
     /// Returns `None` for a transaction with nothing to do.
     pub fn commit(&mut self, txn: Txn) -> Result<Option<CommitId>> {
+        self.check_identity()?;
         for (coll, ids) in &txn.writes {
             for id in ids.keys() {
                 self.warm_key(coll, id)?;
@@ -92,6 +93,15 @@ impl<S: Storage> Repo<S> {
         Ok(id)
     }
 
+    /// The identity's stored public key is its secret's (checked once, before the first write
+    /// of a session: `Identity::from_parts`).
+    fn check_identity(&self) -> Result<()> {
+        match &self.opts.identity {
+            Some(id) if !self.opts.trusted => id.check(),
+            _ => Ok(()),
+        }
+    }
+
     /// Sign every local commit not yet covered by a seal, with one signature per batch
     /// (up to 65,536 commits). Call it off the write's critical path; nothing leaves the
     /// device unsealed. Returns the seals made.
@@ -102,6 +112,7 @@ impl<S: Storage> Repo<S> {
         let Some(identity) = self.opts.identity.clone() else {
             return Ok(Vec::new());
         };
+        identity.check()?;
         let mut out = Vec::new();
         for chunk in self.unsealed.chunks(MAX_SEAL_IDS) {
             let seal = Seal::create(&identity, &self.opts.name, chunk);
@@ -121,6 +132,8 @@ impl<S: Storage> Repo<S> {
     /// identity. Pass the signature to [`Repo::seal_with`].
     pub fn seal_request(&self) -> Option<SealRequest> {
         let identity = self.opts.identity.as_ref()?;
+        // A damaged stored identity makes no seal (its first write already failed).
+        identity.check().ok()?;
         let count = self.unsealed.len().min(MAX_SEAL_IDS);
         if count == 0 {
             return None;
@@ -143,6 +156,7 @@ impl<S: Storage> Repo<S> {
                 "a repository without an identity makes no seals",
             ));
         };
+        identity.check()?;
         if count == 0 || count > self.unsealed.len().min(MAX_SEAL_IDS) {
             return Err(Error::InvalidValue {
                 path: "count".into(),

@@ -290,3 +290,54 @@ test('identity export and import; trusted mode; commit exchange', async ({ page,
     await ctxB.close();
   }
 });
+
+test('the identity file holds the public key; an old file is rewritten; a damaged one refuses writes', async ({ page }) => {
+  const out = await page.evaluate(async ([name, other]) => {
+    const { open } = (window as any).ibexdb;
+    const file = async (n: string) => {
+      const dir = await (await (await navigator.storage.getDirectory()).getDirectoryHandle('ibexdb')).getDirectoryHandle(n);
+      return dir.getFileHandle('identity');
+    };
+    const bytes = async (n: string) => new Uint8Array(await (await (await file(n)).getFile()).arrayBuffer());
+    const rewrite = async (n: string, b: Uint8Array) => {
+      const w = await (await file(n)).createWritable();
+      await w.write(b);
+      await w.close();
+    };
+    const db = await open(name);
+    const id = db.identity;
+    await db.put('notes/1', { t: 1 });
+    await db.close();
+    const stored = await bytes(name);
+    // A file of the secret alone (before the public key was stored beside it).
+    await rewrite(name, stored.slice(0, 48));
+    const again = await open(name);
+    const sameId = again.identity === id;
+    await again.put('notes/2', { t: 2 });
+    await again.close();
+    const rewritten = await bytes(name);
+    // The public key of another identity in place of this one's.
+    const o = await open(other);
+    const otherKey = o.identity;
+    await o.close();
+    const damaged = new Uint8Array(rewritten);
+    damaged.set(await bytes(other).then((b) => b.slice(48)), 48);
+    await rewrite(name, damaged);
+    const bad = await open(name);
+    const read = await bad.get('notes/1');
+    const write = await bad.put('notes/3', { t: 3 }).then(() => null, (e: any) => e.name);
+    const badId = bad.identity;
+    await bad.close();
+    return {
+      size: stored.length, pubHex: Array.from(stored.slice(48), (b) => b.toString(16).padStart(2, '0')).join(''),
+      id, sameId, rewrittenSize: rewritten.length, read, write, badIsOther: badId === otherKey,
+    };
+  }, [uniqueName('idfile'), uniqueName('idother')]);
+  expect(out.size).toBe(97);
+  expect(out.pubHex).toBe(out.id);
+  expect(out.sameId).toBe(true);
+  expect(out.rewrittenSize).toBe(97);
+  expect(out.read).toEqual({ t: 1 });
+  expect(out.badIsOther).toBe(true);
+  expect(out.write).toBe('SignatureError');
+});

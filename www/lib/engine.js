@@ -106,6 +106,50 @@ async function instantiate(url) {
   return { glue, memory: /** @type {WebAssembly.Memory} */ (exports.memory) };
 }
 
+/**
+ * The repository's identity from its OPFS file: the 48-byte secret, then (since 2026-11-25) its
+ * 49-byte compressed public key, so that an open need not derive it (a scalar multiplication,
+ * ~3 ms in wasm; the engine checks the two agree before its first write). A file of the secret
+ * alone, a new identity, or one given in `options.identity` is written back with both.
+ * @param {any} idh the file's sync access handle
+ * @param {string | undefined} given an exported identity (`options.identity`)
+ * @param {any} glue the wasm glue (`Engine.identityFromEntropy`, `Engine.publicKeyOf`)
+ * @returns {{secret: Uint8Array, publicKey: Uint8Array}}
+ */
+function identityFile(idh, given, glue) {
+  const size = idh.getSize();
+  /** @type {Uint8Array | null} */
+  let stored = null;
+  /** @type {Uint8Array | null} */
+  let storedPublic = null;
+  if (size === 48 || size === 48 + 49) {
+    stored = new Uint8Array(48);
+    idh.read(stored, { at: 0 });
+    if (size === 48 + 49) {
+      storedPublic = new Uint8Array(49);
+      idh.read(storedPublic, { at: 48 });
+    }
+  }
+  const secret = given !== undefined
+    ? parseIdentity(given)
+    : stored ?? glue.Engine.identityFromEntropy(crypto.getRandomValues(new Uint8Array(48)));
+  const same = stored !== null && stored.every((b, i) => b === secret[i]);
+  if (same && storedPublic) return { secret, publicKey: storedPublic };
+  // Derives the public key; throws SignatureError for a secret out of range.
+  const hex = glue.Engine.publicKeyOf(secret);
+  const publicKey = new Uint8Array(49);
+  for (let i = 0; i < 49; i++) publicKey[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+  // Overwrite in place, then trim: never a moment where the file lacks the secret, so a crash
+  // here cannot make the next open mint a new identity.
+  const both = new Uint8Array(48 + 49);
+  both.set(secret, 0);
+  both.set(publicKey, 48);
+  idh.write(both, { at: 0 });
+  idh.truncate(48 + 49);
+  idh.flush();
+  return { secret, publicKey };
+}
+
 const utf8 = new TextDecoder();
 const UTF8 = new TextEncoder();
 
@@ -262,32 +306,12 @@ export class EngineHandle {
       const { glue, memory } = await wasm;
       /** @type {Uint8Array | undefined} */
       let secret;
+      /** @type {Uint8Array | undefined} */
+      let publicKey;
       if (!trusted) {
         const idh = /** @type {any} */ (handles.shift());
-        const size = idh.getSize();
         try {
-          /** @type {Uint8Array | null} */
-          let stored = null;
-          if (size === 48) {
-            stored = new Uint8Array(48);
-            idh.read(stored, { at: 0 });
-          }
-          /** @type {Uint8Array} */
-          let chosen;
-          if (opts.identity !== undefined) {
-            chosen = parseIdentity(opts.identity);
-            glue.Engine.publicKeyOf(chosen); // throws SignatureError if out of range
-          } else {
-            chosen = stored ?? glue.Engine.identityFromEntropy(crypto.getRandomValues(new Uint8Array(48)));
-          }
-          if (!stored || stored.some((b, i) => b !== chosen[i])) {
-            // Overwrite in place, then trim: never a moment where the file is empty, so a crash
-            // here cannot make the next open mint a new identity.
-            idh.write(chosen, { at: 0 });
-            idh.truncate(48);
-            idh.flush();
-          }
-          secret = chosen;
+          ({ secret, publicKey } = identityFile(idh, opts.identity, glue));
         } finally {
           idh.close();
         }
@@ -301,7 +325,7 @@ export class EngineHandle {
         quotaBytes: opts.quotaBytes ?? null,
       });
       try {
-        this._raw = glue.Engine.open(log, snap, engineOpts, secret);
+        this._raw = glue.Engine.open(log, snap, engineOpts, secret, publicKey);
       } catch (e) {
         throw rethrow(e, this);
       }

@@ -69,14 +69,16 @@ impl Engine {
     /// Open (or create) a repository on two sync access handles (`snapshot` may be null).
     /// `options` is JSON: `{"name": string (required: bound into seals), "trusted": bool, "acceptTrusted": bool, "recovery": "strict" |
     /// "repair", "quotaBytes": n, "maxClockSkewMs": n}`. `secret` is the 48-byte identity
-    /// secret (required unless trusted).
+    /// secret (required unless trusted); `public`, its 49-byte compressed public key as stored
+    /// beside it, spares deriving it (checked before the first write).
     pub fn open(
         log: JsValue,
         snapshot: JsValue,
         options: &str,
         secret: Option<Vec<u8>>,
+        public: Option<Vec<u8>>,
     ) -> JsResult<Engine> {
-        Self::open_inner(log, snapshot, options, secret).js()
+        Self::open_inner(log, snapshot, options, secret, public).js()
     }
 
     fn open_inner(
@@ -84,12 +86,14 @@ impl Engine {
         snapshot: JsValue,
         options: &str,
         secret: Option<Vec<u8>>,
+        public: Option<Vec<u8>>,
     ) -> Result<Engine, Error> {
         let o = parse_json(options)?;
         let trusted = opt_bool(&o, "trusted")?.unwrap_or(false);
         let quota = opt_u64(&o, "quotaBytes")?.map(Quota::new);
-        let identity = match (&secret, trusted) {
-            (Some(s), false) => Some(Identity::from_secret_bytes(s)?),
+        let identity = match (&secret, &public, trusted) {
+            (Some(s), Some(p), false) => Some(Identity::from_parts(s, p)?),
+            (Some(s), None, false) => Some(Identity::from_secret_bytes(s)?),
             _ => None,
         };
         let name = match o.get("name") {
