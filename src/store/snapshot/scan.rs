@@ -5,6 +5,7 @@
 //! count, stamp and name references in range); the other fields, the history and the metadata
 //! are stepped over.
 
+use super::blocks::read_blocks;
 use super::{I_DELETE, I_META, M_SET, M_TOP};
 use crate::codec::Reader;
 use crate::cold::ColdBlock;
@@ -32,11 +33,9 @@ pub fn scan_field<S: Storage>(
         commits: tables.commits as u64,
         names: tables.names.len() as u64,
     };
-    for b in blocks {
-        let bytes = src.read_vec(b.offset, b.len as usize)?;
-        scan_block(&bytes, b, refs, target, visit)?;
-    }
-    Ok(())
+    read_blocks(src, blocks, &mut |bytes, b| {
+        scan_block(bytes, b, refs, target, visit)
+    })
 }
 
 /// How many commits and names the snapshot's references may point at.
