@@ -317,3 +317,28 @@ fn a_full_disk_during_an_append_loses_nothing() {
     assert_eq!(r.state_hash().unwrap(), hash);
     r.verify().unwrap();
 }
+
+#[test]
+fn an_unfiltered_aggregate_after_open_reads_its_field_in_the_blocks_without_loading_them() {
+    let (log, snap) = build(3, 0);
+    let (mut lazy, mut full) = open_both(&log, &snap);
+    let q = serde_json::json!({"collection": "notes", "aggregates": {
+        "n": {"count": "count"}, "s": {"sum": "count"}, "lo": {"min": "count"},
+        "hi": {"max": "title"}, "a": {"avg": "count"}, "all": {"count": true}}});
+    let q = AggregateQuery::from_json(&q).unwrap();
+    let blocks = lazy.state().collection("notes").unwrap().cold().len();
+    assert_eq!(lazy.aggregate(&q).unwrap(), full.aggregate(&q).unwrap());
+    let cold = lazy.state().collection("notes").unwrap().cold().len();
+    assert_eq!(cold, blocks, "no block was loaded");
+    // Writes (the smallest value deleted, a new largest) keep the aggregates right.
+    let mut t = Txn::new();
+    t.delete("notes/00000").unwrap();
+    t.put("notes/99999", item(5000)).unwrap();
+    t.put("notes/00001", ibexdb::map! {"title" => "zzz"}.as_map())
+        .unwrap();
+    let t2 = t.clone();
+    lazy.commit(t).unwrap();
+    full.commit(t2).unwrap();
+    assert_eq!(lazy.aggregate(&q).unwrap(), full.aggregate(&q).unwrap());
+    lazy.verify().unwrap();
+}

@@ -201,18 +201,42 @@ pub(crate) struct FieldAgg {
 impl FieldAgg {
     /// One scan of the collection.
     pub(crate) fn build(path: &str, coll: &Collection) -> FieldAgg {
-        let mut f = FieldAgg {
+        let mut f = FieldAgg::empty(path);
+        for (_, m) in coll.iter() {
+            f.add(f.cpath.get(m));
+        }
+        f
+    }
+
+    /// Nothing added yet: fed by [`FieldAgg::add_loaded`] and [`FieldAgg::add_value`] when the
+    /// collection's items are partly still in a snapshot's blocks (`Repo::aggregate`).
+    pub(crate) fn empty(path: &str) -> FieldAgg {
+        FieldAgg {
             path: path.to_string(),
             cpath: CPath::new(path),
             present: 0,
             nums: NumStats::default(),
             min: Some(None),
             max: Some(None),
-        };
-        for (_, m) in coll.iter() {
-            f.add(f.cpath.get(m));
         }
-        f
+    }
+
+    /// Add the collection's loaded visible items.
+    pub(crate) fn add_loaded(&mut self, coll: &Collection) {
+        for it in coll.items.values() {
+            if let Some(m) = it.visible() {
+                self.add(self.cpath.get(m));
+            }
+        }
+    }
+
+    /// Add one visible item's value at the path (read from a snapshot block).
+    pub(crate) fn add_value(&mut self, v: Option<&Value>) {
+        self.add(v);
+    }
+
+    pub(crate) fn path(&self) -> &str {
+        &self.path
     }
 
     fn add(&mut self, v: Option<&Value>) {
@@ -385,6 +409,49 @@ fn feed<'a>(
     for ((a, (_, op)), w) in accs.iter_mut().zip(aggs).zip(&reads.which) {
         a.add(op, w.and_then(|i| buf[i]));
     }
+}
+
+/// What an aggregate needs before it can run over a collection whose items are not all
+/// loaded: nothing (`Ok` of no paths: the count, an index or the field aggregates answer it),
+/// the field aggregates of these top-level fields (`Ok(paths)`: each one scan, which the
+/// repository makes over the snapshot's blocks without loading them), or every item (`Err`).
+pub(crate) fn needs(
+    q: &AggregateQuery,
+    indexes: Option<&BTreeMap<String, Index>>,
+    cache: &BTreeMap<String, FieldAgg>,
+) -> std::result::Result<Vec<String>, ()> {
+    if q.group_by.is_some() {
+        return Err(());
+    }
+    if q.aggregates.iter().all(|(_, op)| *op == AggOp::Count(None)) && q.filter.is_none() {
+        return Ok(Vec::new());
+    }
+    if indexes.and_then(|ix| index_fast_path(q, ix)).is_some() {
+        return Ok(Vec::new());
+    }
+    if q.filter.is_some() {
+        return Err(());
+    }
+    let mut missing: Vec<String> = Vec::new();
+    for (_, op) in &q.aggregates {
+        let Some(p) = op.path() else { continue };
+        match (cache.get(p), op) {
+            (None, _) if !p.contains('.') => {
+                if !missing.iter().any(|m| m == p) {
+                    missing.push(p.to_string());
+                }
+            }
+            (None, _) => return Err(()),
+            (Some(f), AggOp::Sum(_) | AggOp::Avg(_)) if f.nums.sum().is_none() => return Err(()),
+            (Some(f), AggOp::Min(_)) if f.min.is_none() => return Err(()),
+            (Some(f), AggOp::Max(_)) if f.max.is_none() => return Err(()),
+            (Some(_), _) => {}
+        }
+    }
+    if cache.len() + missing.len() > MAX_FIELD_AGGS {
+        return Err(());
+    }
+    Ok(missing)
 }
 
 /// `cache`: the collection's field aggregates, used (and grown) when no index serves an

@@ -132,7 +132,7 @@ pub use plan::{Access, Plan, SortMethod};
 use crate::error::{Error, Result};
 use crate::state::{ChangeSink, Collection, State};
 use crate::value::Map;
-use agg::FieldAgg;
+pub(crate) use agg::FieldAgg;
 use eval::{check_sortable, cmp_items, matches, set_sort_error, CFilter, CSort, Compiled};
 pub(crate) use index::Index;
 use index::{Entry, IKey};
@@ -293,6 +293,16 @@ pub(crate) fn for_each_match<'a>(
             Ok(())
         }
     }
+}
+
+/// An aggregate's answer over a collection that may not be loaded whole.
+pub(crate) enum AggPartial {
+    Done(serde_json::Value),
+    /// Build the field aggregates of these top-level fields first (`FieldAgg::add_loaded`, and
+    /// the snapshot's blocks scanned for the rest), install them, and ask again.
+    Scan(Vec<String>),
+    /// The answer needs the whole collection.
+    NeedAll,
 }
 
 /// A query's answer over a collection that may not be loaded whole.
@@ -690,6 +700,44 @@ impl QueryEngine {
             .collection(collection)
             .map(|c| c.iter().map(|(id, _)| id.to_string()).collect())
             .unwrap_or_default()
+    }
+
+    /// An aggregate over a collection that may still have items in a snapshot's blocks: the
+    /// answer, the field aggregates it needs first (`AggPartial::Scan`, see `agg::needs`), or
+    /// every item.
+    pub(crate) fn aggregate_partial(
+        &self,
+        state: &State,
+        q: &AggregateQuery,
+    ) -> Result<AggPartial> {
+        q.validate()?;
+        let cold = state
+            .collection(&q.collection)
+            .is_some_and(|c| !c.cold().is_empty());
+        if !cold {
+            return Ok(AggPartial::Done(self.aggregate(state, q)?));
+        }
+        if self.unbuilt_indexes(&q.collection).is_some() {
+            return Ok(AggPartial::NeedAll);
+        }
+        let indexes = self.indexes_of(&q.collection, state.collection(&q.collection));
+        let all = self.field_aggs.borrow();
+        let empty = BTreeMap::new();
+        let cache = all.get(&q.collection).unwrap_or(&empty);
+        let needed = agg::needs(q, indexes, cache);
+        drop(all);
+        Ok(match needed {
+            Ok(paths) if paths.is_empty() => AggPartial::Done(self.aggregate(state, q)?),
+            Ok(paths) => AggPartial::Scan(paths),
+            Err(()) => AggPartial::NeedAll,
+        })
+    }
+
+    /// Install a field aggregate built by the repository over a partly loaded collection.
+    pub(crate) fn install_field_agg(&self, collection: &str, f: FieldAgg) {
+        let mut all = self.field_aggs.borrow_mut();
+        let cache = all.entry(collection.to_string()).or_default();
+        cache.insert(f.path().to_string(), f);
     }
 
     /// Aggregates: `{"name": value, ..}`, or `{"groups": [{"key": .., "name": ..}, ..]}`.

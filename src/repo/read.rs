@@ -8,7 +8,9 @@ use super::Repo;
 use crate::commit::{Commit, CommitId, Op, PublicKey};
 use crate::error::{Error, Result};
 use crate::key::split_key;
-use crate::query::{AggregateQuery, Filter, LiveChange, LiveId, Partial, Plan, Query, QueryResult};
+use crate::query::{
+    AggPartial, AggregateQuery, Filter, LiveChange, LiveId, Partial, Plan, Query, QueryResult,
+};
 use crate::store::Storage;
 use crate::value::Map;
 
@@ -127,8 +129,16 @@ impl<S: Storage> Repo<S> {
 
     /// Run an aggregate query; the result in its JSON form.
     pub fn aggregate(&mut self, q: &AggregateQuery) -> Result<serde_json::Value> {
-        self.warm_collection(&q.collection)?;
-        self.query.aggregate(&self.graph.state, q)
+        // After an open, an unfiltered aggregate reads its fields from the snapshot's blocks
+        // without loading the items (docs/design.md §8, *Scans*).
+        self.restore_indexes(&q.collection);
+        loop {
+            match self.query.aggregate_partial(&self.graph.state, q)? {
+                AggPartial::Done(j) => return Ok(j),
+                AggPartial::NeedAll => self.warm_collection(&q.collection)?,
+                AggPartial::Scan(paths) => self.scan_fields(&q.collection, &paths)?,
+            }
+        }
     }
 
     /// Start a live query: its id and current rows. Its changes are reported by

@@ -13,6 +13,7 @@ use super::Repo;
 use crate::commit::Change;
 use crate::error::Result;
 use crate::graph::Graph;
+use crate::query::FieldAgg;
 use crate::state::State;
 use crate::store::snapshot;
 use crate::store::Storage;
@@ -43,6 +44,33 @@ impl<S: Storage> Repo<S> {
         }
         if cold(self) == before {
             self.warm_collection(collection)?;
+        }
+        Ok(())
+    }
+
+    /// Build the field aggregates of `fields` of `collection` over its loaded items and, for
+    /// the rest, over the snapshot's blocks read in place (`snapshot::scan_field`), and install
+    /// them. A block that fails loads the collection instead (which rebuilds from the log).
+    pub(super) fn scan_fields(&mut self, collection: &str, fields: &[String]) -> Result<()> {
+        let Some(src) = &self.snap else {
+            return self.warm_collection(collection);
+        };
+        let state = &self.graph.state;
+        let mut built = Vec::with_capacity(fields.len());
+        for f in fields {
+            let mut agg = FieldAgg::empty(f);
+            if let Some(c) = state.collection(collection) {
+                agg.add_loaded(c);
+            }
+            let scanned =
+                snapshot::scan_field(state, src, collection, f, &mut |v| agg.add_value(v));
+            if scanned.is_err() {
+                return self.warm_collection(collection);
+            }
+            built.push(agg);
+        }
+        for agg in built {
+            self.query.install_field_agg(collection, agg);
         }
         Ok(())
     }

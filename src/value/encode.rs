@@ -147,6 +147,42 @@ fn varint_len(mut v: u64) -> usize {
     n
 }
 
+/// Step over one encoded value without building it (a scan that reads one field of each
+/// item: `store/snapshot/scan.rs`). Structure and bounds are checked; canonical form is not
+/// (the value is not used).
+pub(crate) fn skip_value(r: &mut Reader<'_>, depth: usize) -> Result<()> {
+    if depth > MAX_DEPTH {
+        return Err(r.err("value nested too deeply"));
+    }
+    match r.u8()? {
+        T_NULL | T_FALSE | T_TRUE => {}
+        T_NUMBER => {
+            r.take(8)?;
+        }
+        T_STRING => {
+            r.lp()?;
+        }
+        T_LIST => {
+            for _ in 0..r.count(1, usize::MAX)? {
+                skip_value(r, depth + 1)?;
+            }
+        }
+        T_MAP => {
+            for _ in 0..r.count(2, usize::MAX)? {
+                r.lp()?;
+                skip_value(r, depth + 1)?;
+            }
+        }
+        T_SET => {
+            for _ in 0..r.count(1, usize::MAX)? {
+                r.lp()?;
+            }
+        }
+        t => return Err(r.err(format!("unknown value tag {t}"))),
+    }
+    Ok(())
+}
+
 /// Decode a strictly ascending set of strings.
 pub(crate) fn decode_str_set(r: &mut Reader<'_>) -> Result<Set> {
     let n = r.count(1, usize::MAX)?;
@@ -167,6 +203,21 @@ pub(crate) fn decode_str_set(r: &mut Reader<'_>) -> Result<Set> {
 mod tests {
     use super::*;
     use crate::map;
+
+    #[test]
+    fn skipping_a_value_steps_over_exactly_its_bytes() {
+        let v = map! { "a" => 1i64, "b" => "x", "l" => Value::List(vec![Value::Null, "yy".into()]),
+        "m" => map! {"c" => true}, "s" => Value::set(["p", "q"]) };
+        let mut w = Writer::new();
+        v.encode(&mut w);
+        w.u8(0xAB);
+        let mut r = Reader::new(&w.buf, "value");
+        skip_value(&mut r, 0).unwrap();
+        assert_eq!(r.u8().unwrap(), 0xAB);
+        r.finish().unwrap();
+        assert!(skip_value(&mut Reader::new(&[9], "value"), 0).is_err());
+        assert!(skip_value(&mut Reader::new(&[T_STRING, 5, b'a'], "value"), 0).is_err());
+    }
 
     #[test]
     fn encoding_round_trips_and_rejects_noncanonical() {

@@ -9,7 +9,7 @@ mod map;
 mod name;
 mod set;
 
-pub(crate) use encode::decode_str_set;
+pub(crate) use encode::{decode_str_set, skip_value};
 pub(crate) use json::{from_tree, to_tree};
 pub use map::Map;
 pub use name::Name;

@@ -102,9 +102,25 @@ pub fn decode_cold<S: Storage>(
 /// nothing sorted (`chunked.rs`).
 fn decode_blocks<S: Storage>(src: &S, t: &Tables<'_>, blocks: &[ColdBlock]) -> Result<ItemMap> {
     let mut items = ItemMap::new();
+    read_blocks(src, blocks, &mut |bytes, b| {
+        // Chunks never span two blocks: loaded items may lie between them.
+        let mut part = Builder::new();
+        decode_block(bytes, b, t, &mut part)?;
+        items.append_run(ItemMap::from_built(part));
+        Ok(())
+    })?;
+    Ok(items)
+}
+
+/// Hand each of `blocks` to `each` with its bytes, in order, reading runs of blocks that follow
+/// each other in the file together (up to [`READ_BYTES`] per read).
+pub(super) fn read_blocks<S: Storage>(
+    src: &S,
+    blocks: &[ColdBlock],
+    each: &mut dyn FnMut(&[u8], &ColdBlock) -> Result<()>,
+) -> Result<()> {
     let mut i = 0;
     while i < blocks.len() {
-        // A run of blocks that follow each other in the file, up to READ_BYTES.
         let start = blocks[i].offset;
         let mut end = start + u64::from(blocks[i].len);
         let mut j = i + 1;
@@ -115,14 +131,11 @@ fn decode_blocks<S: Storage>(src: &S, t: &Tables<'_>, blocks: &[ColdBlock]) -> R
         let bytes = src.read_vec(start, (end - start) as usize)?;
         for b in &blocks[i..j] {
             let at = (b.offset - start) as usize;
-            // Chunks never span two blocks: loaded items may lie between them.
-            let mut part = Builder::new();
-            decode_block(&bytes[at..at + b.len as usize], b, t, &mut part)?;
-            items.append_run(ItemMap::from_built(part));
+            each(&bytes[at..at + b.len as usize], b)?;
         }
         i = j;
     }
-    Ok(items)
+    Ok(())
 }
 
 /// One block's items, checked against its CRC and directory entry, into the empty `out`.

@@ -14,11 +14,13 @@ mod blocks;
 mod decode;
 mod encode;
 mod indexes;
+mod scan;
 
 use blocks::decode_cold;
 pub use blocks::{load_all, load_changes, load_collection, load_key};
 pub use decode::read;
 pub use indexes::{load as load_index, ColdIndexes, IndexEntries, IndexSink, Persist};
+pub use scan::scan_field;
 
 use super::log::{probe_frame, HEADER_LEN};
 use super::storage::Storage;
