@@ -575,6 +575,27 @@ fn get_loop<S: Storage>(repo: &mut Repo<S>, n: u64) -> (f64, f64) {
     (runs[runs.len() / 2], best)
 }
 
+/// Gets of random keys right after an open from a snapshot, each timed alone: most of them
+/// find their key in a block still in the file, which they read and decode (p50, p95 in µs).
+fn cold_get_loop<S: Storage>(mut open: impl FnMut() -> Repo<S>, n: u64) -> (f64, f64) {
+    let mut times = Vec::new();
+    let mut x = 777u64;
+    for _ in 0..5 {
+        let mut repo = open();
+        for _ in 0..200 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let k = key((x >> 17) % n);
+            let t = Instant::now();
+            assert!(repo.get(black_box(&k)).unwrap().is_some());
+            times.push(t.elapsed());
+        }
+    }
+    let s = stats(times);
+    (us(s.p50), us(s.p95))
+}
+
 fn suite_open(rep: &mut Report, sizes: &[u64]) {
     for &n in sizes {
         eprintln!("open / size / memory at {n} items");
@@ -686,6 +707,14 @@ fn suite_open(rep: &mut Report, sizes: &[u64]) {
                 );
                 rep.target(1.0, "< 1 µs");
                 rep.note(format!("best of 5: {:.0} ns", best));
+                let (p50, p95) = cold_get_loop(|| open(inputs()), n);
+                rep.value(
+                    "get",
+                    format!("first gets after an open at {n} (random keys, p50)"),
+                    p50,
+                    "µs",
+                );
+                rep.note(format!("p95 {p95:.1} µs: most read and decode their block"));
             }
             drop(repo);
             let s = sample(runs, inputs, open);

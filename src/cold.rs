@@ -43,11 +43,89 @@ pub struct ColdTables {
     pub commits: usize,
 }
 
-/// The index (into `blocks`) of the block whose range covers `id`, if any. `blocks` is sorted
-/// and disjoint (the module's invariant).
-pub fn block_of(blocks: &[ColdBlock], id: &str) -> Option<usize> {
-    let i = blocks.partition_point(|b| b.last.as_str() < id);
-    (i < blocks.len() && blocks[i].covers(id)).then_some(i)
+/// A collection's cold blocks, in id order. A block leaves when it is loaded: a read of one
+/// key takes its block out in O(log n), not by shifting the blocks after it (a run of random
+/// reads over a large collection loads blocks one by one). Loaded blocks stay in place,
+/// flagged, until they are half of the list, then the list is compacted.
+#[derive(Debug, Clone, Default)]
+pub struct ColdBlocks {
+    /// Sorted and disjoint; those flagged in `loaded` are no longer cold.
+    all: Vec<ColdBlock>,
+    loaded: Vec<bool>,
+    /// Blocks still cold.
+    left: usize,
+}
+
+/// Where a cold block is in a collection's [`ColdBlocks`], until the next change of the list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockAt(usize);
+
+impl ColdBlocks {
+    /// `blocks` sorted and disjoint (the snapshot's directory checks it).
+    pub fn new(blocks: Vec<ColdBlock>) -> ColdBlocks {
+        ColdBlocks {
+            loaded: vec![false; blocks.len()],
+            left: blocks.len(),
+            all: blocks,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.left == 0
+    }
+
+    /// Blocks still cold.
+    pub fn len(&self) -> usize {
+        self.left
+    }
+
+    /// The cold blocks, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = &ColdBlock> {
+        let flags = self.loaded.iter();
+        self.all
+            .iter()
+            .zip(flags)
+            .filter(|(_, l)| !**l)
+            .map(|(b, _)| b)
+    }
+
+    /// The cold block whose range covers `id`, if any.
+    pub fn of(&self, id: &str) -> Option<BlockAt> {
+        let i = self.all.partition_point(|b| b.last.as_str() < id);
+        (i < self.all.len() && !self.loaded[i] && self.all[i].covers(id)).then_some(BlockAt(i))
+    }
+
+    pub fn get(&self, at: BlockAt) -> &ColdBlock {
+        &self.all[at.0]
+    }
+
+    /// Block `at` was loaded: it is no longer cold.
+    pub fn take(&mut self, at: BlockAt) {
+        debug_assert!(!self.loaded[at.0], "a block loaded twice");
+        self.loaded[at.0] = true;
+        self.left -= 1;
+        if self.left * 2 < self.all.len() {
+            self.compact();
+        }
+    }
+
+    /// Every block was loaded.
+    pub fn take_all(&mut self) {
+        *self = ColdBlocks::default();
+    }
+
+    fn compact(&mut self) {
+        let mut flags = self.loaded.iter();
+        self.all.retain(|_| !flags.next().unwrap());
+        self.loaded = vec![false; self.all.len()];
+    }
+}
+
+/// Equal when the same blocks are cold.
+impl PartialEq for ColdBlocks {
+    fn eq(&self, other: &ColdBlocks) -> bool {
+        self.left == other.left && self.iter().eq(other.iter())
+    }
 }
 
 /// One block of a persisted index's entries (docs/design.md §8, "Indexes").
@@ -76,5 +154,51 @@ impl ColdIndex {
     /// Value entries: one per visible item.
     pub fn value_count(&self) -> u64 {
         self.values.iter().map(|b| u64::from(b.count)).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blocks(n: u32) -> Vec<ColdBlock> {
+        (0..n)
+            .map(|i| ColdBlock {
+                first: ItemId::from(format!("k{:04}", 10 * i).as_str()),
+                last: ItemId::from(format!("k{:04}", 10 * i + 5).as_str()),
+                offset: u64::from(i) * 100,
+                len: 100,
+                count: 6,
+                live: 6,
+                crc: i,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn blocks_taken_in_any_order_leave_the_others_findable() {
+        let all = blocks(50);
+        let mut cold = ColdBlocks::new(all.clone());
+        // A full-period walk over 0..50 (17 is coprime to 50): compactions happen on the way.
+        for (n, i) in (0..50u32).map(|j| (j * 17) % 50).enumerate() {
+            let id = format!("k{:04}", 10 * i + 3);
+            let at = cold.of(&id).expect("a cold block covers it");
+            assert_eq!(cold.get(at).crc, i);
+            assert!(cold.of(&format!("k{:04}", 10 * i + 7)).is_none(), "a gap");
+            cold.take(at);
+            assert!(cold.of(&id).is_none(), "taken");
+            assert_eq!(cold.len(), 50 - n - 1);
+            let left: Vec<u32> = cold.iter().map(|b| b.crc).collect();
+            let want: Vec<u32> = (0..50)
+                .filter(|k| !(0..=n as u32).any(|m| (m * 17) % 50 == *k))
+                .collect();
+            assert_eq!(left, want);
+            for k in &want {
+                let at = cold.of(&format!("k{:04}", 10 * k)).unwrap();
+                assert_eq!(cold.get(at).crc, *k);
+            }
+        }
+        assert!(cold.is_empty());
+        assert_eq!(cold, ColdBlocks::default());
     }
 }

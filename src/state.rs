@@ -17,7 +17,7 @@
 //! remove-by-observed-dots rule relies on.
 
 use crate::chunked::Slot;
-use crate::cold::{block_of, ColdBlock, ColdTables};
+use crate::cold::{BlockAt, ColdBlock, ColdBlocks, ColdTables};
 use crate::commit::{Commit, CommitId, FieldOp, Op, Stamp};
 use crate::item_map::ItemMap;
 use crate::value::{Map, Name, Value};
@@ -491,7 +491,7 @@ pub struct Collection {
     pub items: ItemMap,
     /// Visible items, loaded or cold.
     live: usize,
-    cold: Vec<ColdBlock>,
+    cold: ColdBlocks,
     /// Whether a commit changed the collection since the snapshot the state was opened from,
     /// or since the last snapshot written (`State::untouch`): while it has not, the
     /// snapshot's persisted indexes describe it (docs/design.md §8).
@@ -534,7 +534,7 @@ impl Collection {
 
     /// The visible item `id`; its block, if any, must be loaded.
     pub fn get(&self, id: &str) -> Option<&Map> {
-        debug_assert!(block_of(&self.cold, id).is_none(), "a read of a cold key");
+        debug_assert!(self.cold.of(id).is_none(), "a read of a cold key");
         self.items.get(id)?.visible()
     }
 
@@ -543,7 +543,7 @@ impl Collection {
         Collection {
             items: ItemMap::new(),
             live: blocks.iter().map(|b| b.live as usize).sum(),
-            cold: blocks,
+            cold: ColdBlocks::new(blocks),
             touched: false,
         }
     }
@@ -558,24 +558,29 @@ impl Collection {
     pub(crate) fn lookup(&self, id: &str) -> Option<Option<&Map>> {
         match self.items.get(id) {
             Some(it) => Some(it.visible()),
-            None if block_of(&self.cold, id).is_some() => None,
+            None if self.cold.of(id).is_some() => None,
             None => Some(None),
         }
     }
 
-    /// The cold blocks, in id order.
-    pub fn cold(&self) -> &[ColdBlock] {
+    /// The cold blocks.
+    pub fn cold(&self) -> &ColdBlocks {
         &self.cold
     }
 
-    /// The index of the cold block whose range covers `id`.
-    pub(crate) fn cold_block_of(&self, id: &str) -> Option<usize> {
-        block_of(&self.cold, id)
+    /// The cold block whose range covers `id`.
+    pub(crate) fn cold_block_of(&self, id: &str) -> Option<BlockAt> {
+        self.cold.of(id)
     }
 
-    /// Take cold blocks `range` out of the index, to be loaded.
-    pub(crate) fn take_cold(&mut self, range: std::ops::Range<usize>) -> Vec<ColdBlock> {
-        self.cold.drain(range).collect()
+    /// Block `at` is loaded (its items are added next): it leaves the cold blocks.
+    pub(crate) fn take_cold(&mut self, at: BlockAt) {
+        self.cold.take(at);
+    }
+
+    /// Every cold block is loaded (their items are added next).
+    pub(crate) fn take_all_cold(&mut self) {
+        self.cold.take_all();
     }
 
     /// Add the items of blocks taken out of the index (ids ascending, none loaded yet; their
@@ -633,7 +638,7 @@ impl State {
 
     /// Bytes of the snapshot file the cold blocks occupy.
     pub(crate) fn cold_bytes(&self) -> u64 {
-        let blocks = self.collections.values().flat_map(|c| &c.cold);
+        let blocks = self.collections.values().flat_map(|c| c.cold.iter());
         blocks.map(|b| u64::from(b.len)).sum()
     }
 

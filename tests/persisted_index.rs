@@ -10,7 +10,7 @@ use ibexdb::testing::FaultStorage;
 use ibexdb::{AggregateQuery, Error, MemStorage, Query, Repo, Schema, Txn};
 
 const C: &str = "items";
-/// Enough items for many 32 KiB item blocks and several index blocks.
+/// Enough items for many item blocks and several index blocks.
 const N: u64 = 6000;
 
 fn schema() -> Schema {

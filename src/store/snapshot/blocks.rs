@@ -14,20 +14,24 @@ use crate::state::{FieldMeta, History, Item, ItemId, StampRef, State};
 use crate::store::Storage;
 use crate::value::{Map, Name, Value};
 use std::collections::BTreeMap;
-use std::ops::Range;
 
 /// Contiguous blocks are read together, up to this many bytes per read.
 const READ_BYTES: u64 = 4 << 20;
 
 /// Load the block of `collection` that may hold `id` (nothing when no cold block covers it).
 pub fn load_key<S: Storage>(state: &mut State, src: &S, collection: &str, id: &str) -> Result<()> {
-    let Some(i) = state
-        .collection(collection)
-        .and_then(|c| c.cold_block_of(id))
-    else {
+    let Some(c) = state.collection(collection) else {
         return Ok(());
     };
-    load_range(state, src, collection, i..i + 1)
+    let Some(at) = c.cold_block_of(id) else {
+        return Ok(());
+    };
+    let items = decode_cold(state, src, &[c.cold().get(at)])?;
+    let c = state.collection_mut(collection).expect("cold blocks");
+    c.take_cold(at);
+    c.insert_loaded(items);
+    state.drop_cold_tables_if_done();
+    Ok(())
 }
 
 /// Load the blocks that may hold the items `changes` write.
@@ -38,13 +42,21 @@ pub fn load_changes<S: Storage>(state: &mut State, src: &S, changes: &[Change]) 
     Ok(())
 }
 
-/// Load every cold block of `collection`.
+/// Load every cold block of `collection`. The state changes only once every block decoded.
 pub fn load_collection<S: Storage>(state: &mut State, src: &S, collection: &str) -> Result<()> {
-    let n = state.collection(collection).map_or(0, |c| c.cold().len());
-    if n == 0 {
+    let Some(c) = state
+        .collection(collection)
+        .filter(|c| !c.cold().is_empty())
+    else {
         return Ok(());
-    }
-    load_range(state, src, collection, 0..n)
+    };
+    let blocks: Vec<&ColdBlock> = c.cold().iter().collect();
+    let items = decode_cold(state, src, &blocks)?;
+    let c = state.collection_mut(collection).expect("cold blocks");
+    c.take_all_cold();
+    c.insert_loaded(items);
+    state.drop_cold_tables_if_done();
+    Ok(())
 }
 
 /// Load every cold block of every collection.
@@ -61,30 +73,9 @@ pub fn load_all<S: Storage>(state: &mut State, src: &S) -> Result<()> {
     Ok(())
 }
 
-/// Decode cold blocks `range` of `collection`, then move their items into the collection. The
-/// state changes only once every block decoded.
-fn load_range<S: Storage>(
-    state: &mut State,
-    src: &S,
-    collection: &str,
-    range: Range<usize>,
-) -> Result<()> {
-    let items = decode_cold(state, src, collection, range.clone())?;
-    let c = state.collection_mut(collection).expect("cold blocks");
-    c.take_cold(range);
-    c.insert_loaded(items);
-    state.drop_cold_tables_if_done();
-    Ok(())
-}
-
-/// The items of cold blocks `range` of `collection` (in id order), decoded; the state is not
-/// changed.
-pub fn decode_cold<S: Storage>(
-    state: &State,
-    src: &S,
-    collection: &str,
-    range: Range<usize>,
-) -> Result<ItemMap> {
+/// The items of the cold `blocks` of one collection of `state` (ascending), decoded, in id
+/// order; the state is not changed.
+pub fn decode_cold<S: Storage>(state: &State, src: &S, blocks: &[&ColdBlock]) -> Result<ItemMap> {
     let tables = state
         .cold_tables()
         .ok_or_else(|| Error::decode("snapshot", "cold blocks without their tables"))?;
@@ -92,15 +83,13 @@ pub fn decode_cold<S: Storage>(
         stamps: &state.stamps()[..tables.commits],
         names: &tables.names,
     };
-    let c = state.collection(collection);
-    let blocks = c.and_then(|c| c.cold().get(range)).unwrap_or_default();
     decode_blocks(src, &t, blocks)
 }
 
 /// The items of `blocks` (in id order), reading contiguous blocks together. They go straight
 /// into the map's chunks, each block's into chunks of its own: no intermediate vector,
 /// nothing sorted (`chunked.rs`).
-fn decode_blocks<S: Storage>(src: &S, t: &Tables<'_>, blocks: &[ColdBlock]) -> Result<ItemMap> {
+fn decode_blocks<S: Storage>(src: &S, t: &Tables<'_>, blocks: &[&ColdBlock]) -> Result<ItemMap> {
     let mut items = ItemMap::new();
     read_blocks(src, blocks, &mut |bytes, b| {
         // Chunks never span two blocks: loaded items may lie between them.
@@ -116,7 +105,7 @@ fn decode_blocks<S: Storage>(src: &S, t: &Tables<'_>, blocks: &[ColdBlock]) -> R
 /// each other in the file together (up to [`READ_BYTES`] per read).
 pub(super) fn read_blocks<S: Storage>(
     src: &S,
-    blocks: &[ColdBlock],
+    blocks: &[&ColdBlock],
     each: &mut dyn FnMut(&[u8], &ColdBlock) -> Result<()>,
 ) -> Result<()> {
     let mut i = 0;

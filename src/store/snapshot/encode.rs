@@ -14,7 +14,10 @@ use crate::value::{Map, Name};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Items are cut into blocks of about this many encoded bytes: one block is what a read of a
-/// cold key decodes.
+/// cold key reads and decodes, so it is small (docs/design.md §8, *Lazy open*).
+pub(super) const ITEM_BLOCK_BYTES: usize = 4 << 10;
+/// A persisted index's entries are cut into blocks of about this many bytes (an index is
+/// restored whole).
 pub(super) const BLOCK_BYTES: usize = 32 << 10;
 /// Output is handed to the sink in chunks of about this size.
 pub(super) const CHUNK_BYTES: usize = 1 << 20;
@@ -140,7 +143,7 @@ fn collections<'g>(
     Ok(dir)
 }
 
-/// Encode the next block from `items` (those `before` allows, up to [`BLOCK_BYTES`]) into
+/// Encode the next block from `items` (those `before` allows, up to [`ITEM_BLOCK_BYTES`]) into
 /// `block`, hand it to the output and return its directory entry.
 fn new_block<'g, I: Iterator<Item = (&'g ItemId, &'g Item)>>(
     f: &mut Out<'_>,
@@ -152,7 +155,8 @@ fn new_block<'g, I: Iterator<Item = (&'g ItemId, &'g Item)>>(
 ) -> Result<BlockEntry<'g>> {
     block.buf.clear();
     let (mut first, mut last, mut count, mut live) = ("", "", 0u32, 0u32);
-    while let Some((id, it)) = items.next_if(|(id, _)| block.buf.len() < BLOCK_BYTES && before(id))
+    while let Some((id, it)) =
+        items.next_if(|(id, _)| block.buf.len() < ITEM_BLOCK_BYTES && before(id))
     {
         if count == 0 {
             first = id.as_str();

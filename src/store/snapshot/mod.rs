@@ -3,7 +3,7 @@
 //! offset and checksum of the last frame it covers; a snapshot that does not match its log is
 //! ignored.
 //!
-//! The file: a header, the items of every collection cut into blocks of ~32 KiB (each with
+//! The file: a header, the items of every collection cut into blocks of ~4 KiB (each with
 //! its own CRC), then the meta section (log length and anchor, the commit table, the field-name
 //! table, each collection's block directory) and a footer pointing at it. Open reads only the
 //! meta section; a block is read when a read, a write or a scan first needs its items
@@ -120,9 +120,11 @@ fn same_items<'a, S: Storage>(
     name: &str,
     mut items: impl Iterator<Item = (&'a ItemId, &'a Item)>,
 ) -> bool {
-    let n = state.collection(name).map_or(0, |c| c.cold().len());
-    for i in 0..n {
-        let Ok(block) = decode_cold(state, src, name, i..i + 1) else {
+    let Some(c) = state.collection(name) else {
+        return items.next().is_none();
+    };
+    for b in c.cold().iter() {
+        let Ok(block) = decode_cold(state, src, &[b]) else {
             return false;
         };
         for (id, it) in block.iter() {

@@ -26,14 +26,17 @@ pub fn scan_field<S: Storage>(
     let Some(tables) = state.cold_tables() else {
         return Ok(());
     };
-    let blocks = state.collection(collection).map_or(&[][..], |c| c.cold());
+    let Some(c) = state.collection(collection) else {
+        return Ok(());
+    };
+    let blocks: Vec<&ColdBlock> = c.cold().iter().collect();
     // The field's index in the snapshot's name table (none: no cold item has it).
     let target = tables.names.iter().position(|n| n.as_str() == field);
     let refs = Refs {
         commits: tables.commits as u64,
         names: tables.names.len() as u64,
     };
-    read_blocks(src, blocks, &mut |bytes, b| {
+    read_blocks(src, &blocks, &mut |bytes, b| {
         scan_block(bytes, b, refs, target, visit)
     })
 }
