@@ -98,6 +98,16 @@ function rowToItem(s) {
   return { id: s.getString(0), title: s.getString(1), count: s.getInt(2), tags: JSON.parse(s.getString(3)) };
 }
 
+/** The integer in the first column of the one row a prepared statement returns (reset after). @param {any} s */
+function oneInt(s) {
+  try {
+    s.step();
+    return s.getInt(0);
+  } finally {
+    s.reset();
+  }
+}
+
 /**
  * Step a (bound) statement to completion, mapping each row with `f`; always resets it.
  * @template T
@@ -249,23 +259,11 @@ export class Items {
 
   /** Read every row once (a scan with a filter on an unindexed column); how many matched. */
   scanAll() {
-    const s = this.st.scanAll;
-    try {
-      s.step();
-      return s.getInt(0);
-    } finally {
-      s.reset();
-    }
+    return oneInt(this.st.scanAll);
   }
 
   count() {
-    const s = this.st.count;
-    try {
-      s.step();
-      return s.getInt(0);
-    } finally {
-      s.reset();
-    }
+    return oneInt(this.st.count);
   }
 
   keys() {
