@@ -142,7 +142,10 @@ fn open_reads_only_the_meta_section_and_a_read_one_block() {
     let k = "notes/01000";
     assert_eq!(lazy.get(k).unwrap().cloned(), full.get(k).unwrap().cloned());
     let one = snap.read_bytes() - before - at_open;
-    assert!(one <= 8 << 10, "a read loaded {one} bytes (a 4 KiB block)");
+    assert!(
+        one <= 8 << 10,
+        "a read loaded {one} bytes (one ~4 KiB block)"
+    );
     // A scan loads its collection, not the others.
     let q = Query::from_json(&serde_json::json!({"collection": "items"})).unwrap();
     assert_eq!(lazy.query(&q).unwrap().rows, full.query(&q).unwrap().rows);
@@ -272,7 +275,7 @@ fn a_snapshot_of_a_few_loaded_blocks_is_appended_and_reopens() {
     }
     lazy.seal().unwrap();
     lazy.write_snapshot().unwrap();
-    // Appended: the loaded blocks (~4 KiB each; a key between two blocks loads none) and a
+    // Appended: the loaded blocks (~4 KiB each here; a key between two blocks loads none) and a
     // meta section (~8 KiB here). A rewrite would have grown the file by the five items' few
     // hundred bytes.
     let grown = snap.len_now() - size;

@@ -13,9 +13,13 @@ use crate::state::{FieldMeta, Item, ItemId, StampRef};
 use crate::value::{Map, Name};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-/// Items are cut into blocks of about this many encoded bytes: one block is what a read of a
-/// cold key reads and decodes, so it is small (docs/design.md §8, *Lazy open*).
+/// Items are cut into blocks: one block is what a read of a cold key reads and decodes, and
+/// one directory entry that an open reads. A block is closed at the first item that ends at or
+/// past [`ITEM_BLOCK_BYTES`] once it holds [`ITEM_BLOCK_ITEMS`] items, or past
+/// [`ITEM_BLOCK_MAX`] (docs/design.md §8, *Block size*).
 pub(super) const ITEM_BLOCK_BYTES: usize = 4 << 10;
+pub(super) const ITEM_BLOCK_ITEMS: u32 = 32;
+pub(super) const ITEM_BLOCK_MAX: usize = 32 << 10;
 /// A persisted index's entries are cut into blocks of about this many bytes (an index is
 /// restored whole).
 pub(super) const BLOCK_BYTES: usize = 32 << 10;
@@ -143,7 +147,7 @@ fn collections<'g>(
     Ok(dir)
 }
 
-/// Encode the next block from `items` (those `before` allows, up to [`ITEM_BLOCK_BYTES`]) into
+/// Encode the next block from `items` (those `before` allows, up to the block size) into
 /// `block`, hand it to the output and return its directory entry.
 fn new_block<'g, I: Iterator<Item = (&'g ItemId, &'g Item)>>(
     f: &mut Out<'_>,
@@ -155,9 +159,10 @@ fn new_block<'g, I: Iterator<Item = (&'g ItemId, &'g Item)>>(
 ) -> Result<BlockEntry<'g>> {
     block.buf.clear();
     let (mut first, mut last, mut count, mut live) = ("", "", 0u32, 0u32);
-    while let Some((id, it)) =
-        items.next_if(|(id, _)| block.buf.len() < ITEM_BLOCK_BYTES && before(id))
-    {
+    let open = |len: usize, count: u32| {
+        len < ITEM_BLOCK_MAX && (len < ITEM_BLOCK_BYTES || count < ITEM_BLOCK_ITEMS)
+    };
+    while let Some((id, it)) = items.next_if(|(id, _)| open(block.buf.len(), count) && before(id)) {
         if count == 0 {
             first = id.as_str();
         }

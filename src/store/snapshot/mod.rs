@@ -3,7 +3,7 @@
 //! offset and checksum of the last frame it covers; a snapshot that does not match its log is
 //! ignored.
 //!
-//! The file: a header, the items of every collection cut into blocks of ~4 KiB (each with
+//! The file: a header, the items of every collection cut into blocks of 4–32 KiB (each with
 //! its own CRC), then the meta section (log length and anchor, the commit table, the field-name
 //! table, each collection's block directory) and a footer pointing at it. Open reads only the
 //! meta section; a block is read when a read, a write or a scan first needs its items
