@@ -109,6 +109,34 @@ fn an_indexed_query_after_open_reads_the_index_and_the_blocks_of_its_rows() {
 }
 
 #[test]
+fn a_count_of_one_index_range_after_open_reads_no_item() {
+    let (log, snap) = build();
+    let mut full = full_replay(&log);
+    let mut lazy = open(&log, Some(&snap));
+    let cold = |r: &Repo<Shared>| r.state().collection(C).unwrap().cold().len();
+    let blocks = cold(&lazy);
+    let filter = |j| ibexdb::Filter::from_json(&j).unwrap();
+    for j in [
+        serde_json::json!({"count": {"gte": 1000, "lt": 2500}}),
+        serde_json::json!({"count": {"gt": 5990}}),
+        serde_json::json!({"tags": {"contains": "category 2"}}),
+    ] {
+        let f = filter(j);
+        let n = lazy.count(C, Some(&f)).unwrap();
+        assert_eq!(n, full.count(C, Some(&f)).unwrap(), "{f:?}");
+        assert!(n > 0);
+        assert_eq!(cold(&lazy), blocks, "{f:?} loaded items");
+    }
+    // A filter no index covers reads the items.
+    let f = filter(serde_json::json!({"count": {"lt": 300}, "title": {"prefix": "Item 1"}}));
+    assert_eq!(
+        lazy.count(C, Some(&f)).unwrap(),
+        full.count(C, Some(&f)).unwrap()
+    );
+    assert_eq!(cold(&lazy), 0);
+}
+
+#[test]
 fn random_queries_writes_and_snapshots_answer_like_a_full_replay() {
     for_seeds("persisted_index", 0..6, |seed| {
         let (log, snap) = build();

@@ -694,6 +694,33 @@ impl QueryEngine {
         Ok(n)
     }
 
+    /// `count` of a collection that may still have items in a snapshot's blocks: the answer
+    /// when every item is loaded, or when `filter` is exactly one range of an index already
+    /// built (restored from the snapshot), which counts entries and reads no item; `None` when
+    /// the items are needed.
+    pub(crate) fn count_partial(
+        &self,
+        state: &State,
+        collection: &str,
+        filter: &Filter,
+    ) -> Result<Option<usize>> {
+        filter.validate()?;
+        let cold = state
+            .collection(collection)
+            .is_some_and(|c| !c.cold().is_empty());
+        if !cold {
+            return self.count(state, collection, Some(filter)).map(Some);
+        }
+        if !self.indexes_built(collection) {
+            return Ok(None);
+        }
+        let Some(ixs) = self.indexes_of(collection, state.collection(collection)) else {
+            return Ok(None);
+        };
+        let covering = plan::candidates(filter, ixs).into_iter().find(|c| c.covers);
+        Ok(covering.map(|c| c.source.count(c.index, usize::MAX)))
+    }
+
     /// Ids in key order.
     pub fn keys(&self, state: &State, collection: &str) -> Vec<String> {
         state

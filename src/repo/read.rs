@@ -115,9 +115,16 @@ impl<S: Storage> Repo<S> {
 
     /// Number of items of `collection` matching `filter` (all of them without one).
     pub fn count(&mut self, collection: &str, filter: Option<&Filter>) -> Result<usize> {
-        if filter.is_some() {
-            self.warm_collection(collection)?;
+        let Some(f) = filter else {
+            return self.query.count(&self.graph.state, collection, None);
+        };
+        // After an open, a filter that is one range of an index counts the index restored from
+        // the snapshot; any other filter reads the items.
+        self.restore_indexes(collection);
+        if let Some(n) = self.query.count_partial(&self.graph.state, collection, f)? {
+            return Ok(n);
         }
+        self.warm_collection(collection)?;
         self.query.count(&self.graph.state, collection, filter)
     }
 
