@@ -108,6 +108,11 @@ fn same_step(rng: &mut Rng, lazy: &mut Repo<Shared>, full: &mut Repo<Shared>, se
         }
         4 => {
             assert_eq!(lazy.count(c, None).unwrap(), full.count(c, None).unwrap());
+            assert_eq!(
+                lazy.keys(c).unwrap(),
+                full.keys(c).unwrap(),
+                "seed {seed}: keys"
+            );
             let f = Filter::from_json(&serde_json::json!({"count": {"lt": 500}})).unwrap();
             assert_eq!(
                 lazy.count(c, Some(&f)).unwrap(),
@@ -184,6 +189,41 @@ fn a_lazily_opened_repository_answers_like_a_full_replay() {
         assert!(again.open_report().from_snapshot);
         assert_eq!(again.state_hash().unwrap(), hash, "seed {seed}: reopen");
     });
+}
+
+#[test]
+fn keys_after_open_read_the_ids_in_the_blocks_without_loading_them() {
+    let (log, snap) = build(11, 20);
+    let (mut lazy, mut full) = open_both(&log, &snap);
+    let cold = |r: &Repo<Shared>| r.state().collection("notes").unwrap().cold().len();
+    let blocks = cold(&lazy);
+    assert_eq!(lazy.keys("notes").unwrap(), full.keys("notes").unwrap());
+    // The log's tail loaded a few blocks; keys loaded none.
+    assert_eq!(cold(&lazy), blocks);
+    assert!(blocks > 10);
+    // Loaded items (written or read) and cold ones together, deletions included.
+    let mut t = Txn::new();
+    t.delete("notes/00100").unwrap();
+    t.put("notes/00101", item(7)).unwrap();
+    t.put("notes/99999", item(8)).unwrap();
+    lazy.commit(t.clone()).unwrap();
+    full.commit(t).unwrap();
+    lazy.get("notes/04000").unwrap();
+    let keys = lazy.keys("notes").unwrap();
+    assert_eq!(keys, full.keys("notes").unwrap());
+    let has = |id: &str| keys.iter().any(|k| k == id);
+    assert!(
+        has("00101") && !has("00100") && has("99999"),
+        "{:?}",
+        &keys[..5]
+    );
+    assert!(cold(&lazy) > 0);
+    // A block damaged after open: keys falls back to the log and still answers.
+    let zeta = lazy.state().collection("zeta").unwrap().cold();
+    let at = zeta.iter().nth(2).unwrap().offset as usize + 10;
+    snap.flip(at);
+    assert_eq!(lazy.keys("zeta").unwrap(), full.keys("zeta").unwrap());
+    assert!(!lazy.state().has_cold(), "rebuilt from the log");
 }
 
 #[test]

@@ -130,6 +130,11 @@ impl<S: Storage> Repo<S> {
 
     /// The ids of `collection`, in order.
     pub fn keys(&mut self, collection: &str) -> Result<Vec<String>> {
+        // After an open, the ids of items still in the snapshot are read in its blocks in
+        // place (docs/design.md §8, *Scans*); a block that fails loads the collection instead.
+        if let Some(ids) = self.keys_in_place(collection) {
+            return Ok(ids);
+        }
         self.warm_collection(collection)?;
         Ok(self.query.keys(&self.graph.state, collection))
     }

@@ -75,6 +75,31 @@ impl<S: Storage> Repo<S> {
         Ok(())
     }
 
+    /// The ids of `collection`'s visible items, in order, when some are still in the
+    /// snapshot's blocks: the loaded ones merged with those read in the blocks in place
+    /// (`snapshot::scan_ids`). `None` when none is cold, or a block fails.
+    pub(super) fn keys_in_place(&self, collection: &str) -> Option<Vec<String>> {
+        let src = self.snap.as_ref()?;
+        let c = self.graph.state.collection(collection)?;
+        if c.cold().is_empty() {
+            return None;
+        }
+        let mut cold = Vec::with_capacity(c.count());
+        let mut push = |id: &str| cold.push(id.to_string());
+        snapshot::scan_ids(&self.graph.state, src, collection, &mut push).ok()?;
+        let loaded = c.items.iter().filter(|(_, it)| it.visible().is_some());
+        let mut loaded = loaded.map(|(id, _)| id.as_str()).peekable();
+        let mut out = Vec::with_capacity(c.count());
+        for id in cold {
+            while let Some(l) = loaded.next_if(|l| *l < id.as_str()) {
+                out.push(l.to_string());
+            }
+            out.push(id);
+        }
+        out.extend(loaded.map(str::to_string));
+        Some(out)
+    }
+
     /// Load every item of `collection`.
     pub(super) fn warm_collection(&mut self, collection: &str) -> Result<()> {
         self.warm_with(|state, s| snapshot::load_collection(state, s, collection))

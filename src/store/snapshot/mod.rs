@@ -20,7 +20,7 @@ use blocks::decode_cold;
 pub use blocks::{load_all, load_changes, load_collection, load_key};
 pub use decode::read;
 pub use indexes::{load as load_index, ColdIndexes, IndexEntries, IndexSink, Persist};
-pub use scan::scan_field;
+pub use scan::{scan_field, scan_ids};
 
 use super::log::{probe_frame, HEADER_LEN};
 use super::storage::Storage;

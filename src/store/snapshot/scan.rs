@@ -1,9 +1,9 @@
-//! One top-level field of every visible item in a collection's cold blocks, read without
-//! building the items (docs/design.md §8, *Scans*): an aggregate's first scan after an open
-//! needs one value per item, not the items. Each block is checked as `blocks.rs` checks it when
-//! it loads one (its CRC, its item count, its first and last id, ascending ids, its visible
-//! count, stamp and name references in range); the other fields, the history and the metadata
-//! are stepped over.
+//! One top-level field, or the id, of every visible item in a collection's cold blocks, read
+//! without building the items (docs/design.md §8, *Scans*): an aggregate's first scan after an
+//! open needs one value per item, and `keys` one id, not the items. Each block is checked as
+//! `blocks.rs` checks it when it loads one (its CRC, its item count, its first and last id,
+//! ascending ids, its visible count, stamp and name references in range); the other fields, the
+//! history and the metadata are stepped over.
 
 use super::blocks::read_blocks;
 use super::{I_DELETE, I_META, M_SET, M_TOP};
@@ -23,6 +23,28 @@ pub fn scan_field<S: Storage>(
     field: &str,
     visit: &mut dyn FnMut(Option<&Value>),
 ) -> Result<()> {
+    scan(state, src, collection, Some(field), &mut |_, v| visit(v))
+}
+
+/// Call `visit` with the id of every visible item in the cold blocks of `collection`, in
+/// order; the loaded items are the caller's. The state does not change.
+pub fn scan_ids<S: Storage>(
+    state: &State,
+    src: &S,
+    collection: &str,
+    visit: &mut dyn FnMut(&str),
+) -> Result<()> {
+    scan(state, src, collection, None, &mut |id, _| visit(id))
+}
+
+/// Walk the visible items of `collection`'s cold blocks: `visit(id, value of field)`.
+fn scan<S: Storage>(
+    state: &State,
+    src: &S,
+    collection: &str,
+    field: Option<&str>,
+    visit: &mut dyn FnMut(&str, Option<&Value>),
+) -> Result<()> {
     let Some(tables) = state.cold_tables() else {
         return Ok(());
     };
@@ -31,7 +53,7 @@ pub fn scan_field<S: Storage>(
     };
     let blocks: Vec<&ColdBlock> = c.cold().iter().collect();
     // The field's index in the snapshot's name table (none: no cold item has it).
-    let target = tables.names.iter().position(|n| n.as_str() == field);
+    let target = field.and_then(|f| tables.names.iter().position(|n| n.as_str() == f));
     let refs = Refs {
         commits: tables.commits as u64,
         names: tables.names.len() as u64,
@@ -86,7 +108,7 @@ fn scan_block(
     b: &ColdBlock,
     refs: Refs,
     target: Option<usize>,
-    visit: &mut dyn FnMut(Option<&Value>),
+    visit: &mut dyn FnMut(&str, Option<&Value>),
 ) -> Result<()> {
     if crc32fast::hash(bytes) != b.crc {
         return Err(Error::decode("snapshot", "block checksum mismatch"));
@@ -119,7 +141,8 @@ fn scan_block(
             }
         }
         if visible {
-            visit(found.as_ref());
+            let id = std::str::from_utf8(id).map_err(|_| r.err("item id is not UTF-8"))?;
+            visit(id, found.as_ref());
         }
         // History: commit-table indices, delta-encoded.
         for _ in 0..r.count(1, u32::MAX as usize)? {
