@@ -109,7 +109,7 @@ fn an_indexed_query_after_open_reads_the_index_and_the_blocks_of_its_rows() {
 }
 
 #[test]
-fn a_count_of_one_index_range_after_open_reads_no_item() {
+fn a_count_of_one_index_range_or_a_plan_after_open_reads_no_item() {
     let (log, snap) = build();
     let mut full = full_replay(&log);
     let mut lazy = open(&log, Some(&snap));
@@ -127,6 +127,20 @@ fn a_count_of_one_index_range_after_open_reads_no_item() {
         assert!(n > 0);
         assert_eq!(cold(&lazy), blocks, "{f:?} loaded items");
     }
+    // Plans come from the count and the restored indexes.
+    for j in [
+        serde_json::json!({"collection": C, "where": {"count": {"gte": 3000}}, "limit": 5}),
+        serde_json::json!({"collection": C, "where": {"tags": {"contains": "tag 4"}}}),
+        serde_json::json!({"collection": C, "where": {"title": {"prefix": "Item 4"}}}),
+    ] {
+        let qq = q(j);
+        assert_eq!(
+            lazy.explain(&qq).unwrap(),
+            full.explain(&qq).unwrap(),
+            "{qq:?}"
+        );
+    }
+    assert_eq!(cold(&lazy), blocks, "explain loaded items");
     // A filter no index covers reads the items.
     let f = filter(serde_json::json!({"count": {"lt": 300}, "title": {"prefix": "Item 1"}}));
     assert_eq!(

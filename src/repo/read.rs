@@ -109,7 +109,12 @@ impl<S: Storage> Repo<S> {
 
     /// The plan a query would take, without running it.
     pub fn explain(&mut self, q: &Query) -> Result<Plan> {
-        self.warm_collection(&q.collection)?;
+        // A plan needs the collection's count and its indexes, not its items: after an open,
+        // the indexes restored from the snapshot serve; indexes still to build need the items.
+        self.restore_indexes(&q.collection);
+        if self.query.unbuilt_indexes(&q.collection).is_some() {
+            self.warm_collection(&q.collection)?;
+        }
         self.query.explain(&self.graph.state, q)
     }
 
