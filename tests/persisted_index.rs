@@ -141,8 +141,17 @@ fn a_count_of_one_index_range_or_a_plan_after_open_reads_no_item() {
         );
     }
     assert_eq!(cold(&lazy), blocks, "explain loaded items");
-    // A filter no index covers reads the items.
+    // A filter an index narrows reads its candidates' items only; one no index serves, all.
     let f = filter(serde_json::json!({"count": {"lt": 300}, "title": {"prefix": "Item 1"}}));
+    let n = lazy.count(C, Some(&f)).unwrap();
+    assert_eq!(n, full.count(C, Some(&f)).unwrap());
+    assert!(n > 0);
+    let left = cold(&lazy);
+    assert!(
+        left < blocks && left + 12 > blocks,
+        "{left} of {blocks} blocks cold"
+    );
+    let f = filter(serde_json::json!({"title": {"prefix": "Item 1"}}));
     assert_eq!(
         lazy.count(C, Some(&f)).unwrap(),
         full.count(C, Some(&f)).unwrap()

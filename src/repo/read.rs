@@ -124,10 +124,27 @@ impl<S: Storage> Repo<S> {
             return self.query.count(&self.graph.state, collection, None);
         };
         // After an open, a filter that is one range of an index counts the index restored from
-        // the snapshot; any other filter reads the items.
+        // the snapshot. Another filter an index narrows runs as a query that returns no field,
+        // which loads only its candidates' blocks; a filter no index serves loads the collection
+        // and counts without building rows.
         self.restore_indexes(collection);
         if let Some(n) = self.query.count_partial(&self.graph.state, collection, f)? {
             return Ok(n);
+        }
+        let q = Query {
+            collection: collection.to_string(),
+            filter: Some(f.clone()),
+            sort: Vec::new(),
+            limit: None,
+            offset: 0,
+            select: Some(Vec::new()),
+        };
+        loop {
+            match self.query.run_partial(&self.graph.state, &q)? {
+                Partial::Done(r) => return Ok(r.rows.len()),
+                Partial::Need(ids) => self.warm_ids(collection, &ids)?,
+                Partial::NeedAll => break,
+            }
         }
         self.warm_collection(collection)?;
         self.query.count(&self.graph.state, collection, filter)
