@@ -99,9 +99,20 @@ impl<S: Storage> Repo<S> {
         // blocks of its candidates: run, load what the answer needed, run again.
         self.restore_indexes(&q.collection);
         loop {
+            if let Some(r) = self.query_partial(q)? {
+                return Ok(r);
+            }
+            self.warm_collection(&q.collection)?;
+        }
+    }
+
+    /// Run `q` over the loaded items and the indexes, loading the blocks of the cold items an
+    /// index walk needs and running again; `None` when it needs the whole collection.
+    fn query_partial(&mut self, q: &Query) -> Result<Option<QueryResult>> {
+        loop {
             match self.query.run_partial(&self.graph.state, q)? {
-                Partial::Done(r) => return Ok(r),
-                Partial::NeedAll => self.warm_collection(&q.collection)?,
+                Partial::Done(r) => return Ok(Some(r)),
+                Partial::NeedAll => return Ok(None),
                 Partial::Need(ids) => self.warm_ids(&q.collection, &ids)?,
             }
         }
@@ -139,12 +150,8 @@ impl<S: Storage> Repo<S> {
             offset: 0,
             select: Some(Vec::new()),
         };
-        loop {
-            match self.query.run_partial(&self.graph.state, &q)? {
-                Partial::Done(r) => return Ok(r.rows.len()),
-                Partial::Need(ids) => self.warm_ids(collection, &ids)?,
-                Partial::NeedAll => break,
-            }
+        if let Some(r) = self.query_partial(&q)? {
+            return Ok(r.rows.len());
         }
         self.warm_collection(collection)?;
         self.query.count(&self.graph.state, collection, filter)
