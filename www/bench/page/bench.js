@@ -14,7 +14,8 @@ import { DEFAULT_SCALING_SIZES, DEFAULT_SIZES, DEFAULT_SUITES, PLANS, ROWS, SUIT
 import { fmtMs, summarize, timerResolutionMs } from '../shared/stats.js';
 import { ENGINES } from './engines.js';
 import { renderReport, tableLines, textTable } from './report.js';
-import { runEngine } from './run-engine.js';
+import { EngineRun } from './run-engine.js';
+import { isPageOpRow, pageOpRows } from './page-ops.js';
 import { log, setStatus } from './status.js';
 
 // --- availability ----------------------------------------------------------------------------------
@@ -88,6 +89,19 @@ async function probeRoundTrip(samples = 300, warmup = 50) {
   } finally {
     w.terminate();
   }
+}
+
+/**
+ * `ids` cut after every id that `cut` selects: ['a', 'P', 'b'] → [['a', 'P'], ['b']].
+ * @param {string[]} ids @param {(id: string) => boolean} cut
+ */
+function splitAfter(ids, cut) {
+  const parts = [[]];
+  for (const id of ids) {
+    parts[parts.length - 1].push(id);
+    if (cut(id)) parts.push([]);
+  }
+  return parts.filter((p) => p.length);
 }
 
 // --- public entry point ------------------------------------------------------------------------------
@@ -214,22 +228,39 @@ async function runBench(options = {}) {
 
     for (const rp of runPlan) {
       const where = rp.section === 'dataset' ? `N=${rp.n}` : rp.section === 'fat' || rp.section === 'dbx' ? `${rp.section} N=${rp.n}` : rp.section;
-      for (const engine of engines) {
-        log(`--- ${engine.id}, ${where}`);
-        const run = await runEngine(engine, rp.section, rp.n, rp.rows, plan, opts.seed, (r, rowId) => {
-          const e = r.rows[rowId];
-          const parts = [];
-          if (e.worker) parts.push(`worker p50 ${fmtMs(e.worker.p50)} p95 ${fmtMs(e.worker.p95)} (${e.worker.n}×${e.worker.k})`);
-          if (e.page) parts.push(`page p50 ${fmtMs(e.page.p50)} p95 ${fmtMs(e.page.p95)} (${e.page.n})`);
-          if (e.na) parts.push(e.na);
-          if (e.error) parts.push(`ERROR ${e.error}`);
-          log(`${r.engine} ${where} ${rowId}: ${parts.join('; ')}`);
-          renderLive(results);
-        });
-        run.plannedRows = rp.rows;
-        results.runs.push(run);
+      const onRow = (/** @type {any} */ r, /** @type {string} */ rowId) => {
+        const e = r.rows[rowId];
+        const parts = [];
+        if (e.worker) parts.push(`worker p50 ${fmtMs(e.worker.p50)} p95 ${fmtMs(e.worker.p95)} (${e.worker.n}×${e.worker.k})`);
+        if (e.page) parts.push(`page p50 ${fmtMs(e.page.p50)} p95 ${fmtMs(e.page.p95)} (${e.page.n})`);
+        if (e.na) parts.push(e.na);
+        if (e.error) parts.push(`ERROR ${e.error}`);
+        log(`${r.engine} ${where} ${rowId}: ${parts.join('; ')}`);
         renderLive(results);
+      };
+      const engineRuns = engines.map((engine) => new EngineRun(engine, rp.section, rp.n, plan, opts.seed, onRow));
+      for (const er of engineRuns) {
+        log(`--- ${er.engine.id}, ${where}`);
+        er.result.plannedRows = rp.rows;
+        results.runs.push(er.result);
+        await er.start(rp.rows);
       }
+      // The rows up to each op-by-op [page] row, engine after engine; then that [page] row with
+      // every engine in the same minutes (page-ops.js); each engine ends after its last part.
+      const parts = splitAfter(rp.rows, isPageOpRow);
+      for (const [i, part] of parts.entries()) {
+        for (const er of engineRuns) {
+          if (parts.length > 1) log(`--- ${er.engine.id}, ${where} (part ${i + 1} of ${parts.length})`);
+          await er.rows(part);
+          if (i === parts.length - 1 && !part.some(isPageOpRow)) await er.finish();
+        }
+        if (part.some(isPageOpRow)) {
+          log(`--- [page] ${part.filter(isPageOpRow).join(', ')}, ${where}: engines interleaved`);
+          await pageOpRows(engineRuns, part, plan, rp.n, onRow);
+        }
+      }
+      for (const er of engineRuns) await er.finish();
+      renderLive(results);
     }
     results.meta.finishedAt = new Date().toISOString();
     const bad = results.runs.filter((r) => r.errors.length);

@@ -4,10 +4,9 @@
 // times op by op.
 
 import { ROWS, expectedChecks, samplesAt } from '../shared/rows.js';
-import { itemId, makeItem, rng, updatedFields } from '../shared/model.js';
 import { summarize } from '../shared/stats.js';
-import { pageClientClass } from './clients.js';
 import { EngineWorker, retire } from './engine-worker.js';
+import { isPageOpRow, pageOpMakers } from './page-ops.js';
 import { setStatus } from './status.js';
 
 const rowDef = Object.fromEntries(ROWS.map((r) => [r.id, r]));
@@ -28,47 +27,6 @@ function checkMismatches(rowId, check, n) {
     if (!same) problems.push(`${k}: got ${JSON.stringify(got)}, expected ${JSON.stringify(v)}`);
   }
   return problems;
-}
-
-/**
- * Page-side operation generators per row: each returns an op descriptor {op, args, per?}.
- * @param {number} n @param {{int(n: number): number}} pageRng @param {() => number} nextNew @param {any} plan
- */
-function pageOpMakers(n, pageRng, nextNew, plan) {
-  const batch = plan.rows['writes-batched']?.pageBatch ?? 100;
-  const newItem = () => { const i = nextNew(); return { ...makeItem(i), id: `page-item-${i}` }; };
-  return {
-    'read-by-id': () => ({ op: 'get', args: { id: itemId(pageRng.int(n)) } }),
-    'simple-query': () => { const lo = pageRng.int(Math.max(1, n - 1000 + 1)); return { op: 'queryRange', args: { lo, hi: lo + 1000 } }; },
-    'create-item': () => ({ op: 'put', args: { item: newItem() } }),
-    'update-item': () => { const i = pageRng.int(n); return { op: 'update', args: { id: itemId(i), fields: updatedFields(i, 1_000_000 + nextNew()) } }; },
-    'bulk-create-100': () => ({ op: 'putMany', args: { items: Array.from({ length: 100 }, newItem) } }),
-    'writes-batched': () => ({ op: 'putConcurrent', per: batch, args: { items: Array.from({ length: batch }, newItem) } }),
-  };
-}
-
-/**
- * What the page's reads must return: `get` the base item, `queryRange` the 1,000 items of the
- * range in order. Returns the number of wrong answers.
- * @param {{op: string, args: any}} m @param {any[]} got the answer as protocol items @param {number} n
- */
-function wrongRead(m, got, n) {
-  /** @param {any} it @param {number} i */
-  const same = (it, i) => { const w = makeItem(i); return it && it.id === w.id && it.title === w.title && it.count === i && it.tags.length === 2 && w.tags.every((t) => it.tags.includes(t)); };
-  if (m.op === 'get') return got.length === 1 && same(got[0], Number(m.args.id.slice(5))) ? 0 : 1;
-  if (m.op === 'queryRange') return got.length === Math.min(m.args.hi, n) - m.args.lo && got.every((it, j) => same(it, m.args.lo + j)) ? 0 : 1;
-  return 0;
-}
-
-/** What the page's writes wrote, id → fields (the last write of an id wins). @param {{op: string, args: any}[]} msgs */
-function writtenBy(msgs) {
-  const out = new Map();
-  for (const m of msgs) {
-    if (m.op === 'put') out.set(m.args.item.id, m.args.item);
-    else if (m.op === 'update') out.set(m.args.id, m.args.fields);
-    else if (m.op === 'putMany' || m.op === 'putConcurrent') for (const it of m.args.items) out.set(it.id, it);
-  }
-  return out;
 }
 
 /** Open `path` (relative to this module) as a fresh page: the runner's hook, or an iframe without it. @param {string} path */
@@ -111,14 +69,13 @@ async function workerHeap(name) {
 }
 
 /**
- * Run `rowIds` for one engine in one fresh worker. `section` 'dataset': the rows share one database
- * of N base items; 'relational' / 'verify': the rows build their own databases (n is unused).
+ * One engine's rows of one section, in one fresh worker. `section` 'dataset': the rows share one
+ * database of N base items; 'relational' / 'verify': the rows build their own databases (n is
+ * unused). `run()` times the worker rows and the cold starts; the op-by-op [page] rows are left
+ * pending for page-ops.js, which times them with the section's other engines interleaved while
+ * the worker keeps the database; `finish()` then takes the last stats and wipes the storage.
  */
-export async function runEngine(engine, section, n, rowIds, plan, seed, onRow) {
-  return new EngineRun(engine, section, n, plan, seed, onRow).run(rowIds);
-}
-
-class EngineRun {
+export class EngineRun {
   constructor(engine, section, n, plan, seed, onRow) {
     this.engine = engine;
     this.section = section;
@@ -130,23 +87,34 @@ class EngineRun {
     this.pageApi = engine.pageApi === 'ibexdb';
     /** @type {EngineWorker | null} the worker that runs the rows */
     this.w = null;
+    /** @type {Set<string>} the op-by-op [page] rows left for page-ops.js */
+    this.pendingPage = new Set();
+    /** The operations of its op-by-op [page] rows: the same sequence for every engine of a section. */
+    this.pageMakers = pageOpMakers(n, seed, plan);
+    /** whether this engine's run ended (finished, or stopped by a failure) */
+    this.stopped = false;
     this.result = {
       engine: engine.id, family: engine.family, durability: engine.durability, section, size: ['dataset', 'dbx', 'fat'].includes(section) ? n : null,
       startedAt: new Date().toISOString(), info: null, init: null, rows: {}, stats: {}, errors: [],
     };
   }
 
-  async run(rowIds) {
+  /**
+   * Clean storage, time `create-instance` if planned, start the worker that runs the other rows.
+   * @param {string[]} rowIds the section's rows
+   */
+  async start(rowIds) {
     const { engine, section, n } = this;
     const run = this.result;
     // A section none of whose rows runs on this engine: record why, start nothing.
     const excluded = rowIds.map((id) => rowDef[id]).filter((d) => d.engines && !d.engines.includes(engine.id));
     if (excluded.length === rowIds.length) {
       for (const d of excluded) this.record(d.id, { na: `not run: ${d.enginesWhy ?? 'this suite runs on fewer engines'}` });
+      this.stopped = true;
       run.finishedAt = new Date().toISOString();
-      return run;
+      return;
     }
-    try {
+    await this.guarded(async () => {
       // Clean slate: whatever an earlier (possibly crashed) run left in this engine's OPFS files.
       setStatus(`${engine.id} ${section} N=${n}: cleaning storage`);
       {
@@ -154,96 +122,140 @@ class EngineRun {
         run.info = r.info;
         await retire(c, { reset: true });
       }
-
       if (rowIds.includes('create-instance')) await this.createInstance();
-
       // The worker that runs every remaining row.
-      {
-        const { w: ew, r, pageMs } = await this.spawnInit();
-        this.w = ew;
-        run.info = r.info;
-        run.init = { pageMs, ...r.ms, timerResolutionMs: r.timerResolutionMs, crossOriginIsolated: r.crossOriginIsolated };
-      }
+      const { w: ew, r, pageMs } = await this.spawnInit();
+      this.w = ew;
+      run.info = r.info;
+      run.init = { pageMs, ...r.ms, timerResolutionMs: r.timerResolutionMs, crossOriginIsolated: r.crossOriginIsolated };
+    });
+  }
 
-      const pageRng = rng(this.seed ^ 0x5eed);
-      let pageNew = 0;
-      const makers = pageOpMakers(n, pageRng, () => n + pageNew++, this.plan);
+  /**
+   * Run some of the section's rows in order (a section may come in several parts: page-ops.js
+   * times an op-by-op [page] row with every engine after each engine ran the rows up to it).
+   * @param {string[]} rowIds
+   */
+  async rows(rowIds) {
+    if (this.stopped) return;
+    await this.guarded(async () => {
+      for (const rowId of rowIds) if (rowId !== 'create-instance') await this.row(rowId);
+      // The database stays for the [page] rows: closed, so that nothing runs in this worker meanwhile.
+      if (this.pendingPage.size && this.w) await this.w.call({ type: 'release' });
+    });
+  }
 
-      for (const rowId of rowIds) {
-        if (rowId === 'create-instance') continue;
-        const def = rowDef[rowId];
-        const p = this.planFor(rowId);
-        setStatus(`${engine.id} ${section === 'dataset' ? `N=${n}` : section}: ${def.label}`);
-        const entry = {};
-        if (def.na) {
-          entry.na = def.na;
-          this.record(rowId, entry);
-          continue;
-        }
-        if (def.engines && !def.engines.includes(engine.id)) {
-          entry.na = `not run: ${def.enginesWhy ?? 'this suite runs on fewer engines'}`;
-          this.record(rowId, entry);
-          continue;
-        }
-        try {
-          if (!(await this.workerRow(rowId, def, p, entry))) {
-            this.record(rowId, entry);
-            continue;
-          }
-          if (rowId === 'bulk-load' || rowId === 'fat-load') await this.stats('afterLoad');
-          if (rowId === 'fat-batch-read') await this.stats('afterBatch');
-          // After reopening N and running the first indexed query (ibexdb: the index restored
-          // from the snapshot, and the blocks of the query's rows), then after a full scan that
-          // reads every item (ibexdb: loads them all), untimed and checked. Its 'afterOpen'
-          // footprint below is a fresh engine that read one item.
-          if (rowId === 'open-n-query') {
-            await this.stats('afterOpenQuery');
-            const { matched } = await this.w.call({ type: 'scan' });
-            if (matched !== this.n) throw new Error(`full scan matched ${matched} of ${this.n} items`);
-            await this.stats('afterScan');
-          }
-          if (rowId === 'bulk-load-txn') {
-            // The rows after it start from a fresh worker (wasm memory is a high-water mark) on clean storage.
-            await retire(this.w, { reset: true });
-            this.w = (await this.spawnInit()).w;
-          }
-
-          // Page-side measurements: one awaited call per operation.
-          const ps = p.pageSamples ?? 0;
-          if (def.page && ps > 0) {
-            const cold = { 'open-n': 'open', 'open-n-query': 'query' }[rowId];
-            const { times, warm, via, trailingMs } = cold ? await this.pageColdStart(ps, cold) : await this.pageOps(rowId, def, ps, makers);
-            entry.page = summary(times, 1, { warmupSamples: warm, ...(trailingMs !== undefined ? { trailingMs } : {}) });
-            entry.pageVia = via;
-          }
-          // Footprint of a freshly started engine holding N items: after the cold starts, `w` is a
-          // new worker that opened the database and read one item (or, without page samples, the
-          // worker that just reopened it).
-          if (rowId === 'open-n') await this.stats('afterOpen');
-        } catch (err) {
-          entry.error = err.message;
-          run.errors.push(`${rowId}: ${err.message}`);
-          console.error(`[bench] ${engine.id} ${section} N=${n} ${rowId}: ${err.message}${err.workerStack ? `\n${err.workerStack}` : ''}`);
-          if (!this.w || this.w.dead) {
-            this.record(rowId, entry);
-            throw new Error(`${engine.id} worker died during ${rowId}; remaining rows skipped`);
-          }
-        }
-        this.record(rowId, entry);
-      }
-
-      await this.stats('end');
-      await retire(this.w, { reset: true, final: true });
-      this.w = null;
+  /** Run `f`; a failure that stops the engine is recorded and ends its run (storage wiped). @param {() => Promise<void>} f */
+  async guarded(f) {
+    try {
+      await f();
     } catch (err) {
-      run.errors.push(err.message);
+      const { engine, section, n } = this;
+      this.stopped = true;
+      this.pendingPage.clear();
+      this.result.errors.push(err.message);
       console.error(`[bench] ${engine.id} ${section} N=${n}: ${err.message}${err.workerStack ? `\n${err.workerStack}` : ''}`);
       if (this.w) {
         try { await retire(this.w, { reset: true, final: true }); } catch { /* already reported */ }
+        this.w = null;
+      }
+      this.result.finishedAt = new Date().toISOString();
+    }
+  }
+
+  /** One row timed in the worker (and its cold starts from the page); a row's failure is recorded in it. @param {string} rowId */
+  async row(rowId) {
+    const { engine, section, n } = this;
+    const def = rowDef[rowId];
+    const p = this.planFor(rowId);
+    setStatus(`${engine.id} ${section === 'dataset' ? `N=${n}` : section}: ${def.label}`);
+    const entry = {};
+    if (def.na || (def.engines && !def.engines.includes(engine.id))) {
+      entry.na = def.na ?? `not run: ${def.enginesWhy ?? 'this suite runs on fewer engines'}`;
+      this.record(rowId, entry);
+      return;
+    }
+    try {
+      if (await this.workerRow(rowId, def, p, entry)) await this.afterRow(rowId, def, p, entry);
+    } catch (err) {
+      entry.error = err.message;
+      this.result.errors.push(`${rowId}: ${err.message}`);
+      console.error(`[bench] ${engine.id} ${section} N=${n} ${rowId}: ${err.message}${err.workerStack ? `\n${err.workerStack}` : ''}`);
+      if (!this.w || this.w.dead) {
+        this.record(rowId, entry);
+        throw new Error(`${engine.id} worker died during ${rowId}; remaining rows skipped`);
       }
     }
-    run.finishedAt = new Date().toISOString();
-    return run;
+    this.record(rowId, entry);
+  }
+
+  /** What follows a row timed in the worker: stats, the full scan, a fresh worker, the [page] side. */
+  async afterRow(rowId, def, p, entry) {
+    if (rowId === 'bulk-load' || rowId === 'fat-load') await this.stats('afterLoad');
+    if (rowId === 'fat-batch-read') await this.stats('afterBatch');
+    // After reopening N and running the first indexed query (ibexdb: the index restored
+    // from the snapshot, and the blocks of the query's rows), then after a full scan that
+    // reads every item (ibexdb: loads them all), untimed and checked. Its 'afterOpen'
+    // footprint below is a fresh engine that read one item.
+    if (rowId === 'open-n-query') {
+      await this.stats('afterOpenQuery');
+      const { matched } = await this.w.call({ type: 'scan' });
+      if (matched !== this.n) throw new Error(`full scan matched ${matched} of ${this.n} items`);
+      await this.stats('afterScan');
+    }
+    if (rowId === 'bulk-load-txn') {
+      // The rows after it start from a fresh worker (wasm memory is a high-water mark) on clean storage.
+      await retire(this.w, { reset: true });
+      this.w = (await this.spawnInit()).w;
+    }
+    // Page-side measurements: cold starts here, op-by-op rows with every engine (page-ops.js).
+    const ps = p.pageSamples ?? 0;
+    if (def.page && ps > 0 && isPageOpRow(rowId)) this.pendingPage.add(rowId);
+    else if (def.page && ps > 0) {
+      const cold = { 'open-n': 'open', 'open-n-query': 'query' }[rowId];
+      const { times, via } = await this.pageColdStart(ps, cold);
+      entry.page = summary(times, 1, { warmupSamples: 0 });
+      entry.pageVia = via;
+    }
+    // Footprint of a freshly started engine holding N items: after the cold starts, `w` is a
+    // new worker that opened the database and read one item (or, without page samples, the
+    // worker that just reopened it).
+    if (rowId === 'open-n') await this.stats('afterOpen');
+  }
+
+  /** Whether page-ops.js should time `rowId`'s [page] side on this engine (its worker holds the database). @param {string} rowId */
+  pageRowPending(rowId) {
+    return this.pendingPage.has(rowId) && !this.stopped && !!this.w && !this.w.dead;
+  }
+
+  /** The [page] row was timed (or failed) on the page: it is no longer pending. @param {string} rowId */
+  pageRowDone(rowId) {
+    this.pendingPage.delete(rowId);
+  }
+
+  /** @param {string} rowId */
+  rowDef(rowId) {
+    return rowDef[rowId];
+  }
+
+  /** After the rows (and the [page] rows): the last stats, then the storage wiped and the worker stopped. */
+  async finish() {
+    this.pendingPage.clear();
+    if (this.stopped || !this.w) return;
+    this.stopped = true;
+    const w = this.w;
+    this.w = null;
+    try {
+      await this.stats('end', w);
+    } catch (err) {
+      this.result.errors.push(`stats at the end: ${err.message}`);
+    }
+    try {
+      await retire(w, { reset: true, final: true });
+    } catch (err) {
+      this.result.errors.push(`wiping the storage: ${err.message}`);
+    }
+    this.result.finishedAt = new Date().toISOString();
   }
 
   planFor(id) {
@@ -267,9 +279,10 @@ class EngineRun {
     this.onRow?.(this.result, rowId);
   }
 
-  async stats(label) {
+  /** @param {string} label @param {EngineWorker} [w] */
+  async stats(label, w = this.w) {
     const run = this.result;
-    const st = (await this.w.call({ type: 'stats' })).stats;
+    const st = (await w.call({ type: 'stats' })).stats;
     Object.assign(st, await workerHeap(this.engine.id));
     run.stats[label] = st;
     // Plans of cost-based planners depend on the data: keep the ones taken after the load.
@@ -346,47 +359,5 @@ class EngineRun {
     // A freshly started engine holding N items (its footprint is recorded after open-n).
     this.w = (await this.spawnInit()).w;
     return { times, warm: 0, via };
-  }
-
-  /**
-   * A [page] row timed one awaited call per operation, through the engine's page client (ibexdb:
-   * its public API; SQLite: the lean page worker). Indexes are built first (untimed) so writes
-   * maintain them; a write row's trailing work (the client's close: seal/flush/snapshot or WAL
-   * checkpoint) is timed into its last operation; reads are checked, writes read back.
-   */
-  async pageOps(rowId, def, ps, makers) {
-    const mk = makers[rowId];
-    if (!mk) throw new Error(`no page-side operation defined for ${rowId}`);
-    const times = [];
-    const warm = def.write ? 1 : this.plan.pageWarmup ?? 1;
-    const msgs = Array.from({ length: ps + warm }, mk);
-    const answers = [];
-    await this.w.call({ type: 'release' });
-    const Client = pageClientClass(this.engine);
-    const client = await Client.open(this.engine);
-    let trailingMs;
-    try {
-      await client.buildIndexes();
-      for (let s = 0; s < msgs.length; s++) {
-        const t0 = performance.now();
-        const v = await client.op(msgs[s]);
-        const t1 = performance.now();
-        answers.push(v);
-        if (s >= warm) times.push((t1 - t0) / (msgs[s].per ?? 1));
-      }
-    } finally {
-      const t0 = performance.now();
-      await client.close();
-      if (def.write) trailingMs = performance.now() - t0;
-    }
-    if (def.write && times.length) times[times.length - 1] += trailingMs / (msgs[0].per ?? 1);
-    // Checks (untimed): every read answer; every write read back through the benchmark worker.
-    const wrongReads = msgs.reduce((bad, m, i) => bad + wrongRead(m, client.items(m.op, answers[i], m.args), this.n), 0);
-    if (wrongReads) throw new Error(`wrong result on the page: ${wrongReads} of ${msgs.length} answers`);
-    if (def.write) {
-      const rb = (await this.w.call({ type: 'check', items: [...writtenBy(msgs)] })).check;
-      if (rb.wrong || rb.readBack !== rb.written) throw new Error(`wrong result on the page: read back ${rb.readBack} of ${rb.written} items written, ${rb.wrong ?? 0} different`);
-    }
-    return { times, warm, trailingMs, via: this.pageApi ? 'public API (www/ibexdb.js)' : 'lean page worker (workers/sqlite-page.js)' };
   }
 }
