@@ -587,7 +587,7 @@ export function renderReport(results, { summary = false } = {}) {
     + (m.opfsProbe ? `OPFS call costs measured at the start of this run (p50): ${esc(Object.entries(m.opfsProbe).map(([k, v]) => `${k} ${fmtMs(v.p50)}`).join(' · '))} (DESIGN.md §10 reference: write ~0.5 ms, write + flush ~0.84 ms); durable write rows scale with these.<br>` : '')
     + (m.roundTripProbe ? `Page ↔ worker round trip of a small message, timed like a [page] operation (p50 / p95): ${esc(Object.values(m.roundTripProbe).map((v) => `${fmtMs(v.p50)} / ${fmtMs(v.p95)}`).join(' · '))}: the floor under every [page] row, for both engines.<br>` : '')
     + `Times are p50 (p95 after the slash). Percentiles by nearest rank over the recorded samples; micro-operations are timed as loops of K and divided by K. `
-    + `<b>[page]</b> rows are timed on the page around one awaited call per operation (SQLite: an op message to its worker; ibexdb: the public API, www/ibexdb.js); other rows are timed inside the engine's worker. `
+    + `<b>[page]</b> rows are timed on the page around one awaited call per operation (SQLite: an op message to its worker; ibexdb: the public API, www/ibexdb.js), every engine's client open at once and the engines taking turns, so that all of them meet the same page ↔ worker transits (cold starts: a fresh page per sample); other rows are timed inside the engine's worker. `
     + `Ratio = ibexdb p50 / p50 of the best SQLite configuration with the same durability (below 1 = ibexdb faster). ${m.memoryMeasurement ? `Memory: ${esc(m.memoryMeasurement)}.` : ''}</div>`);
 
   const legend = results.engines.filter((e) => results.runs.some((r) => r.engine === e.id));
