@@ -68,3 +68,48 @@ test('close the browser, relaunch on the same profile, read back', async ({ base
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a worker that opens a repository again reuses its file handles, and notices the files were removed meanwhile', async ({ page, watched }) => {
+  void watched;
+  const name = uniqueName('reopen');
+  await gotoPlayground(page);
+  const out = await page.evaluate(async (name) => {
+    // engine.js in a worker of its own, opening the same repository several times: the second
+    // open acquires only the sync access handles (storage.js keeps the file handles); after the
+    // directory is removed behind storage.js's back, the next open re-resolves and creates it.
+    const src = `
+      import { openEngine } from '${location.origin}/www/lib/engine.js';
+      const name = ${JSON.stringify(name)};
+      const r = {};
+      let eng = await openEngine(name);
+      eng.put('items/a', { n: 1 });
+      eng.flush();
+      await eng.close();
+      eng = await openEngine(name);
+      r.reopened = eng.get('items/a');
+      eng.put('items/b', { n: 2 });
+      eng.flush();
+      await eng.close();
+      const top = await (await navigator.storage.getDirectory()).getDirectoryHandle('ibexdb');
+      await top.removeEntry(name, { recursive: true });
+      eng = await openEngine(name);
+      r.afterRemoval = [eng.get('items/a') ?? null, eng.get('items/b') ?? null];
+      eng.put('items/c', { n: 3 });
+      eng.flush();
+      await eng.close();
+      eng = await openEngine(name);
+      r.recreated = [eng.get('items/a') ?? null, eng.get('items/c') ?? null];
+      await eng.close();
+      postMessage(r);`;
+    const w = new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })), { type: 'module' });
+    try {
+      return await new Promise((resolve, reject) => {
+        w.onmessage = (ev) => resolve(ev.data);
+        w.onerror = (ev) => reject(new Error(ev.message));
+      });
+    } finally {
+      w.terminate();
+    }
+  }, name);
+  expect(out).toEqual({ reopened: { n: 1 }, afterRemoval: [null, null], recreated: [null, { n: 3 }] });
+});

@@ -279,6 +279,12 @@ export class EngineHandle {
     this._generation = 0;
     /** @type {string|null} public key hex (null in trusted mode) */
     this.identity = null;
+    /**
+     * Where the last open's time went (ms): acquiring the OPFS files' sync access handles, then
+     * waiting for the wasm instance, then the engine's own open (identity, snapshot meta, log).
+     * @type {{files: number, wasm: number, engine: number} | null}
+     */
+    this.openMs = null;
     /** @type {WebAssembly.Memory | null} the instance's memory (getInto results are read from it) */
     this._memory = null;
     /** Views of `_memory` (re-made when a memory.grow detaches them). */
@@ -301,9 +307,12 @@ export class EngineHandle {
     wasm.catch(() => {}); // awaited below, after the files (then closed on failure)
     const opts = this.options;
     const trusted = !!opts.trusted;
+    const t0 = performance.now();
     const handles = await openFiles(this.name, trusted ? ['log', 'snapshot'] : ['identity', 'log', 'snapshot']);
+    const t1 = performance.now();
     try {
       const { glue, memory } = await wasm;
+      const t2 = performance.now();
       /** @type {Uint8Array | undefined} */
       let secret;
       /** @type {Uint8Array | undefined} */
@@ -338,6 +347,7 @@ export class EngineHandle {
       this._slot = this._raw.outSlot() >>> 2;
       this.identity = this._raw.identity() ?? null;
       for (const [c, s] of this._schemas) this._raw.defineSchema(c, s);
+      this.openMs = { files: t1 - t0, wasm: t2 - t1, engine: performance.now() - t2 };
     } catch (e) {
       closeAll(handles);
       throw e;

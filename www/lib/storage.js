@@ -63,6 +63,7 @@ export async function repositoryDir(name, { create = false } = {}) {
  * @param {string} name
  */
 export async function removeRepository(name) {
+  directories.delete(name);
   try {
     const root = await opfsRoot();
     const top = await root.getDirectoryHandle(ROOT_DIR);
@@ -112,6 +113,33 @@ export function closeAll(handles) {
 }
 
 /**
+ * The directories of the repositories this context opened, by name: a reopen (after a close, a
+ * recovery, another tab giving the files back) resolves its files from there, two browser round
+ * trips (each file, its sync access handle) instead of five (the OPFS root and `ibexdb/` before
+ * them). A directory removed since is noticed (NotFoundError on its files) and resolved again.
+ * Only directories are kept: a file handle whose file was removed still gives a sync access
+ * handle in Chromium, one whose reads fail.
+ * @type {Map<string, FileSystemDirectoryHandle>}
+ */
+const directories = new Map();
+
+/**
+ * Acquire every file's sync access handle; on failure none stays open.
+ * @param {string[]} files
+ * @param {(f: string) => Promise<any>} acquire
+ * @returns {Promise<any[]>}
+ */
+async function acquireAll(files, acquire) {
+  const got = await Promise.allSettled(files.map(acquire));
+  const failed = got.find((r) => r.status === 'rejected');
+  if (failed) {
+    closeAll(got.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : [])));
+    throw /** @type {PromiseRejectedResult} */ (failed).reason;
+  }
+  return got.map((r) => /** @type {PromiseFulfilledResult<any>} */ (r).value);
+}
+
+/**
  * Sync access handles on files of repository `name` (created if absent), acquired together.
  * On failure none stays open.
  * @param {string} name
@@ -119,12 +147,17 @@ export function closeAll(handles) {
  * @returns {Promise<any[]>} FileSystemSyncAccessHandles, in the order of `files`
  */
 export async function openFiles(name, files) {
-  const dir = await repositoryDir(name, { create: true });
-  const got = await Promise.allSettled(files.map(async (f) => syncHandle(await dir.getFileHandle(f, { create: true }))));
-  const failed = got.find((r) => r.status === 'rejected');
-  if (failed) {
-    closeAll(got.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : [])));
-    throw /** @type {PromiseRejectedResult} */ (failed).reason;
+  const known = directories.get(name);
+  if (known) {
+    try {
+      return await acquireAll(files, async (f) => syncHandle(await known.getFileHandle(f, { create: true })));
+    } catch (e) {
+      if (/** @type {any} */ (e)?.name !== 'NotFoundError') throw e;
+      directories.delete(name);
+    }
   }
-  return got.map((r) => /** @type {PromiseFulfilledResult<any>} */ (r).value);
+  const dir = await repositoryDir(name, { create: true });
+  const handles = await acquireAll(files, async (f) => syncHandle(await dir.getFileHandle(f, { create: true })));
+  directories.set(name, dir);
+  return handles;
 }

@@ -97,6 +97,7 @@ import { writeRows } from './rows/writes.js';
  * @property {() => unknown} [buildIndexes] build the declared indexes now (ibexdb builds them on first use)
  * @property {() => unknown} [settle] the trailing work of writes: what close would do (timed inside write rows)
  * @property {() => unknown} [inspect] after an open, untimed: read settings back, record query plans
+ * @property {() => Record<string, number> | null} [openPhases] after an open, untimed: where its time went (ms)
  * @property {() => unknown} [release] after close: give the files to another worker (SQLite: pause the VFS)
  * @property {Record<string, string>} [rowNotes]
  * @property {(items: Item[]) => unknown} [sealPrepare]

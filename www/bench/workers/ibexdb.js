@@ -249,6 +249,11 @@ serve({
     for (const c of declared.keys()) if (c !== 'items') declared.delete(c);
     plans ??= { get: 'key lookup (in-memory map)', count: 'collection size (no scan)', keys: 'collection in key order' };
   },
+  /** Where the last open's time went (untimed, after the row's timer): files, wasm, engine (ms). */
+  openPhases() {
+    return eng?.openMs ?? null;
+  },
+
 
   /**
    * Build the declared indexes now, with the first query an app makes on them (an aggregate over
@@ -346,7 +351,7 @@ serve({
       + '; count index maintained; trailing seal + flush + snapshot (what close would do) timed in the last sample';
     return {
       'create-instance': 'import engine.js, compile + instantiate wasm, create the OPFS files' + (signed ? ', generate the P-384 identity' : ''),
-      'open-empty': 'open the files, load snapshot + replay log tail (empty)',
+      'open-empty': 'acquire the files\' sync access handles (their directory resolved once per worker, as storage.js keeps it), read the snapshot\'s meta section + replay the log tail (empty)',
       'open-n': 'reads the snapshot\'s meta section (header, footer, block directory); the first read loads the one block that holds its item (4 KiB with >= 32 items; items load on first use); indexes stay in the file',
       'open-n-query': 'reads the snapshot\'s meta section; the query restores the count index from the snapshot\'s index blocks (the collection is unchanged since the snapshot), walks 1,000 entries and loads only the item blocks of those rows',
       'bulk-load': `one commit per 1,000 items, ${dur}; count index maintained; trailing seal + flush + snapshot timed`,

@@ -242,7 +242,8 @@ serve({
     const sync = `synchronous=${cfg.synchronous}${cfg.synchronous === 'OFF' ? ' (no flush)' : ' (flush at commit)'}, ${cfg.preset === 'tuned' ? 'WAL' : 'rollback journal'}`;
     const trailing = cfg.preset === 'tuned' ? '; trailing WAL checkpoint (TRUNCATE) timed in the last sample' : '';
     return {
-      'open-n': 'opens the file; pages are read on demand (nothing loaded up front)',
+      'open-empty': 'opens the database on the opfs-sahpool VFS, whose files\' sync access handles were acquired when the worker installed the VFS (timed in create instance), not by this open; ibexdb\'s open acquires its files\' handles',
+      'open-n': 'opens the file (its handle held by the VFS since install, as in open empty); pages are read on demand (nothing loaded up front)',
       'open-n-query': 'opens the file; the query reads the items_count index and the rows it needs',
       'read-by-id': 'prepared SELECT by primary key',
       'complex-query': 'walks items_count backwards; json_each + GLOB per row until 100 match',

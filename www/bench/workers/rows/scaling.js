@@ -15,6 +15,16 @@ import { now } from '../loops.js';
 export const firstQueryLo = (n) => Math.max(0, Math.min(Math.floor(n / 2), n - 1000));
 
 /**
+ * The medians of an engine's open phases (`openPhases()`, ibexdb: engine.js `openMs`), as a row note.
+ * @param {Record<string, number>[]} phases
+ */
+function phasesNote(phases) {
+  if (!phases.length) return undefined;
+  const med = (/** @type {string} */ k) => { const v = phases.map((x) => x[k]).sort((a, b) => a - b); return v[Math.floor(v.length / 2)]; };
+  return `the open's phases (medians): acquiring the OPFS files' sync access handles ${med('files').toFixed(2)} ms, waiting for wasm ${med('wasm').toFixed(2)} ms, the engine's open (identity, snapshot meta, log) ${med('engine').toFixed(2)} ms`;
+}
+
+/**
  * @param {Session} s
  * @returns {Record<string, (p: RowParams) => Promise<RowResult>>}
  */
@@ -22,12 +32,14 @@ export function scalingRows(s) {
   /**
    * close → (timed: open + `first()`) per sample; the open's own checks run after the timer.
    * @param {RowParams} p @param {() => Promise<any>} first
-   * @returns {Promise<{samples: number[], k: number, warmupSamples: number, last: any}>}
+   * @returns {Promise<{samples: number[], k: number, warmupSamples: number, last: any, note?: string}>}
    */
   async function reopen(p, first) {
     const out = [];
     const warmup = p.warmup ?? 1;
     let last = null;
+    /** @type {Record<string, number>[]} */
+    const phases = [];
     for (let i = 0; i < warmup + p.samples; i++) {
       await s.ensureClosed();
       const t0 = now();
@@ -36,9 +48,11 @@ export function scalingRows(s) {
       const t1 = now();
       s.opened();
       await s.optional('inspect');
+      const ph = await s.optional('openPhases');
       if (i >= warmup) out.push(t1 - t0);
+      if (i >= warmup && ph) phases.push(ph);
     }
-    return { samples: out, k: 1, warmupSamples: warmup, last };
+    return { samples: out, k: 1, warmupSamples: warmup, last, note: phasesNote(phases) };
   }
 
   /**
@@ -85,7 +99,7 @@ export function scalingRows(s) {
       /** @type {Record<string, unknown>} */
       const check = { returned: rows.length };
       if (rows.some((it, j) => it.count !== lo + j || it.id !== itemId(lo + j))) check.wrong = 'rows out of order or not the range asked for';
-      return { ...m, check, note: `count in [${lo}, ${lo + 1000}), sorted by count: the first query that needs the count index` };
+      return { ...m, check, note: [`count in [${lo}, ${lo + 1000}), sorted by count: the first query that needs the count index`, m.note].filter(Boolean).join('; ') };
     },
     async 'bulk-load'(p) {
       // The declared indexes exist before the first write (built on the empty database: nothing
