@@ -343,3 +343,53 @@ fn a_snapshot_of_another_log_is_ignored() {
     assert!(!r.open_report().from_snapshot);
     assert_eq!(r.state_hash().unwrap(), hash);
 }
+
+/// A close after reads only, or a flush with nothing new, asks the storage for no flush (an
+/// OPFS round trip and an fsync); a write is flushed as before, and survives a cut after it.
+#[test]
+fn a_flush_with_nothing_new_since_the_last_one_or_the_open_does_not_reach_the_storage() {
+    let log = FaultStorage::new();
+    let mut r = Repo::open(log.clone(), None, opts(false)).unwrap();
+    let mut t = Txn::new();
+    t.put("items/a", ibexdb::map! {"n" => 1i64}.as_map())
+        .unwrap();
+    r.commit(t).unwrap();
+    let before = log.flush_count();
+    r.flush().unwrap();
+    assert_eq!(log.flush_count(), before + 1, "a commit is flushed");
+    r.flush().unwrap();
+    assert_eq!(log.flush_count(), before + 1, "nothing new: no flush");
+    r.close().unwrap();
+    assert_eq!(
+        log.flush_count(),
+        before + 1,
+        "closed after a flush: no flush"
+    );
+
+    let opened = log.flush_count();
+    let mut r = Repo::open(log.clone(), None, opts(false)).unwrap();
+    assert!(r.get("items/a").unwrap().is_some());
+    r.close().unwrap();
+    assert_eq!(log.flush_count(), opened, "open, read, close: no flush");
+
+    let mut r = Repo::open(log.clone(), None, opts(false)).unwrap();
+    let mut t = Txn::new();
+    t.put("items/b", ibexdb::map! {"n" => 2i64}.as_map())
+        .unwrap();
+    r.commit(t).unwrap();
+    r.close().unwrap();
+    assert_eq!(
+        log.flush_count(),
+        opened + 1,
+        "a write before close is flushed by it"
+    );
+    let reopened = Repo::open(
+        FaultStorage::from_bytes(log.durable_bytes()),
+        None,
+        opts(false),
+    );
+    assert!(
+        reopened.unwrap().get("items/b").unwrap().is_some(),
+        "and is durable"
+    );
+}

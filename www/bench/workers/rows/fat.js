@@ -141,6 +141,8 @@ export function fatRows(s) {
     await s.ensureClosed();
     const r = rng(p.seed);
     const out = [];
+    /** @type {[number[], number[], number[]]} each cycle's open, read and close */
+    const parts = [[], [], []];
     let wrong = 0;
     const start = now();
     while (out.length < cycles && now() - start < cycleBudgetMs) {
@@ -148,15 +150,23 @@ export function fatRows(s) {
       const [c, id] = where(i);
       const t0 = now();
       await s.call('open');
+      const t1 = now();
       const v = await docsCall(s, 'get', c, id);
+      const t2 = now();
       await s.call('close');
-      out.push(now() - t0);
+      const t3 = now();
+      out.push(t3 - t0);
+      parts[0].push(t1 - t0);
+      parts[1].push(t2 - t1);
+      parts[2].push(t3 - t2);
       if (!sameFat(v, fatRecord(i))) wrong++;
     }
     const done = out.length;
+    const med = (/** @type {number[]} */ v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)] ?? NaN;
+    const split = `medians: open ${med(parts[0]).toFixed(2)} ms, read ${med(parts[1]).toFixed(2)} ms, close ${med(parts[2]).toFixed(2)} ms`;
     return {
       samples: out, k: 1, warmupSamples: 0, check: { cycles: done, ...(wrong ? { wrong } : {}) },
-      note: `${done.toLocaleString('en-US')} cycles of open → read one record → close${done < cycles ? ` (of ${cycles.toLocaleString('en-US')}: stopped after the ${(cycleBudgetMs / 1000).toFixed(0)} s budget of the row)` : ''}; time per cycle`,
+      note: `${done.toLocaleString('en-US')} cycles of open → read one record → close${done < cycles ? ` (of ${cycles.toLocaleString('en-US')}: stopped after the ${(cycleBudgetMs / 1000).toFixed(0)} s budget of the row)` : ''}; time per cycle (${split})`,
     };
   }
 
