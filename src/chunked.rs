@@ -475,7 +475,7 @@ impl<K: Ord + Clone, V> Chunked<K, V> {
             *self = other;
             return;
         }
-        if other.chunks.len() <= 2 {
+        if other.chunks.len() <= 8 {
             // A block or two into a large map: splice, without rebuilding the chunk list.
             self.len += other.len;
             for c in other.chunks {
@@ -814,6 +814,30 @@ mod tests {
             let block: Vec<u32> = (base + 1..base + 1 + n).collect();
             m.extend(block.iter().copied());
             c.merge_disjoint(Chunked::from_sorted_keys(block));
+            same(&c, &m);
+        }
+    }
+
+    #[test]
+    fn splicing_a_few_multi_chunk_blocks_into_different_gaps() {
+        let mut rng = Rng(9);
+        for _ in 0..200 {
+            // Multiples of 10,000 loaded; one or two blocks of up to 1,000 numbers each (up to
+            // four chunks of 256) in distinct gaps, decoded as one map: the splice path.
+            let mut c = Chunked::from_sorted_keys((0..400u32).map(|x| x * 10_000));
+            let mut m: BTreeSet<u32> = c.keys().copied().collect();
+            let mut gaps: Vec<u32> = (0..1 + rng.below(2)).map(|_| rng.below(400) as u32).collect();
+            gaps.sort_unstable();
+            gaps.dedup();
+            let mut other = Chunked::new();
+            for g in gaps {
+                let n = 1 + rng.below(1_000) as u32;
+                let block: Vec<u32> = (g * 10_000 + 1..g * 10_000 + 1 + n).collect();
+                m.extend(block.iter().copied());
+                other.append(Chunked::from_sorted_keys(block));
+            }
+            assert!(other.chunks.len() <= 8);
+            c.merge_disjoint(other);
             same(&c, &m);
         }
     }
