@@ -826,7 +826,9 @@ mod tests {
             // four chunks of 256) in distinct gaps, decoded as one map: the splice path.
             let mut c = Chunked::from_sorted_keys((0..400u32).map(|x| x * 10_000));
             let mut m: BTreeSet<u32> = c.keys().copied().collect();
-            let mut gaps: Vec<u32> = (0..1 + rng.below(2)).map(|_| rng.below(400) as u32).collect();
+            let mut gaps: Vec<u32> = (0..1 + rng.below(2))
+                .map(|_| rng.below(400) as u32)
+                .collect();
             gaps.sort_unstable();
             gaps.dedup();
             let mut other = Chunked::new();
