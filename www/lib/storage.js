@@ -124,13 +124,14 @@ export function closeAll(handles) {
 const directories = new Map();
 
 /**
- * Acquire every file's sync access handle; on failure none stays open.
+ * Acquire the sync access handles of `files` in `dir` (created if absent); on failure none stays
+ * open.
+ * @param {FileSystemDirectoryHandle} dir
  * @param {string[]} files
- * @param {(f: string) => Promise<any>} acquire
  * @returns {Promise<any[]>}
  */
-async function acquireAll(files, acquire) {
-  const got = await Promise.allSettled(files.map(acquire));
+async function acquireAll(dir, files) {
+  const got = await Promise.allSettled(files.map(async (f) => syncHandle(await dir.getFileHandle(f, { create: true }))));
   const failed = got.find((r) => r.status === 'rejected');
   if (failed) {
     closeAll(got.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : [])));
@@ -150,14 +151,14 @@ export async function openFiles(name, files) {
   const known = directories.get(name);
   if (known) {
     try {
-      return await acquireAll(files, async (f) => syncHandle(await known.getFileHandle(f, { create: true })));
+      return await acquireAll(known, files);
     } catch (e) {
       if (/** @type {any} */ (e)?.name !== 'NotFoundError') throw e;
       directories.delete(name);
     }
   }
   const dir = await repositoryDir(name, { create: true });
-  const handles = await acquireAll(files, async (f) => syncHandle(await dir.getFileHandle(f, { create: true })));
+  const handles = await acquireAll(dir, files);
   directories.set(name, dir);
   return handles;
 }

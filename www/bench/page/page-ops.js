@@ -8,7 +8,7 @@
 // the mode of its own minutes, and a ratio of two such rows measured the machine, not the engines.
 
 import { itemId, makeItem, rng, updatedFields } from '../shared/model.js';
-import { summarize } from '../shared/stats.js';
+import { sampleSummary } from '../shared/stats.js';
 import { pageClientClass } from './clients.js';
 import { setStatus } from './status.js';
 
@@ -36,8 +36,11 @@ export function pageOpMakers(n, seed, plan) {
   };
 }
 
-/** Whether a row's page side is timed op by op here (the cold starts are timed in fresh pages). @param {string} rowId */
-export const isPageOpRow = (rowId) => rowId in pageOpMakers(1, 0, { rows: {} });
+/** The rows whose page side is timed op by op here (the cold starts are timed in fresh pages). */
+const PAGE_OP_ROWS = new Set(Object.keys(pageOpMakers(1, 0, { rows: {} })));
+
+/** Whether `rowId`'s page side is timed op by op here. @param {string} rowId */
+export const isPageOpRow = (rowId) => PAGE_OP_ROWS.has(rowId);
 
 /**
  * What the page's reads must return: `get` the base item, `queryRange` the 1,000 items of the
@@ -190,7 +193,7 @@ export async function pageOpRows(runs, rowIds, plan, n, onRow) {
         entry.error = `[page] ${error}`;
         s.owner.result.errors.push(`${rowId} [page]: ${error}`);
       } else {
-        entry.page = { ...summarize(s.times), k: 1, samples: s.times, warmupSamples: warm, ...(s.trailingMs !== undefined ? { trailingMs: s.trailingMs } : {}) };
+        entry.page = sampleSummary(s.times, 1, { warmupSamples: warm, ...(s.trailingMs !== undefined ? { trailingMs: s.trailingMs } : {}) });
         entry.pageVia = s.owner.pageApi ? 'public API (www/ibexdb.js)' : 'lean page worker (workers/sqlite-page.js)';
         entry.pageInterleaved = `engines ${live.map((r) => r.engine.id).join(', ')} in turns of ${per} operation${per === 1 ? '' : 's'}`;
       }

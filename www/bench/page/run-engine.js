@@ -4,7 +4,7 @@
 // times op by op.
 
 import { ROWS, expectedChecks, samplesAt } from '../shared/rows.js';
-import { summarize } from '../shared/stats.js';
+import { sampleSummary as summary } from '../shared/stats.js';
 import { EngineWorker, retire } from './engine-worker.js';
 import { isPageOpRow, pageOpMakers } from './page-ops.js';
 import { setStatus } from './status.js';
@@ -53,10 +53,6 @@ async function coldPage(path) {
   }
 }
 
-function summary(samples, k = 1, extra = {}) {
-  return { ...summarize(samples), k, samples, ...extra };
-}
-
 /** JS heap of a worker by name, via the runner's CDP hook (scripts/bench.mjs); null when absent. */
 async function workerHeap(name) {
   if (typeof window.benchWorkerHeap !== 'function') return { jsHeapUsedBytes: null, jsHeapNote: 'not measurable here: worker JS heap needs the runner (CDP Runtime.getHeapUsage); performance.memory and measureUserAgentSpecificMemory are not exposed in workers' };
@@ -71,8 +67,8 @@ async function workerHeap(name) {
 /**
  * One engine's rows of one section, in one fresh worker. `section` 'dataset': the rows share one
  * database of N base items; 'relational' / 'verify': the rows build their own databases (n is
- * unused). `run()` times the worker rows and the cold starts; the op-by-op [page] rows are left
- * pending for page-ops.js, which times them with the section's other engines interleaved while
+ * unused). `start()` and `rows()` time the worker rows and the cold starts; the op-by-op [page]
+ * rows are left pending for page-ops.js, which times them with the section's other engines interleaved while
  * the worker keeps the database; `finish()` then takes the last stats and wipes the storage.
  */
 export class EngineRun {

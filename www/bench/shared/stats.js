@@ -28,6 +28,11 @@ export function summarize(samples) {
   };
 }
 
+/** A row cell's summary: the statistics, K operations per sample, the samples and `extra`. */
+export function sampleSummary(samples, k = 1, extra = {}) {
+  return { ...summarize(samples), k, samples, ...extra };
+}
+
 /** Human-readable duration from milliseconds: "4.2 µs", "3.91 ms", "1.36 s". */
 export function fmtMs(ms) {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—';

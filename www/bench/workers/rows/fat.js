@@ -5,6 +5,7 @@
 
 import { FAT_COLLECTIONS, fatRecord, sameFat } from '../../shared/docs.js';
 import { rng } from '../../shared/model.js';
+import { summarize } from '../../shared/stats.js';
 import { measure, now, settle } from '../loops.js';
 import { docsCall, loadDocs } from './dbx.js';
 
@@ -162,8 +163,8 @@ export function fatRows(s) {
       if (!sameFat(v, fatRecord(i))) wrong++;
     }
     const done = out.length;
-    const med = (/** @type {number[]} */ v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)] ?? NaN;
-    const split = `medians: open ${med(parts[0]).toFixed(2)} ms, read ${med(parts[1]).toFixed(2)} ms, close ${med(parts[2]).toFixed(2)} ms`;
+    const [open, read, close] = parts.map((v) => summarize(v).p50.toFixed(2));
+    const split = `medians: open ${open} ms, read ${read} ms, close ${close} ms`;
     return {
       samples: out, k: 1, warmupSamples: 0, check: { cycles: done, ...(wrong ? { wrong } : {}) },
       note: `${done.toLocaleString('en-US')} cycles of open → read one record → close${done < cycles ? ` (of ${cycles.toLocaleString('en-US')}: stopped after the ${(cycleBudgetMs / 1000).toFixed(0)} s budget of the row)` : ''}; time per cycle (${split})`,

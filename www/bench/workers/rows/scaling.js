@@ -3,6 +3,7 @@
 // until its first read or its first indexed query.
 
 import { itemId, makeItem, rng } from '../../shared/model.js';
+import { summarize } from '../../shared/stats.js';
 import { byId, readBack } from '../check.js';
 import { now } from '../loops.js';
 
@@ -20,7 +21,7 @@ export const firstQueryLo = (n) => Math.max(0, Math.min(Math.floor(n / 2), n - 1
  */
 function phasesNote(phases) {
   if (!phases.length) return undefined;
-  const med = (/** @type {string} */ k) => { const v = phases.map((x) => x[k]).sort((a, b) => a - b); return v[Math.floor(v.length / 2)]; };
+  const med = (/** @type {string} */ k) => summarize(phases.map((x) => x[k])).p50;
   return `the open's phases (medians): acquiring the OPFS files' sync access handles ${med('files').toFixed(2)} ms, waiting for wasm ${med('wasm').toFixed(2)} ms, the engine's open (identity, snapshot meta, log) ${med('engine').toFixed(2)} ms`;
 }
 
