@@ -12,6 +12,7 @@ mod cold;
 mod commit;
 mod error;
 mod graph;
+mod hashing;
 mod item_map;
 mod key;
 mod query;

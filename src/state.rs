@@ -731,6 +731,8 @@ impl State {
         }
     }
 
+    /// One change (not inlined into the commit's loop: V8 tiering, src/hashing.rs).
+    #[inline(never)]
     fn apply_change(
         &mut self,
         collection: &str,

@@ -4,7 +4,6 @@
 use super::crypto::{from_hex, hex};
 use crate::codec::{Reader, Writer};
 use crate::error::Result;
-use sha2::{Digest, Sha256};
 
 /// SHA-256 of a commit's encoding.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -18,7 +17,7 @@ impl std::fmt::Debug for CommitId {
 
 impl CommitId {
     pub fn of(bytes: &[u8]) -> CommitId {
-        CommitId(Sha256::digest(bytes).into())
+        CommitId(crate::hashing::sha256(bytes))
     }
     pub fn to_hex(&self) -> String {
         hex(&self.0)

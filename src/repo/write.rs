@@ -222,7 +222,9 @@ impl<S: Storage> Repo<S> {
     }
 }
 
-/// A put: the schema fills defaults and checks the item, then the size limit.
+/// A put: the schema fills defaults and checks the item, then the size limit. Per-write
+/// functions are not inlined into the commit's loop (V8 tiering: src/hashing.rs).
+#[inline(never)]
 fn put_op(schema: Option<&Schema>, coll: &str, id: &str, mut m: Map) -> Result<Op> {
     if let Some(s) = schema {
         s.check_item(coll, &mut m)?;
@@ -242,6 +244,7 @@ struct Target<'a> {
 
 /// A patch: field by field, in name order. None when nothing is left to write (set edits
 /// that add nothing and remove nothing unseen).
+#[inline(never)]
 fn patch_op(
     t: &Target<'_>,
     meta: Option<BTreeMap<Name, FieldMeta>>,

@@ -63,7 +63,7 @@ pub fn header_bytes() -> [u8; 16] {
     let mut h = [0u8; 16];
     h[..8].copy_from_slice(MAGIC);
     h[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
-    let crc = crc32fast::hash(&h[..12]);
+    let crc = crate::hashing::crc32(&h[..12]);
     h[12..].copy_from_slice(&crc.to_le_bytes());
     h
 }
@@ -84,7 +84,7 @@ fn check_header(h: &[u8; 16]) -> Result<()> {
     if &h[..8] != MAGIC {
         return Err(corrupt(0, None, "not an ibexdb log (bad magic)"));
     }
-    if le32(&h[12..]) != crc32fast::hash(&h[..12]) {
+    if le32(&h[12..]) != crate::hashing::crc32(&h[..12]) {
         return Err(corrupt(0, None, "file header checksum mismatch"));
     }
     match le32(&h[8..12]) {
@@ -112,7 +112,7 @@ fn seal_frame(out: &mut [u8], start: usize) {
     let f = &out[start..];
     let mut h = crc32fast::Hasher::new();
     h.update(&f[..4]);
-    h.update(&f[8..]);
+    crate::hashing::crc32_update(&mut h, &f[8..]);
     let crc = h.finalize();
     out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
 }
@@ -158,7 +158,7 @@ fn check_frame(buf: &[u8], pos: usize) -> std::result::Result<(u8, usize), &'sta
     let mut c = crc32fast::Hasher::new();
     c.update(&h[..4]);
     c.update(&[kind]);
-    c.update(payload);
+    crate::hashing::crc32_update(&mut c, payload);
     if c.finalize() != le32(&h[4..8]) {
         return Err("frame checksum mismatch");
     }

@@ -134,7 +134,7 @@ fn decode_block(
     t: &Tables<'_>,
     out: &mut Builder<ItemId, Item>,
 ) -> Result<()> {
-    if crc32fast::hash(bytes) != b.crc {
+    if crate::hashing::crc32(bytes) != b.crc {
         return Err(Error::decode("snapshot", "block checksum mismatch"));
     }
     let mut r = Reader::new(bytes, "snapshot block");

@@ -42,7 +42,7 @@ pub fn read<S: Storage>(s: &S) -> Result<SnapshotData> {
         return Err(Error::decode("snapshot", "meta offset out of range"));
     }
     let meta = s.read_vec(meta_offset, (meta_end - meta_offset) as usize)?;
-    if crc32fast::hash(&meta) != crc {
+    if crate::hashing::crc32(&meta) != crc {
         return Err(Error::decode("snapshot", "checksum mismatch"));
     }
     decode_meta(&meta, meta_offset)

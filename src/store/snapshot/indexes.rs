@@ -121,7 +121,7 @@ fn blocks<T>(
             offset: f.offset(),
             len: block.buf.len() as u32,
             count,
-            crc: crc32fast::hash(&block.buf),
+            crc: crate::hashing::crc32(&block.buf),
         });
         f.w.bytes(&block.buf);
         if f.w.buf.len() >= CHUNK_BYTES {
@@ -249,7 +249,7 @@ fn read_block<S: Storage>(
     entry: &mut dyn FnMut(&mut Reader<'_>) -> Result<()>,
 ) -> Result<()> {
     let bytes = src.read_vec(b.offset, b.len as usize)?;
-    if crc32fast::hash(&bytes) != b.crc {
+    if crate::hashing::crc32(&bytes) != b.crc {
         return Err(Error::decode("snapshot", "index block checksum mismatch"));
     }
     let mut r = Reader::new(&bytes, "snapshot index block");

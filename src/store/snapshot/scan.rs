@@ -110,7 +110,7 @@ fn scan_block(
     target: Option<usize>,
     visit: &mut dyn FnMut(&str, Option<&Value>),
 ) -> Result<()> {
-    if crc32fast::hash(bytes) != b.crc {
+    if crate::hashing::crc32(bytes) != b.crc {
         return Err(Error::decode("snapshot", "block checksum mismatch"));
     }
     let mut r = Reader::new(bytes, "snapshot block");
