@@ -22,6 +22,7 @@ mod state;
 mod store;
 mod sync;
 mod txn;
+mod txn_bytes;
 mod value;
 
 // Errors: one enum, with a stable name per variant (`Error::name`) that the bindings expose.
@@ -37,6 +38,7 @@ pub use codec::utf8;
 pub use key::{MAX_COLLECTION, MAX_ID};
 pub use schema::{FieldSpec, FieldType, Schema};
 pub use txn::Txn;
+pub use txn_bytes::TXN_BYTES_VERSION;
 pub use value::{Map, Name, Set, Value, MAX_DEPTH, MAX_FIELD_NAME, MAX_ITEM_BYTES};
 
 // §4-5 Commits and seals.

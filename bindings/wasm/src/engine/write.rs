@@ -58,6 +58,16 @@ impl Engine {
         self.commit(txn)
     }
 
+    /// Commit a transaction given in its binary form (docs/design.md §3.3, what the JS
+    /// `TxnBuilder` writes), atomically, as one commit: the fast path for large transactions
+    /// (no JSON text on either side).
+    #[wasm_bindgen(js_name = transactBytes)]
+    pub fn transact_bytes(&mut self, ops: &[u8]) -> JsResult<()> {
+        self.repo()?;
+        let txn = Txn::from_bytes(ops).js()?;
+        self.commit(txn)
+    }
+
     /// Declare a collection's schema (JSON; see `Schema::from_json`).
     #[wasm_bindgen(js_name = defineSchema)]
     pub fn define_schema(&mut self, collection: &str, schema: &str) -> JsResult<()> {
