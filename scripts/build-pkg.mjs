@@ -6,7 +6,7 @@
 //     package.json  README.md           (README from www/lib/README.md)
 //     ibexdb.js  ibexdb.d.ts            the public module and its types
 //     worker.js  worker/*.js            the worker
-//     engine.js loader.js policy.js storage.js codec.js errors.js
+//     engine.js loader.js policy.js storage.js codec.js txn.js errors.js
 //     wasm/ibexdb.js  wasm/ibexdb_bg.wasm  wasm/ibexdb.d.ts   the wasm-bindgen glue and the engine
 //
 // The library's files are copied as they are, except for the one path that differs: in the repo

@@ -155,6 +155,123 @@ test('transactions are atomic and support set edits', async ({ page }) => {
   expect(out.c).toBeUndefined();
 });
 
+test('transactions travel as bytes: every value reads back as put() stores it; bad values name their path and write nothing', async ({ page }) => {
+  const out = await page.evaluate(async (name) => {
+    const { open } = (window as any).ibexdb;
+    const show = (v: any): any =>
+      v instanceof Set ? { set: [...v].sort() } : Array.isArray(v) ? v.map(show) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, show(x)])) : v;
+    const wide: Record<string, number> = {};
+    for (let i = 0; i < 300; i++) wide[`f${i}`] = i; // a map of >= 128 fields: its count is widened
+    const bare = Object.create(null);
+    bare.x = 1;
+    const values: Record<string, any> = {
+      plain: { title: 'no set', n: 1.5, neg: -0, big: 2 ** 60, l: [1, 'x', null, true, false], o: { a: { b: true } } },
+      sets: { s: new Set(['b', 'a']), lone: { $set: ['y', 'x'] }, empty: new Set<string>(), l: [{ s: new Set(['q']) }] },
+      lookalike: { o: { $set: 'not a list' }, two: { $set: ['a'], other: 1 }, t: 'has "$set" in a string' },
+      unicode: { 'clé ü': 'ñ 日本 😀', s: new Set(['é', '😀']), long: 'é'.repeat(300), ascii: 'a'.repeat(200) },
+      skipped: { kept: 1, gone: undefined },
+      wide,
+      bare,
+    };
+    const db = await open(name);
+    for (const [k, v] of Object.entries(values)) await db.put(`a/${k}`, v);
+    await db.transaction((tx: any) => {
+      for (const [k, v] of Object.entries(values)) tx.put(`b/${k}`, v);
+    });
+    const same: Record<string, boolean> = {};
+    for (const k of Object.keys(values)) same[k] = JSON.stringify(show(await db.get(`a/${k}`))) === JSON.stringify(show(await db.get(`b/${k}`)));
+    const sets = show(await db.get('b/sets'));
+    const plain = await db.get('b/plain');
+    // Bad values: the whole transaction fails with the path, and nothing of it is written.
+    const bad = async (f: (tx: any) => void) =>
+      db.transaction((tx: any) => {
+        tx.put('c/first', { ok: true });
+        f(tx);
+      }).then(() => 'resolved', (e: any) => `${e.name}: ${e.message}`);
+    const errors = {
+      nan: await bad((tx) => tx.put('c/1', { o: { n: NaN } })),
+      date: await bad((tx) => tx.put('c/1', { l: [1, new Date(0)] })),
+      hole: await bad((tx) => tx.put('c/1', { l: [1, undefined] })),
+      setOfNumbers: await bad((tx) => tx.put('c/1', { s: new Set([1]) })),
+      loneOfNumbers: await bad((tx) => tx.put('c/1', { s: { $set: [1] } })),
+      surrogate: await bad((tx) => tx.put('c/1', { s: 'a\uD800b' })),
+      notObject: await bad((tx) => tx.put('c/1', [1])),
+      key: await bad((tx) => tx.put(7, { a: 1 })),
+      badKey: await bad((tx) => tx.put('no-slash', { a: 1 })),
+      dotted: await bad((tx) => tx.update('c/1', { 'a.b': 1 })),
+      field: await bad((tx) => tx.unset('c/1', 5)),
+      elements: await bad((tx) => tx.setAdd('c/1', 'tags', [1])),
+    };
+    const leaked = await db.get('c/first');
+    await db.close();
+    return { same, sets, plain, errors, leaked };
+  }, uniqueName('txnbytes'));
+  expect(out.same).toEqual({ plain: true, sets: true, lookalike: true, unicode: true, skipped: true, wide: true, bare: true });
+  expect(out.sets).toEqual({ s: { set: ['a', 'b'] }, lone: { set: ['x', 'y'] }, empty: { set: [] }, l: [{ s: { set: ['q'] } }] });
+  expect(Object.is(out.plain.neg, 0)).toBe(true);
+  expect(out.plain.big).toBe(2 ** 60);
+  expect(out.errors.nan).toMatch(/^InvalidValueError: invalid value at o\.n: numbers must be finite/);
+  expect(out.errors.date).toMatch(/^InvalidValueError: invalid value at l\[1\]: a Date cannot be stored/);
+  expect(out.errors.hole).toMatch(/^InvalidValueError: invalid value at l\[1\]: undefined in an array/);
+  expect(out.errors.setOfNumbers).toMatch(/^InvalidValueError: invalid value at s: set elements must be strings/);
+  expect(out.errors.loneOfNumbers).toMatch(/^InvalidValueError: .*set elements must be strings/);
+  expect(out.errors.surrogate).toMatch(/^InvalidValueError: .*lone surrogate/);
+  expect(out.errors.notObject).toMatch(/^InvalidValueError: invalid value at c\/1: an item must be a plain object/);
+  expect(out.errors.key).toMatch(/^InvalidKeyError: a key must be a string/);
+  expect(out.errors.badKey).toMatch(/^InvalidKeyError: /);
+  expect(out.errors.dotted).toMatch(/^InvalidValueError: .*contains '\.'/);
+  expect(out.errors.field).toMatch(/^InvalidValueError: invalid value at c\/1: a field name must be a string/);
+  expect(out.errors.elements).toMatch(/^InvalidValueError: invalid value at c\/1\.tags: set elements must be strings/);
+  expect(out.leaked).toBeUndefined();
+});
+
+test('engine.js takes a transaction as a function, a builder, its bytes or JSON text; a failed op leaves the builder usable; malformed bytes are a DecodeError', async ({ page }) => {
+  const out = await page.evaluate(async (name) => {
+    const src = `
+      import { openEngine, TxnBuilder } from '${location.origin}/www/lib/engine.js';
+      const eng = await openEngine(${JSON.stringify(name)});
+      const r = {};
+      eng.transaction((tx) => tx.put('t/fn', { via: 'function' }));
+      const tx = new TxnBuilder();
+      tx.put('t/builder', { via: 'builder' });
+      try { tx.put('t/bad', { n: Infinity }); } catch (e) { r.badOp = e.name; }
+      tx.setAdd('t/builder', 'tags', ['a']);
+      r.size = tx.size;
+      eng.transaction(tx);
+      const bytes = new TxnBuilder().put('t/bytes', { via: 'bytes' }).bytes();
+      eng.transaction(bytes);
+      eng.transaction('[["put", "t/json", {"via": "json"}]]');
+      for (const [k, b] of [['version', [2]], ['op', [1, 9, 3, 116, 47, 120]], ['truncated', bytes.slice(0, bytes.length - 2)]]) {
+        try { eng.transaction(new Uint8Array(b)); r[k] = 'accepted'; } catch (e) { r[k] = e.name + ': ' + e.message; }
+      }
+      try { eng.transaction(42); } catch (e) { r.notTxn = e.name; }
+      r.rows = JSON.parse(eng.queryJson('{"collection": "t"}'));
+      r.bad = eng.getJson('t/bad') ?? null;
+      await eng.close();
+      postMessage(r);`;
+    const w = new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })), { type: 'module' });
+    const r: any = await new Promise((resolve, reject) => {
+      w.onmessage = (ev) => resolve(ev.data);
+      w.onerror = (ev) => reject(new Error(ev.message));
+    });
+    w.terminate();
+    return r;
+  }, uniqueName('txnforms'));
+  expect(out.badOp).toBe('InvalidValueError');
+  expect(out.size).toBe(2);
+  expect(out.rows).toEqual([
+    ['builder', { tags: { $set: ['a'] }, via: 'builder' }],
+    ['bytes', { via: 'bytes' }],
+    ['fn', { via: 'function' }],
+    ['json', { via: 'json' }],
+  ]);
+  expect(out.bad).toBeNull();
+  expect(out.version).toMatch(/^DecodeError: .*unknown transaction format version 2/);
+  expect(out.op).toMatch(/^DecodeError: .*unknown transaction op 9/);
+  expect(out.truncated).toMatch(/^DecodeError: /);
+  expect(out.notTxn).toBe('InvalidValueError');
+});
+
 test('queries, count, keys, aggregate, explain', async ({ page }) => {
   const out = await page.evaluate(async (name) => {
     const { open } = (window as any).ibexdb;

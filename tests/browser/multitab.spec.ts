@@ -22,14 +22,17 @@ test('two tabs share a repository; the survivor takes over', async ({ context, p
     w.db = await w.ibexdb.open(name);
     w.lq = await w.db.live({ collection: 'items', sort: [{ field: 'n' }] });
     await w.db.put('items/b1', { from: 'B', n: 2 });
+    // A transaction's bytes reach the owner tab's worker over BroadcastChannel.
+    await w.db.transaction((tx: any) => tx.put('items/bt', { from: 'B', n: 2.5, tags: new Set(['t']) }));
     return w.db.role;
   }, name);
   expect([roleA, roleB]).toEqual(['owner', 'client']);
 
   // B's live query follows A's writes; A reads B's writes.
   await page.evaluate(() => (window as any).db.put('items/a2', { from: 'A', n: 3 }));
-  await expect.poll(() => pageB.evaluate(() => (window as any).lq.results.map((r: any) => r.id))).toEqual(['a1', 'b1', 'a2']);
+  await expect.poll(() => pageB.evaluate(() => (window as any).lq.results.map((r: any) => r.id))).toEqual(['a1', 'b1', 'bt', 'a2']);
   expect(await page.evaluate(() => (window as any).db.get('items/b1'))).toEqual({ from: 'B', n: 2 });
+  expect(await page.evaluate(async () => [...(await (window as any).db.get('items/bt')).tags])).toEqual(['t']);
 
   // A burst of acknowledged writes from both tabs, then the owner tab goes away.
   await Promise.all([
@@ -56,7 +59,7 @@ test('two tabs share a repository; the survivor takes over', async ({ context, p
       verify: (await w.db.verify()).items,
     };
   });
-  expect(out).toEqual({ role: 'owner', count: 104, a2: { from: 'A', n: 3 }, burstA49: { n: 149 }, live: 104, verify: 104 });
+  expect(out).toEqual({ role: 'owner', count: 105, a2: { from: 'A', n: 3 }, burstA49: { n: 149 }, live: 105, verify: 105 });
 
   // A third tab joins the new owner.
   const pageC = await context.newPage();

@@ -1,5 +1,6 @@
 // Values between JS and the engine travel as JSON text, with a JS `Set` (of strings) written
-// as `{"$set": [...]}` — the core's JSON form of its set type.
+// as `{"$set": [...]}` — the core's JSON form of its set type. (A transaction's writes travel
+// as bytes instead: txn.js, which checks values with `checkObject` here.)
 //
 // Why JSON text: measured in Chromium on the benchmark's item shape, JSON.stringify on the page
 // plus a one-pass serde parse in wasm beats walking the JS object from Rust with js_sys (every
@@ -84,14 +85,30 @@ export function encode(v, path = '') {
 }
 
 /**
+ * Check an object (an item, or fields to update): InvalidValueError naming the path of the
+ * first thing in it that cannot be stored.
+ * @param {unknown} v
+ * @param {string} what
+ */
+export function checkObject(v, what) {
+  checkItemShape(v, what);
+  check(v, '', 0);
+}
+
+/** @param {unknown} v @param {string} what */
+function checkItemShape(v, what) {
+  if (v === null || typeof v !== 'object' || Array.isArray(v) || v instanceof Set) {
+    throw new InvalidValueError(`invalid value at ${what}: an item must be a plain object`, { path: what });
+  }
+}
+
+/**
  * Encode an object (an item, or fields to update).
  * @param {unknown} v
  * @param {string} what
  */
 export function encodeObject(v, what) {
-  if (v === null || typeof v !== 'object' || Array.isArray(v) || v instanceof Set) {
-    throw new InvalidValueError(`invalid value at ${what}: an item must be a plain object`, { path: what });
-  }
+  checkItemShape(v, what);
   return encode(v, '');
 }
 
@@ -152,62 +169,3 @@ export function decodeMany(text) {
   for (let i = 0; i < raw.length; i++) if (raw[i] === null) raw[i] = undefined;
   return raw;
 }
-
-/** Collects the ops of one transaction as JSON fragments. */
-export class TxnBuilder {
-  constructor() {
-    /** @type {string[]} */
-    this.parts = [];
-  }
-  /** @param {string} key @param {object} value */
-  put(key, value) {
-    this.parts.push(`["put",${JSON.stringify(key)},${encodeObject(value, key)}]`);
-    return this;
-  }
-  /** @param {string} key @param {object} fields */
-  update(key, fields) {
-    this.parts.push(`["update",${JSON.stringify(key)},${encodeObject(fields, key)}]`);
-    return this;
-  }
-  /** @param {string} key */
-  delete(key) {
-    this.parts.push(`["delete",${JSON.stringify(key)}]`);
-    return this;
-  }
-  /** @param {string} key @param {string} field */
-  unset(key, field) {
-    this.parts.push(`["unset",${JSON.stringify(key)},${JSON.stringify(field)}]`);
-    return this;
-  }
-  /** @param {string} key @param {string} field @param {Iterable<string> | string} elems */
-  setAdd(key, field, elems) {
-    this.parts.push(`["setAdd",${JSON.stringify(key)},${JSON.stringify(field)},${elemsJson(elems, key, field)}]`);
-    return this;
-  }
-  /** @param {string} key @param {string} field @param {Iterable<string> | string} elems */
-  setRemove(key, field, elems) {
-    this.parts.push(`["setRemove",${JSON.stringify(key)},${JSON.stringify(field)},${elemsJson(elems, key, field)}]`);
-    return this;
-  }
-  get size() {
-    return this.parts.length;
-  }
-  toJSON() {
-    return `[${this.parts.join(',')}]`;
-  }
-}
-
-/**
- * JSON of a set edit's elements (one string, or strings).
- * @param {Iterable<string> | string | undefined} elems
- * @param {string} key
- * @param {string} field
- */
-function elemsJson(elems, key, field) {
-  const arr = typeof elems === 'string' ? [elems] : Array.from(elems ?? []);
-  for (const e of arr) {
-    if (typeof e !== 'string') throw new InvalidValueError(`invalid value at ${key}.${field}: set elements must be strings`, { path: `${key}.${field}` });
-  }
-  return JSON.stringify(arr);
-}
-

@@ -14,7 +14,8 @@
 // snapshotted behind the caller's back: call `flush()` for durability, `seal()` (+ `flush()`)
 // to sign, `maybeSnapshot()` when idle. Must run in a dedicated worker (sync access handles).
 
-import { TxnBuilder, decode, decodeMany, decodeRows, encode, encodeObject, revive } from './codec.js';
+import { decode, decodeMany, decodeRows, encode, encodeObject, revive } from './codec.js';
+import { TxnBuilder } from './txn.js';
 export { TxnBuilder };
 import * as glue0 from '../../pkg/ibexdb.js';
 import { ClosedError, InvalidValueError, PanicError, fromWire } from './errors.js';
@@ -520,25 +521,30 @@ export class EngineHandle {
     this._call((r) => r.delete(key));
   }
   /**
-   * One atomic commit. `ops` is either the JSON text of an op list (`[["put", key, value], …]`,
-   * what `TxnBuilder.toJSON()` makes) or a function receiving a builder with
-   * put/update/delete/unset/setAdd/setRemove.
-   * @param {string | ((tx: TxnBuilder) => void)} ops
+   * One atomic commit. `ops` is a function receiving a `TxnBuilder` (put / update / delete /
+   * unset / setAdd / setRemove), a builder, the bytes a builder made (`tx.bytes()`: how the
+   * page hands a transaction to the worker), or the JSON text of an op list
+   * (`[["put", key, value], …]`, docs/design.md §3.3).
+   * @param {((tx: TxnBuilder) => void) | TxnBuilder | Uint8Array | string} ops
    */
   transaction(ops) {
-    /** @type {string} */
-    let text;
     if (typeof ops === 'function') {
       const tx = new TxnBuilder();
       ops(tx);
-      text = tx.toJSON();
-    } else {
-      text = ops;
+      ops = tx;
     }
-    // As UTF-8 bytes: the engine takes a transaction's text as bytes (TextEncoder is native;
-    // wasm-bindgen would copy a string in a JS loop).
-    const bytes = UTF8.encode(text);
-    this._call((r) => r.transact(bytes));
+    if (ops instanceof TxnBuilder) ops = ops.view();
+    if (ops instanceof Uint8Array) {
+      const bytes = ops;
+      this._call((r) => r.transactBytes(bytes));
+    } else if (typeof ops === 'string') {
+      // As UTF-8 bytes: the engine takes a transaction's text as bytes (TextEncoder is native;
+      // wasm-bindgen would copy a string in a JS loop).
+      const text = UTF8.encode(ops);
+      this._call((r) => r.transact(text));
+    } else {
+      throw new InvalidValueError(`a transaction is a function, a TxnBuilder, its bytes or its JSON text, got ${ops === null ? 'null' : typeof ops}`, { path: '' });
+    }
   }
   /** @param {string} collection @param {object} schema */
   defineSchema(collection, schema) {

@@ -10,7 +10,8 @@
 // keeps its files in OPFS. Calls made in the same tick travel to the worker as one message and
 // come back as one (with durability 'flush' they also share one OPFS flush). Types: ibexdb.d.ts.
 
-import { TxnBuilder, decode, decodeMany, decodeRows, encode, encodeObject } from './codec.js';
+import { decode, decodeMany, decodeRows, encode, encodeObject } from './codec.js';
+import { TxnBuilder } from './txn.js';
 import { ClosedError, IbexError, InvalidKeyError, InvalidValueError, StorageUnavailableError, fromWire } from './errors.js';
 import { checkEnvironment, compileWasm, startWorker, watchViolations, workerFailure } from './loader.js';
 import { MAX_SYNC_URLS, WASM_URL, checkName, isSyncUrls } from './policy.js';
@@ -190,6 +191,8 @@ export class Database {
     this._seq = 0;
     /** @type {[number, string, ...unknown[]][]} calls of this tick, not sent yet */
     this._queue = [];
+    /** @type {ArrayBuffer[]} buffers of this tick's calls, transferred with them */
+    this._transfer = [];
     /** @type {Map<number, [(v: any) => void, (e: unknown) => void, (payload: any) => any]>} seq -> [resolve, reject, decode] */
     this._calls = new Map();
     /** @type {Map<number, LiveQuery<any>>} subId -> its live query (T is the app's claim about its values) */
@@ -250,8 +253,10 @@ export class Database {
     this._scheduled = false;
     if (this._queue.length === 0) return;
     const ops = this._queue;
+    const transfer = this._transfer;
     this._queue = [];
-    this._worker.postMessage({ type: 'batch', durability: this.durability, ops });
+    this._transfer = [];
+    this._worker.postMessage({ type: 'batch', durability: this.durability, ops }, transfer);
   }
 
   /** @param {any} m a message from the worker (worker.js) */
@@ -486,7 +491,10 @@ export class Database {
       return Promise.reject(e);
     }
     if (tx.size === 0) return Promise.resolve(ret);
-    return this._send('txn', [tx.toJSON()], () => ret);
+    // The bytes' buffer is transferred to the worker, not copied.
+    const bytes = tx.bytes();
+    this._transfer.push(bytes.buffer);
+    return this._send('txn', [bytes], () => ret);
   }
 
   /**
