@@ -241,6 +241,13 @@ test('engine.js takes a transaction as a function, a builder, its bytes or JSON 
       const bytes = new TxnBuilder().put('t/bytes', { via: 'bytes' }).bytes();
       eng.transaction(bytes);
       eng.transaction('[["put", "t/json", {"via": "json"}]]');
+      // transaction(fn) reuses its builder: cleared each time, a nested call gets its own.
+      eng.transaction((tx) => {
+        tx.put('t/outer', { via: 'outer' });
+        eng.transaction((inner) => inner.put('t/inner', { via: 'inner' }));
+      });
+      eng.putJson('t/outer', '{"via": "changed"}');
+      eng.transaction((tx) => tx.put('t/again', { via: 'again' }));
       for (const [k, b] of [['version', [2]], ['op', [1, 9, 3, 116, 47, 120]], ['truncated', bytes.slice(0, bytes.length - 2)]]) {
         try { eng.transaction(new Uint8Array(b)); r[k] = 'accepted'; } catch (e) { r[k] = e.name + ': ' + e.message; }
       }
@@ -260,10 +267,13 @@ test('engine.js takes a transaction as a function, a builder, its bytes or JSON 
   expect(out.badOp).toBe('InvalidValueError');
   expect(out.size).toBe(2);
   expect(out.rows).toEqual([
+    ['again', { via: 'again' }],
     ['builder', { tags: { $set: ['a'] }, via: 'builder' }],
     ['bytes', { via: 'bytes' }],
     ['fn', { via: 'function' }],
+    ['inner', { via: 'inner' }],
     ['json', { via: 'json' }],
+    ['outer', { via: 'changed' }],
   ]);
   expect(out.bad).toBeNull();
   expect(out.version).toMatch(/^DecodeError: .*unknown transaction format version 2/);

@@ -276,6 +276,8 @@ export class EngineHandle {
     this._handles = [];
     /** @type {Map<string, string>} collection -> schema JSON, re-declared after recovery */
     this._schemas = new Map();
+    /** @type {TxnBuilder | null} the builder `transaction(fn)` reuses */
+    this._builder = null;
     this._dead = false;
     this._generation = 0;
     /** @type {string|null} public key hex (null in trusted mode) */
@@ -529,9 +531,16 @@ export class EngineHandle {
    */
   transaction(ops) {
     if (typeof ops === 'function') {
-      const tx = new TxnBuilder();
-      ops(tx);
-      ops = tx;
+      // One builder per handle, its buffer reused (a transaction started inside `ops` gets its own).
+      const tx = this._builder?.clear() ?? new TxnBuilder();
+      this._builder = null;
+      try {
+        ops(tx);
+        this.transaction(tx);
+      } finally {
+        this._builder = tx;
+      }
+      return;
     }
     if (ops instanceof TxnBuilder) ops = ops.view();
     if (ops instanceof Uint8Array) {

@@ -30,6 +30,9 @@ const T_LIST = 5;
 const T_MAP = 6;
 const T_SET = 7;
 const MAX_DEPTH = 32;
+const INITIAL_BYTES = 16 << 10;
+/** A cleared builder keeps a buffer up to this size. */
+const KEEP_BYTES = 1 << 20;
 const objectProto = Object.prototype;
 const UTF8 = new TextEncoder();
 /** A surrogate not part of a pair (with the u flag, a pair is one code point and does not match). */
@@ -50,7 +53,7 @@ function varintLen(n) {
 /** Collects the ops of one transaction as bytes. */
 export class TxnBuilder {
   constructor() {
-    this._buf = new Uint8Array(16384);
+    this._buf = new Uint8Array(INITIAL_BYTES);
     this._view = new DataView(this._buf.buffer);
     this._buf[0] = VERSION;
     this._pos = 1;
@@ -102,6 +105,17 @@ export class TxnBuilder {
   /** The transaction's bytes without a copy; valid until the next write to this builder. */
   view() {
     return this._buf.subarray(0, this._pos);
+  }
+  /** Forget the ops, to collect another transaction in the same buffer (kept up to 1 MiB). */
+  clear() {
+    if (this._buf.length > KEEP_BYTES) {
+      this._buf = new Uint8Array(INITIAL_BYTES);
+      this._view = new DataView(this._buf.buffer);
+      this._buf[0] = VERSION;
+    }
+    this._pos = 1;
+    this._ops = 0;
+    return this;
   }
 
   // ----- writing ------------------------------------------------------------------------

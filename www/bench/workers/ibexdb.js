@@ -149,10 +149,17 @@ function written() {
   policy.armMaintenance(deadlines, eng, performance.now());
 }
 
+/** The adapter's TxnBuilder, cleared for each transaction (its buffer reused, as EngineHandle.transaction(fn) does). */
+let txBuilder = null;
+function builder() {
+  txBuilder ??= new TxnBuilder();
+  return txBuilder.clear();
+}
+
 /** One transaction/commit: `put(tx, x)` writes the op of each of `xs` (the product's TxnBuilder). */
 function commit(xs, put) {
   maintenance();
-  const tx = new TxnBuilder();
+  const tx = builder();
   for (let i = 0; i < xs.length; i++) put(tx, xs[i]);
   eng.transaction(tx);
   written();
@@ -166,14 +173,14 @@ function commit(xs, put) {
  */
 function bigCommit(xs, put) {
   maintenance();
-  let tx = new TxnBuilder();
+  const tx = builder();
   let commits = 0;
   for (let i = 0; i < xs.length; i++) {
     put(tx, xs[i]);
     if (tx.byteLength >= MAX_TXN_BYTES) {
       eng.transaction(tx);
       commits++;
-      tx = new TxnBuilder();
+      tx.clear();
     }
   }
   if (tx.size > 0) {
