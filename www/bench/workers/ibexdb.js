@@ -28,8 +28,9 @@
 //   info.queryPlans (explain()).
 //   "title contains a digit" is an `or` of ten `includes` conditions (the query language has
 //   substring match, no regex/GLOB).
-// The adapter talks JSON text to the engine (the EngineHandle's `…Json` methods and
-// transaction(text)), exactly as the runtime worker does with what the page API encoded; results
+// The adapter talks to the engine as the runtime worker does with what the page API encoded: single
+// writes, queries and results as JSON text (the EngineHandle's `…Json` methods), multi-item
+// transactions as the product's TxnBuilder writes them (docs/design.md §3.3); results
 // are decoded with one JSON.parse and the set form {"$set": [...]} becomes the protocol's tags
 // array (SQLite: JSON.parse of its tags column). Page-side rows do not use this worker: they go
 // through the public API (www/ibexdb.js), see page/clients.js.
@@ -353,7 +354,7 @@ serve({
         schema: ITEMS_SCHEMA,
       },
       queryPlans: plans,
-      notes: 'engine.js in this worker, JSON text to the engine; runtime timer work (relaxed flush, seal + snapshot check) run inline at the first write after its deadline',
+      notes: 'engine.js in this worker: JSON text for single writes and reads, TxnBuilder bytes for transactions; runtime timer work (relaxed flush, seal + snapshot check) run inline at the first write after its deadline',
     };
   },
 
