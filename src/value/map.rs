@@ -219,21 +219,22 @@ impl IntoIterator for Map {
     }
 }
 
-/// Sort by name, keeping the last of equal names (as repeated `BTreeMap::insert` would).
+/// Sort by name, keeping the last of equal names (as repeated `BTreeMap::insert` would). In
+/// place: an item decoded from a host (its fields in the host's order) costs no second vector.
 fn sort_dedup_last<T>(v: &mut Vec<T>, name: impl Fn(&T) -> &Name) {
     if v.windows(2).all(|w| name(&w[0]) < name(&w[1])) {
         return;
     }
-    // Stable: equal names keep their insertion order, the last one wins below.
+    // Stable: equal names keep their insertion order; of a run of equal names the retained
+    // (first) slot takes each later value, so the last one wins.
     v.sort_by(|a, b| name(a).cmp(name(b)));
-    let mut out: Vec<T> = Vec::with_capacity(v.len());
-    for e in v.drain(..) {
-        match out.last_mut() {
-            Some(l) if name(l) == name(&e) => *l = e,
-            _ => out.push(e),
+    v.dedup_by(|later, kept| {
+        let same = name(later) == name(kept);
+        if same {
+            std::mem::swap(later, kept);
         }
-    }
-    *v = out;
+        same
+    });
 }
 
 impl<K: Into<Name>> FromIterator<(K, Value)> for Map {
