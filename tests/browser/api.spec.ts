@@ -235,6 +235,7 @@ test('engine.js takes a transaction as a function, a builder, its bytes or JSON 
       const tx = new TxnBuilder();
       tx.put('t/builder', { via: 'builder' });
       try { tx.put('t/bad', { n: Infinity }); } catch (e) { r.badOp = e.name; }
+      try { tx.delete('t/\\uD800'); } catch (e) { r.badKeyOp = e.name; }
       tx.setAdd('t/builder', 'tags', ['a']);
       r.size = tx.size;
       eng.transaction(tx);
@@ -265,6 +266,7 @@ test('engine.js takes a transaction as a function, a builder, its bytes or JSON 
     return r;
   }, uniqueName('txnforms'));
   expect(out.badOp).toBe('InvalidValueError');
+  expect(out.badKeyOp).toBe('InvalidValueError');
   expect(out.size).toBe(2);
   expect(out.rows).toEqual([
     ['again', { via: 'again' }],

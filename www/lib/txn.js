@@ -70,17 +70,12 @@ export class TxnBuilder {
   }
   /** @param {string} key */
   delete(key) {
-    this._head(OP_DELETE, key);
-    this._ops++;
-    return this;
+    return this._op(OP_DELETE, key, () => {});
   }
   /** @param {string} key @param {string} field */
   unset(key, field) {
     const name = fieldName(field, key);
-    this._head(OP_UNSET, key);
-    this._str(name);
-    this._ops++;
-    return this;
+    return this._op(OP_UNSET, key, () => this._str(name));
   }
   /** @param {string} key @param {string} field @param {Iterable<string> | string} elems */
   setAdd(key, field, elems) {
@@ -123,8 +118,8 @@ export class TxnBuilder {
   /** @param {number} op @param {string} key @param {unknown} value */
   _withObject(op, key, value) {
     const start = this._pos;
-    this._head(op, key);
     try {
+      this._head(op, key);
       if (!isPlainObject(value)) throw UNSTORABLE;
       this._map(/** @type {Record<string, unknown>} */ (value), 0);
     } catch (e) {
@@ -145,10 +140,27 @@ export class TxnBuilder {
     for (const e of arr) {
       if (typeof e !== 'string') throw new InvalidValueError(`invalid value at ${key}.${name}: set elements must be strings`, { path: `${key}.${name}` });
     }
-    this._head(op, key);
-    this._str(name);
-    this._varint(arr.length);
-    for (const e of arr) this._str(e);
+    return this._op(op, key, () => {
+      this._str(name);
+      this._varint(arr.length);
+      for (const e of arr) this._str(e);
+    });
+  }
+
+  /**
+   * Write one op: its kind, its key, then `body()`; nothing of it if any part throws (a key
+   * with a lone surrogate, say), so the builder stays usable.
+   * @param {number} op @param {unknown} key @param {() => void} body
+   */
+  _op(op, key, body) {
+    const start = this._pos;
+    try {
+      this._head(op, key);
+      body();
+    } catch (e) {
+      this._pos = start;
+      throw e;
+    }
     this._ops++;
     return this;
   }
