@@ -3,17 +3,15 @@
 //!
 //! It exists for speed: a 100,000-item load as JSON text cost ~145 ms in Chromium before the
 //! engine saw it (JSON.stringify, the UTF-8 copy, the serde parse), as bytes a fraction of
-//! that. Values use the tags of the canonical value encoding (§3.2) without its ordering
-//! rules, so a writer does not sort: map keys and set elements come in any order and are
-//! sorted here (a repeated map key keeps its last value, as in JSON; a repeated set element
-//! is one element). Malformed bytes are a `Decode` error naming the byte; keys, field names
-//! and values are then checked by [`Txn`]'s own methods, as for any other writer.
+//! that. Values are read by [`Value::decode_host`]: the tags of the canonical value encoding
+//! (§3.2) without its ordering rules, so a writer does not sort. Malformed bytes are a
+//! `Decode` error naming the byte; keys, field names and values are then checked by [`Txn`]'s
+//! own methods, as for any other writer.
 
 use crate::codec::Reader;
 use crate::error::Result;
 use crate::txn::Txn;
-use crate::value::{Map, Name, Set, Value, MAX_DEPTH};
-use crate::value::{T_FALSE, T_LIST, T_MAP, T_NULL, T_NUMBER, T_SET, T_STRING, T_TRUE};
+use crate::value::{Map, Value};
 
 /// The first byte: the format's version.
 pub const TXN_BYTES_VERSION: u8 = 1;
@@ -67,7 +65,7 @@ fn op(r: &mut Reader<'_>, txn: &mut Txn) -> Result<()> {
 
 /// An item or a set of fields: a value that must be a map.
 fn map(r: &mut Reader<'_>) -> Result<Map> {
-    match value(r, 0)? {
+    match Value::decode_host(r)? {
         Value::Map(m) => Ok(m),
         other => Err(r.err(format!(
             "an item must be a map, got a {}",
@@ -82,58 +80,13 @@ fn elements<'a>(r: &mut Reader<'a>) -> Result<Vec<&'a str>> {
     (0..n).map(|_| r.str()).collect()
 }
 
-fn value(r: &mut Reader<'_>, depth: usize) -> Result<Value> {
-    if depth > MAX_DEPTH {
-        return Err(r.err("value nested too deeply"));
-    }
-    Ok(match r.u8()? {
-        T_NULL => Value::Null,
-        T_FALSE => Value::Bool(false),
-        T_TRUE => Value::Bool(true),
-        T_NUMBER => {
-            let n = f64::from_bits(r.u64()?);
-            if !n.is_finite() {
-                return Err(r.err("a number that is not finite"));
-            }
-            // -0 is stored as 0 (the canonical encoding has one zero, and JSON writes -0 as 0).
-            Value::Number(if n == 0.0 { 0.0 } else { n })
-        }
-        T_STRING => Value::String(Name::new(r.str()?)),
-        T_LIST => {
-            let n = r.count(1, usize::MAX)?;
-            let mut l = Vec::with_capacity(n);
-            for _ in 0..n {
-                l.push(value(r, depth + 1)?);
-            }
-            Value::List(l)
-        }
-        T_MAP => {
-            let n = r.count(2, usize::MAX)?;
-            let mut fields = Vec::with_capacity(n);
-            for _ in 0..n {
-                let k = Name::new(r.str()?);
-                fields.push((k, value(r, depth + 1)?));
-            }
-            Value::Map(fields.into_iter().collect())
-        }
-        T_SET => {
-            let n = r.count(1, usize::MAX)?;
-            let mut elems = Vec::with_capacity(n);
-            for _ in 0..n {
-                elems.push(Name::new(r.str()?));
-            }
-            Value::Set(elems.into_iter().collect::<Set>())
-        }
-        t => return Err(r.err(format!("unknown value tag {t}"))),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::codec::Writer;
     use crate::error::Error;
     use crate::txn::{FieldWrite, Write};
+    use crate::value::{MAX_DEPTH, T_MAP, T_NULL, T_NUMBER, T_SET, T_STRING};
 
     fn lp(w: &mut Writer, s: &str) {
         w.lp(s.as_bytes());

@@ -6,11 +6,11 @@ use crate::codec::{Reader, Writer};
 use crate::error::Result;
 
 pub(crate) const T_NULL: u8 = 0;
-pub(crate) const T_FALSE: u8 = 1;
-pub(crate) const T_TRUE: u8 = 2;
+const T_FALSE: u8 = 1;
+const T_TRUE: u8 = 2;
 pub(crate) const T_NUMBER: u8 = 3;
 pub(crate) const T_STRING: u8 = 4;
-pub(crate) const T_LIST: u8 = 5;
+const T_LIST: u8 = 5;
 pub(crate) const T_MAP: u8 = 6;
 pub(crate) const T_SET: u8 = 7;
 
@@ -90,10 +90,19 @@ impl Value {
     /// Decode one value, rejecting non-canonical forms (unsorted or duplicate map keys and set
     /// elements, non-finite or negative-zero numbers, excessive depth).
     pub fn decode(r: &mut Reader<'_>) -> Result<Value> {
-        Self::decode_at(r, 0)
+        Self::decode_at::<false>(r, 0)
     }
 
-    fn decode_at(r: &mut Reader<'_>, depth: usize) -> Result<Value> {
+    /// Decode one value a host wrote (a transaction's bytes, docs/design.md §3.3): the same
+    /// tags, but map keys and set elements in any order (sorted here; a repeated key keeps its
+    /// last value, a repeated element is one) and `-0` read as `0`.
+    pub(crate) fn decode_host(r: &mut Reader<'_>) -> Result<Value> {
+        Self::decode_at::<true>(r, 0)
+    }
+
+    /// `HOST`: the host's order (above), else the canonical form. A constant, so the canonical
+    /// decoder (snapshot blocks, received commits) carries no test of it.
+    fn decode_at<const HOST: bool>(r: &mut Reader<'_>, depth: usize) -> Result<Value> {
         if depth > MAX_DEPTH {
             return Err(r.err("value nested too deeply"));
         }
@@ -101,41 +110,76 @@ impl Value {
             T_NULL => Value::Null,
             T_FALSE => Value::Bool(false),
             T_TRUE => Value::Bool(true),
-            T_NUMBER => {
-                let n = f64::from_bits(r.u64()?);
-                if !n.is_finite() || (n == 0.0 && n.is_sign_negative()) {
-                    return Err(r.err("non-canonical number"));
-                }
-                Value::Number(n)
-            }
+            T_NUMBER => Value::Number(decode_number::<HOST>(r)?),
             T_STRING => Value::String(Name::new(r.str()?)),
             T_LIST => {
                 let n = r.count(1, usize::MAX)?;
                 let mut l = Vec::with_capacity(n);
                 for _ in 0..n {
-                    l.push(Self::decode_at(r, depth + 1)?);
+                    l.push(Self::decode_at::<HOST>(r, depth + 1)?);
                 }
                 Value::List(l)
             }
-            T_MAP => {
-                let n = r.count(2, usize::MAX)?;
-                let mut m = Map::with_capacity(n);
-                let mut last: Option<&str> = None;
-                for _ in 0..n {
-                    let k = r.str()?;
-                    if last.is_some_and(|l| l >= k) {
-                        return Err(r.err("map keys not strictly ascending"));
-                    }
-                    last = Some(k);
-                    let v = Self::decode_at(r, depth + 1)?;
-                    m.push_ordered(Name::new(k), v);
-                }
-                Value::Map(m)
-            }
+            T_MAP => Value::Map(Self::decode_map::<HOST>(r, depth)?),
+            T_SET if HOST => Value::Set(decode_host_set(r)?),
             T_SET => Value::Set(decode_str_set(r)?),
             t => return Err(r.err(format!("unknown value tag {t}"))),
         })
     }
+
+    fn decode_map<const HOST: bool>(r: &mut Reader<'_>, depth: usize) -> Result<Map> {
+        let n = r.count(2, usize::MAX)?;
+        if HOST {
+            let mut fields = Vec::with_capacity(n);
+            for _ in 0..n {
+                let k = Name::new(r.str()?);
+                fields.push((k, Self::decode_at::<true>(r, depth + 1)?));
+            }
+            // Sorted once; of a repeated key the last value is kept.
+            return Ok(fields.into_iter().collect());
+        }
+        let mut m = Map::with_capacity(n);
+        let mut last: Option<&str> = None;
+        for _ in 0..n {
+            let k = r.str()?;
+            if last.is_some_and(|l| l >= k) {
+                return Err(r.err("map keys not strictly ascending"));
+            }
+            last = Some(k);
+            let v = Self::decode_at::<false>(r, depth + 1)?;
+            m.push_ordered(Name::new(k), v);
+        }
+        Ok(m)
+    }
+}
+
+/// A finite number; canonically never `-0`, which a host's bytes may hold (read as `0`).
+fn decode_number<const HOST: bool>(r: &mut Reader<'_>) -> Result<f64> {
+    let n = f64::from_bits(r.u64()?);
+    if !n.is_finite() {
+        return Err(r.err(if HOST {
+            "a number that is not finite"
+        } else {
+            "non-canonical number"
+        }));
+    }
+    if n == 0.0 && n.is_sign_negative() {
+        if !HOST {
+            return Err(r.err("non-canonical number"));
+        }
+        return Ok(0.0);
+    }
+    Ok(n)
+}
+
+/// A host's set: elements in any order, sorted and deduplicated.
+fn decode_host_set(r: &mut Reader<'_>) -> Result<Set> {
+    let n = r.count(1, usize::MAX)?;
+    let mut elems = Vec::with_capacity(n);
+    for _ in 0..n {
+        elems.push(Name::new(r.str()?));
+    }
+    Ok(elems.into_iter().collect())
 }
 
 fn varint_len(mut v: u64) -> usize {
