@@ -99,7 +99,7 @@ impl Txn {
 
     /// Remove one field.
     pub fn unset(&mut self, key: &str, field: &str) -> Result<&mut Self> {
-        crate::value::validate_field_name(field, key)?;
+        crate::value::validate_field_name(field, field)?;
         self.field(key, field.to_owned(), FieldWrite::Unset, true)?;
         Ok(self)
     }
@@ -141,7 +141,7 @@ impl Txn {
         add: BTreeSet<String>,
         remove: BTreeSet<String>,
     ) -> Result<&mut Self> {
-        crate::value::validate_field_name(field, key)?;
+        crate::value::validate_field_name(field, field)?;
         self.field(
             key,
             field.to_owned(),
@@ -225,7 +225,7 @@ fn apply_to_map(m: &mut Map, name: String, w: FieldWrite) {
 
 fn value_check(m: &Map) -> Result<()> {
     for (k, v) in m {
-        crate::value::validate_field_name(k, "")?;
+        crate::value::validate_field_name(k, k)?;
         v.validate(k)?;
     }
     Ok(())

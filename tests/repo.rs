@@ -87,10 +87,36 @@ fn bad_input_gets_typed_errors() {
         t.put("items/1", bad_value),
         Err(Error::InvalidValue { .. })
     ));
+    // A bad field name's error names the field, at the top and nested.
     let bad_name = map! {"a.b" => 1i64}.as_map();
     assert!(matches!(
         t.put("items/1", bad_name),
-        Err(Error::InvalidValue { .. })
+        Err(Error::InvalidValue { path, .. }) if path == "a.b"
+    ));
+    let nested = map! {"outer" => map! {"x.y" => 1i64}}.as_map();
+    assert!(matches!(
+        t.put("items/1", nested),
+        Err(Error::InvalidValue { path, .. }) if path == "outer.x.y"
+    ));
+    assert!(matches!(
+        t.unset("items/1", "p.q"),
+        Err(Error::InvalidValue { path, .. }) if path == "p.q"
+    ));
+    // A collection name no key can hold is an error, not an empty answer.
+    for bad in ["../x", "", "a b", "x/y"] {
+        assert!(
+            matches!(r.count(bad, None), Err(Error::InvalidKey { .. })),
+            "count {bad:?}"
+        );
+        assert!(
+            matches!(r.keys(bad), Err(Error::InvalidKey { .. })),
+            "keys {bad:?}"
+        );
+    }
+    let q = serde_json::json!({"collection": "../x"});
+    assert!(matches!(
+        ibexdb::Query::from_json(&q),
+        Err(Error::InvalidKey { .. })
     ));
     let mut deep = Value::Null;
     for _ in 0..40 {

@@ -367,7 +367,11 @@ fn check_keys(o: &serde_json::Map<String, J>, allowed: &[&str], what: &str) -> R
 
 fn get_collection(o: &serde_json::Map<String, J>) -> Result<String> {
     match o.get("collection") {
-        Some(J::String(s)) if !s.is_empty() => Ok(s.clone()),
+        Some(J::String(s)) if !s.is_empty() => {
+            // A name no key can hold is an error, not an empty result.
+            crate::key::validate_collection(s)?;
+            Ok(s.clone())
+        }
         Some(v) => Err(bad(format!(
             "collection must be a non-empty string, got {v}"
         ))),

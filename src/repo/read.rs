@@ -131,6 +131,7 @@ impl<S: Storage> Repo<S> {
 
     /// Number of items of `collection` matching `filter` (all of them without one).
     pub fn count(&mut self, collection: &str, filter: Option<&Filter>) -> Result<usize> {
+        crate::key::validate_collection(collection)?;
         let Some(f) = filter else {
             return self.query.count(&self.graph.state, collection, None);
         };
@@ -159,6 +160,7 @@ impl<S: Storage> Repo<S> {
 
     /// The ids of `collection`, in order.
     pub fn keys(&mut self, collection: &str) -> Result<Vec<String>> {
+        crate::key::validate_collection(collection)?;
         // After an open, the ids of items still in the snapshot are read in its blocks in
         // place (docs/design.md §8, *Scans*); a block that fails loads the collection instead.
         if let Some(ids) = self.keys_in_place(collection) {

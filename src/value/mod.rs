@@ -134,8 +134,13 @@ impl Value {
             }
             Value::Map(m) => {
                 for (k, v) in m {
-                    validate_field_name(k, path)?;
-                    v.validate_at(&format!("{path}.{k}"), depth + 1)?;
+                    let at = if path.is_empty() {
+                        k.to_string()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    validate_field_name(k, &at)?;
+                    v.validate_at(&at, depth + 1)?;
                 }
                 Ok(())
             }

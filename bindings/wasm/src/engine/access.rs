@@ -28,7 +28,9 @@ fn role(name: &str) -> Result<Role, Error> {
 impl Engine {
     /// Give the key (hex) a role (`owner`, `writer`, `reader`). Only an owner may.
     pub fn grant(&mut self, public_key: &str, role_name: &str) -> JsResult<()> {
-        let (k, r) = (key(public_key).js()?, role(role_name).js()?);
+        // The role first: a bad role is named as such whatever the key.
+        let r = role(role_name).js()?;
+        let k = key(public_key).js()?;
         self.repo_mut()?.grant(&k, r).js()?;
         Ok(())
     }
