@@ -33,10 +33,10 @@ const PKG = path.join(REPO, 'pkg');
 const REPO_GLUE = '../../pkg/';
 const PACKAGE_GLUE = './wasm/';
 /** The library files that name the glue's folder (each must, exactly that often). */
-const GLUE_REFERENCES = { 'engine.js': 3, 'policy.js': 1 };
+const GLUE_REFERENCES = { 'engine.js': 1, 'policy.js': 1, 'wasm-instance.js': 2 };
 
 /** Files with effects at import time (a bundler must keep them even when nothing is imported from them). */
-const SIDE_EFFECTS = ['./worker.js', './engine.js'];
+const SIDE_EFFECTS = ['./worker.js', './wasm-instance.js'];
 
 const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
 

@@ -42,7 +42,7 @@ test('close the browser, relaunch on the same profile, read back', async ({ base
       const db = await (window as any).ibexdb.open(name);
       for (let i = 0; i < 20; i++) await db.put(`items/${i}`, { i });
       await db.close();
-      return db.identity;
+      return db.publicKey;
     }, name);
     expect(w.problems, w.log.join('\n')).toEqual([]);
     await ctx.close();
@@ -53,7 +53,7 @@ test('close the browser, relaunch on the same profile, read back', async ({ base
     await gotoPlayground(page);
     const out = await page.evaluate(async (name) => {
       const db = await (window as any).ibexdb.open(name);
-      const r = { count: await db.count('items'), nineteen: await db.get('items/19'), identity: db.identity, verify: await db.verify() };
+      const r = { count: await db.count('items'), nineteen: await db.get('items/19'), identity: db.publicKey, verify: await db.verify() };
       await db.close();
       return r;
     }, name);

@@ -63,7 +63,7 @@ export async function example(): Promise<void> {
   await db.flush();
   const report = await db.verify();
   const info = await db.storageInfo();
-  const id: string | null = db.identity;
+  const id: string | null = db.publicKey;
   const exported = await db.exportIdentity();
   if (exported) await open('notes-copy', { identity: exported, trusted: false, recovery: 'repair', quotaBytes: 1 << 20 });
   const bundle: Uint8Array = await db.exportCommits();

@@ -14,145 +14,21 @@
 // snapshotted behind the caller's back: call `flush()` for durability, `seal()` (+ `flush()`)
 // to sign, `maybeSnapshot()` when idle. Must run in a dedicated worker (sync access handles).
 
-import { decode, decodeMany, decodeRows, encode, encodeObject, revive } from './codec.js';
+import { argCollection, argKey } from './args.js';
+import { encode, encodeObject, revive } from './codec.js';
 import { TxnBuilder } from './txn.js';
 export { TxnBuilder };
-import * as glue0 from '../../pkg/ibexdb.js';
-import { ClosedError, InvalidValueError, PanicError, fromWire } from './errors.js';
-import { compileWasm } from './loader.js';
-import { WASM_URL, checkName, snapshotDue } from './policy.js';
+import { ClosedError, InvalidValueError, PanicError } from './errors.js';
+import { formatIdentity, identityFile } from './identity-file.js';
+import { checkName, snapshotDue } from './policy.js';
 import { checkStorage, closeAll, openFiles } from './storage.js';
+import { engineError, isTrap, loadWasm, panicError } from './wasm-instance.js';
+export { preloadWasm, provideWasmModule } from './wasm-instance.js';
 
-/**
- * The wasm-bindgen glue next to the wasm (statically imported above for the first instance; a
- * fresh instance after a panic imports it again by this URL). Written as a literal relative to
- * this module so that bundlers emit the glue as a file of its own and rewrite the URL.
- */
-const PKG_JS = new URL('../../pkg/ibexdb.js', import.meta.url);
-
-/** Identities are exported as this prefix + 96 hex digits (the 48-byte P-384 secret). */
-const IDENTITY_PREFIX = 'ibexdb-identity-v1:';
-
-/** The wasm-bindgen glue module (pkg/ibexdb.js): one wasm instance per imported copy. @typedef {typeof glue0} Glue */
 /** The wasm engine of the bindings (pkg/ibexdb.d.ts); only EngineHandle calls it. @typedef {import('../../pkg/ibexdb.js').Engine} WasmEngine */
-/** @typedef {{glue: Glue, memory: WebAssembly.Memory}} Instance */
-
-/** @type {Promise<WebAssembly.Module> | null} the compiled wasm, shared by every instance */
-let compiled = null;
-/** @type {Promise<Instance> | null} the first instance */
-let first = null;
-/** Fresh instances made so far (each imports the glue under its own URL). */
-let freshInstances = 0;
-/** @type {string | null} the message of the last panic (from the bindings' panic hook) */
-let lastPanic = null;
-/** @type {any} */ (globalThis).__ibexdbPanic = (/** @type {unknown} */ msg) => {
-  lastPanic = String(msg);
-};
-
-/**
- * Use a `WebAssembly.Module` compiled elsewhere (the page compiles it once and sends it with
- * every `open`, so a worker neither fetches nor compiles). Ignored once a module is in use.
- * @param {WebAssembly.Module} module
- */
-export function provideWasmModule(module) {
-  if (compiled === null && module instanceof WebAssembly.Module) compiled = Promise.resolve(module);
-}
-
-/**
- * Start fetching, compiling and instantiating the wasm now (e.g. while a lock is awaited);
- * the next open uses it. Errors surface at that open.
- */
-export function preloadWasm() {
-  loadWasm(false).catch(() => {});
-}
-
-/**
- * Load a wasm instance. `fresh` forces a new instance (after a trap the old one is unusable):
- * the glue module is imported again under a new URL so it holds a new instance, compiled from
- * the same WebAssembly.Module.
- * @param {boolean} fresh
- * @returns {Promise<Instance>}
- */
-function loadWasm(fresh) {
-  if (fresh) freshInstances++;
-  if (freshInstances === 0 && first) return first;
-  compiled ??= compileWasm(WASM_URL).catch((e) => {
-    compiled = null;
-    throw e;
-  });
-  const p = instantiate(freshInstances === 0 ? PKG_JS.href : `${PKG_JS.href}?instance=${freshInstances}`);
-  if (freshInstances === 0) {
-    first = p;
-    p.catch(() => {
-      first = null;
-    });
-  }
-  return p;
-}
-
-/**
- * @param {string} url the glue module (one instance per URL)
- * @returns {Promise<Instance>}
- */
-async function instantiate(url) {
-  // The first instance uses the statically imported glue (fetched with this module).
-  /** @type {Glue} */
-  const glue =
-    url === PKG_JS.href
-      ? glue0
-      : await import(url).catch((e) => {
-          throw new PanicError(`the engine panicked and cannot be restarted: a fresh copy of its glue (${url}) did not load (${e?.message ?? e}); reopen the database`);
-        });
-  const exports = await glue.default({ module_or_path: await compiled });
-  return { glue, memory: /** @type {WebAssembly.Memory} */ (exports.memory) };
-}
-
-/**
- * The repository's identity from its OPFS file: the 48-byte secret, then (since 2026-11-25) its
- * 49-byte compressed public key, so that an open need not derive it (a scalar multiplication,
- * ~3 ms in wasm; the engine checks the two agree before its first write). A file of the secret
- * alone, a new identity, or one given in `options.identity` is written back with both.
- * @param {any} idh the file's sync access handle
- * @param {string | undefined} given an exported identity (`options.identity`)
- * @param {any} glue the wasm glue (`Engine.identityFromEntropy`, `Engine.publicKeyOf`)
- * @returns {{secret: Uint8Array, publicKey: Uint8Array}}
- */
-function identityFile(idh, given, glue) {
-  const size = idh.getSize();
-  /** @type {Uint8Array | null} */
-  let stored = null;
-  /** @type {Uint8Array | null} */
-  let storedPublic = null;
-  if (size === 48 || size === 48 + 49) {
-    stored = new Uint8Array(48);
-    idh.read(stored, { at: 0 });
-    if (size === 48 + 49) {
-      storedPublic = new Uint8Array(49);
-      idh.read(storedPublic, { at: 48 });
-    }
-  }
-  const secret = given !== undefined
-    ? parseIdentity(given)
-    : stored ?? glue.Engine.identityFromEntropy(crypto.getRandomValues(new Uint8Array(48)));
-  const same = stored !== null && stored.every((b, i) => b === secret[i]);
-  if (same && storedPublic) return { secret, publicKey: storedPublic };
-  // Derives the public key; throws SignatureError for a secret out of range.
-  const hex = glue.Engine.publicKeyOf(secret);
-  const publicKey = new Uint8Array(49);
-  for (let i = 0; i < 49; i++) publicKey[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
-  // Overwrite in place, then trim: never a moment where the file lacks the secret, so a crash
-  // here cannot make the next open mint a new identity.
-  const both = new Uint8Array(48 + 49);
-  both.set(secret, 0);
-  both.set(publicKey, 48);
-  idh.write(both, { at: 0 });
-  idh.truncate(48 + 49);
-  idh.flush();
-  return { secret, publicKey };
-}
+/** @typedef {import('./wasm-instance.js').Glue} Glue */
 
 const utf8 = new TextDecoder();
-const UTF8 = new TextEncoder();
 
 /**
  * Bytes the glue returned: wasm-bindgen copies them out of wasm memory into a new ArrayBuffer
@@ -161,42 +37,6 @@ const UTF8 = new TextEncoder();
  * @returns {Uint8Array<ArrayBuffer>}
  */
 const wasmBytes = (bytes) => /** @type {Uint8Array<ArrayBuffer>} */ (bytes);
-
-/** @param {string} text */
-function parseIdentity(text) {
-  if (typeof text !== 'string' || !text.startsWith(IDENTITY_PREFIX) || !/^[0-9a-f]{96}$/i.test(text.slice(IDENTITY_PREFIX.length))) {
-    throw new InvalidValueError(`options.identity must be a string from exportIdentity() ("${IDENTITY_PREFIX}" + 96 hex digits)`, { path: 'options.identity' });
-  }
-  const hex = text.slice(IDENTITY_PREFIX.length);
-  const out = new Uint8Array(48);
-  for (let i = 0; i < 48; i++) out[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
-  return out;
-}
-
-/** @param {Uint8Array} secret */
-function formatIdentity(secret) {
-  return IDENTITY_PREFIX + Array.from(secret, (b) => b.toString(16).padStart(2, '0')).join('');
-}
-
-/**
- * Turn a thrown value from the wasm glue into an ibexdb error (traps become PanicError and mark
- * the handle dead).
- * @param {any} e
- * @param {EngineHandle} eng
- * @returns {unknown}
- */
-function rethrow(e, eng) {
-  if (e instanceof WebAssembly.RuntimeError || (e instanceof Error && e.name === 'Error' && /recursive use of an object|unreachable/.test(e.message))) {
-    eng._dead = true;
-    const msg = lastPanic ?? String(e.message ?? e);
-    lastPanic = null;
-    return new PanicError(`the engine panicked: ${msg}`);
-  }
-  if (e && typeof e === 'object' && typeof e.name === 'string' && e.name.endsWith('Error') && e.name !== 'Error') {
-    return fromWire(/** @type {any} */ ({ ...e, name: e.name, message: e.message }));
-  }
-  return e;
-}
 
 /**
  * @typedef {object} EngineOptions
@@ -226,14 +66,6 @@ function rethrow(e, eng) {
  */
 
 /**
- * Where sync stands with one server, as persisted in the repository's `sync` file.
- * @typedef {object} SyncPosition
- * @property {string} url the server (normalized: `new URL(url).href`)
- * @property {number} cursor the last server sequence received (and flushed)
- * @property {number} pushFrom local commit-table entries before it are known to the server
- */
-
-/**
  * Sizes and counters of an open repository (`Engine.stats` of the bindings).
  * @typedef {object} EngineStats
  * @property {number} logBytes
@@ -253,11 +85,10 @@ function rethrow(e, eng) {
  * benchmark adapter need is a method here, and every call goes through the same error mapping
  * (core errors become `IbexError` subclasses, traps become `PanicError` and mark the handle dead).
  *
- * Two forms of the same operations:
- * - values: `get`, `getMany`, `put`, `update`, `query`, … take and return JS values (encoded and
- *   decoded with codec.js);
- * - JSON text (`…Json`): take and return the engine's JSON text unchanged, as it travels between
- *   the page and the worker (the worker never decodes what it only passes on).
+ * Values and queries cross as JSON text (`…Json`: the worker passes on what the page encoded,
+ * and the page decodes the answer); `get`, `put`, `count`, `keys`, `defineSchema` and
+ * `transaction` also take JS values, for code that uses the engine directly (the benchmark).
+ * Keys and collections are checked to be strings before they reach the wasm engine (args.js).
  *
  * Reads, writes and maintenance are synchronous; only `close()` and `recover()` are async.
  * Nothing is flushed, sealed or snapshotted behind the caller's back: the worker decides when
@@ -280,8 +111,8 @@ export class EngineHandle {
     this._builder = null;
     this._dead = false;
     this._generation = 0;
-    /** @type {string|null} public key hex (null in trusted mode) */
-    this.identity = null;
+    /** @type {string|null} this repository's public key, hex (null in trusted mode) */
+    this.publicKey = null;
     /**
      * Where the last open's time went (ms): acquiring the OPFS files' sync access handles, then
      * waiting for the wasm instance, then the engine's own open (identity, snapshot meta, log).
@@ -297,8 +128,8 @@ export class EngineHandle {
     this._slot = 0;
     /** @type {Glue | null} the glue module of the instance (its static functions) */
     this._glue = null;
-    /** @type {any} the `sync` file's access handle, once opened (also in `_handles`) */
-    this._syncHandle = null;
+    /** @type {Map<string, any>} files opened after the open (`file()`), also in `_handles` */
+    this._extraFiles = new Map();
     /** @type {(() => void) | null} called after every successful flush (sync captures its durable position) */
     this.afterFlush = null;
   }
@@ -339,7 +170,7 @@ export class EngineHandle {
       try {
         this._raw = glue.Engine.open(log, snap, engineOpts, secret, publicKey);
       } catch (e) {
-        throw rethrow(e, this);
+        throw isTrap(e) ? panicError(e) : engineError(e);
       }
       this._handles = handles;
       this._glue = glue;
@@ -348,7 +179,7 @@ export class EngineHandle {
       this._memory = memory;
       this._u8 = new Uint8Array(0);
       this._slot = this._raw.outSlot() >>> 2;
-      this.identity = this._raw.identity() ?? null;
+      this.publicKey = this._raw.publicKey() ?? null;
       for (const [c, s] of this._schemas) this._raw.defineSchema(c, s);
       this.openMs = { files: t1 - t0, wasm: t2 - t1, engine: performance.now() - t2 };
     } catch (e) {
@@ -369,7 +200,11 @@ export class EngineHandle {
     try {
       return f(this._raw);
     } catch (e) {
-      throw rethrow(e, this);
+      if (isTrap(e)) {
+        this._dead = true;
+        throw panicError(e);
+      }
+      throw engineError(e);
     }
   }
 
@@ -411,7 +246,7 @@ export class EngineHandle {
   _release() {
     closeAll(this._handles);
     this._handles = [];
-    this._syncHandle = null;
+    this._extraFiles.clear();
   }
 
   // ----- reads -------------------------------------------------------------------------
@@ -433,6 +268,7 @@ export class EngineHandle {
   }
   /** @param {string} key @returns {any} the item, or undefined */
   get(key) {
+    argKey('get', key);
     const st = this._call((r) => r.getInto(key));
     if (st === 0) return undefined;
     const v = JSON.parse(this._outText());
@@ -441,27 +277,16 @@ export class EngineHandle {
   }
   /** @param {string} key @returns {string | undefined} the item's JSON text */
   getJson(key) {
+    argKey('get', key);
     return this._call((r) => r.getInto(key)) === 0 ? undefined : this._outText();
-  }
-  /** @param {string[]} keys @returns {any[]} the items, undefined where missing */
-  getMany(keys) {
-    return decodeMany(this.getManyJson(JSON.stringify(keys)));
   }
   /** @param {string} keysJson a JSON array of keys @returns {string} a JSON array, null where missing */
   getManyJson(keysJson) {
     return this._call((r) => r.getMany(keysJson));
   }
-  /** @param {object} q @returns {{id: string, value: any}[]} */
-  query(q) {
-    return decodeRows(this.queryJson(encode(q, 'query')));
-  }
   /** @param {string} qJson @returns {string} `[[id, value], ...]` */
   queryJson(qJson) {
     return this._call((r) => r.query(qJson));
-  }
-  /** @param {object} q @returns {Record<string, unknown>} the plan */
-  explain(q) {
-    return JSON.parse(this.explainJson(encode(q, 'query')));
   }
   /** @param {string} qJson @returns {string} */
   explainJson(qJson) {
@@ -473,6 +298,7 @@ export class EngineHandle {
   }
   /** @param {string} collection @param {string | null} [whereJson] @returns {number} */
   countJson(collection, whereJson) {
+    argCollection('count', collection);
     return this._call((r) => r.count(collection, whereJson ?? undefined));
   }
   /** @param {string} collection @returns {string[]} */
@@ -481,22 +307,16 @@ export class EngineHandle {
   }
   /** @param {string} collection @returns {string} a JSON array of ids */
   keysJson(collection) {
+    argCollection('keys', collection);
     return this._call((r) => r.keys(collection));
-  }
-  /** @param {object} q @returns {any} */
-  aggregate(q) {
-    return decode(this.aggregateJson(encode(q, 'aggregate')));
   }
   /** @param {string} qJson @returns {string} */
   aggregateJson(qJson) {
     return this._call((r) => r.aggregate(qJson));
   }
-  /** @param {string} key @returns {any[]} */
-  history(key) {
-    return decode(this.historyJson(key));
-  }
   /** @param {string} key @returns {string} */
   historyJson(key) {
+    argKey('history', key);
     return this._call((r) => r.history(key));
   }
 
@@ -508,26 +328,24 @@ export class EngineHandle {
   }
   /** @param {string} key @param {string} valueJson */
   putJson(key, valueJson) {
+    argKey('put', key);
     this._call((r) => r.put(key, valueJson));
-  }
-  /** @param {string} key @param {object} fields */
-  update(key, fields) {
-    this.updateJson(key, encodeObject(fields, key));
   }
   /** @param {string} key @param {string} fieldsJson */
   updateJson(key, fieldsJson) {
+    argKey('update', key);
     this._call((r) => r.update(key, fieldsJson));
   }
   /** @param {string} key */
   delete(key) {
+    argKey('delete', key);
     this._call((r) => r.delete(key));
   }
   /**
    * One atomic commit. `ops` is a function receiving a `TxnBuilder` (put / update / delete /
-   * unset / setAdd / setRemove), a builder, the bytes a builder made (`tx.bytes()`: how the
-   * page hands a transaction to the worker), or the JSON text of an op list
-   * (`[["put", key, value], …]`, docs/design.md §3.3).
-   * @param {((tx: TxnBuilder) => void) | TxnBuilder | Uint8Array | string} ops
+   * unset / setAdd / setRemove), a builder, or the bytes a builder made (`tx.bytes()`: how the
+   * page hands a transaction to the worker; docs/design.md §3.3).
+   * @param {((tx: TxnBuilder) => void) | TxnBuilder | Uint8Array} ops
    */
   transaction(ops) {
     if (typeof ops === 'function') {
@@ -546,13 +364,8 @@ export class EngineHandle {
     if (ops instanceof Uint8Array) {
       const bytes = ops;
       this._call((r) => r.transactBytes(bytes));
-    } else if (typeof ops === 'string') {
-      // As UTF-8 bytes: the engine takes a transaction's text as bytes (TextEncoder is native;
-      // wasm-bindgen would copy a string in a JS loop).
-      const text = UTF8.encode(ops);
-      this._call((r) => r.transact(text));
     } else {
-      throw new InvalidValueError(`a transaction is a function, a TxnBuilder, its bytes or its JSON text, got ${ops === null ? 'null' : typeof ops}`, { path: '' });
+      throw new InvalidValueError(`transaction(ops): ops must be a function, a TxnBuilder or its bytes, got ${ops === null ? 'null' : typeof ops}`, { path: 'ops', argument: 'ops' });
     }
   }
   /** @param {string} collection @param {object} schema */
@@ -565,6 +378,7 @@ export class EngineHandle {
    * @param {string} collection @param {string} schemaJson
    */
   defineSchemaJson(collection, schemaJson) {
+    argCollection('defineSchema', collection);
     this._call((r) => r.defineSchema(collection, schemaJson));
     this._schemas.set(collection, schemaJson);
   }
@@ -577,9 +391,12 @@ export class EngineHandle {
    * @param {string} qJson @returns {{id: number, rowsJson: string}}
    */
   subscribeJson(qJson) {
-    const out = this._call((r) => r.subscribe(qJson));
-    const i = out.indexOf(',"rows":');
-    return { id: Number(out.slice(6, i)), rowsJson: out.slice(i + 8, -1) };
+    const live = this._call((r) => r.subscribe(qJson));
+    try {
+      return { id: live.id, rowsJson: live.takeRows() };
+    } finally {
+      live.free();
+    }
   }
   /** @param {number} id @returns {boolean} whether it existed */
   unsubscribe(id) {
@@ -647,10 +464,6 @@ export class EngineHandle {
     }
     return false;
   }
-  /** @returns {import('./ibexdb.js').VerifyReport} */
-  verify() {
-    return JSON.parse(this.verifyJson());
-  }
   /** @returns {string} */
   verifyJson() {
     return this._call((r) => r.verify());
@@ -688,18 +501,14 @@ export class EngineHandle {
   // ----- exchange and identity ---------------------------------------------------------
 
   /** @returns {Uint8Array} every commit and seal (for another peer's `receive`) */
-  exportBundle() {
+  exportCommits() {
     // Nothing leaves the device unsigned: seal (and flush the seal) first.
     if (this.seal() > 0) this.flush();
-    return this._call((r) => r.exportBundle());
+    return this._call((r) => r.exportCommits());
   }
-  /** @param {Uint8Array} bundle @returns {import('./ibexdb.js').ReceiveReport} */
-  receiveBundle(bundle) {
-    return JSON.parse(this.receiveBundleJson(bundle));
-  }
-  /** @param {Uint8Array} bundle @returns {string} */
-  receiveBundleJson(bundle) {
-    return this._call((r) => r.receiveBundle(bundle));
+  /** Verify and apply another replica's `exportCommits()` (all or nothing). @param {Uint8Array} bundle @returns {string} the report (JSON) */
+  receiveJson(bundle) {
+    return this._call((r) => r.receive(bundle));
   }
   /** The identity secret in exportable form (null in trusted mode). */
   exportIdentity() {
@@ -709,7 +518,7 @@ export class EngineHandle {
 
   // ----- access list (docs/design.md §6.4; each change is one ordinary commit) -----------
 
-  /** Give a key (98 hex digits) a role. @param {string} publicKey @param {'owner' | 'writer' | 'reader'} role */
+  /** Give a key (98 hex digits) a role (`owner`, `writer`, `reader`; the engine checks both). @param {string} publicKey @param {string} role */
   grant(publicKey, role) {
     this._call((r) => r.grant(publicKey, role));
   }
@@ -784,51 +593,24 @@ export class EngineHandle {
   }
 
   /**
-   * The sync position persisted with the repository (the `sync` file next to the log), or
-   * null when there is none (or it does not parse: then sync starts from 0/0, which is only
-   * slower). Opens the file on first use.
-   * @returns {Promise<SyncPosition | null>}
+   * A file of the repository beside its log (e.g. `sync`, worker/sync-position.js), opened
+   * with a sync access handle on first use and released with the others.
+   * @param {string} name
+   * @returns {Promise<any>} the file's sync access handle
    */
-  async syncLoad() {
-    const h = await this._syncFile();
-    const size = h.getSize();
-    if (size === 0 || size > 4096) return null;
-    const buf = new Uint8Array(size);
-    h.read(buf, { at: 0 });
-    try {
-      const v = JSON.parse(utf8.decode(buf));
-      const ok = v && v.v === 1 && typeof v.url === 'string' && Number.isSafeInteger(v.cursor) && Number.isSafeInteger(v.pushFrom) && v.cursor >= 0 && v.pushFrom >= 0;
-      return ok ? { url: v.url, cursor: v.cursor, pushFrom: v.pushFrom } : null;
-    } catch {
-      return null;
-    }
-  }
-  /**
-   * Persist a sync position. It must describe flushed state only (the worker captures it
-   * right after a flush): a cursor past what the log holds would skip commits after a crash.
-   * A torn write leaves a file that does not parse, i.e. a restart from 0/0.
-   * @param {SyncPosition} pos
-   */
-  async syncSave(pos) {
-    const h = await this._syncFile();
-    const bytes = new TextEncoder().encode(JSON.stringify({ v: 1, url: pos.url, cursor: pos.cursor, pushFrom: pos.pushFrom }));
-    h.write(bytes, { at: 0 });
-    h.truncate(bytes.length);
-    h.flush();
-  }
-  /** The `sync` file's access handle (opened on first use, released with the others). */
-  async _syncFile() {
+  async file(name) {
     if (this._raw === null) throw new ClosedError(`repository ${this.name} is closed`);
-    if (!this._syncHandle) {
-      const [h] = await openFiles(this.name, ['sync']);
+    let h = this._extraFiles.get(name);
+    if (!h) {
+      [h] = await openFiles(this.name, [name]);
       if (this._raw === null) {
         closeAll([h]);
         throw new ClosedError(`repository ${this.name} is closed`);
       }
-      this._syncHandle = h;
+      this._extraFiles.set(name, h);
       this._handles.push(h);
     }
-    return this._syncHandle;
+    return h;
   }
 
   /**

@@ -249,9 +249,11 @@ export interface Transaction {
 
 export declare class Database {
   readonly name: string;
-  /** Public key (hex) signing this repository's commits; null in trusted mode. */
-  readonly identity: string | null;
-  /** This device's public key (98 hex digits; the same as `identity`): what an owner passes to `grant`. */
+  /**
+   * This device's public key for this repository (98 hex digits, a compressed P-384 point): it
+   * signs the commits made here, and it is what another replica's owner passes to `grant`. Null
+   * in trusted mode. (Its secret half is the identity: `exportIdentity()`, `options.identity`.)
+   */
   readonly publicKey: string | null;
   readonly trusted: boolean;
   readonly durability: 'flush' | 'relaxed';

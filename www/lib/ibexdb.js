@@ -10,35 +10,28 @@
 // keeps its files in OPFS. Calls made in the same tick travel to the worker as one message and
 // come back as one (with durability 'flush' they also share one OPFS flush). Types: ibexdb.d.ts.
 
+import { argBoolean, argCollection, argFunction, argKey, argKeys, argObject, argPublicKey, argQuery, argString, argWhere, describe, isPlainObject } from './args.js';
 import { decode, decodeMany, decodeRows, encode, encodeObject } from './codec.js';
 import { TxnBuilder } from './txn.js';
-import { ClosedError, IbexError, InvalidKeyError, InvalidValueError, StorageUnavailableError, fromWire } from './errors.js';
+import { ClosedError, IbexError, InvalidValueError, StorageUnavailableError, fromWire } from './errors.js';
+import { LiveQuery, applyChange, publicChange } from './live-query.js';
 import { checkEnvironment, compileWasm, startWorker, watchViolations, workerFailure } from './loader.js';
 import { MAX_SYNC_URLS, WASM_URL, checkName, isSyncUrls } from './policy.js';
 
 export * from './errors.js';
 
 /** @typedef {import('./ibexdb.js').Item} Item */
-/** @typedef {import('./ibexdb.js').Row} Row */
-/**
- * @template {Item} [T=Item]
- * @typedef {import('./ibexdb.js').LiveQuery<T>} PublicLiveQuery
- */
 /** @typedef {import('./ibexdb.js').Database} PublicDatabase */
-/** @typedef {import('./ibexdb.js').LiveChange} LiveChange */
 /** @typedef {import('./ibexdb.js').OpenOptions} OpenOptions */
 /** @typedef {import('./errors.js').WireError} WireError */
-
+/** @typedef {import('./live-query.js').WireChange} WireChange */
+/** An op of the worker (worker/ops.js): a public method's name. @typedef {import('./worker/ops.js').OpName} OpName */
 /**
- * A live-query change as the engine sends it: `[id, value, pos]` rows, `[id, from, to]` moves.
- * @typedef {object} WireChange
- * @property {[string, any, number][]} added
- * @property {string[]} removed
- * @property {[string, any, number][]} changed
- * @property {[string, number, number][]} moved
+ * @template {OpName} K
+ * @typedef {import('./worker/ops.js').OpArgs<K>} OpArgs
  */
 
-/** What the worker said when it opened the repository. @typedef {{identity: string | null, trusted: boolean, role: 'owner' | 'client', sync?: WireSyncStatus | null}} OpenInfo */
+/** What the worker said when it opened the repository. @typedef {{publicKey: string | null, trusted: boolean, role: 'owner' | 'client', sync?: WireSyncStatus | null}} OpenInfo */
 /** @typedef {import('./ibexdb.js').SyncStatus} SyncStatus */
 /** A sync status as the worker sends it (`lastError` in wire form). @typedef {Omit<SyncStatus, 'lastError'> & {lastError: WireError | null}} WireSyncStatus */
 
@@ -90,84 +83,6 @@ const parseJson = (t) => JSON.parse(t);
 const none = () => undefined;
 
 /**
- * Apply one live-query change to the previous rows (see LiveChange in the core): replace the
- * values of `changed`, drop `removed` and `moved`, insert `added` and `moved` at their new
- * positions in ascending order.
- * @param {Row[]} rows
- * @param {WireChange} ch
- * @returns {Row[]}
- */
-function applyChange(rows, ch) {
-  const changed = new Map();
-  for (const [id, value] of ch.changed) changed.set(id, value);
-  const removed = new Set(ch.removed);
-  const moved = new Set();
-  for (const [id] of ch.moved) moved.add(id);
-  /** @type {Row[]} */
-  const out = [];
-  /** @type {Map<string, Row>} */
-  const moving = new Map();
-  for (const r of rows) {
-    const row = changed.has(r.id) ? { id: r.id, value: changed.get(r.id) } : r;
-    if (moved.has(r.id)) moving.set(r.id, row);
-    else if (!removed.has(r.id)) out.push(row);
-  }
-  /** @type {[number, Row][]} */
-  const ins = [];
-  for (const [id, value, pos] of ch.added) ins.push([pos, { id, value }]);
-  for (const [id, , to] of ch.moved) ins.push([to, moving.get(id) ?? { id, value: changed.get(id) }]);
-  ins.sort((a, b) => a[0] - b[0]);
-  for (const [p, row] of ins) out.splice(Math.min(p, out.length), 0, row);
-  return out;
-}
-
-/**
- * A live query: `results` is always the latest snapshot (replaced, never mutated).
- * @template {Item} [T=Item]
- * @implements {PublicLiveQuery<T>}
- */
-class LiveQuery {
-  /**
-   * @param {Database} db
-   * @param {number} subId this page's id for it
-   * @param {((rows: import('./ibexdb.js').Row<T>[], change: import('./ibexdb.js').LiveChange<T> | null) => void) | undefined} onChange
-   */
-  constructor(db, subId, onChange) {
-    this._db = db;
-    this._subId = subId;
-    this._onChange = onChange;
-    /** @type {import('./ibexdb.js').Row<T>[]} */
-    this.results = [];
-    this._epoch = '';
-    this._liveId = -1;
-    this.closed = false;
-  }
-
-  /** @param {import('./ibexdb.js').Row<T>[]} rows @param {import('./ibexdb.js').LiveChange<T> | null} change */
-  _set(rows, change) {
-    this.results = rows;
-    if (this._onChange) {
-      try {
-        this._onChange(rows, change);
-      } catch (e) {
-        // An app callback error must not break delivery to other live queries.
-        queueMicrotask(() => {
-          throw e;
-        });
-      }
-    }
-  }
-
-  /** Stop receiving updates. */
-  close() {
-    if (this.closed) return;
-    this.closed = true;
-    this._db._live.delete(this._subId);
-    if (!this._db._closed) this._db._send('unsubscribe', [this._subId], none).catch(() => {});
-  }
-}
-
-/**
  * An open database (one repository). Create with `open()`.
  * @implements {PublicDatabase}
  */
@@ -181,15 +96,19 @@ export class Database {
    */
   constructor(name, worker, info, durability, onError) {
     this.name = name;
-    /** Public key (hex) that signs this repository's commits; null in trusted mode. */
-    this.identity = info.identity ?? null;
+    /**
+     * This device's public key for this repository (98 hex digits, a compressed P-384 point):
+     * it signs the commits made here, and it is what another replica's owner passes to
+     * `grant`. Null in trusted mode.
+     */
+    this.publicKey = info.publicKey ?? null;
     this.trusted = !!info.trusted;
     this.durability = durability;
     this._worker = worker;
     this._role = info.role;
     this._onError = onError;
     this._seq = 0;
-    /** @type {[number, string, ...unknown[]][]} calls of this tick, not sent yet */
+    /** @type {[number, OpName, ...unknown[]][]} calls of this tick, not sent yet */
     this._queue = [];
     /** @type {ArrayBuffer[]} buffers of this tick's calls, transferred with them */
     this._transfer = [];
@@ -221,18 +140,11 @@ export class Database {
   }
 
   /**
-   * This device's public key for this repository (98 hex digits, a compressed P-384 point):
-   * what another replica's owner passes to `grant`. Null in trusted mode.
-   */
-  get publicKey() {
-    return this.identity;
-  }
-
-  /**
    * Queue one call for this tick's batch.
+   * @template {OpName} K
    * @template T
-   * @param {string} op
-   * @param {unknown[]} args
+   * @param {K} op
+   * @param {OpArgs<K>} args
    * @param {(payload: any) => T} dec decodes the worker's payload
    * @returns {Promise<T>}
    */
@@ -324,14 +236,7 @@ export class Database {
         byId ??= new Map(decode(m.changes));
         const ch = byId.get(lq._liveId);
         if (!ch) continue;
-        /** @type {LiveChange} */
-        const change = {
-          added: ch.added.map(([id, value, pos]) => ({ id, value, pos })),
-          removed: ch.removed,
-          changed: ch.changed.map(([id, value, pos]) => ({ id, value, pos })),
-          moved: ch.moved.map(([id, from, to]) => ({ id, from, to })),
-        };
-        lq._set(applyChange(lq.results, ch), change);
+        lq._set(applyChange(lq.results, ch), publicChange(ch));
       }
     }
   }
@@ -364,13 +269,15 @@ export class Database {
 
   /** The item at `key` (`collection/id`), or undefined. @param {string} key @returns {Promise<any>} */
   get(key) {
-    return this._send('get', [key], decode);
+    return this._checked(() => argKey('get', key), () => this._send('get', [key], decode));
   }
 
   /** Items at `keys` (undefined where missing), in order. @param {string[]} keys @returns {Promise<any[]>} */
   getMany(keys) {
-    if (!Array.isArray(keys)) return Promise.reject(new InvalidKeyError('getMany needs an array of keys'));
-    return this._send('getMany', [JSON.stringify(keys)], decodeMany);
+    return this._checked(() => {
+      argKeys('getMany', keys);
+      return JSON.stringify(keys);
+    }, (t) => this._send('getMany', [t], decodeMany));
   }
 
   /**
@@ -380,12 +287,12 @@ export class Database {
    * @returns {Promise<import('./ibexdb.js').Row<T>[]>}
    */
   query(q) {
-    return this._encoded(() => encode(q, 'query'), (t) => this._send('query', [t], decodeRows));
+    return this._checked(() => queryText('query', q), (t) => this._send('query', [t], decodeRows));
   }
 
   /** The plan the engine would use for a query. @param {import('./ibexdb.js').Query} q @returns {Promise<Record<string, unknown>>} */
   explain(q) {
-    return this._encoded(() => encode(q, 'query'), (t) => this._send('explain', [t], parseJson));
+    return this._checked(() => queryText('explain', q), (t) => this._send('explain', [t], parseJson));
   }
 
   /**
@@ -393,15 +300,19 @@ export class Database {
    * @param {string} collection @param {import('./ibexdb.js').Where} [where] @returns {Promise<number>}
    */
   count(collection, where) {
-    return this._encoded(
-      () => (where === undefined ? null : encode(where, 'where')),
+    return this._checked(
+      () => {
+        argCollection('count', collection);
+        argWhere('count', where);
+        return where === undefined ? null : encode(where, 'where');
+      },
       (t) => this._send('count', [collection, t], identity),
     );
   }
 
   /** Ids of the items in `collection`, in order. @param {string} collection @returns {Promise<string[]>} */
   keys(collection) {
-    return this._send('keys', [collection], parseJson);
+    return this._checked(() => argCollection('keys', collection), () => this._send('keys', [collection], parseJson));
   }
 
   /**
@@ -409,7 +320,7 @@ export class Database {
    * @param {import('./ibexdb.js').AggregateQuery} q @returns {Promise<Record<string, import('./ibexdb.js').Value>>}
    */
   aggregate(q) {
-    return this._encoded(() => encode(q, 'aggregate'), (t) => this._send('aggregate', [t], decode));
+    return this._checked(() => queryText('aggregate', q), (t) => this._send('aggregate', [t], decode));
   }
 
   /**
@@ -422,14 +333,17 @@ export class Database {
    * @returns {Promise<LiveQuery<T>>}
    */
   live(q, onChange) {
-    return this._encoded(
-      () => encode(q, 'query'),
+    return this._checked(
+      () => {
+        argFunction('live', onChange, 'onChange', true);
+        return queryText('live', q);
+      },
       (t) => {
         const subId = this._nextSub++;
         /** @type {LiveQuery<T>} */
-        const lq = new LiveQuery(this, subId, onChange);
+        const lq = new LiveQuery(() => this._closeLive(subId), onChange);
         this._live.set(subId, lq);
-        return this._send('subscribe', [subId, t], /** @type {(p: [string, number, string]) => [string, number, string]} */ (identity)).then(
+        return this._send('live', [subId, t], /** @type {(p: [string, number, string]) => [string, number, string]} */ (identity)).then(
           ([epoch, liveId, rowsJson]) => {
             lq._epoch = epoch;
             lq._liveId = liveId;
@@ -446,16 +360,26 @@ export class Database {
     );
   }
 
+  /** A live query was closed: forget it here and in the worker. @param {number} subId */
+  _closeLive(subId) {
+    this._live.delete(subId);
+    if (!this._closed) this._send('unsubscribe', [subId], none).catch(() => {});
+  }
+
   /** The commits that changed `key`, oldest first. @param {string} key @returns {Promise<import('./ibexdb.js').HistoryEntry[]>} */
   history(key) {
-    return this._send('history', [key], decode);
+    return this._checked(() => argKey('history', key), () => this._send('history', [key], decode));
   }
 
   // ----- writes ------------------------------------------------------------------------
 
   /** Replace the item at `key`. @param {string} key @param {import('./ibexdb.js').Item} value @returns {Promise<void>} */
   put(key, value) {
-    return this._encoded(() => encodeObject(value, key), (t) => this._send('put', [key, t], none));
+    return this._checked(() => {
+      argKey('put', key);
+      argObject('put', value, 'value', 'an item (a plain object)');
+      return encodeObject(value, key);
+    }, (t) => this._send('put', [key, t], none));
   }
 
   /**
@@ -463,12 +387,16 @@ export class Database {
    * @param {string} key @param {import('./ibexdb.js').Item} fields @returns {Promise<void>}
    */
   update(key, fields) {
-    return this._encoded(() => encodeObject(fields, key), (t) => this._send('update', [key, t], none));
+    return this._checked(() => {
+      argKey('update', key);
+      argObject('update', fields, 'fields', 'an item (a plain object)');
+      return encodeObject(fields, key);
+    }, (t) => this._send('update', [key, t], none));
   }
 
   /** Delete the item at `key`. @param {string} key @returns {Promise<void>} */
   delete(key) {
-    return this._send('delete', [key], none);
+    return this._checked(() => argKey('delete', key), () => this._send('delete', [key], none));
   }
 
   /**
@@ -483,9 +411,10 @@ export class Database {
     /** @type {R} */
     let ret;
     try {
+      argFunction('transaction', fn, 'fn');
       ret = fn(tx);
       if (ret && typeof (/** @type {any} */ (ret)).then === 'function') {
-        throw new TypeError('the transaction callback must be synchronous (collect writes, then await the transaction)');
+        throw new InvalidValueError('transaction(fn): fn must be synchronous (collect writes, then await the transaction)', { path: 'fn', argument: 'fn' });
       }
     } catch (e) {
       return Promise.reject(e);
@@ -494,7 +423,7 @@ export class Database {
     // The bytes' buffer is transferred to the worker, not copied.
     const bytes = tx.bytes();
     this._transfer.push(bytes.buffer);
-    return this._send('txn', [bytes], () => ret);
+    return this._send('transaction', [bytes], () => ret);
   }
 
   /**
@@ -502,7 +431,11 @@ export class Database {
    * @param {string} collection @param {import('./ibexdb.js').Schema} schema @returns {Promise<void>}
    */
   defineSchema(collection, schema) {
-    return this._encoded(() => JSON.stringify(schema), (t) => this._send('defineSchema', [collection, t], none));
+    return this._checked(() => {
+      argCollection('defineSchema', collection);
+      argObject('defineSchema', schema, 'schema', 'a schema object {fields?, indexes?, allowOtherFields?}');
+      return encode(schema, 'schema');
+    }, (t) => this._send('defineSchema', [collection, t], none));
   }
 
   // ----- durability, integrity, identity, storage --------------------------------------
@@ -524,7 +457,7 @@ export class Database {
 
   /** Every commit and seal of this repository as bytes (for another replica's `receive`). @returns {Promise<Uint8Array<ArrayBuffer>>} */
   exportCommits() {
-    return this._send('export', [], identity);
+    return this._send('exportCommits', [], identity);
   }
 
   /**
@@ -532,7 +465,9 @@ export class Database {
    * @param {Uint8Array} bundle @returns {Promise<import('./ibexdb.js').ReceiveReport>}
    */
   receive(bundle) {
-    if (!(bundle instanceof Uint8Array)) return Promise.reject(new InvalidValueError('receive needs a Uint8Array from exportCommits()'));
+    if (!(bundle instanceof Uint8Array)) {
+      return Promise.reject(new InvalidValueError(`receive(bundle): bundle must be a Uint8Array from exportCommits(), got ${describe(bundle)}`, { path: 'bundle', argument: 'bundle' }));
+    }
     return this._send('receive', [bundle], parseJson);
   }
 
@@ -546,12 +481,15 @@ export class Database {
    * @param {string} publicKey @param {import('./ibexdb.js').Role} role @returns {Promise<void>}
    */
   grant(publicKey, role) {
-    return this._send('grant', [publicKey, role], none);
+    return this._checked(() => {
+      argPublicKey('grant', publicKey);
+      argString('grant', role, 'role', "a role: 'owner', 'writer' or 'reader'");
+    }, () => this._send('grant', [publicKey, role], none));
   }
 
   /** Take a key's role away (PermissionError for the last owner). @param {string} publicKey @returns {Promise<void>} */
   revoke(publicKey) {
-    return this._send('revoke', [publicKey], none);
+    return this._checked(() => argPublicKey('revoke', publicKey), () => this._send('revoke', [publicKey], none));
   }
 
   /**
@@ -559,10 +497,11 @@ export class Database {
    * @param {{read: boolean, write: boolean}} flags @returns {Promise<void>}
    */
   setPublic(flags) {
-    if (!flags || typeof flags.read !== 'boolean' || typeof flags.write !== 'boolean') {
-      return Promise.reject(new InvalidValueError('setPublic needs {read: boolean, write: boolean}', { path: 'flags' }));
-    }
-    return this._send('setPublic', [flags.read, flags.write], none);
+    return this._checked(() => {
+      argObject('setPublic', flags, 'flags', '{read: boolean, write: boolean}');
+      argBoolean('setPublic', flags.read, 'flags.read');
+      argBoolean('setPublic', flags.write, 'flags.write');
+    }, () => this._send('setPublic', [flags.read, flags.write], none));
   }
 
   /** The access list as this replica knows it. @returns {Promise<import('./ibexdb.js').Members>} */
@@ -590,7 +529,7 @@ export class Database {
   sync(url) {
     if (url === null) return this._send('sync', [null], none);
     if (url !== undefined && !isSyncUrls(url)) {
-      return Promise.reject(new InvalidValueError(`sync needs a ws:// or wss:// URL or a list of 1-${MAX_SYNC_URLS} of them, got ${JSON.stringify(url)}`, { path: 'url' }));
+      return Promise.reject(new InvalidValueError(`sync(url): url must be a ws:// or wss:// URL or a list of 1-${MAX_SYNC_URLS} of them, got ${describe(url)}`, { path: 'url', argument: 'url' }));
     }
     return this._send('sync', [url], (t) => reviveStatus(JSON.parse(t))).then((st) => {
       if (st.state === 'off') throw new InvalidValueError('sync is off: pass the server URL', { path: 'url' });
@@ -630,7 +569,7 @@ export class Database {
    * @returns {() => void}
    */
   onSyncStatus(cb) {
-    if (typeof cb !== 'function') throw new TypeError('onSyncStatus needs a function');
+    argFunction('onSyncStatus', cb, 'cb');
     /** @param {SyncStatus} s */
     const f = (s) => {
       cb(s);
@@ -644,7 +583,7 @@ export class Database {
     const [est, persisted, stats] = await Promise.all([
       navigator.storage.estimate(),
       navigator.storage.persisted ? navigator.storage.persisted() : Promise.resolve(false),
-      this._send('stats', [], parseJson),
+      this._send('storageInfo', [], parseJson),
     ]);
     return {
       usage: est.usage ?? 0,
@@ -653,7 +592,7 @@ export class Database {
       repository: {
         logBytes: stats.logBytes,
         snapshotBytes: stats.snapshotBytes,
-        totalBytes: stats.logBytes + stats.snapshotBytes + (this.identity ? 48 : 0),
+        totalBytes: stats.logBytes + stats.snapshotBytes + (this.publicKey ? 48 + 49 : 0),
         items: stats.items,
         commits: stats.commits,
       },
@@ -693,20 +632,86 @@ export class Database {
   }
 
   /**
-   * Encode an argument, then send; an encoding error rejects (never throws synchronously).
-   * @template T
-   * @param {() => string | null} enc
-   * @param {(text: any) => Promise<T>} then
+   * Check (and encode) the arguments, then send; a bad argument rejects the call before
+   * anything is sent (never throws synchronously).
+   * @template T, A
+   * @param {() => A} check throws the typed error naming the bad argument; returns the encoded form
+   * @param {(encoded: A) => Promise<T>} then
    * @returns {Promise<T>}
    */
-  _encoded(enc, then) {
+  _checked(check, then) {
     let t;
     try {
-      t = enc();
+      t = check();
     } catch (e) {
       return Promise.reject(e);
     }
     return then(t);
+  }
+}
+
+/**
+ * Check a query argument and encode it.
+ * @param {string} method
+ * @param {unknown} q
+ * @returns {string}
+ */
+function queryText(method, q) {
+  argQuery(method, q);
+  return encode(q, 'query');
+}
+
+/**
+ * Every option `open()` takes (the type makes tsc fail when ibexdb.d.ts's OpenOptions and this
+ * list differ).
+ * @type {Record<keyof OpenOptions, true>}
+ */
+const OPTION_NAMES = { durability: true, trusted: true, identity: true, schemas: true, recovery: true, quotaBytes: true, sync: true, onError: true };
+
+/**
+ * Check `open()`'s options: InvalidValueError naming the option (`options.<name>`) for an
+ * unknown option or a value of the wrong type. What a string must hold (an identity, a schema,
+ * a sync URL) is checked where it is used.
+ * @param {unknown} options
+ * @returns {asserts options is OpenOptions}
+ */
+function checkOptions(options) {
+  if (!isPlainObject(options)) {
+    throw new InvalidValueError(`open(options): options must be an object (or absent), got ${describe(options)}`, { path: 'options', argument: 'options' });
+  }
+  /** @param {string} k @param {string} what @param {unknown} v */
+  const bad = (k, what, v) => new InvalidValueError(`open(options): options.${k} must be ${what}, got ${describe(v)}`, { path: `options.${k}`, argument: `options.${k}` });
+  for (const [k, v] of Object.entries(options)) {
+    if (!Object.hasOwn(OPTION_NAMES, k)) throw bad(k, `one of the options (${Object.keys(OPTION_NAMES).join(', ')}); it is unknown and`, v);
+    if (v === undefined) continue;
+    switch (k) {
+      case 'durability':
+        if (v !== 'flush' && v !== 'relaxed') throw bad(k, "'flush' or 'relaxed'", v);
+        break;
+      case 'recovery':
+        if (v !== 'strict' && v !== 'repair') throw bad(k, "'strict' or 'repair'", v);
+        break;
+      case 'trusted':
+        if (typeof v !== 'boolean') throw bad(k, 'a boolean', v);
+        break;
+      case 'identity':
+        if (typeof v !== 'string') throw bad(k, 'a string from exportIdentity()', v);
+        break;
+      case 'quotaBytes':
+        if (typeof v !== 'number' || !Number.isSafeInteger(v) || v <= 0) throw bad(k, 'a positive whole number of bytes', v);
+        break;
+      case 'schemas':
+        if (!isPlainObject(v)) throw bad(k, 'an object {collection: schema}', v);
+        for (const [c, schema] of Object.entries(v)) if (!isPlainObject(schema)) throw bad(`schemas.${c}`, 'a schema object', schema);
+        break;
+      case 'onError':
+        if (typeof v !== 'function') throw bad(k, 'a function', v);
+        break;
+      case 'sync':
+        if (v !== null && !isSyncUrls(v)) throw bad(k, `a ws:// or wss:// URL or a list of 1-${MAX_SYNC_URLS} of them`, v);
+        break;
+      default:
+    }
   }
 }
 
@@ -718,10 +723,8 @@ export class Database {
  */
 export async function open(name, options = {}) {
   checkName(name);
+  checkOptions(options);
   const durability = options.durability ?? 'flush';
-  if (durability !== 'flush' && durability !== 'relaxed') {
-    throw new InvalidValueError(`options.durability must be 'flush' or 'relaxed', got ${JSON.stringify(durability)}`, { path: 'options.durability' });
-  }
   checkEnvironment();
   // Ask for persistent storage (the browser may refuse; storageInfo() reports the outcome).
   const persist = navigator.storage.persist ? navigator.storage.persist().catch(() => false) : Promise.resolve(false);
@@ -778,7 +781,6 @@ export async function open(name, options = {}) {
   if (options.sync != null) {
     try {
       // Start, do not wait for the server: the database works offline.
-      if (!isSyncUrls(options.sync)) throw new InvalidValueError(`options.sync must be a ws:// or wss:// URL or a list of 1-${MAX_SYNC_URLS} of them, got ${JSON.stringify(options.sync)}`, { path: 'options.sync' });
       await db._send('sync', [options.sync], none);
     } catch (e) {
       await db.close().catch(() => {});

@@ -5,7 +5,7 @@
 // worker module by its absolute URL (which, like the wasm, must then be served with CORS).
 //
 // Where ibexdb cannot work, the failure is a StorageUnavailableError whose `kind` names the
-// reason and whose message says what to do (docs/design.md §13):
+// reason and whose message says what to do (docs/design.md §15.2, §15.3):
 //
 //   insecure-context  the page is not https:// (or http://localhost)
 //   opaque-origin     a sandboxed iframe without allow-same-origin, a data: URL

@@ -7,6 +7,7 @@
 // deadline, so the benchmark times the product's schedule rather than a copy of it. Nothing here
 // starts a timer, touches storage or keeps state between calls: state is passed in.
 
+import { describe } from './args.js';
 import { InvalidKeyError } from './errors.js';
 
 // ----- where things live -------------------------------------------------------------------
@@ -35,7 +36,8 @@ export const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
  */
 export function checkName(name) {
   if (typeof name !== 'string' || !NAME_RE.test(name)) {
-    throw new InvalidKeyError(`invalid repository name ${JSON.stringify(name)}: 1-128 characters of letters, digits, '_', '-', '.', starting with a letter or digit`, { key: String(name) });
+    const what = typeof name === 'string' ? JSON.stringify(name) : describe(name);
+    throw new InvalidKeyError(`invalid repository name ${what}: 1-128 characters of letters, digits, '_', '-', '.', starting with a letter or digit`, { key: what, argument: 'name' });
   }
 }
 

@@ -15,7 +15,7 @@
 //                   {type:'batch', durability, ops: [[seq, op, ...args], ...]}
 //                   {type:'hide'}                         (pagehide: flush now, best effort)
 //                   {type:'close'}
-//   worker -> page  {type:'opened', identity, trusted, role, sync} | {type:'open-failed', error}
+//   worker -> page  {type:'opened', publicKey, trusted, role, sync} | {type:'open-failed', error}
 //                   {type:'results', results: [[seq, ok, payload], ...], live?}
 //                   {type:'live', epoch, changes?, resets?}   live-query updates
 //                   {type:'role', role}                      this tab took over ownership
@@ -52,7 +52,7 @@ import { SyncManager } from './worker/sync.js';
  */
 
 /**
- * What the concerns share: this worker's identity, the repository, the engine (when this worker
+ * What the concerns share: this worker's id, the repository, the engine (when this worker
  * owns the files), the work chain and the way to the page. Each concern keeps its own state.
  * @typedef {object} Runtime
  * @property {string} id this worker (its client lock and live-query epochs are named after it)

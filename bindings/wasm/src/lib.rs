@@ -14,7 +14,6 @@ pub mod error;
 pub mod json;
 pub mod opfs;
 pub mod sync;
-pub mod txn_ops;
 
 pub use engine::Engine;
 

@@ -1,27 +1,14 @@
 //! Sync for the worker: the core's `sync::Client` driven from JS, which owns the WebSocket
 //! (`www/lib/worker/sync.js`). Messages cross as `Uint8Array` (the protocol bytes of design §12), events as
-//! JSON text. The client lives beside the engine in this wasm instance; after a panic the
-//! worker gets a fresh instance and calls `syncStart` again (from cursor 0: received commits that
-//! were not flushed died with the old instance).
+//! JSON text. The client lives in the `Engine` (one per repository); after a panic the worker
+//! gets a fresh engine and calls `syncStart` again from its last durable position.
 
 use crate::engine::{seal_check_js, Engine};
 use crate::error::{IntoJs, JsResult};
 use ibexdb::{Client, ClientEvent, Message, Seal, SealCheck};
 use js_sys::Array;
 use serde_json::json;
-use std::cell::RefCell;
 use wasm_bindgen::prelude::*;
-
-thread_local! {
-    static CLIENT: RefCell<Option<Client>> = const { RefCell::new(None) };
-}
-
-fn with_client<T>(f: impl FnOnce(&mut Client) -> JsResult<T>) -> JsResult<T> {
-    CLIENT.with(|c| match c.borrow_mut().as_mut() {
-        Some(client) => f(client),
-        None => Err(js_sys::Error::new("sync is not started (call syncStart first)").into()),
-    })
-}
 
 #[wasm_bindgen]
 impl Engine {
@@ -29,30 +16,26 @@ impl Engine {
     /// bound into the session proof), resuming after server sequence `cursor`, with the first
     /// `push_from` commit-table entries known to the server.
     #[wasm_bindgen(js_name = syncStart)]
-    pub fn sync_start(&self, name: &str, url: &str, cursor: f64, push_from: f64) -> JsResult<()> {
+    pub fn sync_start(&mut self, name: &str, url: &str, cursor: f64, push_from: f64) -> JsResult<()> {
         let client = Client::new(name, url, cursor as u64, push_from as usize).js()?;
-        CLIENT.with(|c| *c.borrow_mut() = Some(client));
+        *self.sync_slot() = Some(client);
         Ok(())
     }
 
     /// A new connection: nothing is sent until the server's challenge arrives.
     #[wasm_bindgen(js_name = syncConnect)]
-    pub fn sync_connect(&self) -> JsResult<()> {
-        with_client(|c| {
-            c.connect();
-            Ok(())
-        })
+    pub fn sync_connect(&mut self) -> JsResult<()> {
+        self.repo_and_sync()?.1.connect();
+        Ok(())
     }
 
     /// Sync with the server at `url` from the next connection on (its proof names it), keeping
     /// the cursor and the push position: the nodes of one deployment share sequence numbers
     /// (docs/design.md §12.5), so the worker moves along its URL list without starting over.
     #[wasm_bindgen(js_name = syncSetUrl)]
-    pub fn sync_set_url(&self, url: &str) -> JsResult<()> {
-        with_client(|c| {
-            c.set_url(url);
-            Ok(())
-        })
+    pub fn sync_set_url(&mut self, url: &str) -> JsResult<()> {
+        self.repo_and_sync()?.1.set_url(url);
+        Ok(())
     }
 
     /// The seals of a server message, for the worker to verify with WebCrypto before
@@ -81,8 +64,8 @@ impl Engine {
     /// (`syncSealChecks`, WebCrypto); the core then skips only those signature checks.
     pub fn sync_handle(&mut self, bytes: &[u8], vouched: bool) -> JsResult<String> {
         let msg = Message::decode(bytes).js()?;
-        let repo = self.repo_mut()?;
-        with_client(|c| {
+        let (repo, c) = self.repo_and_sync()?;
+        {
             let event = if vouched {
                 c.handle_vouched(repo, msg)
             } else {
@@ -110,7 +93,7 @@ impl Engine {
             ev["pending"] = json!(repo.commit_count().saturating_sub(c.push_from()));
             ev["refused"] = json!(c.refused());
             Ok(ev.to_string())
-        })
+        }
     }
 
     /// Local commit-table entries not yet known to the server (0 once everything local was
@@ -118,13 +101,13 @@ impl Engine {
     #[wasm_bindgen(js_name = syncPending)]
     pub fn sync_pending(&self) -> JsResult<f64> {
         let count = self.repo()?.commit_count();
-        with_client(|c| Ok(count.saturating_sub(c.push_from()) as f64))
+        Ok(count.saturating_sub(self.sync_client()?.push_from()) as f64)
     }
 
     /// The next `Push` (local commits the server lacks, sealed first), or undefined.
     #[wasm_bindgen(js_name = syncOutgoing)]
     pub fn sync_outgoing(&mut self) -> JsResult<Option<Vec<u8>>> {
-        let repo = self.repo_mut()?;
-        with_client(|c| Ok(c.outgoing(repo).js()?.map(|m| m.encode())))
+        let (repo, c) = self.repo_and_sync()?;
+        Ok(c.outgoing(repo).js()?.map(|m| m.encode()))
     }
 }

@@ -137,7 +137,7 @@ export async function addTask(db, list, text) {
     tags,
     created: now,
     updated: now,
-    createdBy: db.identity ?? '',
+    createdBy: db.publicKey ?? '',
   });
   return id;
 }
@@ -166,4 +166,4 @@ export const removeTag = (db, id, tag) =>
 export const deleteTask = (db, id) => db.delete(`tasks/${id}`);
 
 /** @param {import('ibexdb').Database} db @param {string} name */
-export const setMyName = (db, name) => db.put(`people/${db.identity}`, { name: name.trim() });
+export const setMyName = (db, name) => db.put(`people/${db.publicKey}`, { name: name.trim() });

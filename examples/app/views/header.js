@@ -79,7 +79,7 @@ export class Header {
   }
 
   _renderMe() {
-    const key = this.app.db?.identity ?? '';
+    const key = this.app.db?.publicKey ?? '';
     const name = this.people.get(key);
     this.me.replaceChildren(h('span.avatar', { dataset: { key: key.slice(0, 6) } }), h('span', null, name ?? 'You'), h('code', null, shortKey(key, 6)));
     paintAvatar(this.me.querySelector('.avatar'), key);

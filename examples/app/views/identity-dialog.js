@@ -10,7 +10,7 @@ import { report } from './notices.js';
 /** @param {typeof import('../app.js').app} app @param {Map<string, string>} people */
 export function openIdentityDialog(app, people) {
   const db = app.db;
-  const key = db.identity ?? '';
+  const key = db.publicKey ?? '';
   const name = /** @type {HTMLInputElement} */ (h('input', { value: people.get(key) ?? '', placeholder: 'Your name', 'aria-label': 'Your name' }));
   const saved = h('span.ok', { role: 'status' });
 
@@ -60,8 +60,8 @@ export function openIdentityDialog(app, people) {
     importMsg.textContent = 'Switching keys…';
     await app.reopen({ identity });
     importMsg.className = 'msg ok';
-    importMsg.textContent = `This device now signs as ${shortKey(app.db.identity ?? '')}.`;
-    keyView.textContent = app.db.identity ?? '';
+    importMsg.textContent = `This device now signs as ${shortKey(app.db.publicKey ?? '')}.`;
+    keyView.textContent = app.db.publicKey ?? '';
   };
 
   const keyView = h('code.key', null, key);

@@ -75,7 +75,7 @@ export async function openTaskDialog(app, id, listNames, people) {
       .map((e, i) => ({ e, i, lines: describeChange(e, { listName: (l) => listNames.get(l) ?? 'a deleted list', first: i === 0 }) }))
       .sort((a, b) => b.e.time - a.e.time || b.i - a.i)
       .map(({ e, lines }) => {
-        const who = e.author === db.identity ? `${people.get(e.author) ?? 'You'} (this device)` : people.get(e.author) ?? 'Someone';
+        const who = e.author === db.publicKey ? `${people.get(e.author) ?? 'You'} (this device)` : people.get(e.author) ?? 'Someone';
         const avatar = h('span.avatar');
         paintAvatar(avatar, e.author);
         return h('li', null,

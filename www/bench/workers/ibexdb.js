@@ -349,7 +349,7 @@ serve({
       effective: {
         durability: cfg.durability,
         signed,
-        identity: eng?.identity ? `${eng.identity.slice(0, 16)}…` : null,
+        publicKey: eng?.publicKey ? `${eng.publicKey.slice(0, 16)}…` : null,
         runtimeTimers: { relaxedFlushMs: policy.RELAXED_FLUSH_MS, sealDelayMs: policy.SEAL_DELAY_MS },
         schema: ITEMS_SCHEMA,
       },

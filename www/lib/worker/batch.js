@@ -5,16 +5,16 @@
 // acknowledged). A failed flush fails every write of the batch and reopens the engine, so memory
 // goes back to what is on disk.
 
-import { PanicError, toWire } from '../errors.js';
+import { PanicError, ProtocolError, toWire } from '../errors.js';
 import { HostCrypto } from './crypto.js';
-import { verifyRepository } from './verify.js';
+import { OPS, isOp } from './ops.js';
 
 /** @typedef {import('../worker.js').Runtime} Runtime */
 /** @typedef {import('../worker.js').Op} Op */
 /** @typedef {import('../worker.js').Result} Result */
 
-/** Ops that write: a batch holding one is flushed (durability 'flush') and arms maintenance. */
-const WRITES = new Set(['put', 'update', 'delete', 'txn', 'receive', 'grant', 'revoke', 'setPublic']);
+/** Whether op `name` writes (ops.js): a batch holding one is flushed and arms maintenance. @param {string} name */
+const writes = (name) => isOp(name) && !!OPS[name].write;
 
 /** After so many panics of its group-commit flush, a batch fails instead of running again. */
 const MAX_FLUSH_RETRIES = 2;
@@ -57,9 +57,8 @@ export class Batches {
         const [seq, op, ...args] = ops[i];
         try {
           const out = this.exec(op, args, origin);
-          // verify() awaits WebCrypto; the work chain stays held, so nothing runs in between.
           results[i] = [seq, 1, out instanceof Promise ? await out : out];
-          if (WRITES.has(op)) wrote = true;
+          if (writes(op)) wrote = true;
         } catch (e) {
           results[i] = [seq, 0, toWire(e)];
           if (e instanceof PanicError) {
@@ -75,7 +74,7 @@ export class Batches {
           if (!(e instanceof PanicError) || round > MAX_FLUSH_RETRIES) {
             // Not durable: none of this batch's writes is acknowledged.
             for (let i = 0; i < ops.length; i++) {
-              if (WRITES.has(ops[i][1]) && results[i][1] === 1) results[i] = [ops[i][0], 0, toWire(e)];
+              if (writes(ops[i][1]) && results[i][1] === 1) results[i] = [ops[i][0], 0, toWire(e)];
             }
             await this._recover(ops, results);
             return [results, undefined];
@@ -122,80 +121,16 @@ export class Batches {
   }
 
   /**
-   * Run one op on the engine: synchronously, except `verify` (a promise: WebCrypto checks the
-   * seal signatures). Values, queries and results are JSON text.
-   * @param {string} op
-   * @param {any[]} a its arguments
+   * Run one op of the table (ops.js) on the engine: synchronously, except `verify` (a promise:
+   * WebCrypto checks the seal signatures).
+   * @param {string} name
+   * @param {any[]} args its arguments
    * @param {string} origin
    * @returns {unknown} the result's payload
    */
-  exec(op, a, origin) {
-    const engine = this.rt.owned();
-    switch (op) {
-      case 'get':
-        return engine.getJson(a[0]);
-      case 'getMany':
-        return engine.getManyJson(a[0]);
-      case 'put':
-        return engine.putJson(a[0], a[1]);
-      case 'update':
-        return engine.updateJson(a[0], a[1]);
-      case 'delete':
-        return engine.delete(a[0]);
-      case 'txn':
-        return engine.transaction(a[0]);
-      case 'query':
-        return engine.queryJson(a[0]);
-      case 'explain':
-        return engine.explainJson(a[0]);
-      case 'count':
-        return engine.countJson(a[0], a[1]);
-      case 'keys':
-        return engine.keysJson(a[0]);
-      case 'aggregate':
-        return engine.aggregateJson(a[0]);
-      case 'history':
-        return engine.historyJson(a[0]);
-      case 'defineSchema':
-        return engine.defineSchemaJson(a[0], a[1]);
-      case 'subscribe':
-        return this.live.subscribe(origin, a[0], a[1]);
-      case 'unsubscribe':
-        return this.live.unsubscribe(origin, a[0]);
-      case 'flush':
-        return engine.flush();
-      case 'verify':
-        return verifyRepository(engine, this.crypto).then((r) => JSON.stringify(r));
-      case 'stats':
-        return engine.statsJson();
-      case 'identity':
-        return { identity: engine.identity, trusted: engine.trusted };
-      case 'exportIdentity':
-        return engine.exportIdentity();
-      case 'export':
-        return engine.exportBundle();
-      case 'receive':
-        return engine.receiveBundleJson(a[0]);
-      case 'grant':
-        return engine.grant(a[0], a[1]);
-      case 'revoke':
-        return engine.revoke(a[0]);
-      case 'setPublic':
-        return engine.setPublic(a[0], a[1]);
-      case 'members':
-        return engine.membersJson();
-      case 'sync':
-        // null stops; a URL or a list starts (or keeps) sync with those servers; undefined: the current one(s).
-        if (a[0] === null) this.sync.stop().catch(() => {});
-        else if (a[0] !== undefined) this.sync.start(a[0]);
-        else this.sync.retryRefused();
-        return JSON.stringify(this.sync.status());
-      case 'syncStatus':
-        return JSON.stringify(this.sync.status());
-      case 'debugPanic':
-        return engine.panicForTest(a[0]);
-      default:
-        throw new TypeError(`unknown operation ${op}`);
-    }
+  exec(name, args, origin) {
+    if (!isOp(name)) throw new ProtocolError(`unknown operation ${JSON.stringify(name)}`);
+    const cx = { engine: this.rt.owned(), live: this.live, sync: this.sync, crypto: this.crypto, origin };
+    return /** @type {(cx: import('./ops.js').OpContext, ...a: any[]) => unknown} */ (OPS[name].run)(cx, ...args);
   }
 }

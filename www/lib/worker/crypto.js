@@ -68,7 +68,7 @@ export class HostCrypto {
    * @returns {Promise<CryptoKey> | null} null in trusted mode
    */
   _signingKey(engine) {
-    const tag = engine.identity;
+    const tag = engine.publicKey;
     if (!tag) return null;
     if (this._signing?.secret !== tag) {
       const secret = engine.identitySecret();

@@ -17,7 +17,7 @@ import { checkStorage, checkStorageAccess } from '../storage.js';
 /** @typedef {import('../worker.js').Op} Op */
 /** @typedef {import('../worker.js').OpenMessage} OpenMessage */
 /** @typedef {'flush' | 'relaxed'} Durability */
-/** @typedef {{identity: string | null, trusted: boolean, role: string, sync: import('../ibexdb.js').SyncStatus | null}} OpenInfo */
+/** @typedef {{publicKey: string | null, trusted: boolean, role: string, sync: import('../ibexdb.js').SyncStatus | null}} OpenInfo */
 
 export class Ownership {
   /**
@@ -98,10 +98,10 @@ export class Ownership {
       } else {
         granted.then(() => rt.run(() => this._becomeOwner())).catch((e) => rt.post({ type: 'background-error', error: toWire(e) }));
         for (const e of first.info.errors ?? []) throw Object.assign(new Error(e.message), e);
-        return { identity: first.info.identity, trusted: first.info.trusted, role: this.role, sync: first.info.sync ?? null };
+        return { publicKey: first.info.publicKey, trusted: first.info.trusted, role: this.role, sync: first.info.sync ?? null };
       }
     }
-    return { identity: rt.owned().identity, trusted: !!rt.options.trusted, role: this.role, sync: this.sync.status() };
+    return { publicKey: rt.owned().publicKey, trusted: !!rt.options.trusted, role: this.role, sync: this.sync.status() };
   }
 
   /**
@@ -112,7 +112,7 @@ export class Ownership {
   async pageBatch(ops, durability) {
     // Track this page's live queries and schemas (for takeover and attach).
     for (const [, op, a0, a1] of ops) {
-      if (op === 'subscribe') this.pageSubs.set(a0, a1);
+      if (op === 'live') this.pageSubs.set(a0, a1);
       else if (op === 'unsubscribe') this.pageSubs.delete(a0);
       else if (op === 'defineSchema') this.pageSchemas.set(a0, a1);
     }
@@ -324,7 +324,7 @@ export class Ownership {
         resets.push([subId, this.live.epoch, -1, null, toWire(e)]);
       }
     }
-    this.broadcast({ type: 'attached', to: m.from, epoch: this.live.epoch, identity: engine.identity, trusted: engine.trusted, resets, errors, sync: this.sync.status() });
+    this.broadcast({ type: 'attached', to: m.from, epoch: this.live.epoch, publicKey: engine.publicKey, trusted: engine.trusted, resets, errors, sync: this.sync.status() });
   }
 
   /** A client's batch: run it like this page's, answer on the channel. @param {any} m */

@@ -34,10 +34,11 @@
 
 import { syncErrorToWire, toWire } from '../errors.js';
 import { HostCrypto } from './crypto.js';
+import { loadPosition, savePosition } from './sync-position.js';
 import { HANDSHAKE_TIMEOUT_MS, RECONNECT_MAX_MS, RECONNECT_MIN_MS, SYNC_SAVE_MS, isSyncUrls, normalizeSyncUrls, reconnectWait, syncUrlsKey } from '../policy.js';
 
 /** @typedef {import('../ibexdb.js').SyncStatus} SyncStatus */
-/** @typedef {import('../engine.js').SyncPosition} SyncPosition */
+/** @typedef {import('./sync-position.js').SyncPosition} SyncPosition */
 /** @typedef {import('../errors.js').WireError} WireError */
 
 /** Protocol error code of PermissionError (docs/design.md §12.2). */
@@ -214,7 +215,7 @@ export class SyncManager {
     const engine = this.hooks.engine();
     if (!pos || !engine || engine.dead || engine.generation === 0) return;
     if (this.saved && this.saved.url === pos.url && this.saved.cursor === pos.cursor && this.saved.pushFrom === pos.pushFrom) return;
-    await engine.syncSave(pos);
+    await savePosition(engine, pos);
     this.saved = pos;
   }
 
@@ -253,7 +254,7 @@ export class SyncManager {
     }
     let pos = this._durable?.url === this._key ? this._durable : null;
     if (!pos) {
-      const stored = await engine.syncLoad();
+      const stored = await loadPosition(engine);
       if (stored) this.saved = stored;
       pos = stored?.url === this._key ? stored : { url: this._key, cursor: 0, pushFrom: 0 };
     }

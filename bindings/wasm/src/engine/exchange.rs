@@ -9,16 +9,15 @@ use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
 impl Engine {
-    /// Every commit and seal as one bundle (for another peer's `receiveBundle`).
-    #[wasm_bindgen(js_name = exportBundle)]
-    pub fn export_bundle(&self) -> JsResult<Vec<u8>> {
+    /// Every commit and seal as one bundle (for another peer's `receive`).
+    #[wasm_bindgen(js_name = exportCommits)]
+    pub fn export_commits(&self) -> JsResult<Vec<u8>> {
         let (commits, seals) = self.repo()?.export().js()?;
         Ok(encode_bundle(&commits, &seals))
     }
 
     /// Verify and apply a bundle from another peer (JSON report). All or nothing.
-    #[wasm_bindgen(js_name = receiveBundle)]
-    pub fn receive_bundle(&mut self, bundle: &[u8]) -> JsResult<String> {
+    pub fn receive(&mut self, bundle: &[u8]) -> JsResult<String> {
         let (commits, seals) = decode_bundle(bundle).js()?;
         let rep = self.repo_mut()?.receive(&commits, &seals).js()?;
         Ok(

@@ -7,13 +7,38 @@ use crate::json::to_string;
 use ibexdb::LiveId;
 use wasm_bindgen::prelude::*;
 
+/// A live query just started: its id, and its first rows as JSON text (`[[id, item], ...]`,
+/// passed on to the page as they are).
+#[wasm_bindgen]
+pub struct LiveStart {
+    id: u64,
+    rows: String,
+}
+
+#[wasm_bindgen]
+impl LiveStart {
+    #[wasm_bindgen(getter)]
+    pub fn id(&self) -> f64 {
+        self.id as f64
+    }
+
+    /// The first rows (taken: a second call returns an empty string).
+    #[wasm_bindgen(js_name = takeRows)]
+    pub fn take_rows(&mut self) -> String {
+        std::mem::take(&mut self.rows)
+    }
+}
+
 #[wasm_bindgen]
 impl Engine {
-    /// Start a live query: `{"id": n, "rows": [[id, item], ...]}`.
-    pub fn subscribe(&mut self, q: &str) -> JsResult<String> {
+    /// Start a live query.
+    pub fn subscribe(&mut self, q: &str) -> JsResult<LiveStart> {
         let q = query_of(q).js()?;
         let (id, rows) = self.repo_mut()?.subscribe(q).js()?;
-        Ok(format!("{{\"id\":{},\"rows\":{}}}", id.0, to_string(&rows)))
+        Ok(LiveStart {
+            id: id.0,
+            rows: to_string(&rows),
+        })
     }
 
     pub fn unsubscribe(&mut self, id: f64) -> JsResult<bool> {

@@ -24,7 +24,7 @@ pub(crate) use verify::seal_check_js;
 use crate::error::{to_js, IntoJs, JsResult};
 use crate::json::parse_json;
 use crate::opfs::{OpfsStorage, Quota};
-use ibexdb::{Error, Identity, PublicKey, Recovery, Repo, RepoOptions};
+use ibexdb::{Client, Error, Identity, PublicKey, Recovery, Repo, RepoOptions};
 use std::cell::{Cell, RefCell};
 use wasm_bindgen::prelude::*;
 
@@ -32,11 +32,18 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen]
 pub struct Engine {
     repo: Option<Repo<OpfsStorage>>,
+    /// The sync client (`../sync.rs`), once `syncStart` made it; it lives and dies with this
+    /// engine (after a panic the worker makes a new engine and starts sync again).
+    sync: Option<Client>,
     /// Reused output buffer of `getInto` (JSON text of the last item read).
     out: RefCell<Vec<u8>>,
     /// `[ptr, len]` of the text in `out`, at a fixed address (`outSlot`) that JS reads from
     /// wasm memory: boxed so it does not move with the `Engine`.
     slot: Box<[Cell<u32>; 2]>,
+}
+
+fn sync_not_started() -> wasm_bindgen::JsValue {
+    js_sys::Error::new("sync is not started (call syncStart first)").into()
 }
 
 fn clock() -> ibexdb::Clock {
@@ -130,6 +137,7 @@ impl Engine {
         let repo = Repo::open(log, snap, opts)?;
         Ok(Engine {
             repo: Some(repo),
+            sync: None,
             out: RefCell::new(Vec::with_capacity(1024)),
             slot: Box::new([Cell::new(0), Cell::new(0)]),
         })
@@ -169,8 +177,26 @@ impl Engine {
         self.repo.as_mut().ok_or_else(|| to_js(&Error::Closed))
     }
 
-    /// This repository's author key (hex); null in trusted mode.
-    pub fn identity(&self) -> JsResult<Option<String>> {
+    /// The sync client's slot (`None` until `syncStart`).
+    pub(crate) fn sync_slot(&mut self) -> &mut Option<Client> {
+        &mut self.sync
+    }
+
+    /// The repository and the sync client together (a server message changes both).
+    pub(crate) fn repo_and_sync(&mut self) -> JsResult<(&mut Repo<OpfsStorage>, &mut Client)> {
+        let repo = self.repo.as_mut().ok_or_else(|| to_js(&Error::Closed))?;
+        let client = self.sync.as_mut().ok_or_else(sync_not_started)?;
+        Ok((repo, client))
+    }
+
+    /// The sync client (an error until `syncStart`).
+    pub(crate) fn sync_client(&self) -> JsResult<&Client> {
+        self.sync.as_ref().ok_or_else(sync_not_started)
+    }
+
+    /// This repository's public key (hex: its commits' author); null in trusted mode.
+    #[wasm_bindgen(js_name = publicKey)]
+    pub fn public_key(&self) -> JsResult<Option<String>> {
         let r = self.repo()?;
         Ok(r.identity().map(|i| i.public().to_hex()))
     }

@@ -1,11 +1,10 @@
-//! Writes: put, update, delete, transactions (one commit each, buffered until `flush`), and
-//! schemas.
+//! Writes: put, update, delete, transactions in their binary form (one commit each, buffered
+//! until `flush`), and schemas.
 
 use super::Engine;
 use crate::error::{IntoJs, JsResult};
 use crate::json::{parse_json, parse_map};
-use crate::txn_ops;
-use ibexdb::{Error, Schema, Txn};
+use ibexdb::{Schema, Txn};
 use wasm_bindgen::prelude::*;
 
 impl Engine {
@@ -43,24 +42,8 @@ impl Engine {
         self.commit(txn)
     }
 
-    /// Commit a transaction given as the UTF-8 bytes of its JSON ops (see `txn_ops`),
-    /// atomically, as one commit. Bytes, not a string: a transaction's text is large, and
-    /// wasm-bindgen copies a string into wasm memory one character at a time in JS, where
-    /// the page's `TextEncoder` and a byte copy are native (38 ms of a 100k-item bulk load,
-    /// against a few).
-    pub fn transact(&mut self, ops: &[u8]) -> JsResult<()> {
-        self.repo()?;
-        let text = ibexdb::utf8(ops).ok_or_else(|| Error::InvalidValue {
-            path: String::new(),
-            reason: "a transaction's text is not UTF-8".into(),
-        });
-        let txn = txn_ops::build(txn_ops::parse(text.js()?).js()?).js()?;
-        self.commit(txn)
-    }
-
     /// Commit a transaction given in its binary form (docs/design.md §3.3, what the JS
-    /// `TxnBuilder` writes), atomically, as one commit: the fast path for large transactions
-    /// (no JSON text on either side).
+    /// `TxnBuilder` writes), atomically, as one commit (no JSON text on either side).
     #[wasm_bindgen(js_name = transactBytes)]
     pub fn transact_bytes(&mut self, ops: &[u8]) -> JsResult<()> {
         self.repo()?;
