@@ -51,7 +51,7 @@ function raw(url: string, headers: Record<string, string>, method = 'GET'): Prom
 
 const column = (page: Page, name: string) => page.locator('section.column', { has: page.locator('h2', { hasText: new RegExp(`^${name}$`) }) });
 
-test('make demo sends the wasm brotli-compressed (its precompressed sibling) and the board works from it', async ({ page, watched }) => {
+test('make demo sends the wasm brotli-compressed (its precompressed sibling); the board works from it, offline too', async ({ page, watched }) => {
   void watched;
   const wasmHeaders: Record<string, string>[] = [];
   page.on('response', async (r) => {
@@ -72,6 +72,14 @@ test('make demo sends the wasm brotli-compressed (its precompressed sibling) and
   await page.reload();
   await expect(page.locator('body')).toHaveAttribute('data-state', 'ready', { timeout: 30_000 });
   await expect(page.locator('.card .title', { hasText: 'Sent compressed' })).toBeVisible();
+
+  // The service worker cached the files it fetched compressed; offline, the board starts from them.
+  await expect(page.locator('body')).toHaveAttribute('data-offline', 'ready', { timeout: 30_000 });
+  await page.context().setOffline(true);
+  await page.reload();
+  await expect(page.locator('body')).toHaveAttribute('data-state', 'ready', { timeout: 30_000 });
+  await expect(page.locator('.card .title', { hasText: 'Sent compressed' })).toBeVisible();
+  await page.context().setOffline(false);
 
   // What went over the wire is the package's .br file, byte for byte.
   const origin = new URL(demo.url).origin;
