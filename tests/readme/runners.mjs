@@ -63,6 +63,21 @@ async function stopCleanly(p, { signal = 'SIGINT', ports, marker, exitCode }) {
   return `${signal} stopped it cleanly`;
 }
 
+/**
+ * Poll `url` until it answers 200 (a node on PostgreSQL answers 503 until its store is
+ * reachable); throws with the last answer after `ms`.
+ * @param {string} url @param {number} [ms]
+ */
+async function healthy(url, ms = 15_000) {
+  const until = Date.now() + ms;
+  for (;;) {
+    const r = await get(url).catch((e) => ({ status: 0, body: Buffer.from(e.message) }));
+    if (r.status === 200) return;
+    if (Date.now() > until) throw new Error(`GET ${url}: ${r.status || r.body} for ${ms / 1000} s`);
+    await sleep(200);
+  }
+}
+
 /** Substitute `from` with `to` in a README line, failing if the line has no `from`. @param {string} line @param {[string, string][]} pairs */
 function substitute(line, pairs) {
   for (const [from, to] of pairs) {
@@ -212,8 +227,7 @@ export const RUNNERS = {
       const p = ctx.track(run(cmd.text, { cwd: ctx.repo, env: { DEMO_PORT: String(port), DEMO_SYNC_PORT: String(syncPort) } }));
       const url = (await p.waitFor(/^\s+(http:\/\/127\.0\.0\.1:\d+\/app\/\S+)$/m, 360_000))[1];
       if (wasmBuilt(p.output())) throw new Error('make demo rebuilt the wasm although nothing changed since make pkg');
-      const health = await get(`http://127.0.0.1:${syncPort}/healthz`);
-      if (health.status !== 200) throw new Error(`the sync server's /healthz answered ${health.status}`);
+      await healthy(`http://127.0.0.1:${syncPort}/healthz`);
       const { responses } = await inChromium(ctx, url, (page) => page.locator('body[data-state="ready"]').waitFor({ state: 'attached', timeout: 60_000 }));
       const wasm = wasmResponse(responses);
       if (wasm['content-encoding'] !== 'br' || wasm['content-type'] !== 'application/wasm') throw new Error(`the wasm came as ${wasm['content-type']}, ${wasm['content-encoding'] ?? 'uncompressed'}`);
@@ -248,10 +262,9 @@ export const RUNNERS = {
       const line = substitute(cmd.text, [['./sync-data', path.join(ctx.tmp, 'sync-data')], ['127.0.0.1:8787', `127.0.0.1:${port}`]]);
       const p = ctx.track(run(line, { cwd: ctx.repo }));
       await p.waitFor(/ibexdb-server listening on /, 240_000);
-      for (const what of ['/healthz', '/metrics']) {
-        const r = await get(`http://127.0.0.1:${port}${what}`);
-        if (r.status !== 200) throw new Error(`GET ${what}: ${r.status}`);
-      }
+      await healthy(`http://127.0.0.1:${port}/healthz`);
+      const metrics = await get(`http://127.0.0.1:${port}/metrics`);
+      if (metrics.status !== 200) throw new Error(`GET /metrics: ${metrics.status}`);
       const stopped = await stopCleanly(p, { signal: 'SIGTERM', ports: [port], exitCode: 0 });
       return `listening on 127.0.0.1:${port} (data in a temp dir); /healthz and /metrics 200; ${stopped} (exit 0)`;
     },
@@ -290,10 +303,7 @@ export const RUNNERS = {
       await p.waitFor(/^--- cluster: 2 nodes up/m, 240_000);
       const nodes = [...p.output().matchAll(/^node \d+ ws:\/\/(127\.0\.0\.1:(\d+))$/gm)];
       if (nodes.length !== 2) throw new Error(`expected 2 node URLs:\n${tail(p.output())}`);
-      for (const [, addr] of nodes) {
-        const r = await get(`http://${addr}/healthz`);
-        if (r.status !== 200) throw new Error(`node ${addr} /healthz: ${r.status}`);
-      }
+      for (const [, addr] of nodes) await healthy(`http://${addr}/healthz`);
       const stopped = await stopCleanly(p, { ports: [pgPort, ...nodes.map((n) => Number(n[2]))], marker: /^--- cluster: stopped/m });
       return `NODES=2: PostgreSQL on ${pgPort}, /healthz 200 on ${nodes.map((n) => n[1]).join(' and ')}; ${stopped}`;
     },
