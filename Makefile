@@ -2,11 +2,13 @@
 #
 #   make setup   install toolchain pieces (idempotent; see scripts/setup.sh)
 #   make check   rustfmt, clippy (native + wasm32), wasm32 cargo check
-#   make test    setup + check + cargo tests + wasm build + tsc + Playwright (what .ci/run runs)
-#   make wasm    release wasm build of bindings/wasm into pkg/
+#   make test    setup + check + cargo tests + wasm build + tsc + Playwright + test-readme (what .ci/run runs)
+#   make test-readme  run every command README.md and www/lib/README.md show; check their API lists
+#   make wasm    release wasm build of bindings/wasm into pkg/ (always; pkg, app and demo rebuild it only when stale)
 #   make tsc     type checks: tests/types (the public .d.ts), www/lib (checkJs, strict), www/bench (checkJs),
 #                examples/app (checkJs, strict, public types only)
-#   make pkg     the npm package ibexdb in dist/npm/ (www/lib + the wasm), packed as dist/ibexdb-<version>.tgz
+#   make pkg     the npm package ibexdb in dist/npm/ (www/lib + the wasm), packed as dist/ibexdb-<version>.tgz;
+#                prints the sizes (tarball, wasm and JS: raw, brotli, gzip)
 #   make app     the task board PWA (examples/app) built on the package into dist/app/
 #   make demo    pkg + app, the sync server on 127.0.0.1:8787 and a static server; prints the URL
 #   make cluster PostgreSQL and NODES (3) sync server nodes on it, on loopback ports; prints their URLs
@@ -16,7 +18,7 @@
 #   make bench   setup + wasm + browser benchmark (BENCH_SIZES, BENCH_SUITES = core,writes,scaling,relational,
 #                verify,dbx,fat,omgdb, BENCH_FAT_SIZES, BENCH_ENGINES, BENCH_ASSERT, PORT; SKIP_WASM=1 skips the
 #                wasm build); see docs/benchmarks.md
-#   make serve   static server with COOP/COEP on http://127.0.0.1:$${PORT:-8080}/
+#   make serve   static server with COOP/COEP (and brotli/gzip) on http://127.0.0.1:$${PORT:-8080}/
 #
 # Steps print "--- <what>" before they run.
 
@@ -31,7 +33,7 @@ export PATH := $(CURDIR)/node_modules/binaryen/bin:$(CURDIR)/node_modules/.bin:$
 BINDINGS_TOML := bindings/wasm/Cargo.toml
 step = @printf '\n--- %s\n' "$(1)"
 
-.PHONY: setup check test test-rust wasm tsc pkg app demo cluster bench-cluster browser-test bench serve clean-bench
+.PHONY: setup check test test-rust test-readme wasm tsc pkg app demo cluster bench-cluster browser-test bench serve clean-bench
 
 setup:
 	$(call step,setup: install missing tools (scripts/setup.sh))
@@ -60,17 +62,28 @@ test-rust:
 	fi
 
 # Release wasm build of the bindings crate into pkg/ (pkg/ibexdb.js + pkg/ibexdb_bg.wasm).
-# Skipped with a message while bindings/wasm does not exist yet, or with SKIP_WASM=1 (e.g.
-# `make bench SKIP_WASM=1` to benchmark the SQLite engines while the bindings don't build).
+# `make wasm` always rebuilds: it is what `make test` and `make bench` run, so CI and a benchmark
+# never use a pkg/ that an input missing from WASM_INPUTS (a new toolchain, RUSTFLAGS) left stale.
+# `make pkg`, `make app` and `make demo` rebuild only when an input is newer than the wasm (the
+# file target below): a second `make demo` starts without a wasm-pack build. SKIP_WASM=1 skips the
+# forced build (e.g. `make bench SKIP_WASM=1` to benchmark the SQLite engines while the bindings
+# don't build).
+WASM_OUT := pkg/ibexdb_bg.wasm
+WASM_INPUTS := $(shell find src bindings/wasm/src -name '*.rs') Cargo.toml Cargo.lock $(BINDINGS_TOML) \
+  $(wildcard node_modules/binaryen/package.json)
+# A failed build removes the wasm, so that the next make does not take a half-built one as current.
+wasm_pack = printf '\n--- wasm: wasm-pack release build of bindings/wasm -> pkg/ (wasm-opt: %s)\n' "$$(command -v wasm-opt)"; \
+  wasm-pack build bindings/wasm --target web --release --out-dir ../../pkg --out-name ibexdb || { rm -f $(WASM_OUT); exit 1; }
+
 wasm:
 	@if [ "$(SKIP_WASM)" = 1 ]; then \
 	  printf '\n--- wasm: skipped (SKIP_WASM=1; pkg/ is used as it is)\n'; \
-	elif [ ! -f $(BINDINGS_TOML) ]; then \
-	  printf '\n--- wasm: skipped (%s does not exist yet)\n' "$(BINDINGS_TOML)"; \
 	else \
-	  printf '\n--- wasm: wasm-pack release build of bindings/wasm -> pkg/ (wasm-opt: %s)\n' "$$(command -v wasm-opt)"; \
-	  wasm-pack build bindings/wasm --target web --release --out-dir ../../pkg --out-name ibexdb; \
+	  $(wasm_pack); \
 	fi
+
+$(WASM_OUT): $(WASM_INPUTS)
+	@$(wasm_pack)
 
 # Type checks (pkg/ must be built: the library is checked against the wasm glue's ibexdb.d.ts).
 tsc:
@@ -85,18 +98,18 @@ tsc:
 
 # The publishable npm package (scripts/build-pkg.mjs): www/lib/ + pkg/'s glue and wasm, with a
 # package.json (exports, types, files, sideEffects), then `npm pack` into dist/.
-pkg: wasm
+pkg: $(WASM_OUT)
 	$(call step,pkg: the npm package ibexdb in dist/npm/ and npm pack into dist/ (scripts/build-pkg.mjs))
 	node scripts/build-pkg.mjs
 
 # The task board PWA (examples/app/) on the package: app files and package under one versioned
-# folder, a service worker that caches them (scripts/build-app.mjs).
-app: pkg
+# folder, a service worker that caches them (scripts/build-app.mjs builds the package folder itself).
+app: $(WASM_OUT)
 	$(call step,app: the task board PWA into dist/app/ (scripts/build-app.mjs))
 	node scripts/build-app.mjs
 
 # Try it: the app, the sync server (cargo run) and a plain static server (scripts/demo.mjs).
-demo: pkg
+demo: $(WASM_OUT)
 	$(call step,demo: build the app; start ibexdb-server and a static server (Ctrl-C stops both))
 	node scripts/demo.mjs
 
@@ -116,7 +129,18 @@ browser-test:
 	$(call step,browser tests: Playwright in Debian Chromium (tests/browser))
 	npx --no-install playwright test
 
-test: setup check test-rust wasm tsc browser-test
+# The READMEs kept true: their API lists name every Database member and open() option of
+# ibexdb.d.ts, and every command they show runs (tests/readme/: quick options, ports of its own,
+# servers checked to serve and to stop cleanly; the excused ones listed with their reasons).
+test-readme:
+	$(call step,test: the READMEs' API lists against www/lib/ibexdb.d.ts (tests/readme/api-lists.mjs))
+	node tests/readme/api-lists.mjs
+	$(call step,test: build the sync server (the README runs target/release/ibexdb-server))
+	cargo build --release -p ibexdb-server
+	$(call step,test: every command README.md and www/lib/README.md show (tests/readme/commands.mjs))
+	node tests/readme/commands.mjs
+
+test: setup check test-rust wasm tsc browser-test test-readme
 	$(call step,test: all passed)
 
 # Browser benchmark (scripts/bench.mjs). Exit code 3 from the runner means "the browser benchmark

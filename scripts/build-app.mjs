@@ -10,7 +10,8 @@
 //   dist/app/v-<version>/            app.js, lib/, views/, style.css, ibexdb/ (the package)
 //
 // <version> is a hash of every file the service worker caches (and BUILD_ID, if given), so the
-// shell, the module, its worker and the wasm change version together.
+// shell, the module, its worker and the wasm change version together. The package's
+// precompressed wasm (.br, .gz) is copied too, for the static server, but not cached.
 //
 //   node scripts/build-app.mjs [--out DIR] [--build-id ID]
 
@@ -25,6 +26,8 @@ const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SRC = path.join(REPO, 'examples/app');
 /** Files of examples/app that are not versioned app code. */
 const SHELL = new Set(['index.html', 'sw.js', 'manifest.webmanifest', 'README.md']);
+/** Suffixes of the package's precompressed copies (scripts/build-pkg.mjs). */
+const PRECOMPRESSED = ['.br', '.gz'];
 
 /** @param {string} dir @returns {Promise<string[]>} files under dir, relative, sorted */
 async function walk(dir) {
@@ -49,12 +52,15 @@ export async function buildApp({ out = path.join(REPO, 'dist/app'), buildId = ''
   const pkg = await buildPackage({ out: packageDir });
   const appFiles = (await walk(SRC)).filter((f) => !SHELL.has(f) && !f.startsWith('icons/'));
   const pkgFiles = (await walk(pkg.dir)).filter((f) => f !== 'package.json' && f !== 'README.md' && !f.endsWith('.d.ts'));
+  // The precompressed wasm (.br, .gz) is deployed for the static server to send, not cached by the
+  // service worker: the browser stores what it decoded, under the wasm's own URL.
+  const pkgCached = pkgFiles.filter((f) => !PRECOMPRESSED.some((ext) => f.endsWith(ext)));
   const icons = await drawIcons();
 
   // The version: a hash over everything cached.
   const hash = createHash('sha256').update(`build:${buildId}\n`);
   for (const f of appFiles) hash.update(`app/${f}\n`).update(await fs.readFile(path.join(SRC, f)));
-  for (const f of pkgFiles) hash.update(`ibexdb/${f}\n`).update(await fs.readFile(path.join(pkg.dir, f)));
+  for (const f of pkgCached) hash.update(`ibexdb/${f}\n`).update(await fs.readFile(path.join(pkg.dir, f)));
   for (const f of ['index.html', 'sw.js', 'manifest.webmanifest', 'icons/icon.svg']) hash.update(`shell/${f}\n`).update(await fs.readFile(path.join(SRC, f)));
   for (const [name, png] of Object.entries(icons)) hash.update(`icons/${name}\n`).update(png);
   const version = hash.digest('hex').slice(0, 12);
@@ -88,7 +94,7 @@ export async function buildApp({ out = path.join(REPO, 'dist/app'), buildId = ''
     .replace('%SHORT%', version.slice(0, 7));
   await fs.writeFile(path.join(out, 'index.html'), index);
 
-  const cached = ['./', 'index.html', 'manifest.webmanifest', 'icons/icon.svg', ...Object.keys(icons).map((n) => `icons/${n}`), ...appFiles.map((f) => `${v}/${f}`), ...pkgFiles.map((f) => `${v}/ibexdb/${f}`)];
+  const cached = ['./', 'index.html', 'manifest.webmanifest', 'icons/icon.svg', ...Object.keys(icons).map((n) => `icons/${n}`), ...appFiles.map((f) => `${v}/${f}`), ...pkgCached.map((f) => `${v}/ibexdb/${f}`)];
   const sw = (await fs.readFile(path.join(SRC, 'sw.js'), 'utf8')).replace("'%VERSION%'", JSON.stringify(version)).replace('%FILES%', JSON.stringify(cached, null, 2));
   await fs.writeFile(path.join(out, 'sw.js'), sw);
   return { dir: out, version, files: cached, packageVersion: pkg.version };

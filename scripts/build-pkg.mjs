@@ -8,6 +8,14 @@
 //     worker.js  worker/*.js            the worker
 //     engine.js loader.js policy.js storage.js codec.js txn.js errors.js
 //     wasm/ibexdb.js  wasm/ibexdb_bg.wasm  wasm/ibexdb.d.ts   the wasm-bindgen glue and the engine
+//     wasm/ibexdb_bg.wasm.br  wasm/ibexdb_bg.wasm.gz          the engine precompressed (brotli 11, gzip 9)
+//
+// The precompressed copies are for servers that send a file's `.br`/`.gz` sibling to a browser
+// that accepts it (nginx gzip_static/brotli_static, Caddy `precompressed`, scripts/serve.mjs):
+// the wasm is most of the bytes a first visit downloads. Brotli at quality 11 takes seconds, so
+// they are kept in dist/.wasm-compressed/ under the wasm's hash and made again only for a new wasm.
+// It prints every file's size and, last, the sizes a README would quote: the tarball, the wasm
+// and the JS, raw, brotli and gzip.
 //
 // The library's files are copied as they are, except for the one path that differs: in the repo
 // the glue and the wasm are wasm-pack's pkg/ (`../../pkg/` from www/lib/); in the package they
@@ -23,7 +31,8 @@ import { execFileSync } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { gzipSync } from 'node:zlib';
+import { createHash } from 'node:crypto';
+import zlib from 'node:zlib';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const LIB = path.join(REPO, 'www/lib');
@@ -38,7 +47,36 @@ const GLUE_REFERENCES = { 'engine.js': 1, 'policy.js': 1, 'wasm-instance.js': 2 
 /** Files with effects at import time (a bundler must keep them even when nothing is imported from them). */
 const SIDE_EFFECTS = ['./worker.js', './wasm-instance.js'];
 
-const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
+/** Where the precompressed wasm is kept between builds (by the wasm's hash). */
+const COMPRESSED_CACHE = path.join(REPO, 'dist/.wasm-compressed');
+
+const kib = (n) => (n >= 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(2)} MiB` : `${(n / 1024).toFixed(1)} KiB`);
+const brotli = (/** @type {Buffer} */ b) => zlib.brotliCompressSync(b, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: b.length } });
+const gzip = (/** @type {Buffer} */ b) => zlib.gzipSync(b, { level: 9 });
+
+/**
+ * `wasm` brotli- and gzip-compressed: from the cache when this wasm was compressed before.
+ * @param {Buffer} wasm
+ * @returns {Promise<{br: Buffer, gz: Buffer}>}
+ */
+async function precompressed(wasm) {
+  const id = createHash('sha256').update(wasm).digest('hex').slice(0, 32);
+  const at = (/** @type {string} */ ext) => path.join(COMPRESSED_CACHE, `${id}.wasm${ext}`);
+  try {
+    return { br: await fs.readFile(at('.br')), gz: await fs.readFile(at('.gz')) };
+  } catch {
+    const out = { br: brotli(wasm), gz: gzip(wasm) };
+    await fs.rm(COMPRESSED_CACHE, { recursive: true, force: true });
+    await fs.mkdir(COMPRESSED_CACHE, { recursive: true });
+    for (const [ext, bytes] of [['.br', out.br], ['.gz', out.gz]]) {
+      // Written under a temporary name and renamed: a concurrent build never reads half a file.
+      const tmp = `${at(ext)}.${process.pid}.tmp`;
+      await fs.writeFile(tmp, bytes);
+      await fs.rename(tmp, at(ext));
+    }
+    return out;
+  }
+}
 
 async function listLibrary() {
   const out = [];
@@ -51,7 +89,8 @@ async function listLibrary() {
 }
 
 /**
- * Build the package folder. Returns { dir, version, files: [[path, bytes]], wasmBytes, wasmGzipBytes }.
+ * Build the package folder. Returns { dir, version, files: [[path, bytes]], sizes } (sizes: the
+ * wasm's and the JS's bytes raw, brotli and gzip).
  * @param {{out?: string}} [options]
  */
 export async function buildPackage({ out = path.join(REPO, 'dist/npm') } = {}) {
@@ -85,6 +124,10 @@ export async function buildPackage({ out = path.join(REPO, 'dist/npm') } = {}) {
     if (!(file in GLUE_REFERENCES)) throw new Error(`www/lib/${file} names ${REPO_GLUE}: add it to GLUE_REFERENCES in scripts/build-pkg.mjs`);
   }
   for (const f of ['ibexdb.js', 'ibexdb_bg.wasm', 'ibexdb.d.ts']) await fs.copyFile(path.join(PKG, f), path.join(out, 'wasm', f));
+  const wasm = await fs.readFile(path.join(out, 'wasm/ibexdb_bg.wasm'));
+  const { br, gz } = await precompressed(wasm);
+  await fs.writeFile(path.join(out, 'wasm/ibexdb_bg.wasm.br'), br);
+  await fs.writeFile(path.join(out, 'wasm/ibexdb_bg.wasm.gz'), gz);
 
   const manifest = {
     name: 'ibexdb',
@@ -112,8 +155,12 @@ export async function buildPackage({ out = path.join(REPO, 'dist/npm') } = {}) {
     files.push([path.relative(out, p), (await fs.stat(p)).size]);
   }
   files.sort((a, b) => a[0].localeCompare(b[0]));
-  const wasm = await fs.readFile(path.join(out, 'wasm/ibexdb_bg.wasm'));
-  return { dir: out, version, files, wasmBytes: wasm.length, wasmGzipBytes: gzipSync(wasm, { level: 9 }).length };
+  const js = Buffer.concat(await Promise.all(files.filter(([f]) => f.endsWith('.js')).map(([f]) => fs.readFile(path.join(out, f)))));
+  const sizes = {
+    wasm: { raw: wasm.length, br: br.length, gzip: gz.length },
+    js: { raw: js.length, br: brotli(js).length, gzip: gzip(js).length },
+  };
+  return { dir: out, version, files, sizes };
 }
 
 /**
@@ -136,11 +183,15 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     const built = await buildPackage();
     console.log(`ibexdb ${built.version} -> ${path.relative(REPO, built.dir)}/`);
     for (const [f, n] of built.files) console.log(`  ${f.padEnd(24)} ${kib(n).padStart(11)}`);
-    console.log(`  wasm: ${kib(built.wasmBytes)}, gzipped ${kib(built.wasmGzipBytes)}`);
+    const { wasm, js } = built.sizes;
+    const three = (/** @type {{raw: number, br: number, gzip: number}} */ x) => `${kib(x.raw)} (brotli ${kib(x.br)}, gzip ${kib(x.gzip)})`;
+    let tarball = '';
     if (!process.argv.includes('--no-pack')) {
       const packed = packPackage(built.dir, path.dirname(built.dir));
-      console.log(`npm pack: ${path.relative(REPO, packed.tarball)}: ${kib(packed.size)} (${packed.entryCount} files, ${kib(packed.unpackedSize)} unpacked)`);
+      console.log(`npm pack: ${path.relative(REPO, packed.tarball)} (${packed.entryCount} files, ${kib(packed.unpackedSize)} unpacked)`);
+      tarball = `tarball ${kib(packed.size)}; `;
     }
+    console.log(`sizes: ${tarball}wasm ${three(wasm)}; JS ${three(js)}`);
   } catch (e) {
     console.error(`build-pkg: ${e.message}`);
     process.exit(1);

@@ -11,12 +11,20 @@
 // The shipping tests and `make demo` also use it as a *plain* static server, the kind a user
 // deploys to: `isolation: false` (no COOP/COEP), a `mount` path (`/apps/notes/`), extra `headers`
 // (a Content-Security-Policy, CORS for a "CDN" origin) and `tls` (https with a self-signed cert).
+//
+// Compression (`compress: true`; on for `make serve` and `make demo`, off by default for
+// programmatic use so the benchmark runner keeps measuring what it always measured): `.wasm`, JS
+// and other text files go out brotli- or gzip-encoded when the request's Accept-Encoding allows,
+// from a precompressed sibling (`x.wasm.br`, `x.wasm.gz`, as `make pkg` writes them) when there
+// is one at least as new as the file, else compressed here once and kept in memory; always with
+// `Vary: Accept-Encoding` and the file's own Content-Type (`application/wasm`).
 
 import { createServer } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import { createReadStream, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { encodedBody, negotiate } from './serve-compress.mjs';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -83,7 +91,7 @@ async function resolveFile(root, realRoot, urlPath) {
  * Options: `root` (the folder served), `port` (0 = any free one), `host`, `log`,
  * `isolation` (COOP/COEP/CORP headers; default true), `headers` (more headers on every response),
  * `mount` (the URL path the root is served under, e.g. '/apps/notes/'; other paths are 404),
- * `tls` ({key, cert}: https).
+ * `tls` ({key, cert}: https), `compress` (brotli/gzip by Accept-Encoding; default false).
  */
 export async function startServer({
   root = REPO_ROOT,
@@ -94,6 +102,7 @@ export async function startServer({
   headers = {},
   mount = '/',
   tls = null,
+  compress = false,
 } = {}) {
   root = path.resolve(root);
   const realRoot = await fs.realpath(root);
@@ -138,7 +147,15 @@ export async function startServer({
       if (!st.isFile()) return send(res, 403, 'forbidden\n');
 
       const type = MIME[path.extname(file).toLowerCase()] ?? 'application/octet-stream';
-      res.writeHead(200, { ...common, 'Content-Type': type, 'Content-Length': st.size });
+      const encoding = compress ? negotiate(file, st.size, req.headers['accept-encoding']) : null;
+      if (encoding?.name) {
+        const body = await encodedBody(file, st, encoding.name, realRoot);
+        res.writeHead(200, { ...common, 'Content-Type': type, 'Content-Encoding': encoding.name, Vary: 'Accept-Encoding', 'Content-Length': body.size });
+        if (req.method === 'HEAD') return res.end();
+        if (body.bytes) return res.end(body.bytes);
+        return createReadStream(/** @type {string} */ (body.file)).on('error', (err) => res.destroy(err)).pipe(res);
+      }
+      res.writeHead(200, { ...common, 'Content-Type': type, 'Content-Length': st.size, ...(encoding ? { Vary: 'Accept-Encoding' } : {}) });
       if (req.method === 'HEAD') return res.end();
       createReadStream(file)
         .on('error', (err) => res.destroy(err))
@@ -171,8 +188,8 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     process.exit(2);
   }
   try {
-    const { url } = await startServer({ port, log: Boolean(process.env.SERVE_LOG) });
-    console.log(`serving ${REPO_ROOT} at ${url}/  (COOP/COEP on; benchmark: ${url}/www/bench/page/)`);
+    const { url } = await startServer({ port, log: Boolean(process.env.SERVE_LOG), compress: true });
+    console.log(`serving ${REPO_ROOT} at ${url}/  (COOP/COEP on, brotli/gzip; benchmark: ${url}/www/bench/page/)`);
   } catch (err) {
     console.error(`serve.mjs: cannot listen on 127.0.0.1:${port}: ${err.message}`);
     process.exit(1);

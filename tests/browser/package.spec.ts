@@ -23,7 +23,7 @@ test('installed package, unbundled, from a sub-path without COOP/COEP', async ({
   void watched;
   const installed = JSON.parse(readFileSync(path.join(scratch.dir, 'node_modules/ibexdb/package.json'), 'utf8'));
   expect(installed.exports['.']).toEqual({ types: './ibexdb.d.ts', default: './ibexdb.js' });
-  expect(readdirSync(path.join(scratch.dir, 'node_modules/ibexdb/wasm')).sort()).toEqual(['ibexdb.d.ts', 'ibexdb.js', 'ibexdb_bg.wasm']);
+  expect(readdirSync(path.join(scratch.dir, 'node_modules/ibexdb/wasm')).sort()).toEqual(['ibexdb.d.ts', 'ibexdb.js', 'ibexdb_bg.wasm', 'ibexdb_bg.wasm.br', 'ibexdb_bg.wasm.gz']);
   const site = await serve(scratch.dir, { mount: '/apps/notes/' });
   try {
     const seen = await exerciseNotes(page, `${site.url}/apps/notes/`);
