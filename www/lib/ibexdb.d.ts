@@ -95,7 +95,12 @@ export interface OpenOptions {
   schemas?: Record<string, Schema>;
   /** Damage in the middle of the log: 'strict' (default) fails with CorruptError, 'repair' pads over it. */
   recovery?: 'strict' | 'repair';
-  /** A byte limit for this repository's files (QuotaExceededError beyond it). */
+  /**
+   * A byte limit for this repository's files, log and snapshot together (QuotaExceededError
+   * beyond it; the failed write is not kept). Deleting items frees nothing (every change is a
+   * signed commit the history keeps); at the limit the snapshot gives its bytes to the log, and
+   * close() still succeeds. A higher limit makes room (docs/design.md §11.5).
+   */
   quotaBytes?: number;
   /**
    * Sync with an ibexdb-server at this URL (`ws://127.0.0.1:8787`), or with the nodes of one
