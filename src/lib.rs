@@ -86,7 +86,7 @@ pub mod testing {
     pub use crate::graph::{CommitInfo, Graph};
     pub use crate::query::QueryEngine;
     pub use crate::state::{ChangeSink, Collection, Item, NoSink, State};
-    pub use crate::store::fault::FaultStorage;
+    pub use crate::store::fault::{FaultStorage, QuotaPool};
     pub use crate::store::log::{
         header_bytes, Log, Scan, FRAME_COMMIT, FRAME_HEADER_LEN, FRAME_PAD, FRAME_SEAL, HEADER_LEN,
         MAX_FRAME_PAYLOAD,

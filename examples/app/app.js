@@ -53,6 +53,21 @@ export const app = {
   syncUrl: settings.get('sync') ?? '',
   /** True while a shared board is fetched before the first write (views/join.js). */
   joining: false,
+  /**
+   * Whether this device may change the board, from the access list (`db.members()`) and the
+   * server's refusals (`db.syncStatus()`): views/access-banner.js decides, and every control
+   * that writes is disabled while it is false.
+   */
+  editable: true,
+  /** @type {Set<(editable: boolean) => void>} called when `editable` changes */
+  onEditable: new Set(),
+  /** @param {boolean} editable */
+  setEditable(editable) {
+    if (editable === this.editable) return;
+    this.editable = editable;
+    document.body.dataset.edit = editable ? 'yes' : 'no';
+    for (const f of this.onEditable) f(editable);
+  },
   settings,
   /** @type {Set<() => void>} called after every (re)open */
   onOpen: new Set(),
@@ -64,6 +79,19 @@ export const app = {
     this.db = await open(this.board, { schemas: SCHEMAS, identity: opts.identity, sync: this.syncUrl || undefined });
     window.taskboard = this;
     for (const f of this.onOpen) f();
+  },
+  /**
+   * Open another board in this page (a backup restores into the board it was made from).
+   * @param {string} name
+   */
+  async openBoard(name) {
+    if (!NAME_RE.test(name)) throw new RangeError(`not a board name: ${name}`);
+    this.board = name;
+    settings.set('board', name);
+    const q = new URLSearchParams(location.search);
+    q.set('board', name);
+    history.replaceState(null, '', `?${q}`);
+    await this.reopen();
   },
   /** Change the sync server ('' = local only): the board reopens with it (and joins it if empty). @param {string} url */
   async setSync(url) {

@@ -310,9 +310,32 @@ impl<S: Storage> Repo<S> {
 
     // ----- durability --------------------------------------------------------------------
 
-    /// Write buffered frames with one write call and flush them to storage.
+    /// Write buffered frames with one write call and flush them to storage. Out of room
+    /// (`QuotaExceeded`), the snapshot makes room: it only saves replaying the log, so it is
+    /// dropped (its items loaded first) and the write tried once more.
     pub fn flush(&mut self) -> Result<()> {
-        self.log.flush()
+        match self.log.flush() {
+            Err(e) if is_quota(&e) && self.drop_snapshot()? => self.log.flush(),
+            done => done,
+        }
+    }
+
+    /// Empty the snapshot file to give its bytes to the log; false when there was none to
+    /// drop. Every item is loaded first (none stays in the file's blocks), and the next open
+    /// replays the whole log until a new snapshot is written.
+    fn drop_snapshot(&mut self) -> Result<bool> {
+        if self.snap.as_ref().map_or(Ok(0), |s| s.len())? == 0 {
+            return Ok(false);
+        }
+        self.warm_all()?;
+        let s = self.snap.as_mut().unwrap();
+        s.truncate(0)?;
+        s.flush()?;
+        self.snapshot_log_len = 0;
+        self.snapshot_len = 0;
+        self.snap_indexes.clear();
+        self.open_report.from_snapshot = false;
+        Ok(true)
     }
 
     /// Whether buffered frames wait to be written.
@@ -355,7 +378,23 @@ impl<S: Storage> Repo<S> {
         let persist = indexes::to_persist(&self.query, &self.graph.state, kept, append.is_some());
         let s = self.snap.as_mut().unwrap();
         let log = (log_len, self.log.storage());
-        let (end, indexes) = snapshot::write_for(&self.graph, log, s, append, &persist)?;
+        let (end, indexes) = match snapshot::write_for(&self.graph, log, s, append, &persist) {
+            Ok(done) => done,
+            Err(e) => {
+                // A snapshot that did not fit takes no room: cut the file back to what it held
+                // before, the previous snapshot when appending (its blocks still hold the cold
+                // items), nothing when rewriting (every item was loaded). Best effort: the
+                // error reported is the write's.
+                let keep = append.unwrap_or(0);
+                if is_quota(&e)
+                    && s.truncate(keep).and_then(|()| s.flush()).is_ok()
+                    && append.is_none()
+                {
+                    self.snap_indexes.clear();
+                }
+                return Err(e);
+            }
+        };
         self.snapshot_len = end;
         self.snapshot_log_len = log_len;
         self.snap_indexes = indexes;
@@ -379,9 +418,21 @@ impl<S: Storage> Repo<S> {
         self.snap.as_ref()
     }
 
-    /// Flush and hand back the storage backends.
+    /// Flush and hand back the storage backends. Without room for buffered seal frames (and
+    /// only those), close drops them and succeeds: the commits they cover are durable, and
+    /// the next open finds them unsealed and seals them again. Unwritten commits are an error.
     pub fn close(mut self) -> Result<(S, Option<S>)> {
-        self.flush()?;
+        if let Err(e) = self.flush() {
+            if !(is_quota(&e) && self.log.pending_seals_only()) {
+                return Err(e);
+            }
+            self.log.discard_pending();
+        }
         Ok((self.log.into_storage(), self.snap))
     }
+}
+
+/// The storage is out of room (the browser's quota, or the repository's byte limit).
+fn is_quota(e: &Error) -> bool {
+    matches!(e, Error::Storage(se) if se.kind == crate::error::StorageErrorKind::QuotaExceeded)
 }

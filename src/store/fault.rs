@@ -9,7 +9,7 @@
 //! Clones share state, so a test keeps a handle after moving one into a [`crate::store::log::Log`].
 //! Countdowns: `n` means "the next `n` calls succeed, the one after is hit".
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::rc::Rc;
 
@@ -54,24 +54,60 @@ struct Inner {
     power_cut_in: Option<usize>,
     dead: bool,
     quota: Option<u64>,
+    pool: Option<Rc<QuotaPool>>,
     writes: usize,
     flushes: usize,
 }
 
 impl Inner {
     fn check_quota(&self, new_len: u64) -> Result<(), StorageError> {
+        let old = self.live.len() as u64;
         match self.quota {
-            Some(q) if new_len > q && new_len > self.live.len() as u64 => Err(StorageError::new(
+            Some(q) if new_len > q && new_len > old => Err(StorageError::new(
                 StorageErrorKind::QuotaExceeded,
                 format!("quota of {q} bytes exceeded"),
             )),
-            _ => Ok(()),
+            _ => match &self.pool {
+                Some(p) if new_len > old && p.used.get() + (new_len - old) > p.limit => {
+                    Err(StorageError::new(
+                        StorageErrorKind::QuotaExceeded,
+                        format!("shared quota of {} bytes exceeded", p.limit),
+                    ))
+                }
+                _ => Ok(()),
+            },
         }
     }
 
     fn record(&mut self, op: Op) {
+        let old = self.live.len() as u64;
         apply(&mut self.live, &op);
+        if let Some(p) = &self.pool {
+            p.used.set(p.used.get() - old + self.live.len() as u64);
+        }
         self.unflushed.push(op);
+    }
+}
+
+/// A byte limit shared by several storages, as a browser's quota covers a repository's log
+/// and snapshot together ([`FaultStorage::share_quota`]).
+#[derive(Debug)]
+pub struct QuotaPool {
+    limit: u64,
+    used: Cell<u64>,
+}
+
+impl QuotaPool {
+    pub fn new(limit: u64) -> Rc<QuotaPool> {
+        Rc::new(QuotaPool {
+            limit,
+            used: Cell::new(0),
+        })
+    }
+
+    /// Bytes held by the storages of the pool.
+    pub fn used(&self) -> u64 {
+        self.used.get()
     }
 }
 
@@ -152,6 +188,14 @@ impl FaultStorage {
     /// flush fails with `Io`. Build crash images afterwards.
     pub fn power_cut_at_write(&self, n: usize) {
         self.inner.borrow_mut().power_cut_in = Some(n);
+    }
+
+    /// Count this storage's bytes against `pool`: a write or truncate that would grow the
+    /// pool's total beyond its limit fails with `QuotaExceeded` and changes nothing.
+    pub fn share_quota(&self, pool: &Rc<QuotaPool>) {
+        let mut i = self.inner.borrow_mut();
+        pool.used.set(pool.used.get() + i.live.len() as u64);
+        i.pool = Some(pool.clone());
     }
 
     /// Disarm every pending fault, lift the quota and bring the device back.

@@ -319,6 +319,8 @@ pub struct Log<S: Storage> {
     /// flushed to push them; a storage read costs far more than keeping a small copy).
     recent: Vec<u8>,
     recent_at: u64,
+    /// The write buffer holds a commit frame (else only seals, or nothing).
+    buf_commits: bool,
 }
 
 impl<S: Storage + fmt::Debug> fmt::Debug for Log<S> {
@@ -363,6 +365,7 @@ impl<S: Storage> Log<S> {
             durable: end,
             recent: Vec::new(),
             recent_at: end,
+            buf_commits: false,
         };
         Ok((log, scan))
     }
@@ -385,6 +388,7 @@ impl<S: Storage> Log<S> {
         }
         let offset = self.len();
         push_frame(&mut self.buf, kind, payload);
+        self.buf_commits |= kind == FRAME_COMMIT;
         Ok(offset)
     }
 
@@ -410,7 +414,21 @@ impl<S: Storage> Log<S> {
         } else {
             self.buf.clear();
         }
+        self.buf_commits = false;
         Ok(())
+    }
+
+    /// Whether the write buffer holds seal frames only (nothing else waits to be written):
+    /// dropping them loses no commit, whose seal can be made again.
+    pub fn pending_seals_only(&self) -> bool {
+        !self.buf.is_empty() && !self.buf_commits
+    }
+
+    /// Drop the buffered frames (the log is being closed without room for them: only
+    /// [`Log::pending_seals_only`] makes that safe).
+    pub fn discard_pending(&mut self) {
+        self.buf.clear();
+        self.buf_commits = false;
     }
 
     /// [`write_pending`](Self::write_pending), then flush the storage. After `Ok`, everything

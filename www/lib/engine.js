@@ -18,7 +18,7 @@ import { argCollection, argKey } from './args.js';
 import { encode, encodeObject, revive } from './codec.js';
 import { TxnBuilder } from './txn.js';
 export { TxnBuilder };
-import { ClosedError, InvalidValueError, PanicError } from './errors.js';
+import { ClosedError, InvalidValueError, PanicError, QuotaExceededError } from './errors.js';
 import { formatIdentity, identityFile } from './identity-file.js';
 import { checkName, snapshotDue } from './policy.js';
 import { checkStorage, closeAll, openFiles } from './storage.js';
@@ -625,11 +625,19 @@ export class EngineHandle {
     return { sealed, snapshot: this.maybeSnapshot(true) };
   }
 
-  /** Seal, flush, snapshot (if the tail is non-empty), release the files. */
+  /**
+   * Seal, flush, snapshot (if the tail is non-empty), release the files. Out of room, the seal
+   * and the snapshot wait for a later session (the commits are durable; the engine's close
+   * drops only seals it cannot write): close fails only for commits it could not write.
+   */
   async close() {
     if (this._raw && !this._dead) {
       try {
-        this.settle();
+        try {
+          this.settle();
+        } catch (e) {
+          if (!(e instanceof QuotaExceededError)) throw e;
+        }
         this._call((r) => r.close());
       } finally {
         this._release();

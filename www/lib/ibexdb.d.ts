@@ -95,7 +95,12 @@ export interface OpenOptions {
   schemas?: Record<string, Schema>;
   /** Damage in the middle of the log: 'strict' (default) fails with CorruptError, 'repair' pads over it. */
   recovery?: 'strict' | 'repair';
-  /** A byte limit for this repository's files (QuotaExceededError beyond it). */
+  /**
+   * A byte limit for this repository's files, log and snapshot together (QuotaExceededError
+   * beyond it; the failed write is not kept). Deleting items frees nothing (every change is a
+   * signed commit the history keeps); at the limit the snapshot gives its bytes to the log, and
+   * close() still succeeds. A higher limit makes room (docs/design.md §11.5).
+   */
   quotaBytes?: number;
   /**
    * Sync with an ibexdb-server at this URL (`ws://127.0.0.1:8787`), or with the nodes of one
@@ -182,7 +187,8 @@ export interface ReceiveReport {
  * Where sync stands (`db.syncStatus()`, `db.onSyncStatus`). `state`:
  * - `off`: sync was never started, or was stopped (`db.sync(null)`).
  * - `offline`: no connection to the server: dialing, or waiting before the next try (backoff
- *   with jitter; `lastError` says what failed).
+ *   with jitter; `lastError` says what failed). A server that answers `UnavailableError` (it is
+ *   shutting down, e.g. for a deploy, or cannot serve now) is offline too, not `error`.
  * - `online`: connected; the handshake (challenge, signed Hello) is under way.
  * - `syncing`: the server welcomed this replica; it is still receiving what the server had at
  *   the Welcome, or local commits wait for the server's acknowledgement.
@@ -201,9 +207,12 @@ export interface SyncStatus {
   urls: string[] | null;
   /** Last server sequence received. */
   cursor: number;
-  /** Local commit-table entries before this one are known to the server. */
+  /**
+   * Local commit-table entries before this one are known to the server (from the position
+   * persisted with the repository as soon as sync starts, before any connection).
+   */
   pushFrom: number;
-  /** Local commits the server has not acknowledged yet. */
+  /** Local commits the server has not acknowledged yet (offline and after a reload too). */
   pending: number;
   /** The server's last sequence, as last heard. */
   serverHead: number | null;

@@ -83,6 +83,22 @@ fn storage_err(what: &str, e: JsValue) -> StorageError {
     StorageError::new(kind, format!("OPFS {what} failed: {name}: {message}"))
 }
 
+/// A write that reports fewer bytes than asked. Chromium's in-memory OPFS (private windows)
+/// out of quota returns its negative file error as the count, read as an unsigned 32-bit
+/// number: `-8` (`FILE_ERROR_NO_SPACE`) is the quota, as the `QuotaExceededError` a disk-backed
+/// OPFS throws.
+fn short_write(n: f64, len: usize, offset: u64) -> StorageError {
+    const FILE_ERROR_NO_SPACE: i32 = -8;
+    let code = (n > len as f64 && n <= u32::MAX as f64).then_some(n as u32 as i32);
+    if code == Some(FILE_ERROR_NO_SPACE) {
+        return StorageError::new(
+            StorageErrorKind::QuotaExceeded,
+            format!("OPFS write failed: no space for {len} bytes at {offset} (the origin's storage quota is used up)"),
+        );
+    }
+    StorageError::io(format!("short write: {n} of {len} bytes at {offset}"))
+}
+
 impl OpfsStorage {
     /// Wrap an open handle. `quota` (if any) is charged with the file's current size.
     pub fn new(handle: JsValue, quota: Option<Rc<Quota>>) -> Result<OpfsStorage, StorageError> {
@@ -207,10 +223,7 @@ impl Storage for OpfsStorage {
                 // Part of the data may be on disk: the real size is unknown until asked.
                 let real = self.handle.get_size().unwrap_or(new_size as f64) as u64;
                 self.resized(real);
-                Err(StorageError::io(format!(
-                    "short write: {n} of {} bytes at {offset}",
-                    data.len()
-                )))
+                Err(short_write(n, data.len(), offset))
             }
             Err(e) => {
                 if let Ok(real) = self.handle.get_size() {

@@ -1,6 +1,6 @@
 // Who may do what on this board, in words: public keys, this device's role, and the refusals of
 // ibexdb's typed errors. No DOM here; the share dialog, the join banner and the notices use it.
-import { AuthError, IbexError, InvalidValueError, LimitError, PermissionError, UnavailableError } from 'ibexdb';
+import { AuthError, IbexError, InvalidValueError, LimitError, PermissionError, QuotaExceededError, StorageError, UnavailableError } from 'ibexdb';
 
 /** @typedef {import('ibexdb').Members} Members */
 /** @typedef {import('ibexdb').Role | 'public-reader' | 'public-writer' | 'anyone' | 'none'} Access */
@@ -56,9 +56,20 @@ export function explain(err) {
   if (err instanceof LimitError) return `The server refused: a limit was reached (${err.limit ?? 'limit'}).`;
   if (err instanceof UnavailableError) return 'The server is unavailable right now; changes stay on this device and are sent later.';
   if (err instanceof InvalidValueError) return err.message;
+  if (err instanceof QuotaExceededError) return STORAGE_FULL;
+  if (err instanceof StorageError) return `This device could not save your change (its storage failed: ${err.message}). Nothing saved before is lost; try again, or reload the page.`;
   if (err instanceof IbexError) return `${err.name}: ${err.message}`;
   return err instanceof Error ? err.message : String(err);
 }
+
+/**
+ * Out of room: what happened, and what does (and does not) help. Every change is a signed commit
+ * kept in the board's history, so deleting tasks adds a change rather than freeing space.
+ */
+export const STORAGE_FULL =
+  'This device has no room left for the board: your change was not saved (nothing saved before is lost). ' +
+  'Deleting tasks does not free space: every change is kept in the board’s signed history. ' +
+  'Free up space on this device (files, apps, or other websites’ data in the browser settings), then try again.';
 
 /** @type {Record<string, string>} */
 const PERMISSION_TEXT = {

@@ -71,3 +71,60 @@ export function dialog(title, body, { wide = false, label = title } = {}) {
   d.showModal();
   return d;
 }
+
+/**
+ * Ask before something that cannot be undone here: a modal dialog with Cancel and the action.
+ * Resolves true when the user chose the action.
+ * @param {string} title
+ * @param {string} text
+ * @param {string} action the label of the confirming button
+ * @returns {Promise<boolean>}
+ */
+export function confirmDialog(title, text, action) {
+  return new Promise((resolve) => {
+    let chosen = false;
+    const d = dialog(title, h('div.confirm', null,
+      h('p', null, text),
+      h('div.row.end', null,
+        h('button', { type: 'button', onclick: () => d.close() }, 'Cancel'),
+        h('button.danger', { type: 'button', onclick: () => ((chosen = true), d.close()) }, action))), { label: title });
+    d.setAttribute('role', 'alertdialog');
+    d.addEventListener('close', () => resolve(chosen));
+  });
+}
+
+/**
+ * A button that opens a small menu of actions (`aria-haspopup`); Escape, a click elsewhere or
+ * choosing an item closes it.
+ * @param {{label: string, text: string}} button its accessible name and its text
+ * @param {{label: string, run: () => void, disabled?: () => boolean}[]} items
+ * @returns {HTMLElement}
+ */
+export function menuButton(button, items) {
+  const wrap = h('div.menu-wrap');
+  const menu = h('div.menu', { role: 'menu', hidden: true, 'aria-label': button.label });
+  const toggle = h('button.icon', { type: 'button', 'aria-label': button.label, 'aria-haspopup': 'menu', 'aria-expanded': 'false', onclick: () => (menu.hidden ? open() : close()) }, button.text);
+  const close = () => {
+    menu.hidden = true;
+    toggle.setAttribute('aria-expanded', 'false');
+    removeEventListener('pointerdown', outside, true);
+    removeEventListener('keydown', onKey, true);
+  };
+  const outside = (/** @type {Event} */ e) => {
+    if (!wrap.contains(/** @type {Node} */ (e.target))) close();
+  };
+  const onKey = (/** @type {KeyboardEvent} */ e) => {
+    if (e.key === 'Escape') close();
+  };
+  const open = () => {
+    menu.replaceChildren(...items.map((it) =>
+      h('button', { type: 'button', role: 'menuitem', disabled: it.disabled?.() ?? false, onclick: () => (close(), it.run()) }, it.label)));
+    menu.hidden = false;
+    toggle.setAttribute('aria-expanded', 'true');
+    addEventListener('pointerdown', outside, true);
+    addEventListener('keydown', onKey, true);
+    /** @type {HTMLElement | null} */ (menu.querySelector('button:not([disabled])'))?.focus();
+  };
+  wrap.append(toggle, menu);
+  return wrap;
+}

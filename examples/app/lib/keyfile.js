@@ -31,6 +31,43 @@ export class KeyCodeError extends Error {
   name = 'KeyCodeError';
 }
 
+/** Characters of each base64url part of a whole code: salt (16 bytes), iv (12), ciphertext. */
+const SALT_CHARS = 22;
+const IV_CHARS = 16;
+/** db.exportIdentity() is "ibexdb-identity-v1:" and 96 hex digits (115 bytes), + 16 bytes of GCM tag. */
+const CIPHERTEXT_CHARS = Math.ceil(((19 + 96 + 16) * 4) / 3);
+const B64URL = /^[A-Za-z0-9_-]*$/;
+const CUT = 'Copy the whole code (or use the key file) and try again.';
+
+/**
+ * The three binary parts of a code, or a KeyCodeError that says what is wrong with it: not a
+ * key code at all, cut short (a part missing or shorter than it is), or damaged.
+ * @param {string} code
+ * @returns {Uint8Array<ArrayBuffer>[]}
+ */
+function parseCode(code) {
+  const text = code.replace(/\s+/g, '');
+  if (!text.startsWith(`${FORMAT}.`)) {
+    throw new KeyCodeError(text ? 'This is not a key code from this app (a key code starts with "ibexkey1.").' : 'Paste the key code, or choose the key file.');
+  }
+  const parts = text.split('.').slice(1);
+  if (parts.some((p) => !B64URL.test(p)) || parts.length > 3) {
+    throw new KeyCodeError(`The key code is damaged: it holds characters or parts a key code does not have. ${CUT}`);
+  }
+  const [salt = '', iv = '', ct = ''] = parts;
+  if (parts.length < 3 || salt.length < SALT_CHARS || iv.length < IV_CHARS || ct.length < CIPHERTEXT_CHARS) {
+    const have = text.length;
+    const whole = FORMAT.length + 3 + SALT_CHARS + IV_CHARS + CIPHERTEXT_CHARS;
+    throw new KeyCodeError(`The key code is cut short: it has ${have} of its ${whole} characters. ${CUT}`);
+  }
+  if (salt.length !== SALT_CHARS || iv.length !== IV_CHARS) throw new KeyCodeError(`The key code is damaged: a part has the wrong length. ${CUT}`);
+  try {
+    return [salt, iv, ct].map(unb64url);
+  } catch {
+    throw new KeyCodeError(`The key code is damaged (it is not valid base64url). ${CUT}`);
+  }
+}
+
 /**
  * Encrypt an exported identity under a passphrase.
  * @param {string} identity from db.exportIdentity()
@@ -53,16 +90,7 @@ export async function protectIdentity(identity, passphrase) {
  * @returns {Promise<string>} the identity, for open(name, {identity})
  */
 export async function unlockIdentity(code, passphrase) {
-  const parts = code.trim().split('.');
-  if (parts.length !== 4 || parts[0] !== FORMAT) {
-    throw new KeyCodeError('This is not a key code from this app (it should start with "ibexkey1.").');
-  }
-  let salt, iv, ct;
-  try {
-    [salt, iv, ct] = parts.slice(1).map(unb64url);
-  } catch {
-    throw new KeyCodeError('The key code is damaged (it is not valid base64url).');
-  }
+  const [salt, iv, ct] = parseCode(code);
   const key = await deriveKey(passphrase, salt);
   let plain;
   try {

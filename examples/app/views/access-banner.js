@@ -1,7 +1,10 @@
 // The banner between the header and the board that says what this device may do here: joining
 // (fetching a shared board before editing it), no access yet (with this device's key, to send
-// to an owner), read only, or the server's refusal. It follows the access list
-// (lib/watch-access.js) and the sync status (db.onSyncStatus) live.
+// to an owner), read only, removed, or the server's refusal. It follows the access list
+// (lib/watch-access.js) and the sync status (db.onSyncStatus) live, and decides whether the
+// board's controls that write are enabled (`app.setEditable`): only for a device that may
+// write by the access list it holds and that the server has not refused. A server that is
+// unavailable (down, restarting) refuses nothing: the status says so, edits go on.
 import { PermissionError } from 'ibexdb';
 import { accessOf, canWrite, explain } from '../lib/access.js';
 import { h } from '../lib/dom.js';
@@ -65,18 +68,28 @@ export class AccessBanner {
   /** @param {import('ibexdb').Database} db @param {import('ibexdb').Members | null} m @param {import('ibexdb').SyncStatus | null} st */
   _render(db, m, st) {
     const err = st?.state === 'error' ? st.lastError : null;
+    // The access list this device holds; before it is read, the server's word at the handshake.
+    const access = m && accessOf(m, db.publicKey);
+    const mayWrite = access ? canWrite(access) : (st?.rights?.write ?? true);
+    const refusedByServer = err instanceof PermissionError && (err.kind === 'cannot-read' || err.kind === 'cannot-write');
+    this.app.setEditable(mayWrite && !refusedByServer);
+    const kept = 'Nothing on this device is deleted: changes made here before that the server did not take stay on this device, unsent.';
     if (err instanceof PermissionError && err.kind === 'cannot-read') {
       return this.show('refused', 'The server refuses this device access to this board.',
-        h('p', null, 'An owner removed your key, or never invited it. Your changes stay on this device and are not sent. To get access again, send your key to an owner:'),
+        h('p', null, `An owner removed your key, or never invited it: you can read what is on this device, not change it. ${kept} To get access again, send your key to an owner:`),
         this.keyBox());
     }
     if (err instanceof PermissionError && err.kind === 'cannot-write') {
       return this.show('refused', 'The server refused your changes: you can only read this board.',
-        h('p', null, 'They stay on this device, and are sent if an owner makes you a writer again.'));
+        h('p', null, 'Your changes stay on this device, unsent, and are sent if an owner makes you a writer again.'));
     }
     if (err) return this.show('refused', 'The server refused to sync.', h('p', null, explain(err)));
-    const access = m && accessOf(m, db.publicKey);
-    if (access && !canWrite(access)) {
+    if (access === 'none') {
+      return this.show('refused', 'You were removed from this board.',
+        h('p', null, `You can read what is on this device, not change it. ${kept} To get access again, send your key to an owner:`),
+        this.keyBox());
+    }
+    if (!mayWrite) {
       return this.show('read-only', 'You can read this board, not change it.',
         h('p', null, 'Ask an owner to make you a writer (Share shows your key).'));
     }

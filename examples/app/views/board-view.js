@@ -1,8 +1,10 @@
 // The board: one column per list (a live query of the lists), each column a live query of its
 // tasks with the header's search, tag, sort and "hide done" applied. Cards open the task dialog;
-// drag a card onto another column to move it.
+// drag a card onto another column to move it. A list's "⋯" menu renames or deletes it (deleting
+// asks first). Every control that writes carries `data-writes` and is disabled while this device
+// may not change the board (`app.editable`: a reader, a removed member).
 import { addDefaultLists, addList, addTask, columnQuery, deleteList, renameList, updateTask } from '../lib/board.js';
-import { h } from '../lib/dom.js';
+import { confirmDialog, dialog, h, menuButton } from '../lib/dom.js';
 import { report } from './notices.js';
 import { openTaskDialog } from './task-dialog.js';
 
@@ -24,18 +26,26 @@ export class BoardView {
     this.empty = h('section.empty', { hidden: true },
       h('h2', null, 'This board has no lists yet'),
       h('p', null, 'Start with the usual three, or add your own. (Joining someone else’s board? Its lists arrive as soon as it syncs.)'),
-      h('button.primary', { type: 'button', onclick: () => report(addDefaultLists(this.app.db)) }, 'Start with To do · Doing · Done'));
+      h('button.primary', { type: 'button', 'data-writes': true, onclick: () => report(addDefaultLists(this.app.db)) }, 'Start with To do · Doing · Done'));
     this.newList = h('form.new-list', {
       onsubmit: (/** @type {SubmitEvent} */ e) => {
         e.preventDefault();
         const input = /** @type {HTMLInputElement} */ (this.newList.querySelector('input'));
         if (input.value.trim()) report(addList(this.app.db, input.value)).then((ok) => ok && (input.value = ''));
       },
-    }, h('input', { placeholder: 'Add a list…', 'aria-label': 'New list name' }), h('button', { type: 'submit' }, 'Add list'));
+    }, h('input', { placeholder: 'Add a list…', 'aria-label': 'New list name', 'data-writes': true }), h('button', { type: 'submit', 'data-writes': true }, 'Add list'));
     this.el = h('main.board', null, this.empty, h('div.scroller', null, this.cols, this.newList));
     header.onFilters.add(() => {
       for (const c of this.columns.values()) c.bind();
     });
+    app.onEditable.add(() => this._applyEditable());
+  }
+
+  /** Enable or disable every control that writes (cards rendered later read `app.editable`). */
+  _applyEditable() {
+    const editable = this.app.editable;
+    for (const el of this.el.querySelectorAll('[data-writes]')) /** @type {HTMLInputElement} */ (el).disabled = !editable;
+    for (const el of this.el.querySelectorAll('.card')) el.setAttribute('draggable', String(editable));
   }
 
   async start() {
@@ -96,11 +106,14 @@ class Column {
         e.preventDefault();
         this.el.classList.remove('drop');
         const task = e.dataTransfer?.getData('text/x-task');
-        if (task) report(updateTask(board.app.db, task, { list: id }));
+        if (task && board.app.editable) report(updateTask(board.app.db, task, { list: id }));
       },
     },
     h('header', null, this.title, this.count,
-      h('button.icon', { type: 'button', 'aria-label': 'Delete list', title: 'Delete this list and its tasks', onclick: () => this._delete() }, '⋯')),
+      menuButton({ label: 'List actions', text: '⋯' }, [
+        { label: 'Rename list…', run: () => this._rename(), disabled: () => !board.app.editable },
+        { label: 'Delete list…', run: () => this._delete(), disabled: () => !board.app.editable },
+      ])),
     this.list,
     h('form.add', {
       onsubmit: (/** @type {SubmitEvent} */ e) => {
@@ -108,12 +121,15 @@ class Column {
         if (this.input.value.trim()) report(addTask(board.app.db, id, this.input.value)).then((ok) => ok && (this.input.value = ''));
       },
     }, this.input));
+    this.input.dataset.writes = '';
+    this.input.disabled = !board.app.editable;
   }
 
   /** @param {string} name */
   setName(name) {
     this.name = name;
     this.title.textContent = name;
+    this.title.title = `${name} (double-click to rename)`;
     this.el.setAttribute('aria-label', name);
   }
 
@@ -138,13 +154,36 @@ class Column {
   }
 
   _rename() {
-    const name = prompt('Rename list', this.name);
-    if (name && name.trim()) report(renameList(this.board.app.db, this.id, name));
+    if (!this.board.app.editable) return;
+    const input = /** @type {HTMLInputElement} */ (h('input', { value: this.name ?? '', 'aria-label': 'List name', maxlength: '200' }));
+    const d = dialog('Rename list', h('form', {
+      onsubmit: (/** @type {SubmitEvent} */ e) => {
+        e.preventDefault();
+        const name = input.value.trim();
+        if (name) report(renameList(this.board.app.db, this.id, name)).then((ok) => ok && d.close());
+      },
+    }, h('label.field', null, h('span', null, 'Name'), input), h('div.row.end', null, h('button.primary', { type: 'submit' }, 'Rename'))));
+    input.select();
   }
 
-  _delete() {
-    if (confirm(`Delete the list “${this.name}” and its tasks?`)) report(deleteList(this.board.app.db, this.id));
+  /** Delete the list and its tasks, once the user confirmed (naming how many tasks go with it). */
+  async _delete() {
+    const db = this.board.app.db;
+    const n = await db.count('tasks', { list: this.id });
+    const tasks = n === 0 ? 'It has no tasks.' : n === 1 ? 'Its task is deleted with it.' : `Its ${n} tasks are deleted with it.`;
+    const ok = await confirmDialog('Delete list', `Delete the list “${this.name}”? ${tasks}`, 'Delete list');
+    if (ok) report(deleteList(db, this.id));
   }
+}
+
+/**
+ * Mark a task done or not; a refused or failed write puts the box back as it was (the task did
+ * not change), and the notice says why.
+ * @param {BoardView} board @param {{id: string}} t @param {HTMLInputElement} box
+ */
+async function tick(board, t, box) {
+  const done = box.checked;
+  if (!(await report(updateTask(board.app.db, t.id, { done })))) box.checked = !done;
 }
 
 /** @param {BoardView} board @param {{id: string, title: string, done: boolean, due: string | null, tags?: Set<string>, notes?: string}} t */
@@ -153,7 +192,7 @@ function card(board, t) {
   const el = h('article.card', {
     role: 'listitem',
     tabindex: '0',
-    draggable: 'true',
+    draggable: String(board.app.editable),
     class: t.done ? 'done' : '',
     dataset: { task: t.id },
     ondragstart: (/** @type {DragEvent} */ e) => e.dataTransfer?.setData('text/x-task', t.id),
@@ -165,7 +204,7 @@ function card(board, t) {
     },
   },
   h('label.check', { title: t.done ? 'Reopen' : 'Mark done' },
-    h('input', { type: 'checkbox', checked: t.done, 'aria-label': `Done: ${t.title}`, onchange: (/** @type {Event} */ e) => report(updateTask(board.app.db, t.id, { done: /** @type {HTMLInputElement} */ (e.target).checked })) })),
+    h('input', { type: 'checkbox', checked: t.done, disabled: !board.app.editable, 'data-writes': true, 'aria-label': `Done: ${t.title}`, onchange: (/** @type {Event} */ e) => tick(board, t, /** @type {HTMLInputElement} */ (e.target)) })),
   h('div.body', null,
     h('div.title', null, t.title),
     (t.due || t.tags?.size || t.notes) &&

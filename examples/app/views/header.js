@@ -34,10 +34,11 @@ export class Header {
     this.tags = h('nav.tags', { 'aria-label': 'Filter by tag' });
     this.offlineReady = h('span.offline-ready', { hidden: true }, 'Works offline');
     this.update = h('div.update', { hidden: true, role: 'status' });
+    this.boardName = h('div.board-name', null, app.board);
 
     this.el = h('header.top', null,
       h('div.row', null,
-        h('div.brand', null, h('span.logo', { 'aria-hidden': 'true' }), h('div', null, h('h1', null, 'Task board'), h('div.board-name', null, app.board))),
+        h('div.brand', null, h('span.logo', { 'aria-hidden': 'true' }), h('div', null, h('h1', null, 'Task board'), this.boardName)),
         h('div.tools', null, this.search, this.sort, h('label.toggle', null, this.hideDone, 'Hide done')),
         h('div.actions', null,
           this.status,
@@ -65,6 +66,7 @@ export class Header {
   /** Live queries of the header: people's names (for the identity button) and every tag in use. */
   async _bind() {
     const db = this.app.db;
+    this.boardName.textContent = this.app.board;
     this._renderMe();
     await db.live({ collection: 'people' }, (rows) => {
       this.people = new Map(rows.map((r) => [r.id, /** @type {string} */ (r.value.name)]));

@@ -72,6 +72,7 @@ export function openIdentityDialog(app, people) {
       onsubmit: (/** @type {SubmitEvent} */ e) => {
         e.preventDefault();
         if (app.joining) saved.textContent = 'Wait until the board has synced: your name is saved with it.';
+        else if (!app.editable) saved.textContent = 'You cannot change this board, so your name is not saved with it.';
         else report(setMyName(app.db, name.value)).then((ok) => (saved.textContent = ok ? 'Saved' : ''));
       },
     }, h('label.field.grow', null, h('span', null, 'Your name (shown to people you share with)'), name), h('button', { type: 'submit' }, 'Save'), saved),

@@ -1,7 +1,9 @@
 // The sync status button of the header, in words: Local only, Synced, Syncing n, Offline · n to
-// sync, Server unreachable, No access, Read only. Updated at every sync event (db.onSyncStatus)
-// and every second (the count of changes not on the server yet moves with every write).
-import { PermissionError } from 'ibexdb';
+// sync, Server unreachable, Server unavailable (it is shutting down or restarting: a deploy),
+// No access, Read only. n is `pending`: the local changes the server has not acknowledged (the
+// library knows it from the persisted sync position, offline and after a reload too). Updated
+// at every sync event (db.onSyncStatus) and every second (n moves with every write).
+import { PermissionError, UnavailableError } from 'ibexdb';
 
 /**
  * @param {import('ibexdb').SyncStatus} st
@@ -16,6 +18,7 @@ export function describeSync(st, { hasServer, online, waiting }) {
   if (st.state === 'synced') return ['synced', 'Synced'];
   if (st.state === 'syncing') return ['syncing', waiting ? `Syncing ${waiting}…` : 'Syncing…'];
   if (st.state === 'online') return ['connecting', 'Connecting…'];
+  if (st.lastError instanceof UnavailableError) return ['offline', `Server unavailable${n}`];
   return ['offline', `Server unreachable${n}`];
 }
 
@@ -36,13 +39,13 @@ export function followSyncStatus(app, button) {
   const render = async () => {
     const db = app.db;
     if (!db) return; // being reopened
-    const [st, info] = await Promise.all([db.syncStatus(), db.storageInfo()]);
-    const waiting = Math.max(st.pending, info.repository.commits - st.pushFrom, 0);
+    const st = await db.syncStatus();
+    const waiting = st.pending;
     const [state, text] = describeSync(st, { hasServer: !!app.syncUrl, online: navigator.onLine, waiting });
     button.dataset.state = state;
     button.dataset.waiting = String(waiting);
     button.textContent = text;
-    button.title = st.lastError ? `Last error: ${st.lastError.message}` : `${st.url ?? 'no server'} · ${info.repository.commits} changes on this device`;
+    button.title = st.lastError ? `Last error: ${st.lastError.message}` : `${st.url ?? 'no server'} · ${waiting} changes not on the server yet`;
   };
   const safe = () => render().catch(() => {}); // the database is being reopened
   for (const ev of ['online', 'offline']) addEventListener(ev, safe);

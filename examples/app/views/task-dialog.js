@@ -1,9 +1,11 @@
 // One task: its fields (edited in place; each change is one signed commit) and its history from
 // db.history — who changed what and when. The dialog follows the task with a live query, so an
 // edit from another device shows up here at once (fields being edited here are left alone).
+// While this device may not change the board (a reader, a removed member) every field is
+// disabled; the history stays readable.
 import { addTag, deleteTask, removeTag, updateTask } from '../lib/board.js';
 import { describeChange } from '../lib/describe.js';
-import { dialog, h, shortKey, when } from '../lib/dom.js';
+import { confirmDialog, dialog, h, shortKey, when } from '../lib/dom.js';
 import { paintAvatar } from './header.js';
 import { report } from './notices.js';
 
@@ -41,7 +43,17 @@ export async function openTaskDialog(app, id, listNames, people) {
     h('div.field', null, h('span', null, 'Tags'), h('div.tags-row', null, tags, tagForm)),
     h('label.field', null, h('span', null, 'Notes'), notes),
     h('footer', null,
-      h('button.danger', { type: 'button', onclick: () => confirm('Delete this task?') && report(deleteTask(db, id)).then((ok) => ok && d.close()) }, 'Delete task')));
+      h('button.danger', {
+        type: 'button',
+        onclick: async () => {
+          if (await confirmDialog('Delete task', `Delete the task “${title.value}”?`, 'Delete task')) report(deleteTask(db, id)).then((ok) => ok && d.close());
+        },
+      }, 'Delete task')));
+  /** Disable the fields while this device may not write (tag buttons are made by `fill`). */
+  const applyEditable = () => {
+    const controls = [title, notes, due, done, list, newTag, ...details.querySelectorAll('button')];
+    for (const c of controls) /** @type {HTMLInputElement} */ (c).disabled = !app.editable;
+  };
   const history = h('ol.history', { 'aria-label': 'History' });
   const historyTab = h('section.history-tab', { hidden: true }, h('p.hint', null, 'Every change is a commit signed by its author’s key.'), history);
   const tabs = h('div.tabs', { role: 'tablist' },
@@ -65,6 +77,7 @@ export async function openTaskDialog(app, id, listNames, people) {
     list.value = t.list;
     tags.replaceChildren(...[...(t.tags ?? [])].sort().map((/** @type {string} */ tag) =>
       h('span.tag', null, `#${tag}`, h('button.icon', { type: 'button', 'aria-label': `Remove tag ${tag}`, onclick: () => report(removeTag(db, id, tag)) }, '×'))));
+    applyEditable();
   };
 
   const renderHistory = async () => {
@@ -91,6 +104,11 @@ export async function openTaskDialog(app, id, listNames, people) {
     gone.hidden = rows.length > 0;
     renderHistory();
   });
-  d.addEventListener('close', () => live.close());
+  applyEditable();
+  app.onEditable.add(applyEditable);
+  d.addEventListener('close', () => {
+    live.close();
+    app.onEditable.delete(applyEditable);
+  });
   return d;
 }

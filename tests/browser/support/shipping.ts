@@ -118,13 +118,30 @@ export const NOTES_EXPECTED = {
   persisted: { title: 'Alpha 2', tags: ['x'], verified: 5 },
 };
 
-/** The real sync server (target/release/ibexdb-server, or $IBEXDB_SERVER) on a free loopback port. */
-export async function startSyncServer(): Promise<{ url: string; stop(): Promise<void> }> {
+/** The real sync server (target/release/ibexdb-server, or $IBEXDB_SERVER), as startSyncServer started it. */
+export interface SyncServer {
+  url: string;
+  /** Its data directory (kept by `terminate`, so a restart with `{ dir, listen }` resumes it). */
+  dir: string;
+  /** `127.0.0.1:<port>` it listens on. */
+  listen: string;
+  /** Kill it (SIGKILL) and remove its data. */
+  stop(): Promise<void>;
+  /** Shut it down as a deploy does (SIGTERM: it tells its clients, then exits); keeps its data. */
+  terminate(): Promise<void>;
+}
+
+/**
+ * Start the real ibexdb-server on 127.0.0.1 (a free port, or `listen`) with a temp data
+ * directory (or `dir`, to restart one that was terminated).
+ */
+export async function startSyncServer(opts: { dir?: string; listen?: string } = {}): Promise<SyncServer> {
   const { spawn } = await import('node:child_process');
   const { createInterface } = await import('node:readline');
   const bin = process.env.IBEXDB_SERVER ?? path.resolve('target/release/ibexdb-server');
-  const dir = mkdtempSync(path.join(tmpdir(), 'ibexdb-sync-'));
-  const proc = spawn(bin, ['--data', dir, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const dir = opts.dir ?? mkdtempSync(path.join(tmpdir(), 'ibexdb-sync-'));
+  const proc = spawn(bin, ['--data', dir, '--listen', opts.listen ?? '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   const line = await new Promise<string>((resolve, reject) => {
     proc.once('error', reject);
     proc.once('exit', (code) => reject(new Error(`ibexdb-server exited with ${code} (built? ${bin})`)));
@@ -134,9 +151,15 @@ export async function startSyncServer(): Promise<{ url: string; stop(): Promise<
   if (!m) throw new Error(`unexpected server output: ${line}`);
   return {
     url: `ws://${m[1]}`,
+    dir,
+    listen: m[1],
     stop: async () => {
       proc.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
+    },
+    terminate: async () => {
+      proc.kill('SIGTERM');
+      await exited;
     },
   };
 }

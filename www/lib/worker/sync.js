@@ -16,14 +16,20 @@
 //   2-3 ms of P-384 in wasm): the push seals with a WebCrypto signature; a received message's
 //   seals are verified before the engine receives it as vouched. Without WebCrypto the engine
 //   does both.
-// - The position (cursor, pushFrom) is captured right after every engine flush (so it claims
-//   only what is durable) and written to the repository's `sync` file SYNC_SAVE_MS later, on
-//   close and on pagehide; a reload, a new tab or a takeover resumes from it.
+// - The position (cursor, pushFrom) is captured right after every engine flush, and after an
+//   acknowledgement when nothing waits to be flushed (so it claims only what is durable), and
+//   written to the repository's `sync` file SYNC_SAVE_MS later, on close and on pagehide; a
+//   reload, a new tab or a takeover resumes from it. `start` reads it at once, before any
+//   connection: `pushFrom` and `pending` (local commits the server has not acknowledged) are
+//   true from the first status on, offline too.
 // - Reconnection: backoff from RECONNECT_MIN_MS doubling to RECONNECT_MAX_MS, with jitter,
 //   reset by a Welcome. With a list of URLs (the nodes of one deployment, docs/design.md §12.5)
 //   every retry dials the next one: a failed dial, a dropped connection, an UnavailableError,
 //   an AuthError (a node that does not know the URL it was dialed under) or a handshake
 //   timeout moves on; a PermissionError at Hello does not (all nodes share the access list).
+//   An UnavailableError from the server (it is shutting down, e.g. for a deploy, or cannot
+//   serve the repository now) is no refusal: the connection is dropped and dialed again with
+//   the usual backoff, and the state is `offline` meanwhile.
 //   The nodes share sequence numbers, so the cursor and the push position carry over
 //   (`syncSetUrl`); what was not acknowledged is pushed again, and the server stores a commit
 //   it already has once. A server that refuses the session (PermissionError at Hello, AuthError)
@@ -136,6 +142,15 @@ export class SyncManager {
     this._at = 0;
     this.url = list[0];
     this._drop();
+    // The persisted position, read now (on the work chain, before anything queued after this
+    // call): the status counts what the server has not acknowledged before any connection.
+    const key = this._key;
+    this.hooks
+      .run(async () => {
+        if (this._key === key) await this._client();
+        this._report();
+      })
+      .catch(() => {});
     this._connect();
     this._report();
   }
@@ -162,6 +177,7 @@ export class SyncManager {
     // Flush what was received, so the saved position covers it.
     const engine = this.hooks.engine();
     if (engine && !engine.dead && engine.generation > 0 && engine.hasUnflushed()) engine.flush();
+    this._captureIfDurable();
     this.url = null;
     this.urls = null;
     this._key = null;
@@ -173,9 +189,10 @@ export class SyncManager {
 
   /** @returns {SyncStatus} */
   status() {
-    if (this.welcomed) {
+    const engine = this.hooks.engine();
+    if (this.url && engine && this._generation === engine.generation && this._clientKey === this._key) {
       try {
-        this.pending = /** @type {import('../engine.js').EngineHandle} */ (this.hooks.engine()).syncPending();
+        this.pending = engine.syncPending();
       } catch {
         // the engine is being reopened: keep the last count
       }
@@ -211,6 +228,7 @@ export class SyncManager {
   async saveNow() {
     clearTimeout(this._saveTimer);
     this._saveTimer = 0;
+    this._captureIfDurable();
     const pos = this._durable;
     const engine = this.hooks.engine();
     if (!pos || !engine || engine.dead || engine.generation === 0) return;
@@ -268,6 +286,21 @@ export class SyncManager {
     // Capture the position at every flush: from then on it describes durable state.
     engine.afterFlush = () => this._captured();
     return engine;
+  }
+
+  /**
+   * Everything applied so far is durable (nothing waits to be flushed): the position is. An
+   * acknowledgement moves `pushFrom` without a flush; captured here, a reload does not count
+   * acknowledged commits as waiting.
+   */
+  _captureIfDurable() {
+    const engine = this.hooks.engine();
+    if (!engine || engine.dead || engine.generation !== this._generation) return;
+    try {
+      if (!engine.hasUnflushed()) this._captured();
+    } catch {
+      // the engine is being reopened: the next flush captures it
+    }
   }
 
   /** The engine flushed: everything applied so far is durable. Save the position soon. */
@@ -392,10 +425,17 @@ export class SyncManager {
       case 'acked':
         this.acked += ev.count ?? 0;
         this._pushRefused = false;
+        this._captureIfDurable();
         break;
       case 'error': {
         const code = ev.code ?? 0;
         this.lastError = syncErrorToWire(code, ev.message ?? '');
+        if (this.lastError.name === 'UnavailableError') {
+          // Not a refusal: the server is going away (a deploy) or cannot serve now. Dial again.
+          this._drop();
+          this._retry();
+          return;
+        }
         if (!this.welcomed) this._sessionRefused = true;
         else if (code !== PERMISSION) this._pushRefused = true;
         break;
