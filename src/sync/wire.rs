@@ -2,13 +2,11 @@
 //! `version ‖ type ‖ body`; decoding refuses anything else with a typed `ProtocolError`.
 
 use super::session::{SessionProof, NONCE_LEN};
+use super::version::PROTOCOL_VERSION;
 use crate::codec::{Reader, Writer};
 use crate::commit::{CommitId, MAX_COMMIT_BYTES};
 use crate::error::{Error, ProtocolErrorKind, Result};
 
-/// The protocol version this code speaks (byte 0 of every message). Version 2 added the
-/// authenticated handshake (`Challenge`, `Hello` with a proof, `Welcome`).
-pub const PROTOCOL_VERSION: u8 = 2;
 /// Largest message accepted: one maximal commit plus room for seals and framing.
 pub const MAX_MESSAGE_BYTES: usize = MAX_COMMIT_BYTES + (16 << 20);
 /// Target size of the `Commits` and `Push` messages the state machines build (a single larger

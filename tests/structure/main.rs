@@ -41,7 +41,6 @@ const KNOWN_CYCLES: &[&str] = &[
     "ibexdb: {access::acl, access::parse}",
     "ibexdb: {query::index, query::index_build}",
     "ibexdb: {store::snapshot::encode, store::snapshot::indexes}",
-    "ibexdb: {sync::session, sync::wire}",
     "ibexdb-server: {connection, files, handshake, http, listener, pg, registry, repo_thread, server, store}",
 ];
 
