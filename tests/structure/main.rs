@@ -39,7 +39,6 @@ fn crates() -> Vec<Crate> {
 const KNOWN_CYCLES: &[&str] = &[
     "ibexdb: {cold, item_map, state}",
     "ibexdb: {query::index, query::index_build}",
-    "ibexdb: {store::snapshot::encode, store::snapshot::indexes}",
     "ibexdb-server: {connection, files, handshake, http, listener, pg, registry, repo_thread, server, store}",
 ];
 
