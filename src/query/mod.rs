@@ -119,6 +119,7 @@
 
 mod agg;
 mod ast;
+mod entry;
 mod eval;
 mod index;
 mod index_build;
@@ -133,9 +134,9 @@ use crate::error::{Error, Result};
 use crate::state::{ChangeSink, Collection, State};
 use crate::value::Map;
 pub(crate) use agg::FieldAgg;
+use entry::{Entry, IKey};
 use eval::{check_sortable, cmp_items, matches, set_sort_error, CFilter, CSort, Compiled};
 pub(crate) use index::Index;
-use index::{Entry, IKey};
 pub(crate) use index_build::Restorer;
 use live::LiveQuery;
 use plan::{choose, Choice};

@@ -38,7 +38,6 @@ fn crates() -> Vec<Crate> {
 /// that unties it.
 const KNOWN_CYCLES: &[&str] = &[
     "ibexdb: {cold, item_map, state}",
-    "ibexdb: {query::index, query::index_build}",
     "ibexdb-server: {connection, files, handshake, http, listener, pg, registry, repo_thread, server, store}",
 ];
 
