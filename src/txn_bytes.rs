@@ -158,7 +158,7 @@ mod tests {
         want.update("items/p", Map::from([("n", Value::from(0i64))]))
             .unwrap();
         assert_eq!(txn.writes, want.writes);
-        let Write::Patch { fields, .. } = &txn.writes["items"][&crate::state::ItemId::new("p")]
+        let Write::Patch { fields, .. } = &txn.writes["items"][&crate::item::ItemId::new("p")]
         else {
             panic!("an update is a patch");
         };

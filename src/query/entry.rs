@@ -4,7 +4,7 @@
 //! (`plan.rs`, `agg.rs`) share them.
 
 use crate::chunked::Chunked;
-use crate::state::ItemId;
+use crate::item::ItemId;
 use crate::value::{Name, Value};
 use std::cmp::Ordering;
 use std::ops::Bound;

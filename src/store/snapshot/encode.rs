@@ -10,7 +10,7 @@ use crate::cold::{ColdBlock, ColdIndex};
 use crate::commit::{CommitId, PublicKey, Stamp};
 use crate::error::Result;
 use crate::graph::Graph;
-use crate::state::{FieldMeta, Item, ItemId, StampRef};
+use crate::item::{FieldMeta, Item, ItemId, StampRef};
 use crate::value::{Map, Name};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

@@ -29,7 +29,8 @@ use super::storage::Storage;
 use crate::commit::{PublicKey, Stamp};
 use crate::error::Result;
 use crate::graph::{CommitInfo, Graph};
-use crate::state::{Item, ItemId, State};
+use crate::item::{Item, ItemId};
+use crate::state::State;
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"IBEXSNP1";
 /// Version 4 added the persisted secondary indexes; version 3 cut the items into blocks read
