@@ -1,6 +1,8 @@
 //! What the server refuses, as the `Error` message the client gets: a code and a text
 //! "ErrorName: message". Limits name the limit and its flag.
 
+use crate::log;
+use crate::session::Session;
 use ibexdb::{Error, ErrorCode, Message};
 
 /// A refusal: the code, the text sent, and a short name for logs and metrics.
@@ -33,6 +35,21 @@ impl Refusal {
 
     pub fn encode(&self) -> Vec<u8> {
         self.message().encode()
+    }
+
+    /// One log line per refusal told to a session (of repository `repo`, once known).
+    pub fn log(&self, session: &Session, repo: Option<&str>) {
+        log::event(
+            "refusal",
+            &[
+                ("conn", &session.conn),
+                ("peer", &session.peer),
+                ("repo", &repo.unwrap_or("-")),
+                ("code", &(self.code as u8)),
+                ("what", &self.what),
+                ("text", &self.text),
+            ],
+        );
     }
 }
 
