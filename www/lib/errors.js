@@ -70,7 +70,12 @@ export class LimitError extends IbexError {}
 /** The sync server cannot serve the repository now (try again later). */
 export class UnavailableError extends IbexError {}
 
-/** @type {Record<string, typeof IbexError>} */
+/**
+ * Every class by its name. The names are the core's `Error::name` values (plus `IbexError` and
+ * `PanicError`, which only this library makes); a Rust test (src/error.rs) fails when the two
+ * drift apart.
+ * @type {Record<string, typeof IbexError>}
+ */
 export const ERROR_CLASSES = {
   IbexError,
   SchemaError,
