@@ -8,7 +8,7 @@
 //! and hold no key of the collection's loaded items; an item of the collection is either loaded
 //! or inside exactly one cold block's range.
 
-use crate::state::ItemId;
+use crate::item::ItemId;
 use crate::value::Name;
 
 /// Where one block of a collection's items is in the snapshot file, and what it holds.

@@ -44,6 +44,18 @@ impl fmt::Display for StorageError {
 
 impl std::error::Error for StorageError {}
 
+impl StorageErrorKind {
+    /// The stable name carried to JS (`StorageError.kind`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            StorageErrorKind::Unavailable => "unavailable",
+            StorageErrorKind::QuotaExceeded => "quota-exceeded",
+            StorageErrorKind::OutOfBounds => "out-of-bounds",
+            StorageErrorKind::Io => "io",
+        }
+    }
+}
+
 impl From<std::io::Error> for StorageError {
     fn from(e: std::io::Error) -> Self {
         let kind = match e.kind() {
@@ -75,6 +87,21 @@ pub enum SignatureErrorKind {
     Unsigned,
     /// A seal was made for another repository (a history copied from elsewhere).
     WrongRepository,
+}
+
+impl SignatureErrorKind {
+    /// The stable name carried to JS (`SignatureError.kind`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            SignatureErrorKind::Tampered => "tampered",
+            SignatureErrorKind::BadSignature => "bad-signature",
+            SignatureErrorKind::WrongKey => "wrong-key",
+            SignatureErrorKind::Missing => "missing",
+            SignatureErrorKind::Malformed => "malformed",
+            SignatureErrorKind::Unsigned => "unsigned",
+            SignatureErrorKind::WrongRepository => "wrong-repository",
+        }
+    }
 }
 
 /// Why the access rule refused something (docs/design.md §6.4).
@@ -246,6 +273,20 @@ impl Error {
         }
     }
 
+    /// What kind of this error it is, as JS reads it (`err.kind`; for a `LimitError`,
+    /// `err.limit`): the signature, storage, permission or authentication kind's name, or the
+    /// limit reached. `None` for the other errors.
+    pub fn kind(&self) -> Option<&str> {
+        match self {
+            Error::Signature { kind, .. } => Some(kind.name()),
+            Error::Storage(e) => Some(e.kind.name()),
+            Error::Permission { kind, .. } => Some(kind.name()),
+            Error::Auth { kind, .. } => Some(kind.name()),
+            Error::Limit { what, .. } => Some(what),
+            _ => None,
+        }
+    }
+
     pub(crate) fn decode(what: &str, reason: impl Into<String>) -> Self {
         Error::Decode {
             what: what.to_string(),
@@ -343,3 +384,157 @@ impl From<StorageError> for Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// One error of each variant, and of each storage kind (three of them name classes of their
+    /// own). `slot` below makes the list complete: see there.
+    pub(crate) fn examples() -> Vec<Error> {
+        let s = |what: &str| what.to_string();
+        let storage = |kind| Error::Storage(StorageError::new(kind, "disk"));
+        vec![
+            Error::InvalidKey {
+                key: s("k"),
+                reason: s("r"),
+            },
+            Error::invalid_value("f", "r"),
+            Error::Schema {
+                collection: s("c"),
+                field: s("f"),
+                rule: s("r"),
+            },
+            Error::InvalidSchema {
+                collection: s("c"),
+                reason: s("r"),
+            },
+            Error::TooLarge {
+                what: s("item"),
+                size: 2,
+                limit: 1,
+            },
+            Error::NotFound { key: s("c/1") },
+            Error::sig(SignatureErrorKind::Tampered, "x"),
+            Error::decode("commit", "truncated"),
+            Error::Corrupt {
+                offset: 1,
+                next_valid: None,
+                reason: s("crc"),
+            },
+            Error::VerifyFailed { reason: s("r") },
+            Error::ClockSkew {
+                hlc_ms: 2,
+                now_ms: 1,
+            },
+            Error::InvalidQuery { reason: s("r") },
+            storage(StorageErrorKind::Io),
+            storage(StorageErrorKind::OutOfBounds),
+            storage(StorageErrorKind::QuotaExceeded),
+            storage(StorageErrorKind::Unavailable),
+            Error::Closed,
+            Error::protocol(ProtocolErrorKind::Malformed, "x"),
+            Error::Permission {
+                kind: PermissionErrorKind::CannotWrite,
+                detail: s("d"),
+            },
+            Error::Auth {
+                kind: AuthErrorKind::Stale,
+                detail: s("d"),
+            },
+            Error::Limit {
+                what: s("connections"),
+                detail: s("d"),
+            },
+            Error::Unavailable { detail: s("d") },
+        ]
+    }
+
+    /// Number of `Error` variants: the slots of `slot`.
+    const VARIANTS: usize = 19;
+
+    /// Each variant's slot. A variant added to `Error` does not compile here until it gets an
+    /// arm; its arm needs a new slot (so `VARIANTS` grows), and that slot stays empty, failing
+    /// `every_variant_has_an_example`, until `examples` has one of it.
+    fn slot(e: &Error) -> usize {
+        match e {
+            Error::InvalidKey { .. } => 0,
+            Error::InvalidValue { .. } => 1,
+            Error::Schema { .. } => 2,
+            Error::InvalidSchema { .. } => 3,
+            Error::TooLarge { .. } => 4,
+            Error::NotFound { .. } => 5,
+            Error::Signature { .. } => 6,
+            Error::Decode { .. } => 7,
+            Error::Corrupt { .. } => 8,
+            Error::VerifyFailed { .. } => 9,
+            Error::ClockSkew { .. } => 10,
+            Error::InvalidQuery { .. } => 11,
+            Error::Storage(_) => 12,
+            Error::Closed => 13,
+            Error::Protocol { .. } => 14,
+            Error::Permission { .. } => 15,
+            Error::Auth { .. } => 16,
+            Error::Limit { .. } => 17,
+            Error::Unavailable { .. } => 18,
+        }
+    }
+
+    #[test]
+    fn every_variant_has_an_example() {
+        let mut seen = [false; VARIANTS];
+        for e in examples() {
+            seen[slot(&e)] = true;
+        }
+        let missing: Vec<usize> = (0..VARIANTS).filter(|&i| !seen[i]).collect();
+        assert!(
+            missing.is_empty(),
+            "no example of the variants in slots {missing:?}"
+        );
+    }
+
+    /// `www/lib/errors.js`.
+    pub(crate) fn errors_js() -> String {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/www/lib/errors.js");
+        std::fs::read_to_string(path).unwrap()
+    }
+
+    /// The entries of the object literal that `opening` (e.g. `const X = {`) starts in `js`,
+    /// one a line, without their commas.
+    pub(crate) fn js_object(js: &str, opening: &str) -> Vec<String> {
+        let start = js.find(opening).unwrap_or_else(|| panic!("no {opening}"));
+        let body = &js[start..start + js[start..].find("};").unwrap()];
+        let entries = body.lines().skip(1);
+        let entries = entries.map(|l| l.trim().trim_end_matches(',').to_string());
+        entries.filter(|l| !l.is_empty()).collect()
+    }
+
+    /// The names of `errors.js`'s `ERROR_CLASSES` (and of every class it declares).
+    fn js_error_classes() -> (BTreeSet<String>, BTreeSet<String>) {
+        let js = errors_js();
+        let listed = js_object(&js, "export const ERROR_CLASSES = {");
+        let declared = js
+            .lines()
+            .filter_map(|l| l.strip_prefix("export class ")?.split(' ').next())
+            .map(str::to_string)
+            .collect();
+        (listed.into_iter().collect(), declared)
+    }
+
+    /// The page rebuilds an error by its name: every name the core gives an error must have
+    /// its class in `errors.js`, and `errors.js` has no class the core does not name except
+    /// its base class and the panic the worker reports.
+    #[test]
+    fn the_js_error_classes_are_the_core_error_names() {
+        let rust: BTreeSet<String> = examples().iter().map(|e| e.name().to_string()).collect();
+        let (listed, declared) = js_error_classes();
+        assert_eq!(
+            listed, declared,
+            "errors.js: ERROR_CLASSES against its classes"
+        );
+        let js_only: BTreeSet<String> = ["IbexError", "PanicError"].map(String::from).into();
+        let want: BTreeSet<String> = rust.union(&js_only).cloned().collect();
+        assert_eq!(listed, want, "errors.js ERROR_CLASSES against Error::name");
+    }
+}

@@ -2,7 +2,7 @@
 //! why not std's `BTreeMap`).
 
 use crate::chunked::{Builder, Chunked, Pos, Slot};
-use crate::state::{Item, ItemId};
+use crate::item::{Item, ItemId};
 
 /// A collection's items (tombstones included) in id order.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -13,8 +13,10 @@ mod commit;
 mod error;
 mod graph;
 mod hashing;
+mod item;
 mod item_map;
 mod key;
+mod merge;
 mod query;
 mod repo;
 mod schema;
@@ -84,8 +86,9 @@ pub use sync::{MAX_MESSAGE_BYTES, MAX_REPO_NAME, PROTOCOL_VERSION};
 #[cfg(feature = "testing")]
 pub mod testing {
     pub use crate::graph::{CommitInfo, Graph};
+    pub use crate::item::Item;
     pub use crate::query::QueryEngine;
-    pub use crate::state::{ChangeSink, Collection, Item, NoSink, State};
+    pub use crate::state::{ChangeSink, Collection, NoSink, State};
     pub use crate::store::fault::{FaultStorage, QuotaPool};
     pub use crate::store::log::{
         header_bytes, Log, Scan, FRAME_COMMIT, FRAME_HEADER_LEN, FRAME_PAD, FRAME_SEAL, HEADER_LEN,

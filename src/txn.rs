@@ -3,8 +3,8 @@
 //! atomically.
 
 use crate::error::Result;
+use crate::item::ItemId;
 use crate::key::split_key;
-use crate::state::ItemId;
 use crate::value::{Map, Set, Value};
 use std::collections::{BTreeMap, BTreeSet};
 

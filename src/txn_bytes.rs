@@ -16,12 +16,14 @@ use crate::value::{Map, Value};
 /// The first byte: the format's version.
 pub const TXN_BYTES_VERSION: u8 = 1;
 
-const OP_PUT: u8 = 1;
-const OP_UPDATE: u8 = 2;
-const OP_DELETE: u8 = 3;
-const OP_UNSET: u8 = 4;
-const OP_SET_ADD: u8 = 5;
-const OP_SET_REMOVE: u8 = 6;
+// The op kinds of the transaction bytes (§3.3). The commit format has op codes of its own, with
+// other numbers (`COMMIT_OP_*` in `commit/encode.rs`, §4.1).
+const TXN_OP_PUT: u8 = 1;
+const TXN_OP_UPDATE: u8 = 2;
+const TXN_OP_DELETE: u8 = 3;
+const TXN_OP_UNSET: u8 = 4;
+const TXN_OP_SET_ADD: u8 = 5;
+const TXN_OP_SET_REMOVE: u8 = 6;
 
 impl Txn {
     /// Decode a transaction from its binary form (see the module docs).
@@ -46,15 +48,15 @@ fn op(r: &mut Reader<'_>, txn: &mut Txn) -> Result<()> {
     let kind = r.u8()?;
     let key = r.str()?;
     match kind {
-        OP_PUT => txn.put(key, map(r)?)?,
-        OP_UPDATE => txn.update(key, map(r)?)?,
-        OP_DELETE => txn.delete(key)?,
-        OP_UNSET => txn.unset(key, r.str()?)?,
-        OP_SET_ADD => {
+        TXN_OP_PUT => txn.put(key, map(r)?)?,
+        TXN_OP_UPDATE => txn.update(key, map(r)?)?,
+        TXN_OP_DELETE => txn.delete(key)?,
+        TXN_OP_UNSET => txn.unset(key, r.str()?)?,
+        TXN_OP_SET_ADD => {
             let field = r.str()?;
             txn.set_add(key, field, elements(r)?)?
         }
-        OP_SET_REMOVE => {
+        TXN_OP_SET_REMOVE => {
             let field = r.str()?;
             txn.set_remove(key, field, elements(r)?)?
         }
@@ -96,7 +98,7 @@ mod tests {
     fn put_bytes() -> Vec<u8> {
         let mut w = Writer::new();
         w.u8(TXN_BYTES_VERSION);
-        w.u8(OP_PUT);
+        w.u8(TXN_OP_PUT);
         lp(&mut w, "items/a");
         w.u8(T_MAP);
         w.varint(3);
@@ -113,6 +115,51 @@ mod tests {
             lp(&mut w, e);
         }
         w.into_inner()
+    }
+
+    /// The JS writer (`www/lib/txn.js`) spells these numbers again: each of its constants
+    /// must equal the one the decoder reads.
+    #[test]
+    fn the_js_writer_uses_the_same_numbers() {
+        use crate::value::{T_FALSE, T_LIST, T_TRUE};
+        let rust = [
+            ("VERSION", TXN_BYTES_VERSION),
+            ("TXN_OP_PUT", TXN_OP_PUT),
+            ("TXN_OP_UPDATE", TXN_OP_UPDATE),
+            ("TXN_OP_DELETE", TXN_OP_DELETE),
+            ("TXN_OP_UNSET", TXN_OP_UNSET),
+            ("TXN_OP_SET_ADD", TXN_OP_SET_ADD),
+            ("TXN_OP_SET_REMOVE", TXN_OP_SET_REMOVE),
+            ("T_NULL", T_NULL),
+            ("T_FALSE", T_FALSE),
+            ("T_TRUE", T_TRUE),
+            ("T_NUMBER", T_NUMBER),
+            ("T_STRING", T_STRING),
+            ("T_LIST", T_LIST),
+            ("T_MAP", T_MAP),
+            ("T_SET", T_SET),
+            ("MAX_DEPTH", MAX_DEPTH as u8),
+        ];
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/www/lib/txn.js");
+        let js = std::fs::read_to_string(path).unwrap();
+        let mut found: Vec<(String, u8)> = js
+            .lines()
+            .filter_map(|l| {
+                let (name, n) = l
+                    .strip_prefix("const ")?
+                    .strip_suffix(';')?
+                    .split_once(" = ")?;
+                Some((name.to_string(), n.parse().ok()?))
+            })
+            .filter(|(name, _)| rust.iter().any(|(r, _)| r == name) || name.starts_with("TXN_OP_"))
+            .collect();
+        found.sort();
+        let mut want: Vec<(String, u8)> = rust.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+        want.sort();
+        assert_eq!(
+            found, want,
+            "www/lib/txn.js against src/txn_bytes.rs and value/encode.rs"
+        );
     }
 
     #[test]
@@ -132,18 +179,18 @@ mod tests {
     fn decodes_every_op_kind() {
         let mut w = Writer::new();
         w.u8(TXN_BYTES_VERSION);
-        for (op, key) in [(OP_DELETE, "items/d"), (OP_UNSET, "items/u")] {
+        for (op, key) in [(TXN_OP_DELETE, "items/d"), (TXN_OP_UNSET, "items/u")] {
             w.u8(op);
             lp(&mut w, key);
         }
         lp(&mut w, "title");
-        w.u8(OP_SET_ADD);
+        w.u8(TXN_OP_SET_ADD);
         lp(&mut w, "items/s");
         lp(&mut w, "tags");
         w.varint(2);
         lp(&mut w, "y");
         lp(&mut w, "x");
-        w.u8(OP_UPDATE);
+        w.u8(TXN_OP_UPDATE);
         lp(&mut w, "items/p");
         w.u8(T_MAP);
         w.varint(1);
@@ -158,7 +205,7 @@ mod tests {
         want.update("items/p", Map::from([("n", Value::from(0i64))]))
             .unwrap();
         assert_eq!(txn.writes, want.writes);
-        let Write::Patch { fields, .. } = &txn.writes["items"][&crate::state::ItemId::new("p")]
+        let Write::Patch { fields, .. } = &txn.writes["items"][&crate::item::ItemId::new("p")]
         else {
             panic!("an update is a patch");
         };
@@ -175,23 +222,23 @@ mod tests {
             (vec![], "need 1 bytes"),
             (vec![2], "unknown transaction format version 2"),
             (vec![1, 9, 1, b'k'], "unknown transaction op 9"),
-            (vec![1, OP_PUT, 7, b'i'], "exceeds the remaining input"),
+            (vec![1, TXN_OP_PUT, 7, b'i'], "exceeds the remaining input"),
             (
-                vec![1, OP_PUT, 1, b'k', T_STRING, 1, b'x'],
+                vec![1, TXN_OP_PUT, 1, b'k', T_STRING, 1, b'x'],
                 "an item must be a map",
             ),
-            (vec![1, OP_PUT, 1, b'k', 42], "unknown value tag 42"),
-            (vec![1, OP_PUT, 1, 0xff, T_MAP, 0], "invalid UTF-8"),
+            (vec![1, TXN_OP_PUT, 1, b'k', 42], "unknown value tag 42"),
+            (vec![1, TXN_OP_PUT, 1, 0xff, T_MAP, 0], "invalid UTF-8"),
         ];
         // Cut anywhere after the version byte (alone, an empty transaction): a decode error
         // (which one depends on where), never a shorter put.
         for cut in 2..good.len() {
             cases.push((good[..cut].to_vec(), ""));
         }
-        let mut nan = vec![1, OP_PUT, 1, b'k', T_MAP, 1, 1, b'n', T_NUMBER];
+        let mut nan = vec![1, TXN_OP_PUT, 1, b'k', T_MAP, 1, 1, b'n', T_NUMBER];
         nan.extend(f64::NAN.to_bits().to_le_bytes());
         cases.push((nan, "not finite"));
-        let mut deep = vec![1, OP_PUT, 1, b'k'];
+        let mut deep = vec![1, TXN_OP_PUT, 1, b'k'];
         for _ in 0..=MAX_DEPTH + 1 {
             deep.extend([T_MAP, 1, 1, b'a']);
         }
@@ -212,7 +259,7 @@ mod tests {
     fn bad_keys_and_field_names_are_the_txn_errors() {
         let mut w = Writer::new();
         w.u8(TXN_BYTES_VERSION);
-        w.u8(OP_PUT);
+        w.u8(TXN_OP_PUT);
         lp(&mut w, "items/a");
         w.u8(T_MAP);
         w.varint(1);
@@ -224,7 +271,7 @@ mod tests {
         ));
         let mut w = Writer::new();
         w.u8(TXN_BYTES_VERSION);
-        w.u8(OP_DELETE);
+        w.u8(TXN_OP_DELETE);
         lp(&mut w, "no-collection");
         assert!(Txn::from_bytes(&w.into_inner()).is_err());
     }

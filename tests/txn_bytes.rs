@@ -18,7 +18,7 @@ const T_STRING: u8 = 4;
 const T_LIST: u8 = 5;
 const T_MAP: u8 = 6;
 const T_SET: u8 = 7;
-const OP_PUT: u8 = 1;
+const TXN_OP_PUT: u8 = 1;
 
 /// A host's writer: `lp`, varints, and values with map fields and set elements shuffled.
 struct HostWriter<'r> {
@@ -126,7 +126,7 @@ fn random_txn(rng: &mut Rng, n: u64) -> (Vec<(String, Map)>, Vec<u8>) {
         rng,
     };
     for (k, m) in &items {
-        w.out.push(OP_PUT);
+        w.out.push(TXN_OP_PUT);
         w.lp(k);
         w.map(m);
     }

@@ -4,6 +4,7 @@
 //! the last one (back-pressure), within the connection's push budget; silence is met with a
 //! ping, then closed. Every refusal is sent as an `Error` before the close.
 
+use crate::frames;
 use crate::handshake::{self, Hello};
 use crate::http::{self, Request};
 use crate::limits::{ConnGuard, PushBudget};
@@ -24,7 +25,6 @@ use std::sync::Arc;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio::time::{sleep_until, timeout_at, Instant};
-use tokio_tungstenite::tungstenite::error::CapacityError;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message as Ws};
 use tokio_tungstenite::WebSocketStream;
@@ -37,36 +37,6 @@ const READ_BUFFER: usize = 8 << 10;
 /// How long a closing connection waits for the peer to take its last message (`linger`).
 const LINGER: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// One log line and one metric per refusal.
-pub fn log_refusal(session: &Session, r: &Refusal, repo: Option<&str>) {
-    log::event(
-        "refusal",
-        &[
-            ("conn", &session.conn),
-            ("peer", &session.peer),
-            ("repo", &repo.unwrap_or("-")),
-            ("code", &(r.code as u8)),
-            ("what", &r.what),
-            ("text", &r.text),
-        ],
-    );
-}
-
-/// A WebSocket read error: an oversized message is a `Limit` refusal, anything else a close.
-pub fn ws_error(e: WsError, max: usize) -> Ended {
-    match e {
-        WsError::Capacity(CapacityError::MessageTooLong { size, .. }) => Ended::Refused(Refusal::limit(
-            "message size",
-            format!("a message of {size} bytes exceeds the limit of {max} bytes (--max-message-bytes)"),
-        )),
-        WsError::Capacity(_) => Ended::Refused(Refusal::limit(
-            "message size",
-            format!("a frame exceeds the limit of {max} bytes (--max-message-bytes)"),
-        )),
-        _ => Ended::Closed("socket error"),
-    }
-}
-
 /// TLS, then the HTTP request; `None` when it was plain HTTP (answered) or failed.
 async fn upgrade(server: &Server, tcp: TcpStream) -> Option<Socket> {
     let mut io: BoxIo = match &server.tls {
@@ -75,7 +45,12 @@ async fn upgrade(server: &Server, tcp: TcpStream) -> Option<Socket> {
     };
     let (head, req) = http::read_head(&mut io).await.ok()?;
     if !matches!(req, Request::Upgrade) {
-        http::respond(&mut io, req, server).await;
+        let health = http::Health {
+            shutting_down: server.shutdown.is_set(),
+            store_reachable: server.backend.reachable(),
+            metrics: &server.metrics,
+        };
+        http::respond(&mut io, req, &health).await;
         return None;
     }
     let max = server.cfg.max_message_bytes;
@@ -153,7 +128,7 @@ where
 }
 
 fn tell(server: &Server, session: &Session, out: &Outbox, r: &Refusal, repo: Option<&str>) {
-    log_refusal(session, r, repo);
+    r.log(session, repo);
     server.metrics.refusal(&r.what);
     out.force(Bytes::from(r.encode()));
 }
@@ -285,14 +260,10 @@ where
             _ = server.shutdown.wait() => return shutting_down(),
         };
         (heard, pinged) = (Instant::now(), false);
-        let bytes = match frame {
-            Some(Ok(Ws::Binary(b))) => b,
-            Some(Ok(Ws::Text(_))) => {
-                return Ended::protocol("text frames are not part of the protocol")
-            }
-            Some(Ok(Ws::Close(_))) | None => return Ended::Closed("closed by the peer"),
-            Some(Ok(_)) => continue,
-            Some(Err(e)) => return ws_error(e, cfg.max_message_bytes),
+        let bytes = match frames::message(frame, cfg.max_message_bytes, "closed by the peer") {
+            Ok(Some(b)) => b,
+            Ok(None) => continue,
+            Err(ended) => return ended,
         };
         if let Err(ended) = on_message(server, &bytes, out, repo, session, &mut budget).await {
             return ended;

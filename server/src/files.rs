@@ -5,8 +5,8 @@
 
 use crate::config::{Config, Store};
 use crate::metrics::Metrics;
-use crate::store::{Refreshed, RepoStore, StoreError, Stored};
-use ibexdb::{system_clock, Admission, CommitId, Error, FileStorage, Hub, Repo, RepoOptions};
+use crate::store::{server_options, Refreshed, RepoStore, StoreError, Stored};
+use ibexdb::{system_clock, Admission, CommitId, Error, FileStorage, Hub, Repo};
 use ibexdb::{Storage, StorageError};
 use std::fs::File;
 use std::path::Path;
@@ -70,17 +70,6 @@ fn open_file(dir: &Path, file: &str, metrics: &Arc<Metrics>) -> Result<MeteredFi
         file: storage,
         metrics: metrics.clone(),
     })
-}
-
-/// The options of a server's copy of repository `name`: trusted mode without an identity
-/// (the server writes no commits of its own), with the configured bounds.
-pub fn server_options(cfg: &Config, name: &str, clock: ibexdb::Clock) -> RepoOptions {
-    let mut opts = RepoOptions::new(name, None, clock);
-    opts.trusted = true;
-    opts.accept_trusted = cfg.accept_trusted;
-    opts.max_pending = cfg.max_pending;
-    opts.max_unknown_sealed = cfg.max_unknown_sealed;
-    opts
 }
 
 /// Open repository `name` (its log and snapshot) as the server's hub.

@@ -3,6 +3,7 @@
 //! proven key (or an anonymous session) goes into the `Session` that travels with every
 //! command to the repository thread, where the access list decides what it may do.
 
+use crate::frames;
 use crate::outbox::Outbox;
 use crate::refusal::{Ended, Refusal};
 use crate::session::Session;
@@ -87,14 +88,8 @@ where
     S: Stream<Item = Result<Ws, WsError>> + Unpin,
 {
     let bytes = loop {
-        match source.next().await {
-            Some(Ok(Ws::Binary(b))) => break b,
-            Some(Ok(Ws::Text(_))) => {
-                return Err(Ended::protocol("text frames are not part of the protocol"))
-            }
-            Some(Ok(Ws::Close(_))) | None => return Err(Ended::Closed("closed before Hello")),
-            Some(Ok(_)) => continue,
-            Some(Err(e)) => return Err(crate::connection::ws_error(e, max)),
+        if let Some(b) = frames::message(source.next().await, max, "closed before Hello")? {
+            break b;
         }
     };
     match Message::decode(&bytes) {

@@ -1,7 +1,7 @@
 //! The first bytes of a connection are an HTTP request: a WebSocket upgrade goes on to the
 //! sync protocol; a plain `GET /healthz` or `GET /metrics` is answered here and closed.
 
-use crate::server::Server;
+use crate::metrics::Metrics;
 use std::io;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -56,15 +56,23 @@ fn classify(head: &[u8]) -> Request {
     }
 }
 
+/// What `GET /healthz` and `GET /metrics` report.
+pub struct Health<'a> {
+    pub shutting_down: bool,
+    /// Whether the store can be reached (`Backend::reachable`).
+    pub store_reachable: bool,
+    pub metrics: &'a Metrics,
+}
+
 /// Answer a plain HTTP request and close.
-pub async fn respond<S: AsyncWrite + Unpin>(io: &mut S, req: Request, server: &Server) {
+pub async fn respond<S: AsyncWrite + Unpin>(io: &mut S, req: Request, health: &Health<'_>) {
     let (status, ctype, body) = match req {
-        Request::Get(p) if p == "/healthz" && server.shutdown.is_set() => (
+        Request::Get(p) if p == "/healthz" && health.shutting_down => (
             "503 Service Unavailable",
             "text/plain",
             "shutting down\n".to_string(),
         ),
-        Request::Get(p) if p == "/healthz" && !server.backend.reachable() => (
+        Request::Get(p) if p == "/healthz" && !health.store_reachable => (
             "503 Service Unavailable",
             "text/plain",
             "the store (PostgreSQL) is unreachable\n".to_string(),
@@ -73,7 +81,7 @@ pub async fn respond<S: AsyncWrite + Unpin>(io: &mut S, req: Request, server: &S
         Request::Get(p) if p == "/metrics" => (
             "200 OK",
             "text/plain; version=0.0.4",
-            server.metrics.render(),
+            health.metrics.render(),
         ),
         Request::Get(_) => ("404 Not Found", "text/plain", "not found\n".to_string()),
         _ => ("400 Bad Request", "text/plain", "bad request\n".to_string()),

@@ -56,7 +56,7 @@ fn admit(server: &Arc<Server>, tcp: TcpStream, peer: SocketAddr) {
                     ("peer", &peer),
                     ("code", &(refusal.code as u8)),
                     ("what", &refusal.what),
-                    ("text", &refusal.text),
+                    ("text", &refusal.text()),
                 ],
             );
             // Telling costs a handshake: only a few at a time, the rest are just closed.

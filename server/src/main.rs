@@ -16,30 +16,41 @@
 //! | module        | what                                                                   |
 //! |---------------|------------------------------------------------------------------------|
 //! | `config`      | flags, defaults, `--help`                                              |
-//! | `server`      | shared state; start, serve, graceful shutdown                          |
+//! | `start`       | start, serve until a signal, graceful shutdown                         |
+//! | `server`      | what every connection shares                                           |
 //! | `listener`    | the accept loop: connection limits, back-off on accept errors          |
 //! | `tls`         | the rustls acceptor for `wss://`                                       |
 //! | `stream`      | TCP or TLS behind one type; replaying the request head                 |
 //! | `http`        | the request head: WebSocket upgrade, or `GET /healthz`, `GET /metrics` |
 //! | `connection`  | one connection: upgrade, session, pushes with back-pressure, idle pings |
 //! | `handshake`   | the first message (`Hello`)                                            |
+//! | `frames`      | a WebSocket frame as the protocol sees it; read errors as refusals     |
 //! | `session`     | what the repository thread knows of a connection                       |
 //! | `outbox`      | a connection's bounded outbound queue and its writer                   |
 //! | `registry`    | open repositories: open on use, idle close, LRU cap, failures          |
+//! | `wakeup`      | notices of other nodes' commits, coalesced per repository              |
 //! | `repo_thread` | one repository's thread: subscribe, catch-up in steps, push, relay     |
+//! | `backend`     | which store this server uses (files or PostgreSQL)                     |
 //! | `store`       | the seam between a repository thread and its store                     |
 //! | `files`       | the file store: the repository's files, fsync on create, timed fsync   |
 //! | `pg/`         | the PostgreSQL store: replicas, the push transaction, LISTEN/NOTIFY    |
 //! | `limits`      | connection counts, push token buckets                                  |
-//! | `refusal`     | refusals as `Error` messages                                           |
+//! | `refusal`     | refusals as `Error` messages, and their log line                       |
 //! | `metrics`     | counters, gauges, the fsync histogram; Prometheus text                 |
 //! | `log`         | `key=value` log lines                                                  |
 //! | `shutdown`    | the shutdown flag and the signals that set it                          |
+//!
+//! Imports go one way (tests/structure checks that no two modules name each other, directly
+//! or through others): `start` → `listener` → `connection` → `handshake`, `http`, `registry`
+//! → `repo_thread` → `backend` → `files`, `pg` → `store`; the leaves (`config`, `refusal`,
+//! `session`, `outbox`, `metrics`, `log`, …) name none of them.
 
+mod backend;
 mod config;
 mod connection;
 mod fd_limit;
 mod files;
+mod frames;
 mod handshake;
 mod http;
 mod limits;
@@ -54,9 +65,11 @@ mod repo_thread;
 mod server;
 mod session;
 mod shutdown;
+mod start;
 mod store;
 mod stream;
 mod tls;
+mod wakeup;
 
 fn main() {
     let cfg = match config::Config::parse(std::env::args().skip(1)) {
@@ -75,7 +88,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let code = runtime.block_on(server::run(cfg));
+    let code = runtime.block_on(start::run(cfg));
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     std::process::exit(code);
 }

@@ -1,14 +1,17 @@
-//! What the server refuses, as the `Error` message the client gets: a code and a text
-//! "ErrorName: message". Limits name the limit and its flag.
+//! What the server refuses, as the `Error` message the client gets: the code, the error's name
+//! and kind, and its text (docs/design.md §12.2). Limits name the limit and its flag.
 
+use crate::log;
+use crate::session::Session;
 use ibexdb::{Error, ErrorCode, Message};
 
-/// A refusal: the code, the text sent, and a short name for logs and metrics.
+/// A refusal: the error the client is told (as `Message::error`), its code, and a short name
+/// for logs and metrics.
 #[derive(Debug, Clone)]
 pub struct Refusal {
     pub code: ErrorCode,
-    pub text: String,
-    /// `limit` refusals name the limit (`connections`, `push rate`, …); others the code.
+    error: Error,
+    /// `limit` refusals name the limit (`connections`, `push rate`, …); others the error.
     pub what: String,
 }
 
@@ -24,15 +27,28 @@ impl Refusal {
         Refusal::from(&Error::Unavailable { detail })
     }
 
-    pub fn message(&self) -> Message {
-        Message::Error {
-            code: self.code,
-            message: self.text.clone(),
-        }
+    pub fn encode(&self) -> Vec<u8> {
+        Message::error(&self.error).encode()
     }
 
-    pub fn encode(&self) -> Vec<u8> {
-        self.message().encode()
+    /// "ErrorName: message", for the log.
+    pub fn text(&self) -> String {
+        format!("{}: {}", self.error.name(), self.error)
+    }
+
+    /// One log line per refusal told to a session (of repository `repo`, once known).
+    pub fn log(&self, session: &Session, repo: Option<&str>) {
+        log::event(
+            "refusal",
+            &[
+                ("conn", &session.conn),
+                ("peer", &session.peer),
+                ("repo", &repo.unwrap_or("-")),
+                ("code", &(self.code as u8)),
+                ("what", &self.what),
+                ("text", &self.text()),
+            ],
+        );
     }
 }
 
@@ -42,12 +58,9 @@ impl From<&Error> for Refusal {
             Error::Limit { what, .. } => what.clone(),
             e => e.name().to_string(),
         };
-        let Message::Error { code, message } = Message::error(e) else {
-            unreachable!("Message::error makes an Error")
-        };
         Refusal {
-            code,
-            text: message,
+            code: ErrorCode::of(e),
+            error: e.clone(),
             what,
         }
     }

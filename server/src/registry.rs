@@ -5,49 +5,19 @@
 //! are closed. Notices that other nodes stored commits (PostgreSQL) are routed to the open
 //! repository's thread, at most one queued per repository.
 
+use crate::backend::Backend;
 use crate::config::Config;
 use crate::log;
 use crate::metrics::Metrics;
 use crate::refusal::Refusal;
 use crate::repo_thread::{self, Cmd, Exit, Setup};
-use crate::store::Backend;
+use crate::wakeup::Wakeup;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
-
-/// Notices that other nodes stored commits, coalesced: at most one `Refresh` waits in a
-/// repository thread's queue, whatever the rate of notices.
-#[derive(Default)]
-pub struct Wakeup {
-    queued: AtomicBool,
-    /// The highest head noticed since the thread last looked (`u64::MAX`: look anyway).
-    seen: AtomicU64,
-    /// The thread's last look failed: look again at the next tick.
-    stale: AtomicBool,
-}
-
-impl Wakeup {
-    /// Record a notice of `head`; true when a `Refresh` must be queued.
-    fn notice(&self, head: u64) -> bool {
-        self.seen.fetch_max(head, SeqCst);
-        !self.queued.swap(true, SeqCst)
-    }
-
-    /// The thread's side: its look at the store failed; the registry's tick retries it.
-    pub fn failed(&self) {
-        self.stale.store(true, SeqCst);
-    }
-
-    /// The thread's side: the highest head noticed, if past `head` (`u64::MAX`: unknown, ask
-    /// the store); clears the notices.
-    pub fn take(&self, head: u64) -> Option<u64> {
-        self.queued.store(false, SeqCst);
-        Some(self.seen.swap(0, SeqCst)).filter(|&seen| seen > head)
-    }
-}
 
 enum Entry {
     Open {
@@ -340,7 +310,7 @@ impl Registry {
     pub fn retry_stale(&self) {
         for entry in self.lock().values() {
             if let Entry::Open { tx, wakeup, .. } = entry {
-                if wakeup.stale.swap(false, SeqCst) && wakeup.notice(u64::MAX) {
+                if wakeup.take_stale() && wakeup.notice(u64::MAX) {
                     let _ = tx.send(Cmd::Refresh);
                 }
             }

@@ -6,6 +6,7 @@
 //! (`Refresh`). A store failure that leaves this node's copy unsure reopens the repository
 //! from the store; a panic ends the thread after telling every subscriber.
 
+use crate::backend::Backend;
 use crate::config::Config;
 use crate::files::FileRepo;
 use crate::log;
@@ -13,9 +14,9 @@ use crate::metrics::Metrics;
 use crate::outbox::Outbox;
 use crate::pg::PgRepo;
 use crate::refusal::Refusal;
-use crate::registry::Wakeup;
 use crate::session::Session;
-use crate::store::{Backend, RepoStore, StoreError};
+use crate::store::{RepoStore, StoreError};
+use crate::wakeup::Wakeup;
 use bytes::Bytes;
 use ibexdb::{Admission, CommitId, Error, Hub, Message, PermissionErrorKind, Storage};
 use std::collections::{HashMap, HashSet};
@@ -236,7 +237,7 @@ impl<R: RepoStore> Actor<R> {
             Ok(r) => self.relay_new(r.from, r.to, None, &[], r.access_changed)?,
             Err(e) => {
                 let r = Refusal::from(e.error());
-                crate::connection::log_refusal(&session, &r, Some(&self.name));
+                r.log(&session, Some(&self.name));
                 out.abort(Bytes::from(r.encode()));
                 return match e {
                     StoreError::Broken(e) => Err(e),
@@ -263,7 +264,7 @@ impl<R: RepoStore> Actor<R> {
             Err(e) => {
                 let r = Refusal::from(&e);
                 self.metrics.refusal(&r.what);
-                crate::connection::log_refusal(&session, &r, Some(&self.name));
+                r.log(&session, Some(&self.name));
                 out.abort(Bytes::from(r.encode()));
                 Ok(())
             }
@@ -334,7 +335,7 @@ impl<R: RepoStore> Actor<R> {
                 let r = Refusal::from(e.error());
                 self.metrics.commits_refused(r.code, commits.len());
                 self.metrics.refusal(&r.what);
-                crate::connection::log_refusal(session, &r, Some(&self.name));
+                r.log(session, Some(&self.name));
                 match e {
                     StoreError::Refused(_) => out.force(Bytes::from(r.encode())),
                     StoreError::Unavailable(_) => {
@@ -414,7 +415,7 @@ impl<R: RepoStore> Actor<R> {
                 detail: "this session's read access was revoked".into(),
             });
             self.metrics.refusal(&r.what);
-            crate::connection::log_refusal(&sub.session, &r, Some(&self.name));
+            r.log(&sub.session, Some(&self.name));
             sub.out.abort(Bytes::from(r.encode()));
         }
     }
@@ -433,7 +434,7 @@ impl<R: RepoStore> Actor<R> {
         );
         self.metrics.queue_drops.fetch_add(1, Relaxed);
         self.metrics.refusal(&r.what);
-        crate::connection::log_refusal(&sub.session, &r, Some(&self.name));
+        r.log(&sub.session, Some(&self.name));
         sub.out.abort(Bytes::from(r.encode()));
     }
 

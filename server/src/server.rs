@@ -1,27 +1,16 @@
-//! The server's shared state and its life: start (the store: data directory or PostgreSQL,
-//! listener, TLS), serve until SIGTERM or Ctrl-C, then shut down gracefully (stop accepting,
-//! let connections finish their pushes and tell them, close every repository with a
-//! snapshot) and return.
+//! What every connection of the server shares: the configuration, the store, the open
+//! repositories, the connection limits, the shutdown flag, TLS. Made by `start`.
 
-use crate::config::{Config, Store};
+use crate::backend::Backend;
+use crate::config::Config;
 use crate::limits::ConnLimiter;
-use crate::listener;
-use crate::log;
 use crate::metrics::Metrics;
 use crate::registry::Registry;
-use crate::shutdown::{self, Shutdown};
-use crate::store::Backend;
-use crate::tls;
-use std::io::Write;
+use crate::shutdown::Shutdown;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
-
-/// Connections told "too many connections" at once (the rest are closed untold).
-const REFUSING_AT_ONCE: usize = 32;
 
 pub struct Server {
     pub cfg: Arc<Config>,
@@ -34,125 +23,11 @@ pub struct Server {
     pub refusing: Arc<Semaphore>,
     /// The `host:port` forms a session proof may name (`Config::hosts`).
     pub hosts: Vec<String>,
-    next_conn: AtomicU64,
+    pub next_conn: AtomicU64,
 }
 
 impl Server {
     pub fn next_conn(&self) -> u64 {
         self.next_conn.fetch_add(1, Relaxed)
     }
-}
-
-/// Run the server to its end; the process exit code.
-pub async fn run(cfg: Config) -> i32 {
-    let cfg = Arc::new(cfg);
-    let metrics = Arc::new(Metrics::default());
-    let backend = match Backend::connect(&cfg, &metrics).await {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("ibexdb-server: {e}");
-            return 1;
-        }
-    };
-    let tls = match (&cfg.tls_cert, &cfg.tls_key) {
-        (Some(c), Some(k)) => match tls::acceptor(c, k) {
-            Ok(a) => Some(a),
-            Err(e) => {
-                eprintln!("{e}");
-                return 1;
-            }
-        },
-        _ => None,
-    };
-    let listener = match TcpListener::bind(&cfg.listen).await {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("cannot listen on {}: {e}", cfg.listen);
-            return 1;
-        }
-    };
-    let hosts = match listener.local_addr() {
-        Ok(bound) => cfg.hosts(bound),
-        Err(_) => Vec::new(),
-    };
-    let server = Arc::new(Server {
-        hosts,
-        registry: Registry::new(cfg.clone(), metrics.clone(), backend.clone()),
-        backend: backend.clone(),
-        conns: ConnLimiter::new(cfg.max_connections, cfg.max_connections_per_ip),
-        shutdown: Shutdown::new(),
-        tls,
-        refusing: Arc::new(Semaphore::new(REFUSING_AT_ONCE)),
-        next_conn: AtomicU64::new(1),
-        cfg,
-        metrics,
-    });
-    let addr = listener
-        .local_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
-    println!("ibexdb-server listening on {addr}");
-    let _ = std::io::stdout().flush();
-    let scheme = if server.tls.is_some() { "wss" } else { "ws" };
-    log::event(
-        "start",
-        &[
-            ("listen", &addr),
-            ("scheme", &scheme),
-            ("store", &store_name(&server.cfg.store)),
-        ],
-    );
-    if let Backend::Postgres(pg) = &backend {
-        tokio::spawn(crate::pg::listen::run(pg.clone(), server.registry.clone()));
-    }
-    tokio::spawn(close_idle_repos(server.clone()));
-    let accepting = tokio::spawn(listener::accept_loop(server.clone(), listener));
-    shutdown::signalled().await;
-    stop(&server, accepting).await;
-    0
-}
-
-/// The store for the log: the data directory, or PostgreSQL's hosts and database (never the
-/// password).
-fn store_name(store: &Store) -> String {
-    match store {
-        Store::Files(dir) => dir.display().to_string(),
-        Store::Postgres(url) => match url.parse::<tokio_postgres::Config>() {
-            Ok(c) => format!(
-                "postgres:{:?}/{}",
-                c.get_hosts(),
-                c.get_dbname().unwrap_or("")
-            ),
-            Err(_) => "postgres".into(),
-        },
-    }
-}
-
-/// Close idle repositories every so often; repositories whose last look at the store failed
-/// look again.
-async fn close_idle_repos(server: Arc<Server>) {
-    let every = (server.cfg.repo_idle / 4).clamp(Duration::from_millis(20), Duration::from_secs(1));
-    loop {
-        tokio::time::sleep(every).await;
-        server.registry.close_idle();
-        server.registry.retry_stale();
-    }
-}
-
-async fn stop(server: &Arc<Server>, accepting: tokio::task::JoinHandle<()>) {
-    log::event(
-        "shutdown",
-        &[("connections", &server.metrics.connections.load(Relaxed))],
-    );
-    server.shutdown.trigger();
-    let _ = accepting.await;
-    let deadline = tokio::time::Instant::now() + server.cfg.shutdown_timeout;
-    while server.metrics.connections.load(Relaxed) > 0 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    server.registry.close_all(server.cfg.shutdown_timeout).await;
-    log::event(
-        "stopped",
-        &[("connections", &server.metrics.connections.load(Relaxed))],
-    );
 }

@@ -1,42 +1,21 @@
 //! The seam between a repository thread and where its repository is kept: the embedded file
-//! store (`files`, one node) or PostgreSQL (`pg`, any number of nodes). Both hand the thread
+//! store (`files`, one node) or PostgreSQL (`pg`, any number of nodes), which both implement
+//! it (`backend` says which one this server uses). Both hand the thread
 //! a core `Hub` to read from (sequence numbers, catch-up batches, rights) and store pushes
 //! durably before they are acknowledged (docs/design.md §12.4, §12.5).
 
-use crate::config::{Config, Store};
-use crate::metrics::Metrics;
-use crate::pg::Pg;
-use ibexdb::{Admission, CommitId, Error, ErrorCode, Hub, Storage};
-use std::sync::Arc;
+use crate::config::Config;
+use ibexdb::{Admission, Clock, CommitId, Error, ErrorCode, Hub, RepoOptions, Storage};
 
-/// Where this server keeps its repositories (`--data` or `--store`).
-#[derive(Clone)]
-pub enum Backend {
-    Files,
-    Postgres(Arc<Pg>),
-}
-
-impl Backend {
-    /// The backend `cfg` names; PostgreSQL is connected and its schema migrated.
-    pub async fn connect(cfg: &Arc<Config>, metrics: &Arc<Metrics>) -> Result<Backend, String> {
-        match &cfg.store {
-            Store::Files(dir) => crate::files::create_data_dir(dir)
-                .map(|_| Backend::Files)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display())),
-            Store::Postgres(url) => Pg::connect(url, cfg, metrics).await.map(Backend::Postgres),
-        }
-    }
-}
-
-impl Backend {
-    /// Whether the store can be reached (`/healthz`): the file store always; PostgreSQL while
-    /// this node's LISTEN connection is up.
-    pub fn reachable(&self) -> bool {
-        match self {
-            Backend::Files => true,
-            Backend::Postgres(pg) => pg.listening(),
-        }
-    }
+/// The options of a server's copy of repository `name`, in either store: trusted mode without
+/// an identity (the server writes no commits of its own), with the configured bounds.
+pub fn server_options(cfg: &Config, name: &str, clock: Clock) -> RepoOptions {
+    let mut opts = RepoOptions::new(name, None, clock);
+    opts.trusted = true;
+    opts.accept_trusted = cfg.accept_trusted;
+    opts.max_pending = cfg.max_pending;
+    opts.max_unknown_sealed = cfg.max_unknown_sealed;
+    opts
 }
 
 /// What a stored push did.

@@ -25,7 +25,12 @@ async fn answer(
     send(&mut ws, &m).await;
     match recv(&mut ws, WAIT).await {
         Some(Message::Welcome { .. }) => None,
-        Some(Message::Error { code, message }) => Some((code, message)),
+        Some(Message::Error {
+            code,
+            name,
+            message,
+            ..
+        }) => Some((code, format!("{name}: {message}"))),
         m => panic!("unexpected {m:?}"),
     }
 }
@@ -134,10 +139,14 @@ fn forged(who: &Identity, repo: &str, heads: Vec<CommitId>, hlc_ms: u64) -> Mess
 /// The next server error `p` is told (within a few seconds).
 async fn server_error(p: &mut Peer) -> (ErrorCode, String) {
     for _ in 0..50 {
-        if let Some(ibexdb::ClientEvent::ServerError { code, message }) =
-            p.event(Duration::from_millis(200)).await
+        if let Some(ibexdb::ClientEvent::ServerError {
+            code,
+            name,
+            message,
+            ..
+        }) = p.event(Duration::from_millis(200)).await
         {
-            return (code, message);
+            return (code, format!("{name}: {message}"));
         }
     }
     panic!("peer {} was told nothing", p.n)

@@ -205,7 +205,9 @@ async fn push_acked(ws: &mut Socket, m: &Message) -> Vec<CommitId> {
     loop {
         match recv(ws, Duration::from_secs(20)).await {
             Some(Message::Ack { ids }) => return ids,
-            Some(Message::Error { message, .. }) => panic!("push refused: {message}"),
+            Some(Message::Error { name, message, .. }) => {
+                panic!("push refused: {name}: {message}")
+            }
             Some(_) => continue,
             None => panic!("no Ack"),
         }

@@ -111,7 +111,12 @@ async fn a_flood_of_pushes_is_refused_past_the_push_budget() {
     let (code, text) = loop {
         match recv(&mut ws, WAIT).await {
             Some(Message::Ack { .. }) => acks += 1,
-            Some(Message::Error { code, message }) => break (code, message),
+            Some(Message::Error {
+                code,
+                name,
+                message,
+                ..
+            }) => break (code, format!("{name}: {message}")),
             m => panic!("unexpected {m:?}"),
         }
     };

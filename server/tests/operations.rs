@@ -119,10 +119,13 @@ async fn sigterm_during_pushes_keeps_acked_commits_and_exits_0() {
                     p.push().await;
                 }
                 match p.event(Duration::from_millis(2)).await {
-                    Some(ClientEvent::ServerError { code, message })
-                        if code == ErrorCode::Unavailable =>
-                    {
-                        break (code, message)
+                    Some(ClientEvent::ServerError {
+                        code,
+                        name,
+                        message,
+                        ..
+                    }) if code == ErrorCode::Unavailable => {
+                        break (code, format!("{name}: {message}"))
                     }
                     _ => continue,
                 }

@@ -31,7 +31,12 @@ async fn hello_signed_for(node: &str, signed_for: &str) -> Option<(ErrorCode, St
     .await;
     match recv(&mut ws, WAIT).await {
         Some(Message::Welcome { .. }) => None,
-        Some(Message::Error { code, message }) => Some((code, message)),
+        Some(Message::Error {
+            code,
+            name,
+            message,
+            ..
+        }) => Some((code, format!("{name}: {message}"))),
         m => panic!("unexpected {m:?}"),
     }
 }

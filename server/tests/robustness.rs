@@ -157,7 +157,12 @@ async fn a_panicking_repository_thread_is_replaced() {
     a.connect(&server.url).await;
     let (code, text) = loop {
         match a.event(WAIT).await {
-            Some(ibexdb::ClientEvent::ServerError { code, message }) => break (code, message),
+            Some(ibexdb::ClientEvent::ServerError {
+                code,
+                name,
+                message,
+                ..
+            }) => break (code, format!("{name}: {message}")),
             Some(_) => continue,
             None => panic!("no error after the panic"),
         }

@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use futures_util::SinkExt;
-use ibexdb::{Client, ErrorCode, Message};
+use ibexdb::{Client, ErrorCode, Message, PROTOCOL_VERSION};
 use std::time::{Duration, Instant};
 use tokio_tungstenite::tungstenite::Message as Ws;
 
@@ -108,12 +108,12 @@ async fn tampered_or_unsigned_push_is_refused_nothing_stored_connection_usable()
     )
     .await;
     match recv(&mut ws, Duration::from_secs(5)).await {
-        Some(Message::Error { code, message }) => {
+        Some(Message::Error { code, name, .. }) => {
             assert!(
                 matches!(code, ErrorCode::Signature | ErrorCode::Decode),
                 "{code:?}"
             );
-            assert!(message.contains("Error"), "{message}");
+            assert!(name.ends_with("Error"), "{name}");
         }
         m => panic!("expected an Error, got {m:?}"),
     }
@@ -128,9 +128,15 @@ async fn tampered_or_unsigned_push_is_refused_nothing_stored_connection_usable()
     match recv(&mut ws, Duration::from_secs(5)).await {
         Some(Message::Error {
             code: ErrorCode::Signature,
+            name,
+            kind,
             message,
         }) => {
-            assert!(message.contains("Missing"), "{message}")
+            assert!(message.contains("Missing"), "{message}");
+            assert_eq!(
+                (name.as_str(), kind.as_deref()),
+                ("SignatureError", Some("missing"))
+            );
         }
         m => panic!("expected a SignatureError, got {m:?}"),
     }
@@ -155,8 +161,17 @@ async fn tampered_or_unsigned_push_is_refused_nothing_stored_connection_usable()
     b.connect(&server.url).await;
     loop {
         match b.event(Duration::from_secs(5)).await {
-            Some(ibexdb::ClientEvent::ServerError { code, message }) => {
+            Some(ibexdb::ClientEvent::ServerError {
+                code,
+                name,
+                kind,
+                message,
+            }) => {
                 assert_eq!(code, ErrorCode::Permission, "{message}");
+                assert_eq!(
+                    (name.as_str(), kind.as_deref()),
+                    ("PermissionError", Some("cannot-read"))
+                );
                 break;
             }
             Some(_) => continue,
@@ -169,7 +184,7 @@ async fn tampered_or_unsigned_push_is_refused_nothing_stored_connection_usable()
 async fn bad_messages_get_a_protocol_error_and_the_connection_closes() {
     let server = Server::fresh("protocol");
     let cases: Vec<(Vec<u8>, &str)> = vec![
-        (vec![2, 99], "UnknownType"),
+        (vec![PROTOCOL_VERSION, 99], "UnknownType"),
         (vec![1, 1, 1, b'r', 0], "Version"),
         (vec![7, 1, 1, b'r', 0], "Version"),
         (
@@ -185,7 +200,7 @@ async fn bad_messages_get_a_protocol_error_and_the_connection_closes() {
             .concat(),
             "TrailingBytes",
         ),
-        (vec![2, 3, 5], "Malformed"),
+        (vec![PROTOCOL_VERSION, 3, 5], "Malformed"),
         (Message::Ack { ids: vec![] }.encode(), "Unexpected"),
         (
             Message::Push {
@@ -203,9 +218,11 @@ async fn bad_messages_get_a_protocol_error_and_the_connection_closes() {
         match recv(&mut ws, Duration::from_secs(5)).await {
             Some(Message::Error {
                 code: ErrorCode::Protocol,
+                name,
                 message,
+                ..
             }) => {
-                assert!(message.contains("ProtocolError"), "{message}");
+                assert_eq!(name, "ProtocolError", "{message}");
                 assert!(
                     message.contains(expect),
                     "{message} should mention {expect}"

@@ -20,18 +20,21 @@
 //!
 //! | file       | what                                                               |
 //! |------------|--------------------------------------------------------------------|
-//! | `acl.rs`   | [`Acl`]: an access list, the merge of `_acl` writes; [`Role`]      |
+//! | `role.rs`  | [`Role`]: a member's role                                          |
+//! | `acl.rs`   | [`Acl`]: an access list, the merge of `_acl` writes                |
 //! | `parse.rs` | what a change to `_acl` means ([`AclWrite`]), and its shape rules  |
 //! | `rule.rs`  | [`check_commit`]: the rule itself                                  |
 //! | `table.rs` | [`AclTable`]: the access list after each commit, interned          |
 
 mod acl;
 mod parse;
+mod role;
 mod rule;
 mod table;
 
+pub use acl::Acl;
 pub(crate) use acl::Stamped;
-pub use acl::{Acl, Role};
 pub use parse::{member_value, parse_change, public_value, AclWrite, ACL_COLLECTION, PUBLIC_ID};
+pub use role::Role;
 pub use rule::{acl_after, check_commit};
 pub use table::AclTable;

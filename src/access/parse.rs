@@ -2,7 +2,7 @@
 //! item `_acl/<public key hex>` is `{"role": …}` or deleted; `_acl/public` is
 //! `{"read": bool, "write": bool}` or deleted; no patches.
 
-use super::Role;
+use super::role::Role;
 use crate::commit::{Change, Op, PublicKey};
 use crate::error::{Error, Result};
 use crate::value::{Map, Value};

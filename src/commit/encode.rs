@@ -9,12 +9,14 @@ use crate::error::{Error, Result};
 use crate::value::{decode_str_set, Map, Name, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
-const OP_PUT: u8 = 1;
-const OP_DELETE: u8 = 2;
-const OP_PATCH: u8 = 3;
-const FOP_ASSIGN: u8 = 1;
-const FOP_UNSET: u8 = 2;
-const FOP_SETEDIT: u8 = 3;
+// A change's op code and a patch's field-op codes (§4.1). The transaction bytes a host hands the
+// engine number their op kinds otherwise (`TXN_OP_*` in `txn_bytes.rs`, §3.3).
+const COMMIT_OP_PUT: u8 = 1;
+const COMMIT_OP_DELETE: u8 = 2;
+const COMMIT_OP_PATCH: u8 = 3;
+const COMMIT_FIELD_ASSIGN: u8 = 1;
+const COMMIT_FIELD_UNSET: u8 = 2;
+const COMMIT_FIELD_SET_EDIT: u8 = 3;
 
 impl Commit {
     /// Canonical encoding. Parents and changes are sorted here; callers need not pre-sort.
@@ -119,16 +121,16 @@ impl<'c> Tables<'c> {
 fn encode_op(w: &mut Writer, op: &Op, names: &BTreeMap<&str, u64>) {
     match op {
         Op::Put(m) => {
-            w.u8(OP_PUT);
+            w.u8(COMMIT_OP_PUT);
             w.varint(m.len() as u64);
             for (k, v) in m {
                 w.varint(names[k.as_str()]);
                 v.encode(w);
             }
         }
-        Op::Delete => w.u8(OP_DELETE),
+        Op::Delete => w.u8(COMMIT_OP_DELETE),
         Op::Patch(p) => {
-            w.u8(OP_PATCH);
+            w.u8(COMMIT_OP_PATCH);
             w.varint(p.len() as u64);
             for (k, fop) in p {
                 w.varint(names[k.as_str()]);
@@ -141,12 +143,12 @@ fn encode_op(w: &mut Writer, op: &Op, names: &BTreeMap<&str, u64>) {
 fn encode_field_op(w: &mut Writer, fop: &FieldOp) {
     match fop {
         FieldOp::Assign(v) => {
-            w.u8(FOP_ASSIGN);
+            w.u8(COMMIT_FIELD_ASSIGN);
             v.encode(w);
         }
-        FieldOp::Unset => w.u8(FOP_UNSET),
+        FieldOp::Unset => w.u8(COMMIT_FIELD_UNSET),
         FieldOp::SetEdit { add, remove } => {
-            w.u8(FOP_SETEDIT);
+            w.u8(COMMIT_FIELD_SET_EDIT);
             w.varint(add.len() as u64);
             for e in add {
                 w.lp(e.as_bytes());
@@ -241,7 +243,7 @@ impl<'a> Decoder<'a> {
 
     fn op(&mut self) -> Result<Op> {
         Ok(match self.r.u8()? {
-            OP_PUT => {
+            COMMIT_OP_PUT => {
                 let n = self.r.count(2, usize::MAX)?;
                 let mut m = Map::with_capacity(n);
                 let mut last = None;
@@ -251,8 +253,8 @@ impl<'a> Decoder<'a> {
                 }
                 Op::Put(m)
             }
-            OP_DELETE => Op::Delete,
-            OP_PATCH => {
+            COMMIT_OP_DELETE => Op::Delete,
+            COMMIT_OP_PATCH => {
                 let n = self.r.count(2, usize::MAX)?;
                 if n == 0 {
                     return Err(self.r.err("empty patch"));
@@ -283,9 +285,9 @@ impl<'a> Decoder<'a> {
 
     fn field_op(&mut self) -> Result<FieldOp> {
         Ok(match self.r.u8()? {
-            FOP_ASSIGN => FieldOp::Assign(Value::decode(&mut self.r)?),
-            FOP_UNSET => FieldOp::Unset,
-            FOP_SETEDIT => self.set_edit()?,
+            COMMIT_FIELD_ASSIGN => FieldOp::Assign(Value::decode(&mut self.r)?),
+            COMMIT_FIELD_UNSET => FieldOp::Unset,
+            COMMIT_FIELD_SET_EDIT => self.set_edit()?,
             t => return Err(self.r.err(format!("unknown field op {t}"))),
         })
     }

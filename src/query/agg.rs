@@ -1,8 +1,9 @@
 //! Aggregates: one pass over the matches, borrowing values (no clones until the output).
 
 use super::ast::{AggOp, AggregateQuery};
+use super::entry::{range, IKey, NumStats};
 use super::eval::{cmp_opt, CFilter, CPath};
-use super::index::{range, IKey, Index, NumStats};
+use super::index::Index;
 use super::plan::{candidates, choose, tighter, type_bounds, Source};
 use super::{for_each_match, Items};
 use crate::error::Result;

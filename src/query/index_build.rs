@@ -7,8 +7,8 @@
 //! common case: counters, timestamps, foreign ids) is sorted as 12-byte (key, slot) records
 //! that are given back as the index takes their place; other paths borrow each item's value.
 
+use super::entry::{cmp_opt, elements, num_key, number_of_key, Entry, IKey, NumStats};
 use super::eval::CPath;
-use super::index::{cmp_opt, elements, num_key, number_of_key, Entry, IKey, NumStats};
 use crate::chunked::{Builder, Chunked, Slot};
 use crate::error::{Error, Result};
 use crate::state::Collection;

@@ -5,120 +5,26 @@
 //! [`State`] with a [`QueryEngine`]. The engine keeps the declared indexes and the live queries
 //! current as commits are applied (local or remote): it is the state's [`ChangeSink`].
 //!
-//! # The JSON query language
+//! The query language (properties, `where` and its operators, order, `count`, aggregates,
+//! indexes and the planner's choice, `explain`'s plan, live queries and their change sets) is
+//! specified once, in `docs/query-language.md`; this module implements it:
 //!
-//! ```json
-//! {"collection": "items",
-//!  "where": {"count": {"gte": 10, "lt": 20}, "tags": {"contains": "category 3"},
-//!            "title": {"includes": "7"}},
-//!  "sort": [{"field": "count", "desc": true}],
-//!  "limit": 100, "offset": 0,
-//!  "select": ["title", "count"]}
-//! ```
-//!
-//! | property     | meaning                                                                 |
-//! |--------------|-------------------------------------------------------------------------|
-//! | `collection` | required; an unknown collection is empty (not an error)                 |
-//! | `where`      | optional filter (below)                                                 |
-//! | `sort`       | optional list of `{"field": path, "desc": bool}` (or a bare path = asc)  |
-//! | `limit`      | optional maximum number of rows                                         |
-//! | `offset`     | rows to skip first (default 0)                                          |
-//! | `select`     | optional list of paths to return; rows hold only those fields           |
-//!
-//! Any other property is an error.
-//!
-//! ## `where`
-//!
-//! An object whose entries all must hold (implicit AND):
-//! - `{"path": {"op": operand, ...}}`: every listed operator must hold for the value at `path`;
-//! - `{"path": literal}`: shorthand for `{"path": {"eq": literal}}` (a literal object is always
-//!   read as operators, except the set literal `{"$set": [...]}`; compare with a map using `eq`);
-//! - `{"and": [where, ...]}`, `{"or": [where, ...]}`, `{"not": where}`.
-//!
-//! `and`, `or` and `not` are therefore reserved: a top-level field with one of these names can
-//! not be filtered on. Paths are field names joined by `.` to reach into nested maps
-//! (`"address.city"`); a path through a non-map is missing.
-//!
-//! | op         | operand                    | matches when the field's value ...                    |
-//! |------------|----------------------------|-------------------------------------------------------|
-//! | `eq`       | any value                  | equals it (numbers by value; lists/maps/sets deeply)  |
-//! | `ne`       | any value                  | does not equal it, **or the field is missing**        |
-//! | `lt` `lte` `gt` `gte` | number, string, boolean | has the operand's type and compares so (strings bytewise) |
-//! | `in`       | array of values            | equals one of them                                    |
-//! | `contains` | string                     | is a set holding it, or a list holding that string    |
-//! | `prefix`   | string                     | is a string starting with it                          |
-//! | `includes` | string                     | is a string containing it                             |
-//!
-//! A missing field matches nothing but `ne`; `null` is a value (`{"f": null}` matches an explicit
-//! null only). Range operators do not compare across types: `{"n": {"lt": 5}}` matches no string
-//! or null. An unknown operator, or an operand of the wrong type, is an
-//! [`Error::InvalidQuery`] naming the operator and field.
-//!
-//! ## Order
-//!
-//! Without `sort`, rows come in id order. With `sort`, each key compares values in
-//! [`Value::total_cmp`] order with a missing field first: missing < null < false < true <
-//! numbers < strings (bytewise) < lists < maps; `desc` reverses a key (missing last). Ties are
-//! broken by id ascending, whatever the direction, so the order is total and stable. Sets have
-//! no sort order: a query fails with `InvalidQuery` if an item it matches holds a set at a sort
-//! path. (A live query already subscribed keeps running and orders sets after maps.)
-//!
-//! ## Aggregates
-//!
-//! ```json
-//! {"collection": "items", "where": {...},
-//!  "aggregates": {"n": {"count": true}, "total": {"sum": "count"}, "lo": {"min": "count"},
-//!                 "hi": {"max": "count"}, "mean": {"avg": "count"}, "titled": {"count": "title"}},
-//!  "groupBy": "category"}
-//! ```
-//!
-//! `count: true` counts matches; `count: path` counts matches where the field is present and not
-//! null; `sum`/`avg` use numeric values only (sum of none is 0, avg of none is null); `min`/`max`
-//! take the smallest/largest present non-null value in the total order (null when none). Without
-//! `groupBy` the answer is `{"n": .., "total": .., ...}`; with it,
-//! `{"groups": [{"key": value, "n": .., ...}, ...]}` in key order, where missing and null form one
-//! group with key `null`.
-//!
-//! # Indexes and plans
-//!
-//! [`QueryEngine::set_indexes`] declares sorted indexes on paths (from the collection's
-//! schema). An index holds one `(value, id)` entry per item (a missing field sorts first) plus,
-//! for sets and lists, one `(element, id)` entry per string element. It serves `eq`, ranges
-//! (intersected per path), `in`, `prefix`, `contains` and sort order, and keeps a count and
-//! exact integer sum of its numbers. Indexes are kept current by every applied change.
-//!
-//! The planner looks at the top-level conjuncts of `where`, counts the entries each usable
-//! index would visit (with a cap, so estimating stays cheap), and compares that with a full scan
-//! and, when `limit` is given and every sort path is indexed, with walking the first sort key's
-//! index in order until `offset + limit` matches are found. Sorting with a limit otherwise uses a
-//! bounded heap (top-k), never a full sort. [`QueryEngine::explain`] returns the [`Plan`]:
-//!
-//! ```json
-//! {"access": "index", "index": "count", "op": "range", "estimatedRows": 1000,
-//!  "collectionRows": 1000000, "residualFilter": false, "sort": "id"}
-//! ```
-//!
-//! `access` is `index`, `scan` or `empty` (unknown collection); `op` is `range`, `in`, `prefix`,
-//! `contains`, `order` or `order desc`; `sort` is `id` (no sort: id order), `index`, `topk`
-//! (with `k`) or `full`. `count` with a filter that is exactly one index range counts index
-//! entries; aggregates whose functions all read one indexed path, with no filter or a range on
-//! that path, come from the index (min/max from its ends, sum and count from the maintained
-//! stats). Other aggregates are one pass over the matches, borrowing values.
-//!
-//! # Live queries
-//!
-//! [`QueryEngine::subscribe`] returns the initial rows (equal to `run`); after each applied
-//! commit, [`QueryEngine::take_live_changes`] returns a [`LiveChange`] for each live query whose
-//! rows changed (changes from several commits, and several changes to one item, merge). Each
-//! live query holds its whole sorted match set (sort values, id and row value, projected by
-//! `select`) in an order-statistics tree: one change costs O(log n) for the tree plus O(log n)
-//! per rank lookup at the window's edges, whatever the collection or window size, and a
-//! sort + limit window refills from the items after it. The cost is memory: a live query keeps
-//! a copy of every matching row (only the selected fields when `select` is given), because
-//! `take_live_changes` has no access to the state to fetch rows that slide into the window.
+//! | file             | what                                                              |
+//! |------------------|-------------------------------------------------------------------|
+//! | `mod.rs`         | [`QueryEngine`]: declared indexes, running a query, top-k, counts |
+//! | `ast.rs`         | the query's syntax tree and its JSON form                         |
+//! | `eval.rs`        | compiled filters, sort comparators, projections                   |
+//! | `entry.rs`       | an index's entries and their order, its numeric stats             |
+//! | `index.rs`       | a sorted secondary index, kept current by the change feed         |
+//! | `index_build.rs` | building an index, or restoring it from a snapshot                |
+//! | `plan.rs`        | the planner: index candidates, costs, the [`Plan`]                |
+//! | `agg.rs`         | aggregates, and the running aggregates of unindexed paths         |
+//! | `live.rs`        | live queries: the match set in an order-statistics tree           |
+//! | `tests.rs`       | unit tests: JSON round trips, errors, indexed and scanned agree   |
 
 mod agg;
 mod ast;
+mod entry;
 mod eval;
 mod index;
 mod index_build;
@@ -133,9 +39,9 @@ use crate::error::{Error, Result};
 use crate::state::{ChangeSink, Collection, State};
 use crate::value::Map;
 pub(crate) use agg::FieldAgg;
+use entry::{Entry, IKey};
 use eval::{check_sortable, cmp_items, matches, set_sort_error, CFilter, CSort, Compiled};
 pub(crate) use index::Index;
-use index::{Entry, IKey};
 pub(crate) use index_build::Restorer;
 use live::LiveQuery;
 use plan::{choose, Choice};

@@ -1,7 +1,8 @@
 //! The planner: pick an index (or a scan) for a query, and describe the choice.
 
 use super::ast::{Filter, Pred, SortKey};
-use super::index::{range, Entry, IKey, Index};
+use super::entry::{range, Entry, IKey};
+use super::index::Index;
 use crate::value::{Name, Value};
 use serde_json::{json, Value as J};
 use std::collections::BTreeMap;

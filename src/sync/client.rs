@@ -26,8 +26,14 @@ pub enum ClientEvent {
     },
     /// The server stored `count` of our commits.
     Acked { count: usize },
-    /// The server refused something.
-    ServerError { code: ErrorCode, message: String },
+    /// The server refused something: the fields of its `Error` message (the code, the error's
+    /// stable name, its kind, its text).
+    ServerError {
+        code: ErrorCode,
+        name: String,
+        kind: Option<String>,
+        message: String,
+    },
 }
 
 /// A peer's side of sync for one repository. The repository is passed to each call, so the
@@ -185,11 +191,21 @@ impl Client {
                 self.advance(repo);
                 Ok(ClientEvent::Acked { count })
             }
-            Message::Error { code, message } => {
+            Message::Error {
+                code,
+                name,
+                kind,
+                message,
+            } => {
                 // A refused push (after the Welcome); a PermissionError before it refuses the
                 // session (it may not read), which pushing has nothing to do with.
                 self.refused |= code == ErrorCode::Permission && self.welcomed;
-                Ok(ClientEvent::ServerError { code, message })
+                Ok(ClientEvent::ServerError {
+                    code,
+                    name,
+                    kind,
+                    message,
+                })
             }
             Message::Push { .. } | Message::Hello { .. } => Err(protocol(
                 ProtocolErrorKind::Unexpected,

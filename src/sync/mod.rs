@@ -14,6 +14,7 @@
 //!
 //! | file        | what                                                           |
 //! |-------------|----------------------------------------------------------------|
+//! | `version.rs`| the protocol version, shared by the codec and the handshake    |
 //! | `wire.rs`   | the messages and their codec                                   |
 //! | `hub.rs`    | [`Hub`], the server's side                                     |
 //! | `client.rs` | [`Client`], a peer's side                                      |
@@ -28,11 +29,12 @@ mod seals;
 mod session;
 #[cfg(test)]
 mod tests;
+mod version;
 mod wire;
 
 pub use bundle::{decode_bundle, encode_bundle, Bundle};
 pub use client::{Client, ClientEvent};
 pub use hub::{Hub, PushOutcome};
 pub use session::{url_authority, Expected, SessionProof, NONCE_LEN};
-pub use wire::PROTOCOL_VERSION;
+pub use version::PROTOCOL_VERSION;
 pub use wire::{check_repo_name, ErrorCode, Message, Rights, MAX_MESSAGE_BYTES, MAX_REPO_NAME};

@@ -10,7 +10,7 @@ use crate::codec::{Reader, Writer};
 use crate::commit::{Identity, PublicKey, Signature, PUBLIC_KEY_LEN, SIGNATURE_LEN};
 use crate::error::{AuthErrorKind, Error, Result};
 
-use super::wire::PROTOCOL_VERSION;
+use super::version::PROTOCOL_VERSION;
 
 /// Length of a challenge nonce.
 pub const NONCE_LEN: usize = 32;

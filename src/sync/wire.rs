@@ -2,13 +2,11 @@
 //! `version ‖ type ‖ body`; decoding refuses anything else with a typed `ProtocolError`.
 
 use super::session::{SessionProof, NONCE_LEN};
+use super::version::PROTOCOL_VERSION;
 use crate::codec::{Reader, Writer};
 use crate::commit::{CommitId, MAX_COMMIT_BYTES};
 use crate::error::{Error, ProtocolErrorKind, Result};
 
-/// The protocol version this code speaks (byte 0 of every message). Version 2 added the
-/// authenticated handshake (`Challenge`, `Hello` with a proof, `Welcome`).
-pub const PROTOCOL_VERSION: u8 = 2;
 /// Largest message accepted: one maximal commit plus room for seals and framing.
 pub const MAX_MESSAGE_BYTES: usize = MAX_COMMIT_BYTES + (16 << 20);
 /// Target size of the `Commits` and `Push` messages the state machines build (a single larger
@@ -17,6 +15,10 @@ pub const BATCH_BYTES: usize = 1 << 20;
 pub use crate::key::{check_repo_name, MAX_REPO_NAME};
 /// Longest error message text (bytes).
 pub const MAX_ERROR_TEXT: usize = 4096;
+/// Longest error name (`Error::name`: ASCII letters only), in bytes.
+pub const MAX_ERROR_NAME: usize = 64;
+/// Longest error kind (`Error::kind`), in bytes; an empty kind is none.
+pub const MAX_ERROR_KIND: usize = 64;
 
 pub const TYPE_HELLO: u8 = 1;
 pub const TYPE_COMMITS: u8 = 2;
@@ -157,8 +159,16 @@ pub enum Message {
     /// Server → client: these pushed commits are stored durably.
     Ack { ids: Vec<CommitId> },
     /// Either way: something was refused. After an error about a `Push`, nothing of that push
-    /// was stored.
-    Error { code: ErrorCode, message: String },
+    /// was stored. The fields are those of the core error that says why ([`Message::error`]).
+    Error {
+        code: ErrorCode,
+        /// The error's stable name ([`Error::name`], e.g. `PermissionError`).
+        name: String,
+        /// What kind of that error ([`Error::kind`]: e.g. `cannot-write`, or the limit).
+        kind: Option<String>,
+        /// The error's text.
+        message: String,
+    },
 }
 
 pub(super) fn protocol(kind: ProtocolErrorKind, detail: impl Into<String>) -> Error {
@@ -211,11 +221,13 @@ impl Message {
         }
     }
 
-    /// An `Error` message for a core error (its name and text).
+    /// An `Error` message for a core error: its code, name, kind and text.
     pub fn error(e: &Error) -> Message {
         Message::Error {
             code: ErrorCode::of(e),
-            message: format!("{}: {e}", e.name()),
+            name: e.name().to_string(),
+            kind: e.kind().map(str::to_string),
+            message: e.to_string(),
         }
     }
 
@@ -264,13 +276,16 @@ impl Message {
                     w.bytes(&id.0);
                 }
             }
-            Message::Error { code, message } => {
+            Message::Error {
+                code,
+                name,
+                kind,
+                message,
+            } => {
                 w.varint(*code as u64);
-                let mut end = message.len().min(MAX_ERROR_TEXT);
-                while !message.is_char_boundary(end) {
-                    end -= 1;
-                }
-                w.lp(&message.as_bytes()[..end]);
+                w.lp(cut(name, MAX_ERROR_NAME));
+                w.lp(cut(kind.as_deref().unwrap_or(""), MAX_ERROR_KIND));
+                w.lp(cut(message, MAX_ERROR_TEXT));
             }
         }
         w.into_inner()
@@ -406,12 +421,34 @@ fn decode_ack(r: &mut Reader<'_>) -> Result<Message> {
 
 fn decode_error(r: &mut Reader<'_>) -> Result<Message> {
     let code = ErrorCode::from_u64(r.varint()?);
+    let name = r.str()?;
+    if name.is_empty()
+        || name.len() > MAX_ERROR_NAME
+        || !name.bytes().all(|b| b.is_ascii_alphabetic())
+    {
+        return Err(r.err("an error name must be 1 to 64 ASCII letters"));
+    }
+    let kind = r.str()?;
+    if kind.len() > MAX_ERROR_KIND {
+        return Err(r.err("error kind longer than MAX_ERROR_KIND"));
+    }
     let message = r.str()?;
     if message.len() > MAX_ERROR_TEXT {
         return Err(r.err("error text longer than MAX_ERROR_TEXT"));
     }
     Ok(Message::Error {
         code,
+        name: name.to_string(),
+        kind: (!kind.is_empty()).then(|| kind.to_string()),
         message: message.to_string(),
     })
+}
+
+/// `s` cut to at most `max` bytes, at a character boundary.
+fn cut(s: &str, max: usize) -> &[u8] {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s.as_bytes()[..end]
 }

@@ -6,11 +6,11 @@ use crate::codec::{Reader, Writer};
 use crate::error::Result;
 
 pub(crate) const T_NULL: u8 = 0;
-const T_FALSE: u8 = 1;
-const T_TRUE: u8 = 2;
+pub(crate) const T_FALSE: u8 = 1;
+pub(crate) const T_TRUE: u8 = 2;
 pub(crate) const T_NUMBER: u8 = 3;
 pub(crate) const T_STRING: u8 = 4;
-const T_LIST: u8 = 5;
+pub(crate) const T_LIST: u8 = 5;
 pub(crate) const T_MAP: u8 = 6;
 pub(crate) const T_SET: u8 = 7;
 

@@ -11,7 +11,7 @@ mod set;
 
 pub(crate) use encode::{decode_str_set, skip_value};
 #[cfg(test)]
-pub(crate) use encode::{T_MAP, T_NULL, T_NUMBER, T_SET, T_STRING};
+pub(crate) use encode::{T_FALSE, T_LIST, T_MAP, T_NULL, T_NUMBER, T_SET, T_STRING, T_TRUE};
 pub(crate) use json::{from_tree, to_tree};
 pub use map::Map;
 pub use name::Name;

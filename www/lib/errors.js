@@ -70,7 +70,12 @@ export class LimitError extends IbexError {}
 /** The sync server cannot serve the repository now (try again later). */
 export class UnavailableError extends IbexError {}
 
-/** @type {Record<string, typeof IbexError>} */
+/**
+ * Every class by its name. The names are the core's `Error::name` values (plus `IbexError` and
+ * `PanicError`, which only this library makes); a Rust test (src/error.rs) fails when the two
+ * drift apart.
+ * @type {Record<string, typeof IbexError>}
+ */
 export const ERROR_CLASSES = {
   IbexError,
   SchemaError,
@@ -139,8 +144,9 @@ export function fromWire(w) {
 }
 
 /**
- * The error class of each sync protocol error code (docs/design.md §12.2); code 0 ("other")
- * and unknown codes have none.
+ * The error class of each sync protocol error code (docs/design.md §12.2), for a name this
+ * library does not know (a newer server); code 0 ("other") and unknown codes have none. A Rust
+ * test (src/sync/tests.rs) checks it against the codes the core sends.
  * @type {Record<number, string>}
  */
 const SYNC_CODES = {
@@ -158,21 +164,18 @@ const SYNC_CODES = {
 };
 
 /**
- * The wire form of an `Error` message from the sync server: `code` and the text
- * `"ErrorName: message"`. The name comes from the text when it names a known class (the
- * server's `Error::name`), else from the code; a `(kind)` right after the first words
- * (`permission denied (cannot-write): ...`) becomes `kind`.
- * @param {number} code
- * @param {string} text
+ * The wire form of an `Error` message from the sync server, from its fields as the engine's
+ * sync event carries them (docs/design.md §12.2): the error's `name` (the server's
+ * `Error::name`; a name without a class here falls back to the class of the `code`), its `kind`
+ * (a `LimitError`'s `limit`), its text.
+ * @param {{code?: number, name?: string, kind?: string | null, message?: string}} ev
  * @returns {WireError}
  */
-export function syncErrorToWire(code, text) {
-  const m = /^([A-Za-z]+Error): ([\s\S]*)$/.exec(text);
-  const name = m && ERROR_CLASSES[m[1]] ? m[1] : (SYNC_CODES[code] ?? 'IbexError');
-  const message = m ? m[2] : text;
+export function syncErrorToWire(ev) {
+  const code = ev.code ?? 0;
+  const name = ev.name && ERROR_CLASSES[ev.name] ? ev.name : (SYNC_CODES[code] ?? 'IbexError');
   /** @type {WireError} */
-  const w = { name, message: `the sync server refused: ${message}`, code };
-  const kind = /^[^(:]*\(([a-z]+(?:-[a-z]+)*)\)/.exec(message);
-  if (kind && (name === 'PermissionError' || name === 'AuthError' || name === 'SignatureError')) w.kind = kind[1];
+  const w = { name, message: `the sync server refused: ${ev.message ?? ''}`, code };
+  if (ev.kind) w[name === 'LimitError' ? 'limit' : 'kind'] = ev.kind;
   return w;
 }

@@ -14,12 +14,14 @@ import { InvalidKeyError, InvalidValueError } from './errors.js';
 
 /** The format's version: its first byte (src/txn_bytes.rs TXN_BYTES_VERSION). */
 const VERSION = 1;
-const OP_PUT = 1;
-const OP_UPDATE = 2;
-const OP_DELETE = 3;
-const OP_UNSET = 4;
-const OP_SET_ADD = 5;
-const OP_SET_REMOVE = 6;
+// Op kinds (§3.3; the commit format's op codes, §4.1, are other numbers). A Rust test
+// (src/txn_bytes.rs) reads these constants and compares them with the decoder's.
+const TXN_OP_PUT = 1;
+const TXN_OP_UPDATE = 2;
+const TXN_OP_DELETE = 3;
+const TXN_OP_UNSET = 4;
+const TXN_OP_SET_ADD = 5;
+const TXN_OP_SET_REMOVE = 6;
 // Value tags: the canonical value encoding's (§3.2).
 const T_NULL = 0;
 const T_FALSE = 1;
@@ -62,27 +64,27 @@ export class TxnBuilder {
 
   /** Replace the item at `key`. @param {string} key @param {object} value */
   put(key, value) {
-    return this._withObject(OP_PUT, key, value);
+    return this._withObject(TXN_OP_PUT, key, value);
   }
   /** Change some fields of an existing item. @param {string} key @param {object} fields */
   update(key, fields) {
-    return this._withObject(OP_UPDATE, key, fields);
+    return this._withObject(TXN_OP_UPDATE, key, fields);
   }
   /** @param {string} key */
   delete(key) {
-    return this._op(OP_DELETE, key, noBody, undefined);
+    return this._op(TXN_OP_DELETE, key, noBody, undefined);
   }
   /** @param {string} key @param {string} field */
   unset(key, field) {
-    return this._op(OP_UNSET, key, this._str, fieldName(field, key));
+    return this._op(TXN_OP_UNSET, key, this._str, fieldName(field, key));
   }
   /** @param {string} key @param {string} field @param {Iterable<string> | string} elems */
   setAdd(key, field, elems) {
-    return this._setEdit(OP_SET_ADD, key, field, elems);
+    return this._setEdit(TXN_OP_SET_ADD, key, field, elems);
   }
   /** @param {string} key @param {string} field @param {Iterable<string> | string} elems */
   setRemove(key, field, elems) {
-    return this._setEdit(OP_SET_REMOVE, key, field, elems);
+    return this._setEdit(TXN_OP_SET_REMOVE, key, field, elems);
   }
   /** How many ops were collected. */
   get size() {

@@ -3,7 +3,7 @@
 //! `message` and these properties into its reply; `www/ibexdb.js` rebuilds the matching
 //! `Error` subclass on the page.
 
-use ibexdb::{Error, SignatureErrorKind, StorageErrorKind};
+use ibexdb::Error;
 use js_sys::Reflect;
 use wasm_bindgen::JsValue;
 
@@ -42,7 +42,6 @@ pub fn to_js(e: &Error) -> JsValue {
             set(&err, "limit", n(*limit));
         }
         Error::NotFound { key } => set(&err, "key", s(key)),
-        Error::Signature { kind, .. } => set(&err, "kind", s(sig_kind(kind))),
         Error::Corrupt {
             offset, next_valid, ..
         } => {
@@ -51,36 +50,14 @@ pub fn to_js(e: &Error) -> JsValue {
                 set(&err, "nextValid", n(*nv));
             }
         }
-        Error::Storage(se) => set(&err, "kind", s(storage_kind(&se.kind))),
-        Error::Permission { kind, .. } => set(&err, "kind", s(kind.name())),
-        Error::Auth { kind, .. } => set(&err, "kind", s(kind.name())),
-        Error::Limit { what, .. } => set(&err, "limit", s(what)),
+        Error::Signature { .. }
+        | Error::Storage(_)
+        | Error::Permission { .. }
+        | Error::Auth { .. } => set(&err, "kind", s(e.kind().unwrap_or_default())),
+        Error::Limit { .. } => set(&err, "limit", s(e.kind().unwrap_or_default())),
         _ => {}
     }
     err
-}
-
-fn sig_kind(k: &SignatureErrorKind) -> &'static str {
-    match k {
-        SignatureErrorKind::Tampered => "tampered",
-        SignatureErrorKind::BadSignature => "bad-signature",
-        SignatureErrorKind::WrongKey => "wrong-key",
-        SignatureErrorKind::Missing => "missing",
-        SignatureErrorKind::Malformed => "malformed",
-        SignatureErrorKind::Unsigned => "unsigned",
-        SignatureErrorKind::WrongRepository => "wrong-repository",
-        _ => "other",
-    }
-}
-
-fn storage_kind(k: &StorageErrorKind) -> &'static str {
-    match k {
-        StorageErrorKind::Unavailable => "unavailable",
-        StorageErrorKind::QuotaExceeded => "quota-exceeded",
-        StorageErrorKind::OutOfBounds => "out-of-bounds",
-        StorageErrorKind::Io => "io",
-        _ => "other",
-    }
 }
 
 /// `Result` of the exported methods.

@@ -58,7 +58,8 @@ impl Engine {
     /// Handle one message from the server; received commits are verified and applied (live
     /// queries see them; the worker flushes like any write). Returns the event as JSON:
     /// `{event: 'challenge'|'welcome'|'received'|'acked'|'error', ..., cursor, pushFrom,
-    /// pending, refused}`. After `challenge`, `syncOutgoing` returns the signed `Hello`.
+    /// pending, refused}`; an `error` carries the server's `code`, `name`, `kind` (or null) and
+    /// `message`. After `challenge`, `syncOutgoing` returns the signed `Hello`.
     #[wasm_bindgen(js_name = syncHandle)]
     /// `vouched`: the worker verified the signature of every seal in the message itself
     /// (`syncSealChecks`, WebCrypto); the core then skips only those signature checks.
@@ -83,8 +84,14 @@ impl Engine {
                     ..
                 } => json!({"event": "received", "applied": applied, "duplicates": duplicates}),
                 ClientEvent::Acked { count } => json!({"event": "acked", "count": count}),
-                ClientEvent::ServerError { code, message } => {
-                    json!({"event": "error", "code": code as u32, "message": message})
+                ClientEvent::ServerError {
+                    code,
+                    name,
+                    kind,
+                    message,
+                } => {
+                    json!({"event": "error", "code": code as u32, "name": name, "kind": kind,
+                        "message": message})
                 }
             };
             let mut ev = ev;

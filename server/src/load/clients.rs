@@ -80,8 +80,8 @@ pub async fn found_all(url: &str, tag: &str, founded: &[Founding]) -> bool {
         loop {
             match next_message(&mut ws).await {
                 Some(Message::Ack { .. }) => break,
-                Some(Message::Error { message, .. }) => {
-                    eprintln!("founding load-{r} refused: {message}");
+                Some(Message::Error { name, message, .. }) => {
+                    eprintln!("founding load-{r} refused: {name}: {message}");
                     return false;
                 }
                 Some(_) => continue,

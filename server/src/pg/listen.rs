@@ -9,18 +9,28 @@
 
 use super::{Pg, CHANNEL};
 use crate::log;
-use crate::registry::Registry;
 use futures_util::future::poll_fn;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_postgres::AsyncMessage;
 
+/// What the listener tells the repositories.
+pub enum Notice<'a> {
+    /// Another node stored repository `name` up to sequence `head`.
+    Stored { name: &'a str, head: u64 },
+    /// Notices may have been missed (the connection was re-made): every open repository looks.
+    Missed,
+}
+
+/// Where notices go (the registry routes them to the open repositories' threads).
+pub type OnNotice = Arc<dyn Fn(Notice<'_>) + Send + Sync>;
+
 /// Listen until the process ends.
-pub async fn run(pg: Arc<Pg>, registry: Arc<Registry>) {
+pub async fn run(pg: Arc<Pg>, on_notice: OnNotice) {
     let mut backoff = Duration::from_millis(100);
     loop {
-        let why = listen(&pg, &registry, &mut backoff).await;
+        let why = listen(&pg, &on_notice, &mut backoff).await;
         pg.listening
             .store(false, std::sync::atomic::Ordering::SeqCst);
         log::event("pg_listen_lost", &[("error", &why)]);
@@ -30,21 +40,21 @@ pub async fn run(pg: Arc<Pg>, registry: Arc<Registry>) {
 }
 
 /// One connection's life: LISTEN, then notices until it fails; why it ended.
-async fn listen(pg: &Arc<Pg>, registry: &Arc<Registry>, backoff: &mut Duration) -> String {
+async fn listen(pg: &Arc<Pg>, on_notice: &OnNotice, backoff: &mut Duration) -> String {
     let (client, mut connection) =
         match tokio::time::timeout(pg.timeout, pg.config.connect(tokio_postgres::NoTls)).await {
             Ok(Ok(pair)) => pair,
             Ok(Err(e)) => return e.to_string(),
             Err(_) => return "connecting timed out".into(),
         };
-    let (reg, metrics) = (registry.clone(), pg.metrics.clone());
+    let (notify, metrics) = (on_notice.clone(), pg.metrics.clone());
     let mut driver = tokio::spawn(async move {
         loop {
             match poll_fn(|cx| connection.poll_message(cx)).await {
                 Some(Ok(AsyncMessage::Notification(n))) => {
                     metrics.pg_notices.fetch_add(1, Relaxed);
                     if let Some((head, name)) = parse(n.payload()) {
-                        reg.notify(name, head);
+                        notify(Notice::Stored { name, head });
                     }
                 }
                 Some(Ok(_)) => {}
@@ -63,7 +73,7 @@ async fn listen(pg: &Arc<Pg>, registry: &Arc<Registry>, backoff: &mut Duration) 
     pg.listening
         .store(true, std::sync::atomic::Ordering::SeqCst);
     *backoff = Duration::from_millis(100);
-    registry.notify_all();
+    on_notice(Notice::Missed);
     loop {
         tokio::select! {
             r = &mut driver => return r.unwrap_or_else(|e| e.to_string()),

@@ -10,8 +10,7 @@
 use super::rows::Db;
 use super::{unavailable, Pg};
 use crate::config::Config;
-use crate::files::server_options;
-use crate::store::{Refreshed, RepoStore, StoreError, Stored};
+use crate::store::{server_options, Refreshed, RepoStore, StoreError, Stored};
 use ibexdb::{Admission, CommitId, Error, Hub, MemStorage, Repo};
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;

@@ -239,13 +239,18 @@ pub async fn recv_or_closed(ws: &mut Socket, wait: Duration) -> Recv {
     }
 }
 
-/// Read until an `Error` arrives (skipping other messages); its code and text.
+/// Read until an `Error` arrives (skipping other messages); its code and "ErrorName: text".
 pub async fn expect_error(ws: &mut Socket, wait: Duration) -> (ErrorCode, String) {
     let deadline = Instant::now() + wait;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match recv(ws, left).await {
-            Some(Message::Error { code, message }) => return (code, message),
+            Some(Message::Error {
+                code,
+                name,
+                message,
+                ..
+            }) => return (code, format!("{name}: {message}")),
             Some(_) => continue,
             None => panic!("no Error before the close or within {wait:?}"),
         }
@@ -445,8 +450,13 @@ impl Peer {
     /// error fails the test.
     pub async fn step(&mut self, wait: Duration) -> bool {
         match self.event(wait).await {
-            Some(ClientEvent::ServerError { code, message }) => {
-                panic!("server error {code:?}: {message}")
+            Some(ClientEvent::ServerError {
+                code,
+                name,
+                message,
+                ..
+            }) => {
+                panic!("server error {code:?}: {name}: {message}")
             }
             Some(_) => true,
             None => false,

@@ -1,6 +1,7 @@
 //! Writing a snapshot, one function per section of the format (docs/design.md §8).
 
-use super::indexes::{self, Persist};
+use super::indexes::{self, Persist, BLOCK_BYTES};
+use super::out::{Out, CHUNK_BYTES};
 use super::{commit_stamps, F_SEALED, F_TRUSTED, I_DELETE, I_META, M_SET, M_TOP};
 use super::{SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
 use crate::access::{Acl, Role};
@@ -9,7 +10,7 @@ use crate::cold::{ColdBlock, ColdIndex};
 use crate::commit::{CommitId, PublicKey, Stamp};
 use crate::error::Result;
 use crate::graph::Graph;
-use crate::state::{FieldMeta, Item, ItemId, StampRef};
+use crate::item::{FieldMeta, Item, ItemId, StampRef};
 use crate::value::{Map, Name};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -20,11 +21,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 pub(super) const ITEM_BLOCK_BYTES: usize = 4 << 10;
 pub(super) const ITEM_BLOCK_ITEMS: u32 = 32;
 pub(super) const ITEM_BLOCK_MAX: usize = 32 << 10;
-/// A persisted index's entries are cut into blocks of about this many bytes (an index is
-/// restored whole).
-pub(super) const BLOCK_BYTES: usize = 32 << 10;
-/// Output is handed to the sink in chunks of about this size.
-pub(super) const CHUNK_BYTES: usize = 1 << 20;
 
 /// Encode `graph` as the snapshot of the first `log_len` log bytes, whose last frame is at
 /// `anchor` = (offset, crc) (None when the log holds no frame), handing the bytes to `out` in
@@ -42,11 +38,7 @@ pub(super) fn encode(
     out: &mut dyn FnMut(&[u8]) -> Result<()>,
 ) -> Result<Vec<(String, ColdIndex)>> {
     debug_assert!(append.is_some() || !graph.state.has_cold());
-    let mut f = Out {
-        w: Writer::with_capacity(CHUNK_BYTES + BLOCK_BYTES),
-        flushed: append.unwrap_or(0),
-        out,
-    };
+    let mut f = Out::new(append.unwrap_or(0), CHUNK_BYTES + BLOCK_BYTES, out);
     if append.is_none() {
         f.w.bytes(SNAPSHOT_MAGIC);
         f.w.u32(SNAPSHOT_VERSION);
@@ -68,27 +60,6 @@ pub(super) fn encode(
     f.w.u32(crc);
     f.flush()?;
     Ok(written)
-}
-
-/// The output: a buffer handed to the sink when it grows past [`CHUNK_BYTES`].
-pub(super) struct Out<'a> {
-    pub(super) w: Writer,
-    flushed: u64,
-    out: &'a mut dyn FnMut(&[u8]) -> Result<()>,
-}
-
-impl Out<'_> {
-    /// The file offset of the next byte written.
-    pub(super) fn offset(&self) -> u64 {
-        self.flushed + self.w.buf.len() as u64
-    }
-
-    pub(super) fn flush(&mut self) -> Result<()> {
-        (self.out)(&self.w.buf)?;
-        self.flushed += self.w.buf.len() as u64;
-        self.w.buf.clear();
-        Ok(())
-    }
 }
 
 /// One directory entry: where a block is and what it holds (docs/design.md §8).
@@ -183,10 +154,7 @@ fn new_block<'g, I: Iterator<Item = (&'g ItemId, &'g Item)>>(
         live,
         crc: crate::hashing::crc32(&block.buf),
     };
-    f.w.bytes(&block.buf);
-    if f.w.buf.len() >= CHUNK_BYTES {
-        f.flush()?;
-    }
+    f.block(&block.buf)?;
     Ok(entry)
 }
 

@@ -3,7 +3,7 @@
 //! end of the meta section. The query engine's indexes are written through [`IndexEntries`] and
 //! read back through two sinks, so this module knows the format, not the index.
 
-use super::encode::{Out, BLOCK_BYTES, CHUNK_BYTES};
+use super::out::Out;
 use crate::codec::{Reader, Writer};
 use crate::cold::{ColdIndex, IndexBlock};
 use crate::error::{Error, Result};
@@ -11,6 +11,10 @@ use crate::state::Collection;
 use crate::store::Storage;
 use crate::value::Value;
 use std::collections::BTreeMap;
+
+/// A persisted index's entries are cut into blocks of about this many bytes (an index is
+/// restored whole).
+pub(super) const BLOCK_BYTES: usize = 32 << 10;
 
 /// A built index, as the snapshot encoder reads it.
 pub trait IndexEntries {
@@ -123,10 +127,7 @@ fn blocks<T>(
             count,
             crc: crate::hashing::crc32(&block.buf),
         });
-        f.w.bytes(&block.buf);
-        if f.w.buf.len() >= CHUNK_BYTES {
-            f.flush()?;
-        }
+        f.block(&block.buf)?;
     }
     Ok(out)
 }

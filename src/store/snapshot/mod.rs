@@ -7,13 +7,15 @@
 //! its own CRC), then the meta section (log length and anchor, the commit table, the field-name
 //! table, each collection's block directory) and a footer pointing at it. Open reads only the
 //! meta section; a block is read when a read, a write or a scan first needs its items
-//! (`cold.rs`). `encode.rs` writes the file in one streaming pass, `decode.rs` reads the meta
-//! section and `blocks.rs` the blocks, one function per section.
+//! (`cold.rs`). `encode.rs` writes the file in one streaming pass through `out.rs` (the index
+//! blocks and their directory: `indexes.rs`), `decode.rs` reads the meta section and
+//! `blocks.rs` the blocks, one function per section.
 
 mod blocks;
 mod decode;
 mod encode;
 mod indexes;
+mod out;
 mod scan;
 
 use blocks::decode_cold;
@@ -27,7 +29,8 @@ use super::storage::Storage;
 use crate::commit::{PublicKey, Stamp};
 use crate::error::Result;
 use crate::graph::{CommitInfo, Graph};
-use crate::state::{Item, ItemId, State};
+use crate::item::{Item, ItemId};
+use crate::state::State;
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"IBEXSNP1";
 /// Version 4 added the persisted secondary indexes; version 3 cut the items into blocks read

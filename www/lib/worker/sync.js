@@ -47,9 +47,6 @@ import { HANDSHAKE_TIMEOUT_MS, RECONNECT_MAX_MS, RECONNECT_MIN_MS, SYNC_SAVE_MS,
 /** @typedef {import('./sync-position.js').SyncPosition} SyncPosition */
 /** @typedef {import('../errors.js').WireError} WireError */
 
-/** Protocol error code of PermissionError (docs/design.md §12.2). */
-const PERMISSION = 8;
-
 /**
  * @typedef {object} SyncHooks
  * @property {string} name repository name (also the name on the server)
@@ -428,8 +425,7 @@ export class SyncManager {
         this._captureIfDurable();
         break;
       case 'error': {
-        const code = ev.code ?? 0;
-        this.lastError = syncErrorToWire(code, ev.message ?? '');
+        this.lastError = syncErrorToWire(ev);
         if (this.lastError.name === 'UnavailableError') {
           // Not a refusal: the server is going away (a deploy) or cannot serve now. Dial again.
           this._drop();
@@ -437,7 +433,7 @@ export class SyncManager {
           return;
         }
         if (!this.welcomed) this._sessionRefused = true;
-        else if (code !== PERMISSION) this._pushRefused = true;
+        else if (this.lastError.name !== 'PermissionError') this._pushRefused = true;
         break;
       }
       default:

@@ -1,0 +1,7 @@
+//! The protocol version: byte 0 of every message (docs/design.md §12.2), and a part of the
+//! bytes a session proof signs (§12.3), so the message codec and the handshake both build on it.
+
+/// The protocol version this code speaks. Version 3 made an `Error` carry the error's name and
+/// kind as fields of their own (version 2 had one text, "Name: message"); version 2 added the
+/// authenticated handshake (`Challenge`, `Hello` with a proof, `Welcome`).
+pub const PROTOCOL_VERSION: u8 = 3;
