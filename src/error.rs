@@ -522,6 +522,110 @@ pub(crate) mod tests {
         (listed.into_iter().collect(), declared)
     }
 
+    /// `www/lib/ibexdb.d.ts`.
+    fn dts() -> String {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/www/lib/ibexdb.d.ts");
+        std::fs::read_to_string(path).unwrap()
+    }
+
+    /// The string literals of the `readonly kind` union that `class` declares in the .d.ts.
+    fn dts_kinds(class: &str) -> BTreeSet<String> {
+        let d = dts();
+        let opening = format!("export declare class {class} extends");
+        let start = d.find(&opening).unwrap_or_else(|| panic!("no {opening}"));
+        let body = &d[start..start + d[start..].find("\n}").unwrap()];
+        let line = body
+            .lines()
+            .find(|l| l.contains("readonly kind"))
+            .unwrap_or_else(|| panic!("{class} declares no kind"));
+        line.split('\'')
+            .skip(1)
+            .step_by(2)
+            .map(String::from)
+            .collect()
+    }
+
+    /// Every kind of the three kinded classes, with an exhaustive match per enum: a kind added
+    /// in Rust does not compile here until it is listed, and then fails the test until the
+    /// .d.ts's union names it.
+    fn rust_kinds() -> [(&'static str, BTreeSet<String>); 3] {
+        use AuthErrorKind as A;
+        use PermissionErrorKind as P;
+        use SignatureErrorKind as S;
+        let sig = [
+            S::Tampered,
+            S::BadSignature,
+            S::WrongKey,
+            S::Missing,
+            S::Malformed,
+            S::Unsigned,
+            S::WrongRepository,
+        ];
+        for k in &sig {
+            match k {
+                S::Tampered
+                | S::BadSignature
+                | S::WrongKey
+                | S::Missing
+                | S::Malformed
+                | S::Unsigned
+                | S::WrongRepository => {}
+            }
+        }
+        let perm = [
+            P::CannotRead,
+            P::CannotWrite,
+            P::CannotAdminister,
+            P::ForeignRoot,
+            P::CannotCreate,
+        ];
+        for k in &perm {
+            match k {
+                P::CannotRead
+                | P::CannotWrite
+                | P::CannotAdminister
+                | P::ForeignRoot
+                | P::CannotCreate => {}
+            }
+        }
+        let auth = [
+            A::BadSignature,
+            A::Replayed,
+            A::Stale,
+            A::WrongServer,
+            A::Malformed,
+        ];
+        for k in &auth {
+            match k {
+                A::BadSignature | A::Replayed | A::Stale | A::WrongServer | A::Malformed => {}
+            }
+        }
+        let names = |v: Vec<&'static str>| v.into_iter().map(String::from).collect();
+        [
+            (
+                "SignatureError",
+                names(sig.iter().map(|k| k.name()).collect()),
+            ),
+            (
+                "PermissionError",
+                names(perm.iter().map(|k| k.name()).collect()),
+            ),
+            ("AuthError", names(auth.iter().map(|k| k.name()).collect())),
+        ]
+    }
+
+    /// The kinds an app can test (`e.kind`) are typed in the .d.ts: the same lists as the core's.
+    #[test]
+    fn the_dts_error_kinds_are_the_core_kinds() {
+        for (class, rust) in rust_kinds() {
+            assert_eq!(
+                dts_kinds(class),
+                rust,
+                "ibexdb.d.ts {class}.kind against the core"
+            );
+        }
+    }
+
     /// The page rebuilds an error by its name: every name the core gives an error must have
     /// its class in `errors.js`, and `errors.js` has no class the core does not name except
     /// its base class and the panic the worker reports.

@@ -61,7 +61,9 @@ const wasmBytes = (bytes) => /** @type {Uint8Array<ArrayBuffer>} */ (bytes);
  * @property {number} [applied] received: commits applied
  * @property {number} [duplicates] received: commits already held
  * @property {number} [count] acked: commits the server stored
- * @property {number} [code] error: the server's error code
+ * @property {number} [code] error: the server's error code (docs/design.md §12.2)
+ * @property {string} [name] error: its stable name (`Error::name`, a class of errors.js)
+ * @property {string | null} [kind] error: its kind (a PermissionError's, AuthError's, SignatureError's kind; a LimitError's limit)
  * @property {string} [message] error: its text
  */
 

@@ -359,7 +359,7 @@ export declare class CorruptError extends IbexError {
   readonly nextValid?: number;
 }
 export declare class SignatureError extends IbexError {
-  readonly kind: 'tampered' | 'bad-signature' | 'wrong-key' | 'missing' | 'malformed' | 'unsigned' | 'wrong-repository' | 'other';
+  readonly kind: 'tampered' | 'bad-signature' | 'wrong-key' | 'missing' | 'malformed' | 'unsigned' | 'wrong-repository';
 }
 export declare class QueryError extends IbexError {}
 export declare class VerifyError extends IbexError {}

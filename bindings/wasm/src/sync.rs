@@ -16,7 +16,13 @@ impl Engine {
     /// bound into the session proof), resuming after server sequence `cursor`, with the first
     /// `push_from` commit-table entries known to the server.
     #[wasm_bindgen(js_name = syncStart)]
-    pub fn sync_start(&mut self, name: &str, url: &str, cursor: f64, push_from: f64) -> JsResult<()> {
+    pub fn sync_start(
+        &mut self,
+        name: &str,
+        url: &str,
+        cursor: f64,
+        push_from: f64,
+    ) -> JsResult<()> {
         let client = Client::new(name, url, cursor as u64, push_from as usize).js()?;
         *self.sync_slot() = Some(client);
         Ok(())
