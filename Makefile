@@ -52,11 +52,11 @@ check:
 # Includes the server's PostgreSQL-store tests (server/tests/cluster.rs), which start PostgreSQL
 # servers of their own from Debian's postgresql package (installed by setup).
 test-rust:
-	$(call step,test: cargo test --workspace --release (the PostgreSQL-store tests start their own PostgreSQL))
-	cargo test --workspace --release
+	$(call step,test: cargo test --workspace --profile ci (release speed without LTO; the PostgreSQL-store tests start their own PostgreSQL))
+	cargo test --workspace --profile ci
 	@if [ "$$(uname -m)" = x86_64 ]; then \
 	  printf '\n--- test: the core on i686 (32-bit pointers, as on wasm32: 14-byte inline names, 16-byte values)\n'; \
-	  cargo test -p ibexdb --release --target i686-unknown-linux-gnu; \
+	  cargo test -p ibexdb --profile ci --target i686-unknown-linux-gnu; \
 	else \
 	  printf '\n--- test: the core on i686 skipped (not an x86_64 host)\n'; \
 	fi
