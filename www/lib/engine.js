@@ -1,4 +1,5 @@
-// The ibexdb engine inside a dedicated worker, without the page API: OPFS files, the identity,
+// The ibexdb engine inside a dedicated worker, without the page API: its files (storage.js: OPFS,
+// IndexedDB or memory), the identity,
 // the wasm instance and panic recovery. `EngineHandle` is the one interface to the wasm engine:
 // the runtime worker (`worker.js`, `worker/`), sync (`worker/sync.js`) and the benchmark adapter all call
 // its methods; nothing else touches the wasm object. It can be used directly in a worker:
@@ -6,7 +7,7 @@
 //   import { openEngine } from '/www/lib/engine.js';
 //   const eng = await openEngine('bench', { trusted: false });
 //   eng.put('items/1', { title: 'Item 1', count: 1, tags: new Set(['tag 1']) });
-//   eng.flush();                       // durable point (one OPFS write + flush)
+//   eng.flush();                       // durable point (one OPFS write + flush; IndexedDB: await eng.durable())
 //   eng.get('items/1');                // -> { title, count, tags: Set }
 //   await eng.close();                 // seal, flush, snapshot, release the files
 //
@@ -21,7 +22,7 @@ export { TxnBuilder };
 import { ClosedError, InvalidValueError, PanicError, QuotaExceededError } from './errors.js';
 import { formatIdentity, identityFile } from './identity-file.js';
 import { checkName, snapshotDue } from './policy.js';
-import { checkStorage, closeAll, openFiles } from './storage.js';
+import { chooseBackend, closeAll } from './storage.js';
 import { engineError, isTrap, loadWasm, panicError } from './wasm-instance.js';
 export { preloadWasm, provideWasmModule } from './wasm-instance.js';
 
@@ -46,6 +47,7 @@ const wasmBytes = (bytes) => /** @type {Uint8Array<ArrayBuffer>} */ (bytes);
  * @property {number} [quotaBytes] byte limit for this repository's files (QuotaExceededError)
  * @property {boolean} [acceptTrusted] accept unsigned commits from peers
  * @property {Record<string, object>} [schemas] collection -> schema
+ * @property {import('./storage.js').StorageOption} [storage] where the files live (storage.js; default 'auto')
  */
 
 /**
@@ -134,6 +136,42 @@ export class EngineHandle {
     this._extraFiles = new Map();
     /** @type {(() => void) | null} called after every successful flush (sync captures its durable position) */
     this.afterFlush = null;
+    /** @type {import('./storage.js').StorageBackend} where the files live (set by openEngine) */
+    this.backend = /** @type {any} */ (null);
+  }
+
+  /** Which backend holds the files: 'opfs', 'indexeddb' or 'memory'. */
+  get storage() {
+    return this.backend.kind;
+  }
+
+  /**
+   * Resolves when every flush so far is durable. A sync access handle's flush is durable when it
+   * returns; the IndexedDB backend's completes later (its transaction's `complete` event), and
+   * a failure is thrown here (QuotaExceededError, StorageUnavailableError): then the files must
+   * be reopened (`recover()`), which goes back to what is durable.
+   */
+  async durable() {
+    await this.backend.durable(this.name);
+  }
+
+  /** Whether the backend failed under the open files (a flush that did not land): `recover()` before going on. */
+  get broken() {
+    return this._raw !== null && this.backend.failure(this.name) !== null;
+  }
+
+  /** @param {string[]} files */
+  async _openFiles(files) {
+    try {
+      return await this.backend.openFiles(this.name, files);
+    } catch (e) {
+      // 'auto' took OPFS, whose sync access handles turn out not to work (WebKit's non-Cocoa
+      // ports have the method, not the backend): IndexedDB instead, for this handle's lifetime.
+      if (this.options.storage !== 'auto' && this.options.storage !== undefined) throw e;
+      if (this.backend.kind !== 'opfs' || /** @type {any} */ (e)?.kind !== 'no-sync-handles') throw e;
+      this.backend = await chooseBackend('indexeddb');
+      return this.backend.openFiles(this.name, files);
+    }
   }
 
   /** @param {boolean} fresh a new wasm instance (after a panic) */
@@ -144,7 +182,7 @@ export class EngineHandle {
     const opts = this.options;
     const trusted = !!opts.trusted;
     const t0 = performance.now();
-    const handles = await openFiles(this.name, trusted ? ['log', 'snapshot'] : ['identity', 'log', 'snapshot']);
+    const handles = await this._openFiles(trusted ? ['log', 'snapshot'] : ['identity', 'log', 'snapshot']);
     const t1 = performance.now();
     try {
       const { glue, memory } = await wasm;
@@ -411,7 +449,7 @@ export class EngineHandle {
 
   // ----- durability --------------------------------------------------------------------
 
-  /** Write buffered frames with one OPFS write and flush. */
+  /** Write buffered frames with one write and flush (durable on return with OPFS; IndexedDB: `await durable()`). */
   flush() {
     this._call((r) => r.flush());
     this.afterFlush?.();
@@ -604,7 +642,7 @@ export class EngineHandle {
     if (this._raw === null) throw new ClosedError(`repository ${this.name} is closed`);
     let h = this._extraFiles.get(name);
     if (!h) {
-      [h] = await openFiles(this.name, [name]);
+      [h] = await this.backend.openFiles(this.name, [name]);
       if (this._raw === null) {
         closeAll([h]);
         throw new ClosedError(`repository ${this.name} is closed`);
@@ -641,6 +679,7 @@ export class EngineHandle {
           if (!(e instanceof QuotaExceededError)) throw e;
         }
         this._call((r) => r.close());
+        await this.durable();
       } finally {
         this._release();
         try {
@@ -663,17 +702,18 @@ export class EngineHandle {
 }
 
 /**
- * Open (or create) repository `name` in this worker's OPFS. Only one context may hold a
+ * Open (or create) repository `name` in this worker's storage (`opts.storage`). Only one context may hold a
  * repository's files at a time (the page API elects an owner with Web Locks; a direct user of
  * this function must ensure it).
  * @param {string} name
  * @param {EngineOptions} [opts]
+ * @param {import('./storage.js').StorageBackend} [backend] the backend `opts.storage` chose (chosen here when absent)
  * @returns {Promise<EngineHandle>}
  */
-export async function openEngine(name, opts = {}) {
+export async function openEngine(name, opts = {}, backend) {
   checkName(name);
-  checkStorage();
   const eng = new EngineHandle(name, opts);
+  eng.backend = backend ?? (await chooseBackend(opts.storage));
   for (const [c, s] of Object.entries(opts.schemas ?? {})) eng._schemas.set(c, JSON.stringify(s));
   await eng._open(false);
   return eng;

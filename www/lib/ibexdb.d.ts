@@ -111,7 +111,19 @@ export interface OpenOptions {
   sync?: string | string[];
   /** Errors of background work (a relaxed flush, a seal) — console.warn when absent. */
   onError?: (error: IbexError) => void;
+  /**
+   * Where the files live. 'auto' (default): OPFS where the browser's workers have sync access
+   * handles, else IndexedDB (WebKitGTK, older Safari, some WebViews). 'opfs', 'indexeddb': that
+   * one or a StorageUnavailableError. 'memory': in the worker's memory only, gone at close (a
+   * private window that keeps no site data). `Database.storage` says which was used.
+   */
+  storage?: StorageOption;
 }
+
+/** What `open()`'s `storage` option accepts. */
+export type StorageOption = 'auto' | 'opfs' | 'indexeddb' | 'memory';
+/** Where an open database's files are (`Database.storage`). */
+export type StorageKind = 'opfs' | 'indexeddb' | 'memory';
 
 export interface LiveChangeRow<T extends Item = Item> {
   id: string;
@@ -266,6 +278,8 @@ export declare class Database {
   readonly publicKey: string | null;
   readonly trusted: boolean;
   readonly durability: 'flush' | 'relaxed';
+  /** Where the files are: what `storage: 'auto'` chose, or what was asked for. */
+  readonly storage: StorageKind;
   /** 'owner' if this tab's worker holds the files, 'client' if it reaches another tab's. */
   readonly role: 'owner' | 'client';
 

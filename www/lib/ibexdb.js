@@ -31,7 +31,7 @@ export * from './errors.js';
  * @typedef {import('./worker/ops.js').OpArgs<K>} OpArgs
  */
 
-/** What the worker said when it opened the repository. @typedef {{publicKey: string | null, trusted: boolean, role: 'owner' | 'client', sync?: WireSyncStatus | null}} OpenInfo */
+/** What the worker said when it opened the repository. @typedef {{publicKey: string | null, trusted: boolean, role: 'owner' | 'client', sync?: WireSyncStatus | null, storage?: 'opfs' | 'indexeddb' | 'memory'}} OpenInfo */
 /** @typedef {import('./ibexdb.js').SyncStatus} SyncStatus */
 /** A sync status as the worker sends it (`lastError` in wire form). @typedef {Omit<SyncStatus, 'lastError'> & {lastError: WireError | null}} WireSyncStatus */
 
@@ -103,6 +103,12 @@ export class Database {
      */
     this.publicKey = info.publicKey ?? null;
     this.trusted = !!info.trusted;
+    /**
+     * Where the files are: 'opfs' (sync access handles), 'indexeddb' (browsers without them) or
+     * 'memory' (nothing is kept after close). What `storage: 'auto'` chose, or what was asked for.
+     * @type {'opfs' | 'indexeddb' | 'memory'}
+     */
+    this.storage = info.storage ?? 'opfs';
     this.durability = durability;
     this._worker = worker;
     this._role = info.role;
@@ -666,7 +672,7 @@ function queryText(method, q) {
  * list differ).
  * @type {Record<keyof OpenOptions, true>}
  */
-const OPTION_NAMES = { durability: true, trusted: true, identity: true, schemas: true, recovery: true, quotaBytes: true, sync: true, onError: true };
+const OPTION_NAMES = { durability: true, trusted: true, identity: true, schemas: true, recovery: true, quotaBytes: true, sync: true, onError: true, storage: true };
 
 /**
  * Check `open()`'s options: InvalidValueError naming the option (`options.<name>`) for an
@@ -690,6 +696,9 @@ function checkOptions(options) {
         break;
       case 'recovery':
         if (v !== 'strict' && v !== 'repair') throw bad(k, "'strict' or 'repair'", v);
+        break;
+      case 'storage':
+        if (v !== 'auto' && v !== 'opfs' && v !== 'indexeddb' && v !== 'memory') throw bad(k, "'auto', 'opfs', 'indexeddb' or 'memory'", v);
         break;
       case 'trusted':
         if (typeof v !== 'boolean') throw bad(k, 'a boolean', v);
@@ -725,7 +734,7 @@ export async function open(name, options = {}) {
   checkName(name);
   checkOptions(options);
   const durability = options.durability ?? 'flush';
-  checkEnvironment();
+  checkEnvironment(options.storage ?? 'auto');
   // Ask for persistent storage (the browser may refuse; storageInfo() reports the outcome).
   const persist = navigator.storage.persist ? navigator.storage.persist().catch(() => false) : Promise.resolve(false);
   const wasm = pageWasm();
@@ -756,6 +765,7 @@ export async function open(name, options = {}) {
           recovery: options.recovery,
           quotaBytes: options.quotaBytes,
           schemas: options.schemas,
+          storage: options.storage ?? 'auto',
         },
         wasm: module,
       };

@@ -9,7 +9,9 @@
 //
 //   insecure-context  the page is not https:// (or http://localhost)
 //   opaque-origin     a sandboxed iframe without allow-same-origin, a data: URL
-//   no-opfs           the browser has no OPFS        (storage.js adds storage-denied, opfs)
+//   no-opfs           storage 'opfs' and the browser has no OPFS (storage.js adds storage-denied, opfs,
+//                     no-sync-handles, no-indexeddb, storage-mismatch)
+//   no-storage        storage 'auto' and the browser has neither OPFS nor IndexedDB
 //   no-worker, no-locks
 //   csp               the Content-Security-Policy forbids the wasm or the worker
 //   wasm-load         the wasm cannot be fetched or compiled (404, CORS)
@@ -29,8 +31,11 @@ const unavailable = (message, kind) => new StorageUnavailableError(message, { ki
 /** @param {unknown} e */
 const describe = (e) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
 
-/** Throw StorageUnavailableError when this page cannot run ibexdb. */
-export function checkEnvironment() {
+/**
+ * Throw StorageUnavailableError when this page cannot run ibexdb with `storage` (open()'s option).
+ * @param {'auto' | 'opfs' | 'indexeddb' | 'memory'} [storage]
+ */
+export function checkEnvironment(storage = 'auto') {
   if (typeof self !== 'undefined' && self.origin === 'null') {
     throw unavailable(
       'ibexdb needs a page with an origin of its own: this one has an opaque origin (a sandboxed iframe without allow-same-origin, or a data: URL), which has no storage. Load it from a normal https:// page, or add allow-same-origin to the iframe\'s sandbox',
@@ -44,7 +49,13 @@ export function checkEnvironment() {
       'insecure-context',
     );
   }
-  if (typeof navigator === 'undefined' || !navigator.storage || typeof navigator.storage.getDirectory !== 'function') {
+  const opfs = typeof navigator !== 'undefined' && !!navigator.storage && typeof navigator.storage.getDirectory === 'function';
+  const idb = typeof indexedDB !== 'undefined' && indexedDB !== null;
+  if (storage === 'indexeddb' && !idb) throw unavailable('this browser has no IndexedDB (storage: \'indexeddb\'): use storage \'auto\'', 'no-indexeddb');
+  if (storage === 'auto' && !opfs && !idb) {
+    throw unavailable('this browser keeps no files for ibexdb: it has neither the Origin Private File System nor IndexedDB (storage: \'memory\' runs without keeping data)', 'no-storage');
+  }
+  if (storage === 'opfs' && !opfs) {
     throw unavailable(
       'this browser has no Origin Private File System (navigator.storage.getDirectory), where ibexdb keeps its files: use a current Chrome, Edge, Firefox or Safari',
       'no-opfs',

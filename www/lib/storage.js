@@ -1,164 +1,87 @@
-// Where a repository lives in OPFS and how its files are opened: `<OPFS root>/ibexdb/<name>/`
-// holds `log`, `snapshot` and (signed mode) `identity` (docs/design.md §11.5). The engine opens
-// the files with sync access handles, which exist only in dedicated workers; finding and
-// removing a repository's directory works on the page too.
+// Where a repository's files live: one of three backends behind one interface, chosen by
+// `open(name, {storage})` (docs/design.md §11.5):
+//
+//   backends/opfs.js       OPFS sync access handles (dedicated workers): the default where they work
+//   backends/indexeddb.js  IndexedDB, for browsers without sync access handles ('auto' falls back to it)
+//   backends/memory.js     this worker's memory: nothing survives the worker (private windows, tests, Node)
+//
+// Every backend gives the engine files with the synchronous interface of a sync access handle
+// (getSize, read, write, truncate, flush, close), holding the same bytes: the engine's frame
+// format and recovery do not depend on the backend. What differs is what `flush()` guarantees
+// when it returns; `durable()` closes the gap (the worker awaits it before it acknowledges a
+// durable write).
 
-import { QuotaExceededError, StorageUnavailableError } from './errors.js';
-import { ROOT_DIR } from './policy.js';
+import { StorageUnavailableError } from './errors.js';
+import { indexedDbBackend } from './backends/indexeddb.js';
+import { memoryBackend } from './backends/memory.js';
+import { checkStorage, hasSyncHandles, opfsBackend } from './backends/opfs.js';
 
-/** Check that this context can hold OPFS sync access handles. */
-export function checkStorage() {
-  if (typeof navigator === 'undefined' || !navigator.storage || typeof navigator.storage.getDirectory !== 'function') {
-    throw new StorageUnavailableError('OPFS is not available here (navigator.storage.getDirectory is missing; a secure context is required)', { kind: 'no-opfs' });
+export { checkStorage, checkStorageAccess, closeAll, openFiles, removeRepository, repositoryDir } from './backends/opfs.js';
+
+/** What `open()`'s `storage` option accepts. @typedef {'auto' | 'opfs' | 'indexeddb' | 'memory'} StorageOption */
+/** A backend's name (`db.storage`). @typedef {'opfs' | 'indexeddb' | 'memory'} StorageKind */
+
+/**
+ * A file as the engine uses it (an OPFS FileSystemSyncAccessHandle, or a backends/mem-file.js
+ * MemFile): every call synchronous.
+ * @typedef {object} StorageFile
+ * @property {() => number} getSize
+ * @property {(buf: Uint8Array, opts: {at: number}) => number} read
+ * @property {(buf: Uint8Array, opts: {at: number}) => number} write
+ * @property {(len: number) => void} truncate
+ * @property {() => void} flush
+ * @property {() => void} close
+ */
+
+/**
+ * One storage backend.
+ * @typedef {object} StorageBackend
+ * @property {StorageKind} kind
+ * @property {boolean} shared whether other contexts of the origin (tabs) see the same files
+ * @property {() => boolean} available whether this context has what the backend needs
+ * @property {() => Promise<void>} checkAccess StorageUnavailableError unless the site may use it here
+ * @property {(name: string, files: string[]) => Promise<any[]>} openFiles the files (created empty
+ *   if absent), in the order of `files`; on failure none stays open
+ * @property {(name: string) => Promise<void>} removeRepository delete the repository (its files closed)
+ * @property {(name: string) => Promise<void>} durable resolves when every flush of the repository so far
+ *   is durable; rejects with the typed error (QuotaExceededError, StorageUnavailableError) of one that failed
+ * @property {(name: string) => Error | null} failure the error that made the repository's open files
+ *   unusable (they must be closed and opened again), if any
+ */
+
+/** @type {Record<StorageKind, StorageBackend>} */
+export const BACKENDS = { opfs: opfsBackend, indexeddb: indexedDbBackend, memory: memoryBackend };
+
+/** The values `storage` accepts. */
+export const STORAGE_OPTIONS = ['auto', 'opfs', 'indexeddb', 'memory'];
+
+/**
+ * The backend for `option` in this context (a dedicated worker): 'auto' takes OPFS where sync
+ * access handles exist and the site may use OPFS, else IndexedDB. A backend that cannot work
+ * here is a StorageUnavailableError naming what is missing.
+ * @param {StorageOption} [option]
+ * @returns {Promise<StorageBackend>}
+ */
+export async function chooseBackend(option = 'auto') {
+  if (option === 'memory') return memoryBackend;
+  if (option === 'indexeddb') {
+    await indexedDbBackend.checkAccess();
+    return indexedDbBackend;
   }
-  // createSyncAccessHandle exists only in dedicated workers (and is not in TypeScript's DOM library).
-  if (typeof globalThis.FileSystemFileHandle === 'undefined' || typeof (/** @type {any} */ (FileSystemFileHandle.prototype)).createSyncAccessHandle !== 'function') {
-    throw new StorageUnavailableError('OPFS sync access handles are not available (they exist only in dedicated workers)', { kind: 'no-opfs' });
+  if (option === 'opfs') {
+    checkStorage();
+    await opfsBackend.checkAccess();
+    return opfsBackend;
   }
-}
-
-/**
- * The origin's OPFS root. The browser refuses it (SecurityError) where the site may keep no data:
- * a private window without storage, site data blocked in the settings, some third-party iframes.
- * @returns {Promise<FileSystemDirectoryHandle>}
- */
-async function opfsRoot() {
-  try {
-    return await navigator.storage.getDirectory();
-  } catch (e) {
-    const err = /** @type {any} */ (e);
-    if (err?.name === 'SecurityError') {
-      throw new StorageUnavailableError(
-        `the browser does not let this site keep data (OPFS: ${err.message}): site data is blocked here — a private window that keeps no storage, cookies and site data blocked in the browser's settings, or a third-party iframe. Allow site data for this site, or open it in a normal window`,
-        { kind: 'storage-denied' },
-      );
-    }
-    throw new StorageUnavailableError(`OPFS cannot be opened: ${err?.name}: ${err?.message ?? err}`, { kind: 'opfs' });
-  }
-}
-
-/**
- * Check that the browser lets this site use OPFS at all (it refuses where site data is blocked;
- * Web Locks then fail too, with a less helpful message, so this runs first).
- */
-export async function checkStorageAccess() {
-  await opfsRoot();
-}
-
-/**
- * The directory of repository `name` (created with `create`; otherwise NotFoundError when absent).
- * @param {string} name
- * @param {{create?: boolean}} [options]
- * @returns {Promise<FileSystemDirectoryHandle>}
- */
-export async function repositoryDir(name, { create = false } = {}) {
-  const root = await opfsRoot();
-  const top = await root.getDirectoryHandle(ROOT_DIR, { create });
-  return top.getDirectoryHandle(name, { create });
-}
-
-/**
- * Delete repository `name` and its files (nothing to do when it does not exist). Its files must
- * not be open anywhere.
- * @param {string} name
- */
-export async function removeRepository(name) {
-  directories.delete(name);
-  try {
-    const root = await opfsRoot();
-    const top = await root.getDirectoryHandle(ROOT_DIR);
-    await top.removeEntry(name, { recursive: true });
-  } catch (err) {
-    if (/** @type {any} */ (err)?.name !== 'NotFoundError') throw err;
-  }
-}
-
-/** @param {number} ms */
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/**
- * createSyncAccessHandle, retrying while another context still holds the file (a tab that
- * just closed releases its handles shortly after its lock).
- * @param {FileSystemFileHandle} fh
- * @returns {Promise<any>} a FileSystemSyncAccessHandle
- */
-async function syncHandle(fh) {
-  for (let attempt = 0; ; attempt++) {
+  if (hasSyncHandles()) {
     try {
-      return await /** @type {any} */ (fh).createSyncAccessHandle();
+      await opfsBackend.checkAccess();
+      return opfsBackend;
     } catch (e) {
-      const err = /** @type {any} */ (e);
-      if (err?.name === 'NoModificationAllowedError' && attempt < 50) {
-        await sleep(Math.min(10 * (attempt + 1), 100));
-        continue;
-      }
-      if (err?.name === 'QuotaExceededError') throw new QuotaExceededError(`cannot open ${fh.name} in OPFS: ${err?.message ?? err}`);
-      throw new StorageUnavailableError(`cannot open ${fh.name} in OPFS: ${err?.name}: ${err?.message ?? err}`);
+      // Site data blocked: IndexedDB is blocked too, and the OPFS message says why.
+      if (!indexedDbBackend.available() || /** @type {any} */ (e)?.kind === 'storage-denied') throw e;
     }
   }
-}
-
-/**
- * Close sync access handles, ignoring ones already closed.
- * @param {Iterable<{close(): void}>} handles
- */
-export function closeAll(handles) {
-  for (const h of handles) {
-    try {
-      h.close();
-    } catch {
-      // already closed
-    }
-  }
-}
-
-/**
- * The directories of the repositories this context opened, by name: a reopen (after a close, a
- * recovery, another tab giving the files back) resolves its files from there, two browser round
- * trips (each file, its sync access handle) instead of five (the OPFS root and `ibexdb/` before
- * them). A directory removed since is noticed (NotFoundError on its files) and resolved again.
- * Only directories are kept: a file handle whose file was removed still gives a sync access
- * handle in Chromium, one whose reads fail.
- * @type {Map<string, FileSystemDirectoryHandle>}
- */
-const directories = new Map();
-
-/**
- * Acquire the sync access handles of `files` in `dir` (created if absent); on failure none stays
- * open.
- * @param {FileSystemDirectoryHandle} dir
- * @param {string[]} files
- * @returns {Promise<any[]>}
- */
-async function acquireAll(dir, files) {
-  const got = await Promise.allSettled(files.map(async (f) => syncHandle(await dir.getFileHandle(f, { create: true }))));
-  const failed = got.find((r) => r.status === 'rejected');
-  if (failed) {
-    closeAll(got.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : [])));
-    throw /** @type {PromiseRejectedResult} */ (failed).reason;
-  }
-  return got.map((r) => /** @type {PromiseFulfilledResult<any>} */ (r).value);
-}
-
-/**
- * Sync access handles on files of repository `name` (created if absent), acquired together.
- * On failure none stays open.
- * @param {string} name
- * @param {string[]} files
- * @returns {Promise<any[]>} FileSystemSyncAccessHandles, in the order of `files`
- */
-export async function openFiles(name, files) {
-  const known = directories.get(name);
-  if (known) {
-    try {
-      return await acquireAll(known, files);
-    } catch (e) {
-      if (/** @type {any} */ (e)?.name !== 'NotFoundError') throw e;
-      directories.delete(name);
-    }
-  }
-  const dir = await repositoryDir(name, { create: true });
-  const handles = await acquireAll(dir, files);
-  directories.set(name, dir);
-  return handles;
+  if (indexedDbBackend.available()) return indexedDbBackend;
+  throw new StorageUnavailableError('this browser keeps no files for ibexdb here: it has neither OPFS sync access handles nor IndexedDB (use storage: \'memory\' to run without keeping data)', { kind: 'no-storage' });
 }

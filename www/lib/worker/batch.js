@@ -3,7 +3,8 @@
 // result is sent (group commit). A panic fails only the op that caused it: the engine is reopened
 // from OPFS in a fresh wasm instance and the rest of the batch runs again (none of it had been
 // acknowledged). A failed flush fails every write of the batch and reopens the engine, so memory
-// goes back to what is on disk.
+// goes back to what is on disk. A batch is acknowledged when its flush is durable: at once with
+// OPFS, when the transaction completed with IndexedDB (`engine.durable()`, storage.js).
 
 import { PanicError, ProtocolError, toWire } from '../errors.js';
 import { HostCrypto } from './crypto.js';
@@ -70,6 +71,8 @@ export class Batches {
       if (panicAt < 0 && wrote && durability === 'flush') {
         try {
           this.rt.owned().flush();
+          // IndexedDB: the flush's transaction completed (OPFS: resolved already).
+          await this.rt.owned().durable();
         } catch (e) {
           if (!(e instanceof PanicError) || round > MAX_FLUSH_RETRIES) {
             // Not durable: none of this batch's writes is acknowledged.

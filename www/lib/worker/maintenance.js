@@ -78,7 +78,8 @@ export class Maintenance {
     try {
       f(engine);
     } catch (e) {
-      if (e instanceof PanicError) await this.hooks.recover();
+      // A panic, or a backend whose earlier flush failed (IndexedDB): reopen from what is durable.
+      if (e instanceof PanicError || engine.broken) await this.hooks.recover();
       this.rt.post({ type: 'background-error', error: toWire(e) });
       if (!engine.dead) setTimeout(() => this.schedule(), MAINTENANCE_RETRY_MS);
     }

@@ -56,7 +56,10 @@ export const OPS = Object.freeze({
   setPublic: op((cx, /** @type {boolean} */ read, /** @type {boolean} */ write) => cx.engine.setPublic(read, write), true),
   // ----- schemas, durability, integrity, identity
   defineSchema: op((cx, /** @type {string} */ collection, /** @type {string} */ schemaJson) => cx.engine.defineSchemaJson(collection, schemaJson)),
-  flush: op((cx) => cx.engine.flush()),
+  flush: op(async (cx) => {
+    cx.engine.flush();
+    await cx.engine.durable();
+  }),
   // verify() awaits WebCrypto; the work chain stays held meanwhile, so nothing runs in between.
   verify: op((cx) => verifyRepository(cx.engine, cx.crypto).then((r) => JSON.stringify(r))),
   exportIdentity: op((cx) => cx.engine.exportIdentity()),

@@ -11,13 +11,13 @@
 import { openEngine, preloadWasm, provideWasmModule } from '../engine.js';
 import { ClosedError, StorageUnavailableError, toWire } from '../errors.js';
 import { ATTACH_TIMEOUT_MS, channelName, checkName, clientLockName, ownerLockName } from '../policy.js';
-import { checkStorage, checkStorageAccess } from '../storage.js';
+import { chooseBackend } from '../storage.js';
 
 /** @typedef {import('../worker.js').Runtime} Runtime */
 /** @typedef {import('../worker.js').Op} Op */
 /** @typedef {import('../worker.js').OpenMessage} OpenMessage */
 /** @typedef {'flush' | 'relaxed'} Durability */
-/** @typedef {{publicKey: string | null, trusted: boolean, role: string, sync: import('../ibexdb.js').SyncStatus | null}} OpenInfo */
+/** @typedef {{publicKey: string | null, trusted: boolean, role: string, sync: import('../ibexdb.js').SyncStatus | null, storage: import('../storage.js').StorageKind}} OpenInfo */
 
 export class Ownership {
   /**
@@ -55,6 +55,14 @@ export class Ownership {
     this._pending = new Map();
     /** @type {((info: any) => void) | null} */
     this._attachResolve = null;
+    /** @type {import('../storage.js').StorageBackend | null} the backend this worker chose (storage.js) */
+    this.backend = null;
+    /**
+     * What the Web Lock and the channel are named after: the repository, shared by the tabs of
+     * the origin (OPFS and IndexedDB files are the origin's; the storage a tab asked for must be
+     * the owner's); memory files are this worker's only, so a memory open shares with nobody.
+     */
+    this.scope = '';
   }
 
   /** Post to the other tabs' workers. @param {object} msg */
@@ -72,15 +80,15 @@ export class Ownership {
     rt.name = m.name;
     rt.options = m.options ?? {};
     checkName(rt.name);
-    checkStorage();
-    await checkStorageAccess();
+    this.backend = await chooseBackend(rt.options.storage);
+    this.scope = this.backend.shared ? rt.name : `${rt.name}~${this.backend.kind}~${rt.id}`;
     if (!navigator.locks) throw new StorageUnavailableError('Web Locks (navigator.locks) are not available');
     // The page sends the module it compiled (once per page); instantiate it while the lock is
     // requested. A client never uses it (one small instance, no files).
     if (m.wasm) provideWasmModule(m.wasm);
     preloadWasm();
     for (const [c, s] of Object.entries(rt.options.schemas ?? {})) this.pageSchemas.set(c, JSON.stringify(s));
-    this.channel = new BroadcastChannel(channelName(rt.name));
+    this.channel = new BroadcastChannel(channelName(this.scope));
     this.channel.onmessage = (ev) => this._onChannel(ev.data);
     // Held for this worker's lifetime, so an owner can tell when this tab is gone.
     navigator.locks.request(clientLockName(rt.id), () => this._holdUntilClose());
@@ -98,10 +106,15 @@ export class Ownership {
       } else {
         granted.then(() => rt.run(() => this._becomeOwner())).catch((e) => rt.post({ type: 'background-error', error: toWire(e) }));
         for (const e of first.info.errors ?? []) throw Object.assign(new Error(e.message), e);
-        return { publicKey: first.info.publicKey, trusted: first.info.trusted, role: this.role, sync: first.info.sync ?? null };
+        const storage = first.info.storage ?? 'opfs';
+        const asked = rt.options.storage ?? 'auto';
+        if (asked !== 'auto' && asked !== storage) {
+          throw new StorageUnavailableError(`open(${rt.name}, {storage: '${asked}'}): another tab has this repository open with storage '${storage}' (its files are elsewhere); open it with the same storage, or 'auto'`, { kind: 'storage-mismatch' });
+        }
+        return { publicKey: first.info.publicKey, trusted: first.info.trusted, role: this.role, sync: first.info.sync ?? null, storage };
       }
     }
-    return { publicKey: rt.owned().publicKey, trusted: !!rt.options.trusted, role: this.role, sync: this.sync.status() };
+    return { publicKey: rt.owned().publicKey, trusted: !!rt.options.trusted, role: this.role, sync: this.sync.status(), storage: rt.owned().storage };
   }
 
   /**
@@ -181,7 +194,7 @@ export class Ownership {
     return new Promise((resolve, reject) => {
       const opts = ifAvailable ? { ifAvailable: true } : { signal: this._lockAbort.signal };
       navigator.locks
-        .request(ownerLockName(this.rt.name), opts, (lock) => {
+        .request(ownerLockName(this.scope), opts, (lock) => {
           resolve(!!lock);
           return lock ? this._holdUntilClose() : undefined;
         })
@@ -195,7 +208,7 @@ export class Ownership {
   /** Open the files and serve the other tabs; as a former client, take over this page's state. */
   async _becomeOwner() {
     const rt = this.rt;
-    rt.engine = await openEngine(rt.name, { ...rt.options, schemas: undefined });
+    rt.engine = await openEngine(rt.name, { ...rt.options, schemas: undefined }, this.backend ?? undefined);
     for (const [c, s] of this.pageSchemas) rt.engine.defineSchemaJson(c, s);
     this.live.newEpoch();
     const wasClient = this.role === 'client';
@@ -324,7 +337,7 @@ export class Ownership {
         resets.push([subId, this.live.epoch, -1, null, toWire(e)]);
       }
     }
-    this.broadcast({ type: 'attached', to: m.from, epoch: this.live.epoch, publicKey: engine.publicKey, trusted: engine.trusted, resets, errors, sync: this.sync.status() });
+    this.broadcast({ type: 'attached', to: m.from, epoch: this.live.epoch, publicKey: engine.publicKey, trusted: engine.trusted, resets, errors, sync: this.sync.status(), storage: engine.storage });
   }
 
   /** A client's batch: run it like this page's, answer on the channel. @param {any} m */

@@ -1,0 +1,260 @@
+// The IndexedDB backend: for browsers whose workers have no OPFS sync access handles (WebKitGTK,
+// older Safari, several WebViews, some private modes), chosen by `storage: 'auto'` there and
+// selectable with `storage: 'indexeddb'`. docs/design.md §11.5 says what it guarantees.
+//
+// Layout: one IndexedDB database per repository, `ibexdb/<name>`, with one object store `files`.
+// A file is its size under the key `[file, -1]` and its bytes in 64 KiB chunks under
+// `[file, index]` (the last one may be shorter; bytes past the size are not part of the file).
+// The same bytes as the OPFS backend's files: the engine's frame format, torn-tail recovery and
+// snapshot are unchanged; the engine cannot tell the backends apart.
+//
+// The engine's file calls are synchronous, IndexedDB's are not: a file is loaded whole into
+// memory at open (MemFile), reads and writes go to memory, and `flush()` queues the chunks
+// written since the last flush (and the size) as one readwrite transaction with
+// `durability: 'strict'`. Transactions of a repository run one after another, in flush order
+// (the next starts when the previous completed), so what IndexedDB holds after a crash is the
+// files as of some flush, never a later flush without an earlier one. `durable()` resolves when
+// every flush queued so far has completed (its `complete` event: the data is on disk); the
+// worker awaits it before it acknowledges a durable write. If a transaction fails (the origin's
+// quota, the browser's IndexedDB failing), the repository is `failed`: that flush's waiters and
+// every later flush fail with the typed error (QuotaExceededError, StorageUnavailableError) until
+// the files are closed and opened again, which reloads them from what IndexedDB holds.
+
+import { QuotaExceededError, StorageUnavailableError } from '../errors.js';
+import { CHUNK, MemFile } from './mem-file.js';
+
+const STORE = 'files';
+const dbName = (/** @type {string} */ name) => `ibexdb/${name}`;
+
+/**
+ * One repository's connection and flush queue (while any of its files is open here).
+ * @typedef {object} Repo
+ * @property {IDBDatabase} db
+ * @property {number} open files open
+ * @property {Map<string, {size: number, chunks: [number, Uint8Array][], resized: boolean}>} queued flushed, not yet in a transaction (by file; later flushes merge in)
+ * @property {Promise<void> | null} running the transaction in flight
+ * @property {Promise<void>} settled resolves when everything queued so far has completed (or failed)
+ * @property {Error | null} failed the error of a failed transaction
+ */
+
+/** @type {Map<string, Repo>} */
+const repos = new Map();
+/** @type {Map<string, Promise<void>>} repositories whose files were all closed, until their flushes are done */
+const draining = new Map();
+
+/** The error a failed request or transaction becomes. @param {any} err @param {string} what */
+function mapError(err, what) {
+  const msg = `IndexedDB ${what} failed: ${err?.name ?? 'Error'}: ${err?.message ?? err}`;
+  if (err?.name === 'QuotaExceededError') return new QuotaExceededError(`${msg} (the origin's storage quota is used up)`);
+  if (err?.name === 'SecurityError') {
+    return new StorageUnavailableError(`the browser does not let this site keep data (${msg}): a private window that keeps no storage, or site data blocked in the browser's settings`, { kind: 'storage-denied' });
+  }
+  return new StorageUnavailableError(msg, { kind: 'indexeddb' });
+}
+
+/**
+ * @template T
+ * @param {IDBRequest<T>} req
+ * @param {string} what
+ * @returns {Promise<T>}
+ */
+const request = (req, what) =>
+  new Promise((resolve, reject) => {
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(mapError(req.error, what));
+  });
+
+/** @param {IDBTransaction} tx @param {string} what @returns {Promise<void>} */
+const completion = (tx, what) =>
+  new Promise((resolve, reject) => {
+    tx.oncomplete = () => resolve();
+    tx.onerror = tx.onabort = () => reject(mapError(tx.error, what));
+  });
+
+/** @param {string} name @returns {Promise<IDBDatabase>} */
+async function connect(name) {
+  let req;
+  try {
+    req = indexedDB.open(dbName(name), 1);
+  } catch (e) {
+    throw mapError(e, 'open');
+  }
+  req.onupgradeneeded = () => req.result.createObjectStore(STORE);
+  const db = await request(req, 'open');
+  // Another context deleting the database (removeRepository) waits for this connection: let go.
+  db.onversionchange = () => db.close();
+  return db;
+}
+
+/** @param {string} name @returns {Promise<Repo>} */
+async function repo(name) {
+  let r = repos.get(name);
+  if (!r) {
+    const db = await connect(name);
+    r = repos.get(name); // another open of the same repository may have won the race
+    if (r) db.close();
+    else repos.set(name, (r = { db, open: 0, queued: new Map(), running: null, settled: Promise.resolve(), failed: null }));
+  }
+  return r;
+}
+
+/**
+ * Start the next transaction of `r` if none is in flight: everything queued goes into it.
+ * @param {Repo} r
+ */
+function pump(r) {
+  if (r.running || r.queued.size === 0 || r.failed) return;
+  const batch = r.queued;
+  r.queued = new Map();
+  r.running = (async () => {
+    const tx = r.db.transaction(STORE, 'readwrite', { durability: 'strict' });
+    const done = completion(tx, 'flush');
+    const store = tx.objectStore(STORE);
+    for (const [file, { size, chunks, resized }] of batch) {
+      for (const [i, bytes] of chunks) store.put(bytes, [file, i]);
+      if (resized) {
+        store.put(size, [file, -1]);
+        // Chunks wholly past the end are gone.
+        store.delete(IDBKeyRange.bound([file, Math.ceil(size / CHUNK)], [file, Infinity]));
+      }
+    }
+    await done;
+  })().then(
+    () => {
+      r.running = null;
+      pump(r);
+    },
+    (e) => {
+      r.running = null;
+      r.failed = e;
+      r.queued.clear();
+    },
+  );
+}
+
+/**
+ * The repository's flushes so far, settled: resolves when they are all durable, rejects with the
+ * typed error of one that failed.
+ * @param {Repo} r
+ * @returns {Promise<void>}
+ */
+async function settle(r) {
+  for (;;) {
+    if (r.failed) throw r.failed;
+    if (!r.running) {
+      if (r.queued.size === 0) return;
+      pump(r);
+      continue;
+    }
+    await r.running;
+  }
+}
+
+/** @param {Repo} r @param {string} name */
+function sinkFor(r, name) {
+  return {
+    /** @param {MemFile} m */
+    flush(m) {
+      if (r.failed) throw r.failed;
+      if (m.dirty.size === 0 && !m.resized) return;
+      const d = m.takeDirty();
+      const prev = r.queued.get(m.name);
+      if (prev) {
+        // Merge into the flush not yet started: later chunks replace earlier ones.
+        const byIndex = new Map(prev.chunks);
+        for (const [i, b] of d.chunks) byIndex.set(i, b);
+        prev.chunks = [...byIndex];
+        prev.size = d.size;
+        prev.resized ||= d.resized;
+      } else {
+        r.queued.set(m.name, d);
+      }
+      pump(r);
+    },
+    close() {
+      r.open--;
+      if (r.open === 0) {
+        // The connection closes once the queued flushes are done; a reopen meanwhile gets a new one.
+        repos.delete(name);
+        const done = settle(r).finally(() => {
+          r.db.close();
+          if (draining.get(name) === done) draining.delete(name);
+        });
+        draining.set(name, done);
+        done.catch(() => {});
+      }
+    },
+  };
+}
+
+/**
+ * Load one file of a repository into memory.
+ * @param {IDBObjectStore} store
+ * @param {string} file
+ * @returns {Promise<Uint8Array>}
+ */
+async function loadFile(store, file) {
+  const range = IDBKeyRange.bound([file, 0], [file, Infinity]);
+  // All three requested before the first await (the transaction ends when none is pending).
+  const [size, chunks, keys] = await Promise.all([
+    request(store.get([file, -1]), 'read'),
+    request(store.getAll(range), 'read'),
+    request(store.getAllKeys(range), 'read'),
+  ]);
+  const n = typeof size === 'number' ? size : 0;
+  const bytes = new Uint8Array(n);
+  for (let k = 0; k < keys.length; k++) {
+    const i = /** @type {[string, number]} */ (keys[k])[1];
+    const at = i * CHUNK;
+    if (at >= n) continue;
+    const c = /** @type {Uint8Array} */ (chunks[k]);
+    bytes.set(c.subarray(0, Math.min(c.length, n - at)), at);
+  }
+  return bytes;
+}
+
+/** @type {import('../storage.js').StorageBackend} */
+export const indexedDbBackend = {
+  kind: 'indexeddb',
+  shared: true,
+  available: () => typeof indexedDB !== 'undefined' && indexedDB !== null,
+  async checkAccess() {
+    if (!this.available()) throw new StorageUnavailableError('IndexedDB is not available here', { kind: 'no-indexeddb' });
+  },
+  async openFiles(name, files) {
+    // An earlier session's flushes first: they must land before this one reads.
+    await draining.get(name)?.catch(() => {});
+    const r = await repo(name);
+    r.open += files.length;
+    try {
+      // Flushes of an earlier session of this context first (they run in order anyway).
+      await settle(r).catch(() => {});
+      const tx = r.db.transaction(STORE, 'readonly');
+      const store = tx.objectStore(STORE);
+      const contents = await Promise.all(files.map((f) => loadFile(store, f)));
+      const sink = sinkFor(r, name);
+      return files.map((f, i) => new MemFile(f, contents[i], sink));
+    } catch (e) {
+      const sink = sinkFor(r, name);
+      for (let i = 0; i < files.length; i++) sink.close();
+      throw e instanceof StorageUnavailableError || e instanceof QuotaExceededError ? e : mapError(e, 'read');
+    }
+  },
+  async removeRepository(name) {
+    await draining.get(name)?.catch(() => {});
+    const r = repos.get(name);
+    if (r) {
+      repos.delete(name);
+      r.db.close();
+    }
+    await request(indexedDB.deleteDatabase(dbName(name)), 'delete');
+  },
+  async durable(name) {
+    const r = repos.get(name);
+    if (r) await settle(r);
+    else await draining.get(name);
+  },
+  failure(name) {
+    return repos.get(name)?.failed ?? null;
+  },
+};

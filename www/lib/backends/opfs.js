@@ -1,0 +1,190 @@
+// The OPFS backend (the default where it works): a repository lives in `<OPFS root>/ibexdb/<name>/`,
+// which holds `log`, `snapshot` and (signed mode) `identity` (docs/design.md §11.5). The engine
+// opens the files with sync access handles, which exist only in dedicated workers; finding and
+// removing a repository's directory works on the page too.
+
+import { QuotaExceededError, StorageUnavailableError } from '../errors.js';
+import { ROOT_DIR } from '../policy.js';
+
+/** Whether this context has OPFS sync access handles (dedicated workers of most browsers). */
+export function hasSyncHandles() {
+  return (
+    typeof navigator !== 'undefined' &&
+    !!navigator.storage &&
+    typeof navigator.storage.getDirectory === 'function' &&
+    typeof globalThis.FileSystemFileHandle !== 'undefined' &&
+    typeof (/** @type {any} */ (FileSystemFileHandle.prototype)).createSyncAccessHandle === 'function'
+  );
+}
+
+/** Check that this context can hold OPFS sync access handles. */
+export function checkStorage() {
+  if (typeof navigator === 'undefined' || !navigator.storage || typeof navigator.storage.getDirectory !== 'function') {
+    throw new StorageUnavailableError('OPFS is not available here (navigator.storage.getDirectory is missing; a secure context is required)', { kind: 'no-opfs' });
+  }
+  // createSyncAccessHandle exists only in dedicated workers (and is not in TypeScript's DOM library).
+  if (typeof globalThis.FileSystemFileHandle === 'undefined' || typeof (/** @type {any} */ (FileSystemFileHandle.prototype)).createSyncAccessHandle !== 'function') {
+    throw new StorageUnavailableError('OPFS sync access handles are not available (they exist only in dedicated workers)', { kind: 'no-opfs' });
+  }
+}
+
+/**
+ * The origin's OPFS root. The browser refuses it (SecurityError) where the site may keep no data:
+ * a private window without storage, site data blocked in the settings, some third-party iframes.
+ * @returns {Promise<FileSystemDirectoryHandle>}
+ */
+async function opfsRoot() {
+  try {
+    return await navigator.storage.getDirectory();
+  } catch (e) {
+    const err = /** @type {any} */ (e);
+    if (err?.name === 'SecurityError') {
+      throw new StorageUnavailableError(
+        `the browser does not let this site keep data (OPFS: ${err.message}): site data is blocked here — a private window that keeps no storage, cookies and site data blocked in the browser's settings, or a third-party iframe. Allow site data for this site, or open it in a normal window`,
+        { kind: 'storage-denied' },
+      );
+    }
+    throw new StorageUnavailableError(`OPFS cannot be opened: ${err?.name}: ${err?.message ?? err}`, { kind: 'opfs' });
+  }
+}
+
+/**
+ * Check that the browser lets this site use OPFS at all (it refuses where site data is blocked;
+ * Web Locks then fail too, with a less helpful message, so this runs first).
+ */
+export async function checkStorageAccess() {
+  await opfsRoot();
+}
+
+/**
+ * The directory of repository `name` (created with `create`; otherwise NotFoundError when absent).
+ * @param {string} name
+ * @param {{create?: boolean}} [options]
+ * @returns {Promise<FileSystemDirectoryHandle>}
+ */
+export async function repositoryDir(name, { create = false } = {}) {
+  const root = await opfsRoot();
+  const top = await root.getDirectoryHandle(ROOT_DIR, { create });
+  return top.getDirectoryHandle(name, { create });
+}
+
+/**
+ * Delete repository `name` and its files (nothing to do when it does not exist). Its files must
+ * not be open anywhere.
+ * @param {string} name
+ */
+export async function removeRepository(name) {
+  directories.delete(name);
+  try {
+    const root = await opfsRoot();
+    const top = await root.getDirectoryHandle(ROOT_DIR);
+    await top.removeEntry(name, { recursive: true });
+  } catch (err) {
+    if (/** @type {any} */ (err)?.name !== 'NotFoundError') throw err;
+  }
+}
+
+/** @param {number} ms */
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * createSyncAccessHandle, retrying while another context still holds the file (a tab that
+ * just closed releases its handles shortly after its lock).
+ * @param {FileSystemFileHandle} fh
+ * @returns {Promise<any>} a FileSystemSyncAccessHandle
+ */
+async function syncHandle(fh) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await /** @type {any} */ (fh).createSyncAccessHandle();
+    } catch (e) {
+      const err = /** @type {any} */ (e);
+      if (err?.name === 'NoModificationAllowedError' && attempt < 50) {
+        await sleep(Math.min(10 * (attempt + 1), 100));
+        continue;
+      }
+      if (err?.name === 'QuotaExceededError') throw new QuotaExceededError(`cannot open ${fh.name} in OPFS: ${err?.message ?? err}`);
+      // WebKit's ports other than Cocoa have the method but not the backend for it.
+      const kind = err?.name === 'NotSupportedError' ? 'no-sync-handles' : 'opfs';
+      throw new StorageUnavailableError(`cannot open ${fh.name} in OPFS: ${err?.name}: ${err?.message ?? err}`, { kind });
+    }
+  }
+}
+
+/**
+ * Close sync access handles, ignoring ones already closed.
+ * @param {Iterable<{close(): void}>} handles
+ */
+export function closeAll(handles) {
+  for (const h of handles) {
+    try {
+      h.close();
+    } catch {
+      // already closed
+    }
+  }
+}
+
+/**
+ * The directories of the repositories this context opened, by name: a reopen (after a close, a
+ * recovery, another tab giving the files back) resolves its files from there, two browser round
+ * trips (each file, its sync access handle) instead of five (the OPFS root and `ibexdb/` before
+ * them). A directory removed since is noticed (NotFoundError on its files) and resolved again.
+ * Only directories are kept: a file handle whose file was removed still gives a sync access
+ * handle in Chromium, one whose reads fail.
+ * @type {Map<string, FileSystemDirectoryHandle>}
+ */
+const directories = new Map();
+
+/**
+ * Acquire the sync access handles of `files` in `dir` (created if absent); on failure none stays
+ * open.
+ * @param {FileSystemDirectoryHandle} dir
+ * @param {string[]} files
+ * @returns {Promise<any[]>}
+ */
+async function acquireAll(dir, files) {
+  const got = await Promise.allSettled(files.map(async (f) => syncHandle(await dir.getFileHandle(f, { create: true }))));
+  const failed = got.find((r) => r.status === 'rejected');
+  if (failed) {
+    closeAll(got.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : [])));
+    throw /** @type {PromiseRejectedResult} */ (failed).reason;
+  }
+  return got.map((r) => /** @type {PromiseFulfilledResult<any>} */ (r).value);
+}
+
+/**
+ * Sync access handles on files of repository `name` (created if absent), acquired together.
+ * On failure none stays open.
+ * @param {string} name
+ * @param {string[]} files
+ * @returns {Promise<any[]>} FileSystemSyncAccessHandles, in the order of `files`
+ */
+export async function openFiles(name, files) {
+  const known = directories.get(name);
+  if (known) {
+    try {
+      return await acquireAll(known, files);
+    } catch (e) {
+      if (/** @type {any} */ (e)?.name !== 'NotFoundError') throw e;
+      directories.delete(name);
+    }
+  }
+  const dir = await repositoryDir(name, { create: true });
+  const handles = await acquireAll(dir, files);
+  directories.set(name, dir);
+  return handles;
+}
+
+/** @type {import('../storage.js').StorageBackend} */
+export const opfsBackend = {
+  kind: 'opfs',
+  shared: true,
+  available: hasSyncHandles,
+  checkAccess: checkStorageAccess,
+  openFiles,
+  removeRepository,
+  // A sync access handle's flush() returns when the bytes are on disk: nothing is pending after it.
+  async durable() {},
+  failure: () => null,
+};
