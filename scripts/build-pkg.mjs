@@ -28,13 +28,15 @@
 //   import { buildPackage } from './build-pkg.mjs'
 
 import { execFileSync } from 'node:child_process';
-import { promises as fs } from 'node:fs';
+import { promises as fs, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createHash } from 'node:crypto';
 import zlib from 'node:zlib';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+/** The repository's pinned dev dependencies: the package's own dependencies take their versions. */
+const DEV_DEPENDENCIES = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')).devDependencies;
 const LIB = path.join(REPO, 'www/lib');
 const PKG = path.join(REPO, 'pkg');
 
@@ -141,9 +143,14 @@ export async function buildPackage({ out = path.join(REPO, 'dist/npm') } = {}) {
     types: './ibexdb.d.ts',
     exports: {
       '.': { types: './ibexdb.d.ts', default: './ibexdb.js' },
+      // The same engine in Node >= 20 (memory, or files in a directory; sync over `ws`).
+      './node': { types: './node/index.d.ts', node: './node/index.js', default: './node/index.js' },
       './package.json': './package.json',
     },
-    files: ['*.js', '*.d.ts', 'worker/', 'wasm/', 'README.md'],
+    files: ['*.js', '*.d.ts', 'worker/', 'backends/', 'node/', 'wasm/', 'README.md'],
+    engines: { node: '>=20' },
+    // Node's WebSocket for sync from `ibexdb/node` (Node 20 and 21 have none of their own); pinned.
+    dependencies: { ws: DEV_DEPENDENCIES.ws },
     sideEffects: SIDE_EFFECTS,
   };
   await fs.writeFile(path.join(out, 'package.json'), JSON.stringify(manifest, null, 2) + '\n');

@@ -1,5 +1,6 @@
 // Kill the browser process (SIGKILL) during a stream of durable writes; relaunch on the same
-// profile: every acknowledged write is there and verify() passes.
+// profile: every acknowledged write is there and verify() passes. With each storage backend that
+// keeps data: OPFS (sync access handles) and IndexedDB (storage.spec.ts has the rest of it).
 import { chromium, type BrowserContext } from '@playwright/test';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,7 +24,7 @@ function browserPid(dir: string): number {
   throw new Error(`no browser process found for ${dir}`);
 }
 
-test('acknowledged durable writes survive a browser kill', async ({ baseURL }) => {
+for (const storage of ['opfs', 'indexeddb'] as const) test(`acknowledged durable writes survive a browser kill (storage: ${storage})`, async ({ baseURL }) => {
   const dir = mkdtempSync(path.join(tmpdir(), 'ibexdb-crash-'));
   const name = uniqueName('crash');
   const launch = () =>
@@ -44,8 +45,9 @@ test('acknowledged durable writes survive a browser kill', async ({ baseURL }) =
     });
     await gotoPlayground(page);
     // Single writes and groups of 5 in one tick (one group commit), acknowledged when durable.
-    void page.evaluate(async (name) => {
-      const db = await (window as any).ibexdb.open(name, { durability: 'flush' });
+    void page.evaluate(async ([name, storage]) => {
+      const db = await (window as any).ibexdb.open(name, { durability: 'flush', storage });
+      if (db.storage !== storage) throw new Error(`storage ${db.storage}, not ${storage}`);
       for (let i = 0; ; i++) {
         if (i % 2 === 0) {
           await db.put(`items/s${i}`, { i, text: 'x'.repeat(i % 300) });
@@ -56,7 +58,7 @@ test('acknowledged durable writes survive a browser kill', async ({ baseURL }) =
           console.log(`ack ${keys.map((k) => k.slice(6)).join(',')}`);
         }
       }
-    }, name).catch(() => {});
+    }, [name, storage] as const).catch(() => {});
     await enough;
     expect(w.problems, w.log.join('\n')).toEqual([]);
     process.kill(browserPid(dir), 'SIGKILL');
@@ -69,15 +71,15 @@ test('acknowledged durable writes survive a browser kill', async ({ baseURL }) =
     const w2 = watch(page2);
     await gotoPlayground(page2);
     const keys = [...acked].map((k) => `items/${k}`);
-    const out = await page2.evaluate(async ([name, keys]) => {
-      const db = await (window as any).ibexdb.open(name as string);
+    const out = await page2.evaluate(async ([name, keys, storage]) => {
+      const db = await (window as any).ibexdb.open(name as string, { storage });
       const got = await db.getMany(keys);
       const missing = (keys as string[]).filter((_, i) => got[i] === undefined);
       const verify = await db.verify();
       const count = await db.count('items');
       await db.close();
       return { missing, verify, count };
-    }, [name, keys] as const);
+    }, [name, keys, storage] as const);
     expect(w2.problems, w2.log.join('\n')).toEqual([]);
     expect(out.missing).toEqual([]);
     expect(out.count).toBeGreaterThanOrEqual(killedAfter);

@@ -28,7 +28,7 @@ test('write, reload the page, read back', async ({ page, watched }) => {
   expect(out).toEqual({ count: 101, last: { done: true }, tag: ['t42'] });
 });
 
-test('close the browser, relaunch on the same profile, read back', async ({ baseURL }) => {
+for (const storage of ['opfs', 'indexeddb'] as const) test(`close the browser, relaunch on the same profile, read back (storage: ${storage})`, async ({ baseURL }) => {
   const dir = mkdtempSync(path.join(tmpdir(), 'ibexdb-profile-'));
   const name = uniqueName('restart');
   const launch = () =>
@@ -38,12 +38,12 @@ test('close the browser, relaunch on the same profile, read back', async ({ base
     let page = ctx.pages()[0] ?? (await ctx.newPage());
     let w = watch(page);
     await gotoPlayground(page);
-    const identity = await page.evaluate(async (name) => {
-      const db = await (window as any).ibexdb.open(name);
+    const identity = await page.evaluate(async ([name, storage]) => {
+      const db = await (window as any).ibexdb.open(name, { storage });
       for (let i = 0; i < 20; i++) await db.put(`items/${i}`, { i });
       await db.close();
-      return db.publicKey;
-    }, name);
+      return db.storage === storage ? db.publicKey : `storage ${db.storage}`;
+    }, [name, storage] as const);
     expect(w.problems, w.log.join('\n')).toEqual([]);
     await ctx.close();
 
@@ -51,17 +51,17 @@ test('close the browser, relaunch on the same profile, read back', async ({ base
     page = ctx.pages()[0] ?? (await ctx.newPage());
     w = watch(page);
     await gotoPlayground(page);
-    const out = await page.evaluate(async (name) => {
-      const db = await (window as any).ibexdb.open(name);
+    const out = await page.evaluate(async ([name, storage]) => {
+      const db = await (window as any).ibexdb.open(name, { storage });
       const r = { count: await db.count('items'), nineteen: await db.get('items/19'), identity: db.publicKey, verify: await db.verify() };
       await db.close();
       return r;
-    }, name);
+    }, [name, storage] as const);
     expect(w.problems, w.log.join('\n')).toEqual([]);
     await ctx.close();
     expect(out.count).toBe(20);
     expect(out.nineteen).toEqual({ i: 19 });
-    expect(out.identity).toBe(identity); // the key pair is kept in OPFS
+    expect(out.identity).toBe(identity); // the key pair is kept with the repository's files
     expect(out.verify.commits).toBe(20);
     expect(out.verify.unsealed).toBe(0);
   } finally {

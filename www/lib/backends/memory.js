@@ -8,32 +8,40 @@
 
 import { MemFile } from './mem-file.js';
 
-/** @type {Map<string, Map<string, Uint8Array>>} repository -> file -> bytes as of its last close */
-const repositories = new Map();
-
-/** @type {import('../storage.js').StorageBackend} */
-export const memoryBackend = {
-  kind: 'memory',
-  shared: false,
-  available: () => true,
-  async checkAccess() {},
-  async openFiles(name, files) {
-    let repo = repositories.get(name);
-    if (!repo) repositories.set(name, (repo = new Map()));
-    const store = repo;
-    return files.map((f) => {
-      const file = new MemFile(f, store.get(f) ?? new Uint8Array(0), {
-        flush: (m) => m.dirty.clear(),
-        // The engine writes only when it flushes (its log batches frames until then), so what a
-        // closed file holds is what was flushed.
-        close: (m) => store.set(f, m.buf.subarray(0, m.size)),
+/**
+ * A memory backend with repositories of its own (the Node entry makes one per open, so that two
+ * opens of a name in one process do not share files).
+ * @returns {import('../storage.js').StorageBackend}
+ */
+export function createMemoryBackend() {
+  /** @type {Map<string, Map<string, Uint8Array>>} repository -> file -> bytes as of its last close */
+  const repositories = new Map();
+  return {
+    kind: 'memory',
+    shared: false,
+    available: () => true,
+    async checkAccess() {},
+    async openFiles(name, files) {
+      let repo = repositories.get(name);
+      if (!repo) repositories.set(name, (repo = new Map()));
+      const store = repo;
+      return files.map((f) => {
+        const file = new MemFile(f, store.get(f) ?? new Uint8Array(0), {
+          flush: (m) => m.dirty.clear(),
+          // The engine writes only when it flushes (its log batches frames until then), so what a
+          // closed file holds is what was flushed.
+          close: (m) => store.set(f, m.buf.subarray(0, m.size)),
+        });
+        return file;
       });
-      return file;
-    });
-  },
-  async removeRepository(name) {
-    repositories.delete(name);
-  },
-  async durable() {},
-  failure: () => null,
-};
+    },
+    async removeRepository(name) {
+      repositories.delete(name);
+    },
+    async durable() {},
+    failure: () => null,
+  };
+}
+
+/** This context's memory backend (a page's worker: one per open anyway). */
+export const memoryBackend = createMemoryBackend();

@@ -1,0 +1,256 @@
+// The storage backends (issue 28 §2, §3; docs/design.md §11.5) in Chromium: the IndexedDB backend
+// forced with `storage: 'indexeddb'` (open, write, reload and read back, two tabs, a typed quota
+// error), 'auto' falling back to IndexedDB where workers have no `createSyncAccessHandle`, and
+// memory storage. The crash test (crash.spec.ts) and the browser restart (persistence.spec.ts)
+// run against IndexedDB too.
+import { type Page } from '@playwright/test';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { test, expect, gotoPlayground, uniqueName, watch } from './ibexdb.fixtures';
+
+/** The IndexedDB databases of the page's origin. */
+const idbNames = (page: Page) => page.evaluate(async () => (await indexedDB.databases()).map((d) => d.name));
+/** Whether OPFS holds a directory for repository `name`. */
+const inOpfs = (page: Page, name: string) =>
+  page.evaluate(async (name) => {
+    try {
+      const top = await (await navigator.storage.getDirectory()).getDirectoryHandle('ibexdb');
+      await top.getDirectoryHandle(name);
+      return true;
+    } catch {
+      return false;
+    }
+  }, name);
+
+test('storage: indexeddb: open, write, reload, read back; the files are in IndexedDB, not OPFS', async ({ page, watched }) => {
+  void watched;
+  const name = uniqueName('idb');
+  await gotoPlayground(page);
+  const first = await page.evaluate(async (name) => {
+    const db = await (window as any).ibexdb.open(name, { storage: 'indexeddb' });
+    await db.transaction((tx: any) => {
+      for (let i = 0; i < 100; i++) tx.put(`items/${i}`, { i, tags: new Set([`t${i}`]), text: 'x'.repeat(i * 10) });
+    });
+    // More than one 64 KiB chunk of log, written by many durable writes.
+    for (let i = 100; i < 400; i++) await db.put(`items/${i}`, { i, text: 'y'.repeat(300) });
+    await db.put('items/last', { done: true }); // acknowledged once its transaction completed
+    return { storage: db.storage, publicKey: db.publicKey };
+  }, name);
+  expect(first.storage).toBe('indexeddb');
+  await page.reload();
+  await page.waitForSelector('body[data-ready="1"]');
+  const out = await page.evaluate(async (name) => {
+    const db = await (window as any).ibexdb.open(name, { storage: 'indexeddb' });
+    const info = await db.storageInfo();
+    const r = {
+      storage: db.storage,
+      publicKey: db.publicKey,
+      count: await db.count('items'),
+      last: await db.get('items/last'),
+      tag: [...(await db.get('items/42')).tags],
+      verify: await db.verify(),
+      logBytes: info.repository.logBytes,
+    };
+    await db.close();
+    return r;
+  }, name);
+  expect(out.storage).toBe('indexeddb');
+  expect(out.publicKey).toBe(first.publicKey); // the identity file is in IndexedDB too
+  expect(out.count).toBe(401);
+  expect(out.last).toEqual({ done: true });
+  expect(out.tag).toEqual(['t42']);
+  expect(out.verify.items).toBe(401);
+  expect(out.logBytes).toBeGreaterThan(65536);
+  expect(await idbNames(page)).toContain(`ibexdb/${name}`);
+  expect(await inOpfs(page, name)).toBe(false);
+  // Reopened after close (a snapshot was written): the same again, from the snapshot.
+  const again = await page.evaluate(async (name) => {
+    const db = await (window as any).ibexdb.open(name, { storage: 'indexeddb' });
+    const r = { count: await db.count('items'), i399: await db.get('items/399') };
+    await db.close();
+    return r;
+  }, name);
+  expect(again).toEqual({ count: 401, i399: { i: 399, text: 'y'.repeat(300) } });
+});
+
+test('storage: indexeddb: two tabs share the repository, the survivor takes over', async ({ context, page, watched }) => {
+  void watched;
+  const name = uniqueName('idb-tabs');
+  await gotoPlayground(page);
+  const pageB = await context.newPage();
+  const wB = watch(pageB, 'tab B');
+  await gotoPlayground(pageB);
+  const a = await page.evaluate(async (name) => {
+    const w = window as any;
+    w.db = await w.ibexdb.open(name, { storage: 'indexeddb' });
+    await w.db.put('items/a1', { n: 1 });
+    return { role: w.db.role, storage: w.db.storage };
+  }, name);
+  const b = await pageB.evaluate(async (name) => {
+    const w = window as any;
+    w.db = await w.ibexdb.open(name); // 'auto' joins the owner's storage
+    await Promise.all(Array.from({ length: 30 }, (_, i) => w.db.put(`items/b${i}`, { n: 100 + i })));
+    return { role: w.db.role, storage: w.db.storage, a1: await w.db.get('items/a1') };
+  }, name);
+  expect(a).toEqual({ role: 'owner', storage: 'indexeddb' });
+  expect(b).toEqual({ role: 'client', storage: 'indexeddb', a1: { n: 1 } });
+  // A tab that insists on another storage is told, with a typed error.
+  const mismatch = await pageB.evaluate(async (name) => {
+    try {
+      await (window as any).ibexdb.open(name, { storage: 'opfs' });
+      return null;
+    } catch (e: any) {
+      return { name: e.name, kind: e.kind };
+    }
+  }, name);
+  expect(mismatch).toEqual({ name: 'StorageUnavailableError', kind: 'storage-mismatch' });
+  await page.close();
+  const out = await pageB.evaluate(async () => {
+    const w = window as any;
+    await w.db.put('items/b-last', { n: 1000 });
+    const r = { role: w.db.role, count: await w.db.count('items'), verify: (await w.db.verify()).items };
+    await w.db.close();
+    return r;
+  });
+  expect(out).toEqual({ role: 'owner', count: 32, verify: 32 });
+  expect(wB.problems, wB.log.join('\n')).toEqual([]);
+});
+
+test('storage: indexeddb: out of the origin quota, writes fail with QuotaExceededError and nothing acknowledged is lost', async ({ page, watched }) => {
+  void watched;
+  const name = uniqueName('idb-quota');
+  await gotoPlayground(page);
+  const origin = new URL(page.url()).origin;
+  const cdp = await page.context().newCDPSession(page);
+  // The origin's quota, as the browser enforces it for IndexedDB (and OPFS).
+  await cdp.send('Storage.overrideQuotaForOrigin', { origin, quotaSize: 3 * 1024 * 1024 });
+  try {
+    const out = await page.evaluate(async (name) => {
+      const db = await (window as any).ibexdb.open(name, { storage: 'indexeddb', trusted: true });
+      const acked: string[] = [];
+      let error: any = null;
+      for (let i = 0; i < 400 && !error; i++) {
+        try {
+          await db.put(`items/${i}`, { text: `${i}`.padEnd(20000, 'z') });
+          acked.push(`items/${i}`);
+        } catch (e: any) {
+          error = { name: e.name, message: e.message, isStorageError: e instanceof (window as any).ibexdb.StorageError };
+        }
+      }
+      // The database goes on after the failure: reads work, from what is durable.
+      const count = await db.count('items');
+      await db.close().catch(() => {});
+      return { acked: acked.length, error, count };
+    }, name);
+    expect(out.error?.name, JSON.stringify(out.error)).toBe('QuotaExceededError');
+    expect(out.error.isStorageError).toBe(true);
+    expect(out.acked).toBeGreaterThan(10);
+    expect(out.count).toBe(out.acked);
+  } finally {
+    await cdp.send('Storage.overrideQuotaForOrigin', { origin }).catch(() => {});
+  }
+  // With room again, everything acknowledged is there.
+  const count = await page.evaluate(async (name) => {
+    const db = await (window as any).ibexdb.open(name, { storage: 'indexeddb', trusted: true });
+    const n = await db.count('items');
+    await db.close();
+    return n;
+  }, name);
+  expect(count).toBeGreaterThan(10);
+});
+
+test("storage: 'auto' falls back to IndexedDB where workers have no createSyncAccessHandle", async ({ page, watched }) => {
+  void watched;
+  // Browsers without sync access handles (WebKitGTK, older Safari): delete the method before the
+  // worker runs (an init script of the page does not reach workers, so the worker's module is
+  // served with the deletion in front of it).
+  const workerJs = readFileSync(path.join(__dirname, '../../www/lib/worker.js'), 'utf8');
+  await page.route('**/www/lib/worker.js', (route) =>
+    route.fulfill({
+      contentType: 'text/javascript',
+      // Same URL: the module's relative imports resolve as before; they run before this line.
+      body: `delete FileSystemFileHandle.prototype.createSyncAccessHandle;\n${workerJs}`,
+    }),
+  );
+  const name = uniqueName('auto');
+  await gotoPlayground(page);
+  const out = await page.evaluate(async (name) => {
+    const db = await (window as any).ibexdb.open(name);
+    await db.put('items/1', { n: 1 });
+    const r = { storage: db.storage, n: await db.get('items/1') };
+    await db.close();
+    const forced = await (window as any).ibexdb.open(name, { storage: 'opfs' }).then(
+      () => null,
+      (e: any) => ({ name: e.name, kind: e.kind }),
+    );
+    return { ...r, forced };
+  }, name);
+  expect(out.storage).toBe('indexeddb');
+  expect(out.n).toEqual({ n: 1 });
+  expect(out.forced).toEqual({ name: 'StorageUnavailableError', kind: 'no-opfs' });
+  expect(await idbNames(page)).toContain(`ibexdb/${name}`);
+  await page.unroute('**/www/lib/worker.js');
+});
+
+test("storage: 'auto' is OPFS where sync access handles work", async ({ page, watched }) => {
+  void watched;
+  const name = uniqueName('auto-opfs');
+  await gotoPlayground(page);
+  const storage = await page.evaluate(async (name) => {
+    const db = await (window as any).ibexdb.open(name);
+    await db.put('items/1', { n: 1 });
+    await db.close();
+    return db.storage;
+  }, name);
+  expect(storage).toBe('opfs');
+  expect(await inOpfs(page, name)).toBe(true);
+});
+
+test('storage: memory keeps nothing after close, and tabs do not share it', async ({ context, page, watched }) => {
+  void watched;
+  const name = uniqueName('mem');
+  await gotoPlayground(page);
+  const pageB = await context.newPage();
+  const wB = watch(pageB, 'tab B');
+  await gotoPlayground(pageB);
+  const a = await page.evaluate(async (name) => {
+    const w = window as any;
+    w.db = await w.ibexdb.open(name, { storage: 'memory' });
+    for (let i = 0; i < 50; i++) await w.db.put(`items/${i}`, { i });
+    return { storage: w.db.storage, role: w.db.role, count: await w.db.count('items'), q: (await w.db.query({ collection: 'items', where: { i: { $gte: 48 } } })).length };
+  }, name);
+  expect(a).toEqual({ storage: 'memory', role: 'owner', count: 50, q: 2 });
+  const b = await pageB.evaluate(async (name) => {
+    const db = await (window as any).ibexdb.open(name, { storage: 'memory' });
+    const r = { role: db.role, count: await db.count('items') };
+    await db.close();
+    return r;
+  }, name);
+  expect(b).toEqual({ role: 'owner', count: 0 });
+  const after = await page.evaluate(async (name) => {
+    const w = window as any;
+    await w.db.close();
+    const db = await w.ibexdb.open(name, { storage: 'memory' });
+    const n = await db.count('items');
+    await db.close();
+    return n;
+  }, name);
+  expect(after).toBe(0);
+  expect(await inOpfs(page, name)).toBe(false);
+  expect(await idbNames(page)).not.toContain(`ibexdb/${name}`);
+  expect(wB.problems, wB.log.join('\n')).toEqual([]);
+});
+
+test('storage: an unknown value is an InvalidValueError naming options.storage', async ({ page, watched }) => {
+  void watched;
+  await gotoPlayground(page);
+  const err = await page.evaluate(async () =>
+    (window as any).ibexdb.open('x', { storage: 'disk' }).then(
+      () => null,
+      (e: any) => ({ name: e.name, path: e.path, message: e.message }),
+    ),
+  );
+  expect(err?.name).toBe('InvalidValueError');
+  expect(err?.path).toBe('options.storage');
+  expect(err?.message).toMatch(/'auto', 'opfs', 'indexeddb' or 'memory'/);
+});

@@ -1,0 +1,151 @@
+// The Node entry (`ibexdb/node`, www/lib/node/): the wasm engine in Node, in memory and on disk,
+// and sync of two Node clients through the real ibexdb-server (target/release/ibexdb-server,
+// `cargo build --release -p ibexdb-server`; IBEXDB_SERVER overrides) on an ephemeral port.
+// Run by `make test-node` (node --test tests/node/).
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { open, InvalidValueError, StorageUnavailableError, NotFoundError } from '../../www/lib/node/index.js';
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const SERVER = process.env.IBEXDB_SERVER ?? path.join(REPO, 'target/release/ibexdb-server');
+const dirs = [];
+const tmp = (p) => {
+  const d = mkdtempSync(path.join(tmpdir(), p));
+  dirs.push(d);
+  return d;
+};
+after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+test('memory: open, put, get, query, transaction, typed errors; nothing kept after close', async () => {
+  const t0 = performance.now();
+  const db = await open('notes', { storage: 'memory' });
+  const openMs = performance.now() - t0;
+  assert.equal(db.storage, 'memory');
+  assert.match(db.publicKey, /^[0-9a-f]{98}$/);
+  await db.put('notes/1', { title: 'Buy milk', done: false, tags: new Set(['home']) });
+  await db.transaction((tx) => {
+    tx.put('notes/2', { title: 'Write report', done: false });
+    tx.setAdd('notes/2', 'tags', ['work']);
+  });
+  await db.update('notes/1', { done: true });
+  const one = await db.get('notes/1');
+  assert.deepEqual({ ...one, tags: [...one.tags] }, { title: 'Buy milk', done: true, tags: ['home'] });
+  const open_ = await db.query({ collection: 'notes', where: { done: false } });
+  assert.deepEqual(open_.map((r) => r.id), ['2']);
+  assert.equal(await db.count('notes'), 2);
+  assert.deepEqual(await db.keys('notes'), ['1', '2']);
+  await assert.rejects(db.update('notes/none', { done: true }), NotFoundError);
+  await assert.rejects(db.put('notes/3', 'not an object'), InvalidValueError);
+  // Timing: puts acknowledged (durability 'flush': in memory there is nothing to wait for).
+  const N = 2000;
+  const t1 = performance.now();
+  for (let i = 0; i < N; i++) await db.put(`items/${i}`, { i, text: `item ${i}` });
+  const putMs = (performance.now() - t1) / N;
+  const verify = await db.verify();
+  assert.equal(verify.items, N + 2);
+  await db.close();
+  const again = await open('notes', { storage: 'memory' });
+  assert.equal(await again.count('notes'), 0);
+  await again.close();
+  console.log(`node memory: open ${openMs.toFixed(1)} ms (first, compiles the wasm), put ${(putMs * 1000).toFixed(0)} µs each (n=${N}, awaited one by one)`);
+});
+
+test('disk: the files in a directory, reopened; one process at a time', async () => {
+  const dir = tmp('ibexdb-node-disk-');
+  let t0 = performance.now();
+  let db = await open('board', { directory: dir });
+  const openMs = performance.now() - t0;
+  assert.equal(db.storage, 'disk');
+  const key = db.publicKey;
+  const N = 300;
+  t0 = performance.now();
+  for (let i = 0; i < N; i++) await db.put(`cards/${i}`, { i, title: `card ${i}` });
+  const putMs = (performance.now() - t0) / N;
+  // Writes of one tick share one fsync.
+  t0 = performance.now();
+  await Promise.all(Array.from({ length: N }, (_, i) => db.put(`bulk/${i}`, { i })));
+  const groupMs = performance.now() - t0;
+  // A second open of the same repository (this process holds it): a typed refusal.
+  await assert.rejects(open('board', { directory: dir }), (e) => e instanceof StorageUnavailableError && e.kind === 'locked');
+  await db.close();
+  assert.deepEqual(readdirSync(path.join(dir, 'board')).sort(), ['identity', 'log', 'snapshot']);
+  assert.ok(statSync(path.join(dir, 'board', 'log')).size > 10_000);
+  t0 = performance.now();
+  db = await open('board', { directory: dir });
+  const reopenMs = performance.now() - t0;
+  assert.equal(db.publicKey, key);
+  assert.equal(await db.count('cards'), N);
+  assert.deepEqual(await db.get('cards/42'), { i: 42, title: 'card 42' });
+  const v = await db.verify();
+  assert.equal(v.items, 2 * N);
+  assert.equal(v.unsealed, 0);
+  await db.close();
+  assert.ok(!existsSync(path.join(dir, 'board', 'lock')));
+  console.log(`node disk: open ${openMs.toFixed(1)} ms, reopen ${reopenMs.toFixed(1)} ms; put ${putMs.toFixed(2)} ms each awaited (an fsync each), ${N} in one tick ${groupMs.toFixed(1)} ms`);
+});
+
+test('options are checked: typed errors naming the option', async () => {
+  await assert.rejects(open('x', { storage: 'opfs' }), (e) => e instanceof InvalidValueError && e.path === 'options.storage');
+  await assert.rejects(open('x', { storage: 'disk' }), (e) => e instanceof InvalidValueError && e.path === 'options.directory');
+  await assert.rejects(open('x', { colour: 1 }), (e) => e instanceof InvalidValueError && e.path === 'options.colour');
+});
+
+/** The real server on 127.0.0.1:0, its data in a temporary directory. */
+async function startServer() {
+  assert.ok(existsSync(SERVER), `${SERVER} is missing: cargo build --release -p ibexdb-server`);
+  const data = tmp('ibexdb-node-server-');
+  const proc = spawn(SERVER, ['--data', data, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const line = await new Promise((resolve, reject) => {
+    proc.once('error', reject);
+    proc.once('exit', (code) => reject(new Error(`ibexdb-server exited with ${code}`)));
+    createInterface({ input: proc.stdout }).once('line', resolve);
+  });
+  const m = /listening on (\S+)/.exec(line);
+  assert.ok(m, `unexpected server output: ${line}`);
+  return { url: `ws://${m[1]}`, stop: () => proc.kill('SIGKILL') };
+}
+
+test('sync: two Node clients through the real server', async () => {
+  const server = await startServer();
+  const dir = tmp('ibexdb-node-sync-');
+  try {
+    const a = await open('shared', { directory: path.join(dir, 'a') });
+    const b = await open('shared', { storage: 'memory' });
+    await a.put('items/first', { from: 'a' });
+    let t0 = performance.now();
+    await a.sync(server.url);
+    const firstSyncMs = performance.now() - t0;
+    assert.deepEqual((await a.members()).members, [{ publicKey: a.publicKey, role: 'owner' }]);
+    await a.grant(b.publicKey, 'writer');
+    await a.sync();
+    await b.sync(server.url);
+    assert.deepEqual(await b.get('items/first'), { from: 'a' });
+    assert.deepEqual((await b.syncStatus()).rights, { read: true, write: true, administer: false });
+    // b writes, a receives (live relay).
+    t0 = performance.now();
+    await b.put('items/fromB', { from: 'b' });
+    for (let i = 0; i < 200 && (await a.get('items/fromB')) === undefined; i++) await new Promise((r) => setTimeout(r, 10));
+    const relayMs = performance.now() - t0;
+    assert.deepEqual(await a.get('items/fromB'), { from: 'b' });
+    assert.equal(await a.count('items'), 2);
+    assert.equal(await b.count('items'), 2);
+    await a.close();
+    await b.close();
+    // a's disk copy, reopened offline, holds both.
+    const a2 = await open('shared', { directory: path.join(dir, 'a') });
+    assert.equal(await a2.count('items'), 2);
+    assert.equal((await a2.verify()).items, 2);
+    await a2.close();
+    console.log(`node sync: first sync ${firstSyncMs.toFixed(1)} ms, b put -> a has it ${relayMs.toFixed(1)} ms`);
+  } finally {
+    server.stop();
+  }
+});

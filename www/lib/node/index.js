@@ -1,0 +1,358 @@
+// ibexdb in Node >= 20 (`import { open } from 'ibexdb/node'`): the same wasm engine as in the
+// browser, in the calling thread, for unit tests of an app's data code (Vitest, node:test),
+// server-side rendering, scripts and backends that sync with an ibexdb-server.
+//
+//   const db = await open('notes', { storage: 'memory' });            // gone at close()
+//   const db = await open('notes', { directory: './data' });          // ./data/notes/{log,snapshot,...}
+//   await db.put('notes/1', { title: 'Buy milk' });
+//   await db.query({ collection: 'notes' });
+//   await db.sync('ws://127.0.0.1:8787');                             // resolves when synced
+//   await db.close();
+//
+// The methods are the browser Database's (ibexdb.d.ts) with the same arguments, results and
+// typed errors, except live queries (not in Node yet). Files on disk are the OPFS files byte for
+// byte (./disk.js); one process may open a repository at a time (a lock file). Durability as in
+// the browser: 'flush' (default) resolves a write after fsync (the writes of one tick share it),
+// 'relaxed' within ~50 ms. Sync uses the `ws` package as its WebSocket where Node has none (Node
+// 20, 21). WebCrypto is Node's own (signatures on sync's critical path).
+
+import { readFileSync } from 'node:fs';
+import { argCollection, argKey, argObject } from '../args.js';
+import { decode, decodeMany, decodeRows, encode, encodeObject } from '../codec.js';
+import { openEngine, provideWasmModule } from '../engine.js';
+import { ClosedError, IbexError, InvalidValueError, PanicError, fromWire } from '../errors.js';
+import { WASM_URL, isSyncUrls } from '../policy.js';
+import { createMemoryBackend } from '../backends/memory.js';
+import { TxnBuilder } from '../txn.js';
+import { Maintenance } from '../worker/maintenance.js';
+import { SyncManager } from '../worker/sync.js';
+import { verifyRepository } from '../worker/verify.js';
+import { diskBackend } from './disk.js';
+
+export * from '../errors.js';
+
+const OPTIONS = ['storage', 'directory', 'durability', 'trusted', 'identity', 'schemas', 'recovery', 'quotaBytes', 'acceptTrusted', 'sync', 'onError'];
+
+let wasmReady = false;
+async function prepare() {
+  if (!wasmReady) {
+    provideWasmModule(new WebAssembly.Module(readFileSync(WASM_URL)));
+    wasmReady = true;
+  }
+  if (typeof globalThis.WebSocket !== 'function') {
+    const { WebSocket } = await import('ws');
+    /** @type {any} */ (globalThis).WebSocket = WebSocket;
+  }
+}
+
+/** @param {string} k @param {string} what @param {unknown} v */
+const bad = (k, what, v) => new InvalidValueError(`open(options): options.${k} must be ${what}, got ${JSON.stringify(v) ?? String(v)}`, { path: `options.${k}`, argument: `options.${k}` });
+
+/**
+ * Open (or create) repository `name`: in memory (`storage: 'memory'`, the default without a
+ * directory) or on disk under `directory` (`storage: 'disk'`).
+ * @param {string} name
+ * @param {import('./index.js').NodeOpenOptions} [options]
+ * @returns {Promise<NodeDatabase>}
+ */
+export async function open(name, options = {}) {
+  if (options === null || typeof options !== 'object') throw bad('', 'an object', options);
+  for (const k of Object.keys(options)) if (!OPTIONS.includes(k)) throw bad(k, `one of ${OPTIONS.join(', ')}; it is unknown and`, /** @type {any} */ (options)[k]);
+  const storage = options.storage ?? (options.directory !== undefined ? 'disk' : 'memory');
+  if (storage !== 'memory' && storage !== 'disk') throw bad('storage', "'memory' or 'disk'", storage);
+  if (storage === 'disk' && (typeof options.directory !== 'string' || options.directory === '')) throw bad('directory', "a directory path (storage 'disk')", options.directory);
+  const durability = options.durability ?? 'flush';
+  if (durability !== 'flush' && durability !== 'relaxed') throw bad('durability', "'flush' or 'relaxed'", durability);
+  if (options.sync != null && !isSyncUrls(options.sync)) throw bad('sync', 'a ws:// or wss:// URL or a list of them', options.sync);
+  await prepare();
+  const backend = storage === 'disk' ? diskBackend(/** @type {string} */ (options.directory)) : createMemoryBackend();
+  await backend.checkAccess();
+  const release = 'lock' in backend ? /** @type {any} */ (backend).lock(name) : () => {};
+  try {
+    const engine = await openEngine(name, {
+      trusted: !!options.trusted,
+      identity: options.identity,
+      recovery: options.recovery,
+      quotaBytes: options.quotaBytes,
+      acceptTrusted: options.acceptTrusted,
+      schemas: options.schemas,
+    }, backend);
+    const db = new NodeDatabase(name, engine, durability, storage, release, options.onError);
+    if (options.sync != null) db.sync(options.sync).catch(() => {});
+    return db;
+  } catch (e) {
+    release();
+    throw e;
+  }
+}
+
+export class NodeDatabase {
+  /**
+   * @param {string} name
+   * @param {import('../engine.js').EngineHandle} engine
+   * @param {'flush' | 'relaxed'} durability
+   * @param {'memory' | 'disk'} storage
+   * @param {() => void} release
+   * @param {((e: IbexError) => void) | undefined} onError
+   */
+  constructor(name, engine, durability, storage, release, onError) {
+    this.name = name;
+    this.publicKey = engine.publicKey;
+    this.trusted = engine.trusted;
+    this.durability = durability;
+    this.storage = storage;
+    this.role = 'owner';
+    this._engine = engine;
+    this._release = release;
+    this._closed = false;
+    /** @type {Promise<unknown>} the work chain: every engine call, in order */
+    this._chain = Promise.resolve();
+    /** @type {Promise<void> | null} the flush the writes of this tick share */
+    this._flushing = null;
+    const onErr = onError ?? ((/** @type {IbexError} */ e) => console.warn('ibexdb:', e));
+    const rt = {
+      name,
+      get engine() {
+        return engine;
+      },
+      isOwner: () => !this._closed,
+      run: (/** @type {() => any} */ f) => this._run(f),
+      post: (/** @type {any} */ m) => {
+        if (m.type === 'background-error') onErr(/** @type {IbexError} */ (fromWire(m.error)));
+      },
+    };
+    this._maintenance = new Maintenance(/** @type {any} */ (rt), { recover: () => this._recover() });
+    /** @type {Set<(s: any) => void>} */
+    this._syncListeners = new Set();
+    this._syncState = null;
+    this._sync = new SyncManager({
+      name,
+      engine: () => (this._closed ? null : engine),
+      run: (f) => this._run(f),
+      afterReceive: () => this._maintenance.schedule(),
+      afterPush: () => this._maintenance.schedule(),
+      onStatus: (s) => {
+        const st = revive(s);
+        for (const f of [...this._syncListeners]) f(st);
+      },
+    });
+  }
+
+  /**
+   * @template T
+   * @param {() => T | Promise<T>} f
+   * @returns {Promise<T>}
+   */
+  _run(f) {
+    const p = this._chain.then(() => {
+      if (this._closed) throw new ClosedError(`repository ${this.name} is closed`);
+      return f();
+    });
+    this._chain = p.catch(() => {});
+    return p;
+  }
+
+  async _recover() {
+    this._maintenance.cancel();
+    await this._engine.recover();
+  }
+
+  /**
+   * A write, applied now and acknowledged per `durability` (the writes of one tick share a flush).
+   * @template T
+   * @param {() => T} f
+   * @returns {Promise<T>}
+   */
+  async _write(f) {
+    const out = await this._run(async () => {
+      try {
+        return f();
+      } catch (e) {
+        if (e instanceof PanicError) await this._recover();
+        throw e;
+      }
+    });
+    this._maintenance.schedule();
+    this._sync.nudge();
+    if (this.durability === 'flush') {
+      this._flushing ??= this._run(async () => {
+        this._flushing = null;
+        try {
+          if (this._engine.hasUnflushed()) this._engine.flush();
+          await this._engine.durable();
+        } catch (e) {
+          // Not durable: back to what is on disk.
+          await this._recover().catch(() => {});
+          throw e;
+        }
+      });
+      await this._flushing;
+    }
+    return out;
+  }
+
+  // ----- reads
+  /** @param {string} key */
+  get(key) {
+    return this._run(() => this._engine.get(key));
+  }
+  /** @param {string[]} keys */
+  getMany(keys) {
+    return this._run(() => decodeMany(this._engine.getManyJson(JSON.stringify(keys))));
+  }
+  /** @param {any} q */
+  query(q) {
+    return this._run(() => decodeRows(this._engine.queryJson(encode(q, 'query'))));
+  }
+  /** @param {any} q */
+  explain(q) {
+    return this._run(() => JSON.parse(this._engine.explainJson(encode(q, 'query'))));
+  }
+  /** @param {string} collection @param {any} [where] */
+  count(collection, where) {
+    return this._run(() => this._engine.count(collection, where));
+  }
+  /** @param {string} collection */
+  keys(collection) {
+    return this._run(() => this._engine.keys(collection));
+  }
+  /** @param {any} q */
+  aggregate(q) {
+    return this._run(() => decode(this._engine.aggregateJson(encode(q, 'query'))));
+  }
+  /** @param {string} key */
+  history(key) {
+    return this._run(() => decode(this._engine.historyJson(key)));
+  }
+  members() {
+    return this._run(() => JSON.parse(this._engine.membersJson()));
+  }
+
+  // ----- writes
+  /** @param {string} key @param {any} value */
+  async put(key, value) {
+    argKey('put', key);
+    argObject('put', value, 'value', 'an item (a plain object)');
+    const text = encodeObject(value, key);
+    return this._write(() => this._engine.putJson(key, text));
+  }
+  /** @param {string} key @param {any} fields */
+  async update(key, fields) {
+    argKey('update', key);
+    argObject('update', fields, 'fields', 'an item (a plain object)');
+    const text = encodeObject(fields, key);
+    return this._write(() => this._engine.updateJson(key, text));
+  }
+  /** @param {string} key */
+  delete(key) {
+    return this._write(() => this._engine.delete(key));
+  }
+  /**
+   * @template R
+   * @param {(tx: TxnBuilder) => R} fn
+   * @returns {Promise<R>}
+   */
+  async transaction(fn) {
+    const tx = new TxnBuilder();
+    const ret = fn(tx);
+    if (tx.size > 0) await this._write(() => this._engine.transaction(tx));
+    return ret;
+  }
+  /** @param {string} collection @param {any} schema */
+  async defineSchema(collection, schema) {
+    argCollection('defineSchema', collection);
+    return this._run(() => this._engine.defineSchema(collection, schema));
+  }
+  /** @param {Uint8Array} bundle */
+  receive(bundle) {
+    return this._write(() => JSON.parse(this._engine.receiveJson(bundle)));
+  }
+  /** @param {string} publicKey @param {string} role */
+  grant(publicKey, role) {
+    return this._write(() => this._engine.grant(publicKey, role));
+  }
+  /** @param {string} publicKey */
+  revoke(publicKey) {
+    return this._write(() => this._engine.revoke(publicKey));
+  }
+  /** @param {{read: boolean, write: boolean}} flags */
+  setPublic(flags) {
+    return this._write(() => this._engine.setPublic(flags.read, flags.write));
+  }
+
+  // ----- upkeep
+  flush() {
+    return this._run(async () => {
+      this._engine.flush();
+      await this._engine.durable();
+    });
+  }
+  verify() {
+    return this._run(() => verifyRepository(this._engine, null));
+  }
+  exportIdentity() {
+    return this._run(() => this._engine.exportIdentity());
+  }
+  exportCommits() {
+    return this._run(() => this._engine.exportCommits());
+  }
+  async storageInfo() {
+    const s = await this._run(() => this._engine.stats());
+    return { repository: { logBytes: s.logBytes, snapshotBytes: s.snapshotBytes, totalBytes: s.logBytes + s.snapshotBytes + (this.publicKey ? 48 + 49 : 0), items: s.items, commits: s.commits } };
+  }
+
+  // ----- sync
+  /**
+   * Start sync with a server (or the nodes of one deployment); resolves when synced, rejects
+   * with the server's typed error. `null` stops it.
+   * @param {string | string[] | null} [url]
+   * @returns {Promise<void>}
+   */
+  async sync(url) {
+    if (url === null) return this._run(() => this._sync.stop());
+    if (url !== undefined && !isSyncUrls(url)) throw new InvalidValueError(`sync(url): url must be a ws:// or wss:// URL or a list of them, got ${JSON.stringify(url)}`, { path: 'url', argument: 'url' });
+    const st = await this._run(() => {
+      if (url !== undefined) this._sync.start(url);
+      else this._sync.retryRefused();
+      return revive(this._sync.status());
+    });
+    if (st.state === 'off') throw new InvalidValueError('sync is off: pass the server URL', { path: 'url' });
+    return new Promise((resolve, reject) => {
+      /** @param {any} s */
+      const check = (s) => {
+        if (s.state === 'synced') resolve();
+        else if (s.state === 'error') reject(s.lastError ?? new IbexError('sync failed'));
+        else if (s.state === 'off') reject(new ClosedError('sync was stopped before it completed'));
+        else return false;
+        this._syncListeners.delete(check);
+        return true;
+      };
+      if (!check(st)) this._syncListeners.add(check);
+    });
+  }
+  async syncStatus() {
+    return revive(this._sync.status());
+  }
+  /** @param {(s: any) => void} cb @returns {() => void} */
+  onSyncStatus(cb) {
+    this._syncListeners.add(cb);
+    return () => this._syncListeners.delete(cb);
+  }
+
+  /** Seal, flush, snapshot, stop sync (saving its position), release the files. */
+  async close() {
+    if (this._closed) return;
+    await this._run(async () => {
+      this._maintenance.cancel();
+      await this._sync.stop({ quiet: true }).catch(() => {});
+    });
+    await this._run(() => this._engine.close()).finally(() => {
+      this._closed = true;
+      this._maintenance.cancel();
+      this._release();
+    });
+  }
+}
+
+/** @param {any} w */
+const revive = (w) => ({ ...w, lastError: w.lastError ? fromWire(w.lastError) : null });
