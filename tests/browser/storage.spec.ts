@@ -4,8 +4,6 @@
 // memory storage. The crash test (crash.spec.ts) and the browser restart (persistence.spec.ts)
 // run against IndexedDB too.
 import { type Page } from '@playwright/test';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { test, expect, gotoPlayground, uniqueName, watch } from './ibexdb.fixtures';
 
 /** The IndexedDB databases of the page's origin. */
@@ -131,7 +129,9 @@ test('storage: indexeddb: out of the origin quota, writes fail with QuotaExceede
       let error: any = null;
       for (let i = 0; i < 400 && !error; i++) {
         try {
-          await db.put(`items/${i}`, { text: `${i}`.padEnd(20000, 'z') });
+          // Random text: Chromium compresses what IndexedDB stores, so repeated bytes would not fill it.
+          const text = Array.from(crypto.getRandomValues(new Uint32Array(2500)), (n) => n.toString(36)).join('');
+          await db.put(`items/${i}`, { text });
           acked.push(`items/${i}`);
         } catch (e: any) {
           error = { name: e.name, message: e.message, isStorageError: e instanceof (window as any).ibexdb.StorageError };
@@ -164,14 +164,12 @@ test("storage: 'auto' falls back to IndexedDB where workers have no createSyncAc
   // Browsers without sync access handles (WebKitGTK, older Safari): delete the method before the
   // worker runs (an init script of the page does not reach workers, so the worker's module is
   // served with the deletion in front of it).
-  const workerJs = readFileSync(path.join(__dirname, '../../www/lib/worker.js'), 'utf8');
-  await page.route('**/www/lib/worker.js', (route) =>
-    route.fulfill({
-      contentType: 'text/javascript',
-      // Same URL: the module's relative imports resolve as before; they run before this line.
-      body: `delete FileSystemFileHandle.prototype.createSyncAccessHandle;\n${workerJs}`,
-    }),
-  );
+  await page.route('**/www/lib/worker.js', async (route) => {
+    // The served response (its COOP/COEP headers: a worker of an isolated page needs them), with
+    // the deletion in front. Same URL: the module's relative imports resolve as before.
+    const response = await route.fetch();
+    await route.fulfill({ response, body: `delete FileSystemFileHandle.prototype.createSyncAccessHandle;\n${await response.text()}` });
+  });
   const name = uniqueName('auto');
   await gotoPlayground(page);
   const out = await page.evaluate(async (name) => {
@@ -217,7 +215,7 @@ test('storage: memory keeps nothing after close, and tabs do not share it', asyn
     const w = window as any;
     w.db = await w.ibexdb.open(name, { storage: 'memory' });
     for (let i = 0; i < 50; i++) await w.db.put(`items/${i}`, { i });
-    return { storage: w.db.storage, role: w.db.role, count: await w.db.count('items'), q: (await w.db.query({ collection: 'items', where: { i: { $gte: 48 } } })).length };
+    return { storage: w.db.storage, role: w.db.role, count: await w.db.count('items'), q: (await w.db.query({ collection: 'items', where: { i: { gte: 48 } } })).length };
   }, name);
   expect(a).toEqual({ storage: 'memory', role: 'owner', count: 50, q: 2 });
   const b = await pageB.evaluate(async (name) => {

@@ -11,7 +11,7 @@
 import { openEngine, preloadWasm, provideWasmModule } from '../engine.js';
 import { ClosedError, StorageUnavailableError, toWire } from '../errors.js';
 import { ATTACH_TIMEOUT_MS, channelName, checkName, clientLockName, ownerLockName } from '../policy.js';
-import { chooseBackend } from '../storage.js';
+import { BACKENDS, chooseBackend } from '../storage.js';
 
 /** @typedef {import('../worker.js').Runtime} Runtime */
 /** @typedef {import('../worker.js').Op} Op */
@@ -111,6 +111,8 @@ export class Ownership {
         if (asked !== 'auto' && asked !== storage) {
           throw new StorageUnavailableError(`open(${rt.name}, {storage: '${asked}'}): another tab has this repository open with storage '${storage}' (its files are elsewhere); open it with the same storage, or 'auto'`, { kind: 'storage-mismatch' });
         }
+        // 'auto' follows the owner: a takeover opens the files where the owner kept them.
+        if (storage in BACKENDS) this.backend = BACKENDS[/** @type {import('../storage.js').StorageKind} */ (storage)];
         return { publicKey: first.info.publicKey, trusted: first.info.trusted, role: this.role, sync: first.info.sync ?? null, storage };
       }
     }
