@@ -4,6 +4,7 @@
 #   make check   rustfmt, clippy (native + wasm32), wasm32 cargo check
 #   make test    setup + check + cargo tests + wasm build + tsc + Playwright + test-readme (what .ci/run runs)
 #   make test-readme  run every command README.md and www/lib/README.md show; check their API lists
+#   make test-node    the Node entry ibexdb/node (www/lib/node/) with node:test: memory, disk, sync via the real server
 #   make wasm    release wasm build of bindings/wasm into pkg/ (always; pkg, app and demo rebuild it only when stale)
 #   make tsc     type checks: tests/types (the public .d.ts), www/lib (checkJs, strict), www/bench (checkJs),
 #                examples/app (checkJs, strict, public types only)
@@ -33,7 +34,7 @@ export PATH := $(CURDIR)/node_modules/binaryen/bin:$(CURDIR)/node_modules/.bin:$
 BINDINGS_TOML := bindings/wasm/Cargo.toml
 step = @printf '\n--- %s\n' "$(1)"
 
-.PHONY: setup check test test-rust test-readme wasm tsc pkg app demo cluster bench-cluster browser-test bench serve clean-bench
+.PHONY: setup check test test-rust test-readme test-node wasm tsc pkg app demo cluster bench-cluster browser-test bench serve clean-bench
 
 setup:
 	$(call step,setup: install missing tools (scripts/setup.sh))
@@ -140,7 +141,15 @@ test-readme:
 	$(call step,test: every command README.md and www/lib/README.md show (tests/readme/commands.mjs))
 	node tests/readme/commands.mjs
 
-test: setup check test-rust wasm tsc browser-test test-readme
+# The Node entry (www/lib/node/: the wasm engine in Node, memory and disk storage, sync over `ws`),
+# tested with node's own runner; the sync test starts the release server on an ephemeral port.
+test-node: $(WASM_OUT)
+	$(call step,test-node: build the sync server the Node sync test starts (cargo build --release -p ibexdb-server))
+	cargo build --release -p ibexdb-server
+	$(call step,test-node: node --test tests/node/ (Node $$(node --version)))
+	node --test tests/node/
+
+test: setup check test-rust wasm tsc browser-test test-node test-readme
 	$(call step,test: all passed)
 
 # Browser benchmark (scripts/bench.mjs). Exit code 3 from the runner means "the browser benchmark

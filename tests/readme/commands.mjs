@@ -47,6 +47,7 @@ const RUN = {
 /** README commands this test does not run, and why. */
 const EXCUSED = {
   'make test': 'this test is a step of make test: running it here would run this test again, forever',
+  'make test-node': 'a step of make test itself (it runs before this test)',
   'make wasm': 'a step of make test itself (the forced wasm build this test runs against); make pkg, run here, checks the incremental one',
   'npm install ibexdb': 'the package is not published yet; its real equivalent, the tarball make pkg packs installed into a project, runs as npm install /path/to/…tgz',
 };

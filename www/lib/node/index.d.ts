@@ -1,0 +1,62 @@
+// Types of the Node entry `ibexdb/node` (./index.js): the browser Database's methods (ibexdb.d.ts)
+// without live queries, over memory or files in a directory.
+import type { AggregateQuery, HistoryEntry, Item, Key, Members, Query, ReceiveReport, Role, Row, Schema, SyncStatus, Transaction, Value, VerifyReport, Where } from '../ibexdb.js';
+
+export { IbexError, SchemaError, InvalidSchemaError, NotFoundError, InvalidKeyError, InvalidValueError, TooLargeError, StorageError, QuotaExceededError, StorageUnavailableError, ClosedError, CorruptError, SignatureError, QueryError, VerifyError, PanicError, DecodeError, ClockSkewError, ProtocolError, PermissionError, AuthError, LimitError, UnavailableError } from '../ibexdb.js';
+
+export interface NodeOpenOptions {
+  /** 'memory' (the default without `directory`): gone at close(). 'disk': files in `directory`/<name>/. */
+  storage?: 'memory' | 'disk';
+  /** Where repositories are kept on disk (implies storage 'disk'); created if absent. */
+  directory?: string;
+  /** 'flush' (default): a write resolves after fsync (the writes of one tick share it); 'relaxed': within ~50 ms. */
+  durability?: 'flush' | 'relaxed';
+  trusted?: boolean;
+  identity?: string;
+  schemas?: Record<string, Schema>;
+  recovery?: 'strict' | 'repair';
+  quotaBytes?: number;
+  acceptTrusted?: boolean;
+  /** Sync with an ibexdb-server (not waited for; `sync()` resolves when synced). */
+  sync?: string | string[];
+  onError?: (error: Error) => void;
+}
+
+export declare class NodeDatabase {
+  readonly name: string;
+  readonly publicKey: string | null;
+  readonly trusted: boolean;
+  readonly durability: 'flush' | 'relaxed';
+  readonly storage: 'memory' | 'disk';
+  readonly role: 'owner';
+  get<T extends Item = Item>(key: Key): Promise<T | undefined>;
+  getMany<T extends Item = Item>(keys: Key[]): Promise<(T | undefined)[]>;
+  put(key: Key, value: Item): Promise<void>;
+  update(key: Key, fields: Item): Promise<void>;
+  delete(key: Key): Promise<void>;
+  transaction<R>(fn: (tx: Transaction) => R): Promise<R>;
+  query<T extends Item = Item>(q: Query): Promise<Row<T>[]>;
+  explain(q: Query): Promise<Record<string, unknown>>;
+  count(collection: string, where?: Where): Promise<number>;
+  keys(collection: string): Promise<string[]>;
+  aggregate(q: AggregateQuery): Promise<Record<string, Value>>;
+  history(key: Key): Promise<HistoryEntry[]>;
+  defineSchema(collection: string, schema: Schema): Promise<void>;
+  flush(): Promise<void>;
+  verify(): Promise<VerifyReport>;
+  exportIdentity(): Promise<string | null>;
+  exportCommits(): Promise<Uint8Array<ArrayBuffer>>;
+  receive(bundle: Uint8Array): Promise<ReceiveReport>;
+  storageInfo(): Promise<{ repository: { logBytes: number; snapshotBytes: number; totalBytes: number; items: number; commits: number } }>;
+  grant(publicKey: string, role: Role): Promise<void>;
+  revoke(publicKey: string): Promise<void>;
+  setPublic(flags: { read: boolean; write: boolean }): Promise<void>;
+  members(): Promise<Members>;
+  sync(url?: string | string[] | null): Promise<void>;
+  syncStatus(): Promise<SyncStatus>;
+  onSyncStatus(cb: (status: SyncStatus) => void): () => void;
+  close(): Promise<void>;
+}
+
+/** Open (or create) repository `name` in Node >= 20. */
+export declare function open(name: string, options?: NodeOpenOptions): Promise<NodeDatabase>;
