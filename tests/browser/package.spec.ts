@@ -3,6 +3,7 @@
 // used there by a small notes page (tests/browser/scratch/): CRUD, a live query, a reload.
 // Served by a plain static server without COOP/COEP from a sub-path; with the module loaded from
 // a second origin (a "CDN" on another loopback port, with CORS); and as a Vite production build.
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test, expect, watch } from './ibexdb.fixtures';
@@ -32,6 +33,23 @@ test('installed package, unbundled, from a sub-path without COOP/COEP', async ({
   } finally {
     await site.close();
   }
+});
+
+test('ibexdb/node from the installed package: the engine in Node, files on disk, ws installed with it', async () => {
+  // No browser: a Node script in the scratch project imports the package's Node entry by name.
+  const script = `
+    import { open } from 'ibexdb/node';
+    const db = await open('pkg', { directory: './node-data' });
+    await db.put('items/1', { n: 1 });
+    await db.close();
+    const again = await open('pkg', { directory: './node-data' });
+    console.log(JSON.stringify({ item: await again.get('items/1'), storage: again.storage, ws: typeof (await import('ws')).WebSocket }));
+    await again.close();`;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: scratch.dir, encoding: 'utf8' });
+  expect(JSON.parse(out.trim().split('\n').pop()!)).toEqual({ item: { n: 1 }, storage: 'disk', ws: 'function' });
+  const installed = JSON.parse(readFileSync(path.join(scratch.dir, 'node_modules/ibexdb/package.json'), 'utf8'));
+  expect(installed.exports['./node']).toMatchObject({ types: './node/index.d.ts', default: './node/index.js' });
+  expect(installed.dependencies.ws).toMatch(/^\d+\.\d+\.\d+$/); // pinned
 });
 
 test('module loaded from another origin (a CDN): blob-bootstrapped worker, wasm over CORS', async ({ page, watched }) => {

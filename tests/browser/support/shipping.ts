@@ -33,7 +33,8 @@ export function scratchProject(): Promise<Scratch> {
     const dir = path.join(tmp, 'project');
     cpSync(SCRATCH_SOURCE, dir, { recursive: true });
     writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'scratch-notes', private: true, type: 'module' }, null, 2));
-    // A local tarball without dependencies installs with no registry access.
+    // No registry access: the package's one dependency (`ws`, for ibexdb/node) is pinned to the
+    // repository's dev dependency, which `npm ci` put in npm's cache.
     execFileSync('npm', ['install', '--offline', '--no-audit', '--no-fund', '--loglevel=error', packed.tarball], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
     return { dir, tarball: packed.tarball, tarballBytes: packed.size, remove: () => rmSync(tmp, { recursive: true, force: true }) };
   })();
