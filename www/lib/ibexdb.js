@@ -587,8 +587,8 @@ export class Database {
   /** Origin usage and quota, whether storage is persistent, and this repository's bytes. @returns {Promise<import('./ibexdb.js').StorageInfo>} */
   async storageInfo() {
     const [est, persisted, stats] = await Promise.all([
-      navigator.storage.estimate(),
-      navigator.storage.persisted ? navigator.storage.persisted() : Promise.resolve(false),
+      navigator.storage?.estimate ? navigator.storage.estimate() : Promise.resolve(/** @type {StorageEstimate} */ ({})),
+      navigator.storage?.persisted ? navigator.storage.persisted() : Promise.resolve(false),
       this._send('storageInfo', [], parseJson),
     ]);
     return {
@@ -736,7 +736,8 @@ export async function open(name, options = {}) {
   const durability = options.durability ?? 'flush';
   checkEnvironment(options.storage ?? 'auto');
   // Ask for persistent storage (the browser may refuse; storageInfo() reports the outcome).
-  const persist = navigator.storage.persist ? navigator.storage.persist().catch(() => false) : Promise.resolve(false);
+  // (No navigator.storage at all in some browsers, stock WebKitGTK: storage 'auto' uses IndexedDB there.)
+  const persist = navigator.storage?.persist ? navigator.storage.persist().catch(() => false) : Promise.resolve(false);
   const wasm = pageWasm();
   const csp = watchViolations();
   const started = startWorker(name);
