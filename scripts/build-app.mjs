@@ -51,7 +51,8 @@ async function copy(from, to) {
 export async function buildApp({ out = path.join(REPO, 'dist/app'), buildId = '', packageDir = path.join(REPO, 'dist/npm') } = {}) {
   const pkg = await buildPackage({ out: packageDir });
   const appFiles = (await walk(SRC)).filter((f) => !SHELL.has(f) && !f.startsWith('icons/'));
-  const pkgFiles = (await walk(pkg.dir)).filter((f) => f !== 'package.json' && f !== 'README.md' && !f.endsWith('.d.ts'));
+  // node/ is the package's Node entry: a browser never loads it.
+  const pkgFiles = (await walk(pkg.dir)).filter((f) => f !== 'package.json' && f !== 'README.md' && !f.endsWith('.d.ts') && !f.startsWith('node/'));
   // The precompressed wasm (.br, .gz) is deployed for the static server to send, not cached by the
   // service worker: the browser stores what it decoded, under the wasm's own URL.
   const pkgCached = pkgFiles.filter((f) => !PRECOMPRESSED.some((ext) => f.endsWith(ext)));

@@ -6,7 +6,9 @@
 //   - async OPFS: createWritable({keepExistingData: true}) + write at the end + close() (the only
 //     way to make an appended byte durable without a sync access handle: close() commits a copy);
 //   - sync-handle OPFS (reference): write + flush on a FileSystemSyncAccessHandle.
-// Prints median / max ms per durable write for each. `node scripts/measure-backends.mjs`
+// Prints median / max ms per durable write for each. Then the same through ibexdb on each
+// storage backend (pkg/ must be built: make wasm): open of a new repository, ROUNDS*10 durable
+// puts awaited one by one, and a reopen after close (snapshot). `node scripts/measure-backends.mjs`
 // (SIZE_MIB=50 ROUNDS=20 by default; PORT for the static server, 0 = a free one).
 import { chromium } from '@playwright/test';
 import { startServer } from './serve.mjs';
@@ -90,6 +92,32 @@ try {
     return new Promise((res, rej) => { w.onmessage = (e) => res(e.data); w.onerror = (e) => rej(new Error(e.message)); w.postMessage({ sizeMiB, rounds }); });
   }, [workerSrc, SIZE_MIB, ROUNDS]);
   console.log(JSON.stringify({ sizeMiB: SIZE_MIB, rounds: ROUNDS, ...out }, null, 1));
+  await page.goto(`http://127.0.0.1:${server.port}/www/examples/playground.html`);
+  await page.waitForSelector('body[data-ready="1"]');
+  const engine = await page.evaluate(async (n) => {
+    const med = (a) => { const s = [...a].sort((x, y) => x - y); return +s[s.length >> 1].toFixed(2); };
+    const out = {};
+    for (const storage of ['opfs', 'indexeddb', 'memory']) {
+      const name = `measure-${storage}-${Date.now()}`;
+      let t = performance.now();
+      let db = await window.ibexdb.open(name, { storage });
+      const openMs = performance.now() - t;
+      const puts = [];
+      for (let i = 0; i < n; i++) {
+        t = performance.now();
+        await db.put(`items/${i}`, { i, text: `item ${i} `.repeat(10) });
+        puts.push(performance.now() - t);
+      }
+      await db.close();
+      t = performance.now();
+      db = await window.ibexdb.open(name, { storage });
+      const reopenMs = performance.now() - t;
+      await db.close();
+      out[storage] = { openMs: +openMs.toFixed(1), durablePutMs: { median: med(puts), max: +Math.max(...puts).toFixed(2) }, reopenMs: +reopenMs.toFixed(1) };
+    }
+    return out;
+  }, ROUNDS * 10);
+  console.log(JSON.stringify({ ibexdb: engine }, null, 1));
 } finally {
   await browser.close();
   await server.close();

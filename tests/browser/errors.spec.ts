@@ -112,12 +112,13 @@ test('QuotaExceededError from the engine byte limit; the failed write is not kep
   expect(out.firstStillThere).toBe(true);
 });
 
-test('StorageUnavailableError when OPFS is missing', async ({ page }) => {
+test("StorageUnavailableError when OPFS is missing and storage: 'opfs' asks for it", async ({ page }) => {
   await page.evaluate(HELPERS);
   const out = await page.evaluate(async (name) => {
     const w = window as any;
     delete (StorageManager.prototype as any).getDirectory;
-    return w.catchName(w.ibexdb.open(name));
+    // 'auto' (the default) would use IndexedDB here (storage.spec.ts); 'opfs' insists.
+    return w.catchName(w.ibexdb.open(name, { storage: 'opfs' }));
   }, uniqueName('unavail'));
   expect(out).toBe('StorageUnavailableError');
 });

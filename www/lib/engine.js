@@ -713,7 +713,7 @@ export class EngineHandle {
 export async function openEngine(name, opts = {}, backend) {
   checkName(name);
   const eng = new EngineHandle(name, opts);
-  eng.backend = backend ?? (await chooseBackend(opts.storage));
+  eng.backend = backend ?? (await chooseBackend(opts.storage, { probe: false }));
   for (const [c, s] of Object.entries(opts.schemas ?? {})) eng._schemas.set(c, JSON.stringify(s));
   await eng._open(false);
   return eng;

@@ -60,9 +60,12 @@ export const STORAGE_OPTIONS = ['auto', 'opfs', 'indexeddb', 'memory'];
  * access handles exist and the site may use OPFS, else IndexedDB. A backend that cannot work
  * here is a StorageUnavailableError naming what is missing.
  * @param {StorageOption} [option]
+ * @param {{probe?: boolean}} [how] `probe: false`: 'auto' takes OPFS where sync access handles
+ *   exist without asking for the OPFS root first (openEngine: its files are opened next anyway,
+ *   and fail with the same typed errors)
  * @returns {Promise<StorageBackend>}
  */
-export async function chooseBackend(option = 'auto') {
+export async function chooseBackend(option = 'auto', { probe = true } = {}) {
   if (option === 'memory') return memoryBackend;
   if (option === 'indexeddb') {
     await indexedDbBackend.checkAccess();
@@ -74,6 +77,7 @@ export async function chooseBackend(option = 'auto') {
     return opfsBackend;
   }
   if (hasSyncHandles()) {
+    if (!probe) return opfsBackend;
     try {
       await opfsBackend.checkAccess();
       return opfsBackend;
