@@ -71,6 +71,53 @@ test('storage: indexeddb: open, write, reload, read back; the files are in Index
   expect(again).toEqual({ count: 401, i399: { i: 399, text: 'y'.repeat(300) } });
 });
 
+test('storage: indexeddb: a torn tail in the stored log is cut at open, as on OPFS', async ({ page, watched }) => {
+  void watched;
+  const name = uniqueName('idb-torn');
+  await gotoPlayground(page);
+  const out = await page.evaluate(async (name) => {
+    const w = window as any;
+    let db = await w.ibexdb.open(name, { storage: 'indexeddb', trusted: true });
+    for (let i = 0; i < 20; i++) await db.put(`items/${i}`, { i });
+    await db.close();
+    // Half a frame after the last one, straight into the stored log: its size record and the
+    // chunk it ends in (the layout of backends/indexeddb.js).
+    const idb: IDBDatabase = await new Promise((res, rej) => {
+      const r = indexedDB.open(`ibexdb/${name}`);
+      r.onsuccess = () => res(r.result);
+      r.onerror = () => rej(r.error);
+    });
+    const tx = idb.transaction('files', 'readwrite');
+    const store = tx.objectStore('files');
+    const size: number = await new Promise((res) => (store.get(['log', -1]).onsuccess = (e: any) => res(e.target.result)));
+    const CHUNK = 65536;
+    const i = Math.floor(size / CHUNK);
+    const chunk: Uint8Array = await new Promise((res) => (store.get(['log', i]).onsuccess = (e: any) => res(e.target.result ?? new Uint8Array(0))));
+    const torn = new Uint8Array(size - i * CHUNK + 11);
+    torn.set(chunk.subarray(0, size - i * CHUNK));
+    torn.set([40, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7], size - i * CHUNK); // a length that promises more than there is
+    store.put(torn, ['log', i]);
+    store.put(size + 11, ['log', -1]);
+    await new Promise((res) => (tx.oncomplete = res));
+    idb.close();
+    db = await w.ibexdb.open(name, { storage: 'indexeddb', trusted: true });
+    const r: any = { count: await db.count('items'), logBytes: (await db.storageInfo()).repository.logBytes, size };
+    await db.put('items/after', { ok: true });
+    await db.close();
+    db = await w.ibexdb.open(name, { storage: 'indexeddb', trusted: true });
+    r.after = await db.get('items/after');
+    r.count2 = await db.count('items');
+    r.verified = (await db.verify()).items;
+    await db.close();
+    return r;
+  }, name);
+  expect(out.count).toBe(20);
+  expect(out.logBytes).toBe(out.size); // the torn bytes were cut
+  expect(out.after).toEqual({ ok: true });
+  expect(out.count2).toBe(21);
+  expect(out.verified).toBe(21);
+});
+
 test('storage: indexeddb: two tabs share the repository, the survivor takes over', async ({ context, page, watched }) => {
   void watched;
   const name = uniqueName('idb-tabs');

@@ -83,8 +83,8 @@ export interface Schema {
 
 export interface OpenOptions {
   /**
-   * 'flush' (default): a write resolves after it is flushed to OPFS (calls of one tick share
-   * one flush). 'relaxed': a write resolves once applied in memory and is flushed within ~50 ms.
+   * 'flush' (default): a write resolves after it is flushed to disk (OPFS; IndexedDB: its
+   * transaction completed; calls of one tick share one flush). 'relaxed': a write resolves once applied in memory and is flushed within ~50 ms.
    */
   durability?: 'flush' | 'relaxed';
   /** Unsigned commits (no identity). Default false: commits are signed with ECDSA P-384. */
