@@ -192,11 +192,17 @@ export const RUNNERS = {
       const map = parse(pkgReadme).paragraphs.flatMap((p) => spans(p.text)).find((s) => s.startsWith('{"imports"'));
       if (!js || !map) throw new Error('www/lib/README.md has no js block or no import map span');
       writeFileSync(path.join(dir, 'package.html'), `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,">\n<script type="importmap">${map}</script>\n<ul id="todo"></ul>\n<script type="module">\n${js.text}\n</script>\n`);
+      // README.md's Node example, as a script of that project (ibexdb/node, files in ./data).
+      const nodeJs = fenced(path.join(ctx.repo, 'README.md'), 'js').find((b) => b.text.includes("from 'ibexdb/node'"));
+      if (!nodeJs) throw new Error("README.md has no js block importing 'ibexdb/node'");
+      writeFileSync(path.join(dir, 'node-example.mjs'), `${nodeJs.text}\nconsole.log(JSON.stringify(await db.get('notes/1')));\nawait db.close();\n`);
+      const nodeOut = execFileSync(process.execPath, ['node-example.mjs'], { cwd: dir, encoding: 'utf8', timeout: 60_000 }).trim();
+      if (nodeOut !== '{"title":"Buy milk"}' || !existsSync(path.join(dir, 'data/notes/log'))) throw new Error(`README.md's Node example printed ${nodeOut}, or wrote no data/notes/log`);
       const site = await startServer({ root: dir, port: 0, isolation: false, compress: true });
       try {
         const main = await inChromium(ctx, `${site.url}/index.html`, todo(() => window.__todo.at(-1) === 'Write report' && window.__todo.includes('Buy milkWrite report')), { init: WATCH_TODO });
         const pkg = await inChromium(ctx, `${site.url}/package.html`, todo(() => window.__todo.includes('Buy milk') && window.__todo.at(-1) === ''), { init: WATCH_TODO });
-        return `installed ibexdb ${version} from ${path.basename(ctx.state.tarball)}; README.md's page listed ${JSON.stringify(main.state)}, the package README's ${JSON.stringify(pkg.state)}`;
+        return `installed ibexdb ${version} from ${path.basename(ctx.state.tarball)}; README.md's page listed ${JSON.stringify(main.state)}, the package README's ${JSON.stringify(pkg.state)}; README.md's Node example read back ${nodeOut}`;
       } finally {
         await site.close();
       }
