@@ -35,7 +35,12 @@ test('memory: open, put, get, query, transaction, typed errors; nothing kept aft
     tx.put('notes/2', { title: 'Write report', done: false });
     tx.setAdd('notes/2', 'tags', ['work']);
   });
-  await db.update('notes/1', { done: true });
+  const seen = [];
+  const lq = await db.live({ collection: 'notes', where: { done: false }, sort: ['title'] }, (rows) => seen.push(rows.map((r) => r.id)));
+  await db.update('notes/1', { done: true }); // the live query has it when the write resolves
+  assert.deepEqual(lq.results.map((r) => r.id), ['2']);
+  assert.deepEqual(seen, [['1', '2'], ['2']]);
+  lq.close();
   const one = await db.get('notes/1');
   assert.deepEqual({ ...one, tags: [...one.tags] }, { title: 'Buy milk', done: true, tags: ['home'] });
   const open_ = await db.query({ collection: 'notes', where: { done: false } });
@@ -129,11 +134,15 @@ test('sync: two Node clients through the real server', async () => {
     await b.sync(server.url);
     assert.deepEqual(await b.get('items/first'), { from: 'a' });
     assert.deepEqual((await b.syncStatus()).rights, { read: true, write: true, administer: false });
-    // b writes, a receives (live relay).
+    // b writes, a's live query gets it (the server's live relay).
+    const arrived = new Promise((resolve) => {
+      a.live({ collection: 'items' }, (rows) => {
+        if (rows.some((r) => r.id === 'fromB')) resolve(performance.now());
+      });
+    });
     t0 = performance.now();
     await b.put('items/fromB', { from: 'b' });
-    for (let i = 0; i < 200 && (await a.get('items/fromB')) === undefined; i++) await new Promise((r) => setTimeout(r, 10));
-    const relayMs = performance.now() - t0;
+    const relayMs = (await Promise.race([arrived, new Promise((_, rej) => setTimeout(() => rej(new Error('no relay within 10 s')), 10_000))])) - t0;
     assert.deepEqual(await a.get('items/fromB'), { from: 'b' });
     assert.equal(await a.count('items'), 2);
     assert.equal(await b.count('items'), 2);

@@ -18,6 +18,8 @@ export async function nodeExample(directory: string): Promise<number> {
     if (!(e instanceof NotFoundError)) throw e;
   });
   await mem.transaction((tx) => tx.put('a/1', { x: 1 }));
+  const lq = await db.live<Note>({ collection: 'notes' }, (rows) => rows.map((r) => r.value.title));
+  lq.close();
   const storage: 'memory' | 'disk' = db.storage;
   await db.sync('ws://127.0.0.1:8787');
   await db.close();

@@ -1,6 +1,6 @@
 // Types of the Node entry `ibexdb/node` (./index.js): the browser Database's methods (ibexdb.d.ts)
-// without live queries, over memory or files in a directory.
-import type { AggregateQuery, HistoryEntry, Item, Key, Members, Query, ReceiveReport, Role, Row, Schema, SyncStatus, Transaction, Value, VerifyReport, Where } from '../ibexdb.js';
+// over memory or files in a directory.
+import type { AggregateQuery, HistoryEntry, Item, Key, LiveChange, LiveQuery, Members, Query, ReceiveReport, Role, Row, Schema, SyncStatus, Transaction, Value, VerifyReport, Where } from '../ibexdb.js';
 
 export { IbexError, SchemaError, InvalidSchemaError, NotFoundError, InvalidKeyError, InvalidValueError, TooLargeError, StorageError, QuotaExceededError, StorageUnavailableError, ClosedError, CorruptError, SignatureError, QueryError, VerifyError, PanicError, DecodeError, ClockSkewError, ProtocolError, PermissionError, AuthError, LimitError, UnavailableError } from '../ibexdb.js';
 
@@ -41,6 +41,7 @@ export declare class NodeDatabase {
   keys(collection: string): Promise<string[]>;
   aggregate(q: AggregateQuery): Promise<Record<string, Value>>;
   history(key: Key): Promise<HistoryEntry[]>;
+  live<T extends Item = Item>(q: Query, onChange?: (results: Row<T>[], change: LiveChange<T> | null) => void): Promise<LiveQuery<T>>;
   defineSchema(collection: string, schema: Schema): Promise<void>;
   flush(): Promise<void>;
   verify(): Promise<VerifyReport>;

@@ -10,7 +10,8 @@
 //   await db.close();
 //
 // The methods are the browser Database's (ibexdb.d.ts) with the same arguments, results and
-// typed errors, except live queries (not in Node yet). Files on disk are the OPFS files byte for
+// typed errors (live queries included: their changes are delivered when a write or a received
+// commit is applied, before the write resolves). Files on disk are the OPFS files byte for
 // byte (./disk.js); one process may open a repository at a time (a lock file). Durability as in
 // the browser: 'flush' (default) resolves a write after fsync (the writes of one tick share it),
 // 'relaxed' within ~50 ms. Sync uses the `ws` package as its WebSocket where Node has none (Node
@@ -23,6 +24,7 @@ import { openEngine, provideWasmModule } from '../engine.js';
 import { ClosedError, IbexError, InvalidValueError, PanicError, fromWire } from '../errors.js';
 import { WASM_URL, isSyncUrls } from '../policy.js';
 import { createMemoryBackend } from '../backends/memory.js';
+import { LiveQuery, applyChange, publicChange } from '../live-query.js';
 import { TxnBuilder } from '../txn.js';
 import { Maintenance } from '../worker/maintenance.js';
 import { SyncManager } from '../worker/sync.js';
@@ -122,6 +124,8 @@ export class NodeDatabase {
       },
     };
     this._maintenance = new Maintenance(/** @type {any} */ (rt), { recover: () => this._recover() });
+    /** @type {Set<LiveQuery<any>>} */
+    this._lives = new Set();
     /** @type {Set<(s: any) => void>} */
     this._syncListeners = new Set();
     this._syncState = null;
@@ -129,7 +133,10 @@ export class NodeDatabase {
       name,
       engine: () => (this._closed ? null : engine),
       run: (f) => this._run(f),
-      afterReceive: () => this._maintenance.schedule(),
+      afterReceive: () => {
+        this._maintenance.schedule();
+        this._deliverLive();
+      },
       afterPush: () => this._maintenance.schedule(),
       onStatus: (s) => {
         const st = revive(s);
@@ -155,6 +162,47 @@ export class NodeDatabase {
   async _recover() {
     this._maintenance.cancel();
     await this._engine.recover();
+    // A new engine: every live query again, with fresh rows.
+    for (const lq of this._lives) {
+      const { id, rowsJson } = this._engine.subscribeJson(lq._query);
+      lq._liveId = id;
+      lq._set(decodeRows(rowsJson), null);
+    }
+  }
+
+  /** Hand the engine's live-query changes to their live queries. */
+  _deliverLive() {
+    if (this._lives.size === 0) return;
+    const text = this._engine.takeLiveChanges();
+    if (!text) return;
+    /** @type {Map<number, any>} */
+    const byId = new Map(decode(text));
+    for (const lq of this._lives) {
+      const ch = byId.get(lq._liveId);
+      if (ch) lq._set(applyChange(lq.results, ch), publicChange(ch));
+    }
+  }
+
+  /**
+   * A live query: `results` kept current, `onChange(rows, change)` called on every change.
+   * @param {any} q
+   * @param {(rows: any[], change: any) => void} [onChange]
+   */
+  async live(q, onChange) {
+    const text = encode(q, 'query');
+    /** @type {LiveQuery<any>} */
+    const lq = new LiveQuery(() => {
+      this._lives.delete(lq);
+      this._run(() => this._engine.unsubscribe(lq._liveId)).catch(() => {});
+    }, onChange);
+    await this._run(() => {
+      const { id, rowsJson } = this._engine.subscribeJson(text);
+      /** @type {any} */ (lq)._query = text;
+      lq._liveId = id;
+      lq._set(decodeRows(rowsJson), null);
+      this._lives.add(lq);
+    });
+    return lq;
   }
 
   /**
@@ -170,6 +218,12 @@ export class NodeDatabase {
       } catch (e) {
         if (e instanceof PanicError) await this._recover();
         throw e;
+      } finally {
+        try {
+          this._deliverLive();
+        } catch {
+          // the engine is being recovered: its live queries get fresh rows
+        }
       }
     });
     this._maintenance.schedule();
