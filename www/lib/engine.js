@@ -13,7 +13,8 @@
 //
 // Every method except open/close/recover is synchronous. Nothing is flushed, sealed or
 // snapshotted behind the caller's back: call `flush()` for durability, `seal()` (+ `flush()`)
-// to sign, `maybeSnapshot()` when idle. Must run in a dedicated worker (sync access handles).
+// to sign, `maybeSnapshot()` when idle. With OPFS it must run in a dedicated worker (sync access
+// handles); the IndexedDB and memory backends run anywhere (Node: www/lib/node/).
 
 import { argCollection, argKey } from './args.js';
 import { encode, encodeObject, revive } from './codec.js';
