@@ -3,7 +3,11 @@
 // error), 'auto' falling back to IndexedDB where workers have no `createSyncAccessHandle`, and
 // memory storage. The crash test (crash.spec.ts) and the browser restart (persistence.spec.ts)
 // run against IndexedDB too.
-import { type Page } from '@playwright/test';
+import { chromium, type Page } from '@playwright/test';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { CHROMIUM_ARGS } from '../../playwright.config';
 import { test, expect, gotoPlayground, uniqueName, watch } from './ibexdb.fixtures';
 
 /** The IndexedDB databases of the page's origin. */
@@ -298,4 +302,41 @@ test('storage: an unknown value is an InvalidValueError naming options.storage',
   expect(err?.name).toBe('InvalidValueError');
   expect(err?.path).toBe('options.storage');
   expect(err?.message).toMatch(/'auto', 'opfs', 'indexeddb' or 'memory'/);
+});
+
+test("storage: memory works where the browser keeps no site data (OPFS and IndexedDB refused)", async ({ baseURL }) => {
+  // Cookies and site data blocked for every site, as environments.spec.ts does it: the default
+  // storage fails with a StorageUnavailableError that says so; 'memory' opens and works.
+  const profile = mkdtempSync(path.join(tmpdir(), 'ibexdb-profile-'));
+  mkdirSync(path.join(profile, 'Default'));
+  writeFileSync(path.join(profile, 'Default/Preferences'), JSON.stringify({ profile: { default_content_setting_values: { cookies: 2 } } }));
+  const context = await chromium.launchPersistentContext(profile, { executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, headless: true, baseURL });
+  try {
+    const page = context.pages()[0] ?? (await context.newPage());
+    const w = watch(page);
+    await gotoPlayground(page);
+    const out = await page.evaluate(async (name) => {
+      const { open } = (window as any).ibexdb;
+      const refused = await open(name).then(
+        () => null,
+        (e: any) => ({ name: e.name, kind: e.kind }),
+      );
+      const idb = await open(name, { storage: 'indexeddb' }).then(
+        () => null,
+        (e: any) => ({ name: e.name, kind: e.kind }),
+      );
+      const db = await open(name, { storage: 'memory' });
+      await db.put('items/1', { n: 1 });
+      const r = { refused, idb, storage: db.storage, item: await db.get('items/1'), verify: (await db.verify()).items };
+      await db.close();
+      return r;
+    }, uniqueName('private'));
+    expect(out.refused).toEqual({ name: 'StorageUnavailableError', kind: 'storage-denied' });
+    expect(out.idb).toEqual({ name: 'StorageUnavailableError', kind: 'storage-denied' });
+    expect(out).toMatchObject({ storage: 'memory', item: { n: 1 }, verify: 1 });
+    expect(w.problems, w.log.join('\n')).toEqual([]);
+  } finally {
+    await context.close();
+    rmSync(profile, { recursive: true, force: true });
+  }
 });

@@ -82,16 +82,22 @@ export class Ownership {
     checkName(rt.name);
     this.backend = await chooseBackend(rt.options.storage);
     this.scope = this.backend.shared ? rt.name : `${rt.name}~${this.backend.kind}~${rt.id}`;
-    if (!navigator.locks) throw new StorageUnavailableError('Web Locks (navigator.locks) are not available');
     // The page sends the module it compiled (once per page); instantiate it while the lock is
     // requested. A client never uses it (one small instance, no files).
     if (m.wasm) provideWasmModule(m.wasm);
     preloadWasm();
     for (const [c, s] of Object.entries(rt.options.schemas ?? {})) this.pageSchemas.set(c, JSON.stringify(s));
+    if (!this.backend.shared) {
+      // Memory: files no other tab can reach, so nothing to share and no lock to take (where the
+      // browser keeps no site data, Web Locks are refused too).
+      await this._becomeOwner();
+      return { publicKey: rt.owned().publicKey, trusted: !!rt.options.trusted, role: this.role, sync: this.sync.status(), storage: rt.owned().storage };
+    }
+    if (!navigator.locks) throw new StorageUnavailableError('Web Locks (navigator.locks) are not available');
     this.channel = new BroadcastChannel(channelName(this.scope));
     this.channel.onmessage = (ev) => this._onChannel(ev.data);
     // Held for this worker's lifetime, so an owner can tell when this tab is gone.
-    navigator.locks.request(clientLockName(rt.id), () => this._holdUntilClose());
+    navigator.locks.request(clientLockName(rt.id), () => this._holdUntilClose()).catch(() => {}); // refused: _requestLock says why
     if (await this._requestLock(true)) {
       await this._becomeOwner();
     } else {
@@ -202,7 +208,9 @@ export class Ownership {
         })
         .catch((e) => {
           if (e?.name === 'AbortError') resolve(false);
-          else reject(e);
+          else if (e?.name === 'SecurityError') {
+            reject(new StorageUnavailableError(`the browser does not let this site keep data (Web Locks: ${e.message}): site data is blocked here — a private window that keeps no storage, cookies and site data blocked in the browser's settings, or a third-party iframe. Allow site data for this site, or use storage: 'memory'`, { kind: 'storage-denied' }));
+          } else reject(e);
         });
     });
   }
