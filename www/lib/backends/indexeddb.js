@@ -33,7 +33,6 @@ const dbName = (/** @type {string} */ name) => `ibexdb/${name}`;
  * @property {number} open files open
  * @property {Map<string, {size: number, chunks: [number, Uint8Array][], resized: boolean}>} queued flushed, not yet in a transaction (by file; later flushes merge in)
  * @property {Promise<void> | null} running the transaction in flight
- * @property {Promise<void>} settled resolves when everything queued so far has completed (or failed)
  * @property {Error | null} failed the error of a failed transaction
  */
 
@@ -93,7 +92,7 @@ async function repo(name) {
     const db = await connect(name);
     r = repos.get(name); // another open of the same repository may have won the race
     if (r) db.close();
-    else repos.set(name, (r = { db, open: 0, queued: new Map(), running: null, settled: Promise.resolve(), failed: null }));
+    else repos.set(name, (r = { db, open: 0, queued: new Map(), running: null, failed: null }));
   }
   return r;
 }
