@@ -33,8 +33,9 @@ mod rule;
 mod table;
 
 pub use acl::Acl;
-pub(crate) use acl::Stamped;
+pub(crate) use acl::{Register, Write};
 pub use parse::{member_value, parse_change, public_value, AclWrite, ACL_COLLECTION, PUBLIC_ID};
 pub use role::Role;
-pub use rule::{acl_after, check_commit};
+pub use rule::check_commit;
+pub(crate) use rule::judge;
 pub use table::AclTable;

@@ -13,11 +13,11 @@
 //! root. A second root is refused on every replica.
 
 use super::Repo;
-use crate::access::{check_commit, Acl};
+use crate::access::{check_commit, Acl, ACL_COLLECTION};
 use crate::commit::{Commit, CommitId, PublicKey};
 use crate::error::{Error, PermissionErrorKind, Result};
 use crate::store::Storage;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Who is pushing, for the rules applied on receive.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,8 +47,20 @@ struct Provisional {
     have_root: bool,
 }
 
+/// What a server thinks of one ready commit of a push.
+struct Verdict<'c> {
+    commit: &'c Commit,
+    id: CommitId,
+    /// The server's check against its current list failed with this error.
+    denied_now: Option<Error>,
+    /// It counts and its author's rights before the push: (may write, may administer).
+    vouches: (bool, bool),
+}
+
 impl<S: Storage> Repo<S> {
-    /// Check the ready commits of a batch (in order) before anything is stored.
+    /// Check the ready commits of a batch (in order) before anything is stored. A commit the
+    /// rule refuses does not count: it is stored without effect (its descendants connect). A
+    /// server refuses the push if a new commit its current list denies is not vouched for.
     pub(super) fn admit_batch(
         &self,
         admission: &Admission,
@@ -59,19 +71,36 @@ impl<S: Storage> Repo<S> {
             current: self.graph.current_acl().clone(),
             have_root: !self.graph.commits.is_empty(),
         };
+        let before = self.graph.current_acl();
+        let mut verdicts = Vec::new();
         for (commit, id, _) in accepted {
-            let after = if commit.parents.is_empty() {
-                self.admit_root(admission, &prov, commit, id)?
+            let (after, denied_now, counts) = if commit.parents.is_empty() {
+                (self.admit_root(admission, &prov, commit, id)?, None, true)
             } else {
                 let Some(past) = self.batch_past(commit, &prov.after) else {
                     continue; // waits for its parents; checked when they arrive
                 };
-                admit(admission, &prov.current, &past, commit, id)?
+                match admit(admission, &prov.current, &past, commit, id)? {
+                    Judged::Counts(after, denied_now) => (after, denied_now, true),
+                    Judged::Void => (past, None, false),
+                }
             };
+            let author = &commit.author;
+            let vouches = (
+                counts && denied_now.is_none() && !commit.trusted && before.can_write(author),
+                counts && denied_now.is_none() && !commit.trusted && before.can_administer(author),
+            );
+            verdicts.push(Verdict {
+                commit,
+                id: *id,
+                denied_now,
+                vouches,
+            });
             prov.have_root |= commit.parents.is_empty();
             prov.current.join(&after);
             prov.after.insert(*id, after);
         }
+        check_vouched(verdicts)?;
         if let Admission::Server { session, .. } = admission {
             if !accepted.is_empty() && !session_may_write(&prov.current, session.as_ref()) {
                 return Err(denied(
@@ -83,7 +112,9 @@ impl<S: Storage> Repo<S> {
         Ok(())
     }
 
-    /// The rule for a waiting commit whose parents just arrived.
+    /// A server's check of a waiting commit whose parents just arrived: `Err` if its current
+    /// list denies it (the commit is dropped, with what waits on it). Whether it counts is
+    /// decided when it is added to the graph.
     pub(super) fn admit_ready(
         &self,
         admission: &Admission,
@@ -92,7 +123,10 @@ impl<S: Storage> Repo<S> {
     ) -> Result<()> {
         let parents: Vec<u32> = commit.parents.iter().map(|p| self.graph.by_id[p]).collect();
         let past = self.graph.past_acl(&parents);
-        admit(admission, self.graph.current_acl(), &past, commit, id).map(|_| ())
+        match admit(admission, self.graph.current_acl(), &past, commit, id)? {
+            Judged::Counts(_, Some(e)) => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// A root: it must be the only root (or join other unowned roots), and a server may refuse
@@ -104,7 +138,7 @@ impl<S: Storage> Repo<S> {
         commit: &Commit,
         id: &CommitId,
     ) -> Result<Acl> {
-        let after = check_commit(&Acl::default(), commit, commit.stamp(id))?;
+        let after = check_commit(&Acl::default(), commit, id)?;
         if prov.have_root && (prov.current.owned() || after.owned()) {
             return Err(denied(
                 PermissionErrorKind::ForeignRoot,
@@ -144,22 +178,73 @@ impl<S: Storage> Repo<S> {
     }
 }
 
+/// What the rule says of a commit with a known past.
+enum Judged {
+    /// It counts: the access list after it, and the error of a server's check against its
+    /// current list if that check failed.
+    Counts(Acl, Option<Error>),
+    /// Its author lacked the right in its causal past: stored without effect.
+    Void,
+}
+
 /// The rule for one commit with a known past, plus a server's check against its current list.
+/// Errors other than the rule's (a malformed `_acl` change) refuse the commit.
 fn admit(
     admission: &Admission,
     current: &Acl,
     past: &Acl,
     commit: &Commit,
     id: &CommitId,
-) -> Result<Acl> {
-    let stamp = commit.stamp(id);
-    let after = check_commit(past, commit, stamp)?;
+) -> Result<Judged> {
+    let after = match check_commit(past, commit, id) {
+        Ok(after) => after,
+        Err(Error::Permission { .. }) => return Ok(Judged::Void),
+        Err(e) => return Err(e),
+    };
+    let mut denied_now = None;
     if matches!(admission, Admission::Server { .. }) {
         let mut now = current.clone();
         now.join(past);
-        check_commit(&now, commit, stamp)?;
+        denied_now = check_commit(&now, commit, id).err();
     }
-    Ok(after)
+    Ok(Judged::Counts(after, denied_now))
+}
+
+/// A server accepts a new commit its current list denies (a revoked key's commit built on an
+/// old history) only when the same push carries a descendant of it, counting and allowed now,
+/// whose author the list before the push lets write (or administer, if the denied commit
+/// changes `_acl`): an honest replica that received the commit vouches for it, and its own
+/// commits are not refused for it. Otherwise the push is refused.
+fn check_vouched(verdicts: Vec<Verdict<'_>>) -> Result<()> {
+    if verdicts.iter().all(|v| v.denied_now.is_none()) {
+        return Ok(());
+    }
+    // Ids with a vouching descendant: (by a writer, by an owner).
+    let (mut by_writer, mut by_owner) = (HashSet::new(), HashSet::new());
+    let mut refusal = None;
+    for v in verdicts.iter().rev() {
+        let w = v.vouches.0 || by_writer.contains(&v.id);
+        let a = v.vouches.1 || by_owner.contains(&v.id);
+        for p in &v.commit.parents {
+            if w {
+                by_writer.insert(*p);
+            }
+            if a {
+                by_owner.insert(*p);
+            }
+        }
+        if let Some(e) = &v.denied_now {
+            let admin = v
+                .commit
+                .changes
+                .iter()
+                .any(|c| c.collection == ACL_COLLECTION);
+            if !(if admin { a } else { w }) {
+                refusal = Some(e.clone());
+            }
+        }
+    }
+    refusal.map_or(Ok(()), Err)
 }
 
 /// May a session (its key, or anonymous) push to a repository with this access list?
