@@ -1,16 +1,17 @@
 //! The permission rule on receive (docs/design.md §6.4), and a sync server's admission rules.
 //!
-//! Every replica checks each received commit against the access list of its causal past
-//! (`access::check_commit`). The commits of a batch whose parents are present are checked
-//! before anything is stored, in batch order, each seeing the access lists of the batch's
-//! earlier commits; a commit waiting for its parents is checked when they arrive.
+//! Every replica judges each received commit against the access list of its causal past
+//! (`access::check_commit`); one that does not count is stored without effect (the graph
+//! decides, `Graph::add_commit`), so nothing here refuses it. A malformed `_acl` change, a
+//! root that writes `_acl` without claiming ownership and a second root are refused.
 //!
-//! A sync server adds, for a session's push ([`Admission::Server`]): a new commit must also be
-//! allowed by the server's *current* access list merged with its past, so a revoked key cannot
-//! push even on top of an old history; the session's own key must be allowed to write (by the
-//! access list the push itself leaves, so a new repository's root may come from any session
-//! its grants let write); a server that does not host unowned repositories refuses an unowned
-//! root. A second root is refused on every replica.
+//! A sync server adds, for a session's push ([`Admission::Server`]): a new commit that counts
+//! must also be allowed by the server's *current* access list merged with its past (a revoked
+//! key cannot push on top of an old history), unless a descendant in the same push, by a key
+//! the list before the push allows, vouches for it; the session's own key must be allowed to
+//! write (by the access list the push itself leaves, so a new repository's root may come from
+//! any session its grants let write); a server that does not host unowned repositories refuses
+//! an unowned root.
 
 use super::Repo;
 use crate::access::{check_commit, Acl, ACL_COLLECTION};
