@@ -313,19 +313,52 @@ async fn an_honest_push_is_accepted_over_a_revoked_writers_commits() {
     owner.settle(5).await;
     let mut late = Peer::new(4, "r");
     late.catch_up(&url).await;
-    for p in [&owner, &honest, &late] {
+    let hash = owner.repo.state_hash().unwrap();
+    for p in [&mut owner, &mut honest, &mut late] {
         assert_eq!(p.repo.commit_count(), 5, "peer {}", p.n);
         assert_eq!(p.repo.counts(&poisoned), Some(false), "peer {}", p.n);
         assert_eq!(p.repo.counts(&concurrent), Some(true), "peer {}", p.n);
         assert_eq!(p.repo.counts(&mine), Some(true), "peer {}", p.n);
         assert!(p.repo.get("items/forged").unwrap().is_none());
-        assert_eq!(
-            p.repo.state_hash().unwrap(),
-            owner.repo.state_hash().unwrap()
-        );
+        assert_eq!(p.repo.state_hash().unwrap(), hash, "peer {}", p.n);
     }
-    // The revoked key itself still cannot push.
-    revoked.connect(&url).await;
-    let (code, text) = server_error(&mut revoked).await;
+    // The revoked key itself still cannot push, not even on the old history; nor can another
+    // key push its new commit without a descendant vouching for it.
+    let root = owner.repo.export().unwrap().0[0].0;
+    for session in [2, 3] {
+        let mut ws = socket(&url).await;
+        hello_as(&mut ws, &url, "r", Some(&identity(session))).await;
+        send(&mut ws, &forged(&identity(2), "r", vec![root], now_ms())).await;
+        let (code, text) = expect_error(&mut ws, WAIT).await;
+        assert_eq!(code, ErrorCode::Permission, "{text}");
+        assert!(text.contains("cannot-write"), "{text}");
+    }
+    // A commit that does not count and that nothing vouches for is refused too: a writer's
+    // own `_acl` edit.
+    let before = server.log_len("r");
+    let c = Commit {
+        trusted: false,
+        author: identity(3).public(),
+        hlc: now_ms() << 16,
+        parents: owner.repo.heads(),
+        changes: vec![ibexdb::Change {
+            collection: "_acl".into(),
+            id: identity(3).public().to_hex(),
+            op: ibexdb::Op::Put(ibexdb::member_value(Role::Owner)),
+        }],
+    };
+    let bytes = c.encode();
+    let id = CommitId::of(&bytes);
+    let push = Message::Push {
+        commits: vec![(id, bytes)],
+        seals: vec![Seal::create(&identity(3), "r", &[id]).encode()],
+    };
+    let mut ws = socket(&url).await;
+    hello_as(&mut ws, &url, "r", Some(&identity(3))).await;
+    send(&mut ws, &push).await;
+    let (code, text) = expect_error(&mut ws, WAIT).await;
     assert_eq!(code, ErrorCode::Permission, "{text}");
+    assert!(text.contains("cannot-administer"), "{text}");
+    assert_eq!(server.log_len("r"), before, "nothing stored");
+    assert_eq!(owner.repo.commit_count(), 5);
 }

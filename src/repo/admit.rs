@@ -56,6 +56,8 @@ struct Verdict<'c> {
     denied_now: Option<Error>,
     /// It counts and its author's rights before the push: (may write, may administer).
     vouches: (bool, bool),
+    /// Only an owner vouches for it (it counts and changes `_acl`).
+    needs_owner: bool,
 }
 
 impl<S: Storage> Repo<S> {
@@ -73,6 +75,7 @@ impl<S: Storage> Repo<S> {
             have_root: !self.graph.commits.is_empty(),
         };
         let before = self.graph.current_acl();
+        let server = matches!(admission, Admission::Server { .. });
         let mut verdicts = Vec::new();
         for (commit, id, _) in accepted {
             let (after, denied_now, counts) = if commit.parents.is_empty() {
@@ -83,7 +86,8 @@ impl<S: Storage> Repo<S> {
                 };
                 match admit(admission, &prov.current, &past, commit, id)? {
                     Judged::Counts(after, denied_now) => (after, denied_now, true),
-                    Judged::Void => (past, None, false),
+                    // A server stores a commit that does not count only if vouched for.
+                    Judged::Void(e) => (past, server.then_some(e), false),
                 }
             };
             let author = &commit.author;
@@ -91,11 +95,16 @@ impl<S: Storage> Repo<S> {
                 counts && denied_now.is_none() && !commit.trusted && before.can_write(author),
                 counts && denied_now.is_none() && !commit.trusted && before.can_administer(author),
             );
+            let acl = commit
+                .changes
+                .iter()
+                .any(|c| c.collection == ACL_COLLECTION);
             verdicts.push(Verdict {
                 commit,
                 id: *id,
                 denied_now,
                 vouches,
+                needs_owner: counts && acl,
             });
             prov.have_root |= commit.parents.is_empty();
             prov.current.join(&after);
@@ -114,8 +123,9 @@ impl<S: Storage> Repo<S> {
     }
 
     /// A server's check of a waiting commit whose parents just arrived: `Err` if its current
-    /// list denies it (the commit is dropped, with what waits on it). Whether it counts is
-    /// decided when it is added to the graph.
+    /// list denies it or it does not count (nothing in the push can vouch for it any more: it
+    /// is dropped, with what waits on it). A replica keeps every such commit; whether it counts
+    /// is decided when it is added to the graph.
     pub(super) fn admit_ready(
         &self,
         admission: &Admission,
@@ -126,6 +136,7 @@ impl<S: Storage> Repo<S> {
         let past = self.graph.past_acl(&parents);
         match admit(admission, self.graph.current_acl(), &past, commit, id)? {
             Judged::Counts(_, Some(e)) => Err(e),
+            Judged::Void(e) if matches!(admission, Admission::Server { .. }) => Err(e),
             _ => Ok(()),
         }
     }
@@ -184,8 +195,8 @@ enum Judged {
     /// It counts: the access list after it, and the error of a server's check against its
     /// current list if that check failed.
     Counts(Acl, Option<Error>),
-    /// Its author lacked the right in its causal past: stored without effect.
-    Void,
+    /// Its author lacked the right in its causal past (why): stored without effect.
+    Void(Error),
 }
 
 /// The rule for one commit with a known past, plus a server's check against its current list.
@@ -199,7 +210,7 @@ fn admit(
 ) -> Result<Judged> {
     let after = match check_commit(past, commit, id) {
         Ok(after) => after,
-        Err(Error::Permission { .. }) => return Ok(Judged::Void),
+        Err(e @ Error::Permission { .. }) => return Ok(Judged::Void(e)),
         Err(e) => return Err(e),
     };
     let mut denied_now = None;
@@ -212,10 +223,11 @@ fn admit(
 }
 
 /// A server accepts a new commit its current list denies (a revoked key's commit built on an
-/// old history) only when the same push carries a descendant of it, counting and allowed now,
-/// whose author the list before the push lets write (or administer, if the denied commit
-/// changes `_acl`): an honest replica that received the commit vouches for it, and its own
-/// commits are not refused for it. Otherwise the push is refused.
+/// old history), or one that does not count, only when the same push carries a descendant of
+/// it, counting and allowed now, whose author the list before the push lets write (or
+/// administer, if the denied commit counts and changes `_acl`): an honest replica that
+/// received the commit vouches for it, and its own commits are not refused for it. Otherwise
+/// the push is refused.
 fn check_vouched(verdicts: Vec<Verdict<'_>>) -> Result<()> {
     if verdicts.iter().all(|v| v.denied_now.is_none()) {
         return Ok(());
@@ -235,12 +247,7 @@ fn check_vouched(verdicts: Vec<Verdict<'_>>) -> Result<()> {
             }
         }
         if let Some(e) = &v.denied_now {
-            let admin = v
-                .commit
-                .changes
-                .iter()
-                .any(|c| c.collection == ACL_COLLECTION);
-            if !(if admin { a } else { w }) {
+            if !(if v.needs_owner { a } else { w }) {
                 refusal = Some(e.clone());
             }
         }
