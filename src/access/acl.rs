@@ -49,7 +49,7 @@ impl<T: Copy + Eq> Register<T> {
         let all = self.heads.clone();
         self.heads
             .retain(|w| !all.iter().any(|h| h.covers.contains(&w.id)));
-        self.heads.sort_by(|a, b| a.id.cmp(&b.id));
+        self.heads.sort_by_key(|w| w.id);
     }
 
     /// A write by commit `id`, which has every current head in its past: it supersedes them.
