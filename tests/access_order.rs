@@ -242,7 +242,7 @@ fn causal_order_beats_stamps() {
 
 #[test]
 fn the_honest_descendant_of_a_poisoned_commit_is_stored_and_counts_everywhere() {
-    for_seeds("honest_descendant_of_a_poisoned_commit", 0..20, |seed| {
+    for_seeds("honest_descendant_of_a_poisoned_commit", 0..10, |seed| {
         let mut rng = Rng(seed);
         let (mut owner, mut w, mut h) = (replica(1, 0), replica(2, 0), replica(3, 0));
         put(&mut owner, "t/x", 1);
@@ -357,7 +357,7 @@ fn step(rng: &mut Rng, rs: &mut [Repo<MemStorage>], forged: &mut Vec<Sent>, n: u
 #[test]
 fn replicas_converge_whatever_the_clocks_and_the_delivery_order() {
     let totals = std::cell::Cell::new((0usize, 0usize));
-    for_seeds("replicas_converge_whatever_the_clocks", 0..20, |seed| {
+    for_seeds("replicas_converge_whatever_the_clocks", 0..12, |seed| {
         let mut rng = Rng(seed);
         // Four replicas, their clocks up to 55 minutes apart.
         let mut rs: Vec<Repo<MemStorage>> = (1..=4)
