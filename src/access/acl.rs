@@ -170,3 +170,93 @@ impl Acl {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commit::Identity;
+
+    /// A random history of `_acl` writes (each commit on 1–2 earlier ones, writing one of two
+    /// entries); returns the access list after each commit.
+    fn history(seed: u64, n: usize, keys: &[PublicKey]) -> Vec<Acl> {
+        let mut x = seed;
+        let mut next = move |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        let mut after: Vec<Acl> = Vec::new();
+        for i in 0..n {
+            let mut past = Acl::default();
+            for _ in 0..(if i == 0 { 0 } else { 1 + next(2) }) {
+                past.join(&after[next(i as u64) as usize]);
+            }
+            let mut id = [0u8; 32];
+            id[..8].copy_from_slice(&(i as u64).to_le_bytes());
+            let role = [
+                None,
+                Some(Role::Reader),
+                Some(Role::Writer),
+                Some(Role::Owner),
+            ][next(4) as usize];
+            let w = if next(5) == 0 {
+                AclWrite::Public {
+                    read: next(2) == 0,
+                    write: next(2) == 0,
+                }
+            } else {
+                AclWrite::Member(keys[next(keys.len() as u64) as usize], role)
+            };
+            past.apply(CommitId(id), &[w]);
+            after.push(past);
+        }
+        after
+    }
+
+    #[test]
+    fn the_merge_is_commutative_associative_and_idempotent() {
+        let keys: Vec<PublicKey> = (1..=2u8)
+            .map(|n| Identity::from_entropy(&[n; 48]).public())
+            .collect();
+        for seed in 0..40 {
+            let lists = history(seed, 30, &keys);
+            let j = |a: &Acl, b: &Acl| {
+                let mut x = a.clone();
+                x.join(b);
+                x
+            };
+            for (i, a) in lists.iter().enumerate() {
+                let b = &lists[(i * 7 + 3) % lists.len()];
+                let c = &lists[(i * 13 + 5) % lists.len()];
+                assert_eq!(j(a, b), j(b, a), "seed {seed}");
+                assert_eq!(j(&j(a, b), c), j(a, &j(b, c)), "seed {seed}");
+                assert_eq!(j(a, a), *a, "seed {seed}");
+                // Joining again changes nothing.
+                assert_eq!(j(&j(a, b), b), j(a, b), "seed {seed}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_write_supersedes_its_past_and_concurrent_writes_give_the_least_privilege() {
+        let k = Identity::from_entropy(&[1; 48]).public();
+        let id = |n: u8| CommitId([n; 32]);
+        let mut base = Acl::default();
+        base.apply(id(1), &[AclWrite::Member(k, Some(Role::Owner))]);
+        let (mut grant, mut revoke) = (base.clone(), base.clone());
+        grant.apply(id(2), &[AclWrite::Member(k, Some(Role::Owner))]);
+        revoke.apply(id(3), &[AclWrite::Member(k, None)]);
+        let mut both = grant.clone();
+        both.join(&revoke);
+        assert_eq!(both.role(&k), None);
+        assert!(both.contested(&k));
+        // A grant that has the revocation in its past wins over it.
+        let mut regrant = both.clone();
+        regrant.apply(id(4), &[AclWrite::Member(k, Some(Role::Writer))]);
+        regrant.join(&grant);
+        regrant.join(&revoke);
+        assert_eq!(regrant.role(&k), Some(Role::Writer));
+        assert!(!regrant.contested(&k));
+    }
+}
