@@ -6,7 +6,7 @@
 //! `store/snapshot/`) and the repository (which grows it from the log and from peers,
 //! `repo/`). `verify()` rebuilds one from scratch and compares it with the live one.
 
-use crate::access::{acl_after, Acl, AclTable, ACL_COLLECTION};
+use crate::access::{judge, Acl, AclTable};
 use crate::commit::{Commit, CommitId, PublicKey, Seal};
 use crate::state::{ChangeSink, State};
 use std::collections::{BTreeSet, HashMap};
@@ -27,6 +27,10 @@ pub struct CommitInfo {
     pub parents: Vec<u32>,
     /// The access list after this commit (index into [`Graph::acls`]; docs/design.md §6.4).
     pub acl: u32,
+    /// Whether the commit counts: its author was allowed to make it by the access list of its
+    /// causal past. A commit that does not count is kept (its descendants connect) and has no
+    /// effect on the items or the access list.
+    pub counts: bool,
 }
 
 /// The in-memory model rebuilt from the log: commit graph plus materialized state.
@@ -59,18 +63,22 @@ impl Graph {
         i
     }
 
-    /// Record a commit whose parents are all present and apply it to the state (consuming
-    /// the commit: its values move into the state).
+    /// Record a commit whose parents are all present and, if it counts (§6.4), apply it to the
+    /// state (consuming the commit: its values move into the state).
     pub(crate) fn add_commit(
         &mut self,
-        commit: Commit,
+        mut commit: Commit,
         id: CommitId,
         offset: u64,
         sink: &mut dyn ChangeSink,
     ) -> u32 {
         let author = self.author_index(commit.author);
         let parents: Vec<u32> = commit.parents.iter().map(|p| self.by_id[p]).collect();
-        let acl = self.acl_of(&commit, &id, &parents);
+        let (acl, counts) = self.acl_of(&commit, &id, &parents);
+        if !counts {
+            // Stored and stamped, but none of its writes applies.
+            commit.changes.clear();
+        }
         let sealed = match self.seal_cover.remove(&id) {
             Some(authors) => authors.contains(&commit.author),
             None => false,
@@ -85,6 +93,7 @@ impl Graph {
             sealed,
             parents,
             acl,
+            counts,
         });
         self.by_id.insert(id, idx);
         for p in &commit.parents {
@@ -95,29 +104,27 @@ impl Graph {
         idx
     }
 
-    /// The access list after `commit` (whose parents have these indices), interned. Most
-    /// commits change nothing: they share their parent's list.
-    fn acl_of(&mut self, commit: &Commit, id: &CommitId, parents: &[u32]) -> u32 {
-        let touches_acl = commit
-            .changes
-            .iter()
-            .any(|c| c.collection == ACL_COLLECTION);
+    /// The access list after `commit` (whose parents have these indices), interned, and
+    /// whether the commit counts (a commit that does not keeps its past's list). Most commits
+    /// change nothing: they share their parent's list.
+    fn acl_of(&mut self, commit: &Commit, id: &CommitId, parents: &[u32]) -> (u32, bool) {
         let first = parents.first().map_or(0, |&p| self.commits[p as usize].acl);
         let same = parents
             .iter()
             .all(|&p| self.commits[p as usize].acl == first);
-        let acl = if !touches_acl && same {
-            first
-        } else {
-            let past = self.past_acl(parents);
-            let after = acl_after(&past, commit, commit.stamp(id));
-            self.acls.intern(after)
+        let merged = (!same).then(|| self.past_acl(parents));
+        let verdict = judge(merged.as_ref().unwrap_or(self.acls.get(first)), commit, id);
+        let counts = verdict.is_ok();
+        let acl = match (verdict, merged) {
+            (Ok(Some(after)), _) => self.acls.intern(after),
+            (_, Some(past)) => self.acls.intern(past),
+            (_, None) => first,
         };
         if acl != self.acl {
             let all = self.acls.past([self.acl, acl]);
             self.acl = self.acls.intern(all);
         }
-        acl
+        (acl, counts)
     }
 
     /// The access list of the causal past of a commit with these parents (commit-table

@@ -5,8 +5,8 @@
 
 mod common;
 use common::*;
+use ibexdb::{map, SignatureErrorKind, Txn, Value, VerifyReport};
 use ibexdb::{Change, Commit, CommitId, Error, MemStorage, Op, Repo, Role, Seal, SealCheck};
-use ibexdb::{SignatureErrorKind, Txn, Value, VerifyReport};
 
 fn open(n: u8) -> Repo<MemStorage> {
     Repo::open(MemStorage::new(), Some(MemStorage::new()), signed(n)).unwrap()
@@ -218,32 +218,58 @@ fn verify_vouched_catches_a_wrong_snapshot() {
     }
 }
 
-#[test]
-fn verify_vouched_applies_the_permission_rule() {
-    let mut a = open(1);
-    put(&mut a, "items/1", item(1));
-    a.grant(&ident(2).public(), Role::Reader).unwrap();
-    a.seal().unwrap();
-    a.flush().unwrap();
-    // A commit by a key that is not a member, sealed by it, written straight into the log.
+/// `a`'s log with one more commit on its heads, by `author`, sealed by it, written straight
+/// into the log (bypassing every check).
+fn with_logged_commit(a: Repo<MemStorage>, author: u8, change: Change) -> (MemStorage, CommitId) {
     let c = Commit {
         trusted: false,
-        author: ident(3).public(),
+        author: ident(author).public(),
         hlc: (T0 + 1_000) << 16,
         parents: a.heads(),
-        changes: vec![Change {
-            collection: "items".into(),
-            id: "9".into(),
-            op: Op::Put(item(9)),
-        }],
+        changes: vec![change],
     };
     let bytes = c.encode();
-    let seal = Seal::create(&ident(3), REPO, &[CommitId::of(&bytes)]);
+    let id = CommitId::of(&bytes);
+    let seal = Seal::create(&ident(author), REPO, &[id]);
     let (mut log, _) = a.close().unwrap();
     append_frame(log.bytes_mut(), ibexdb::testing::FRAME_SEAL, &seal.encode());
     append_frame(log.bytes_mut(), ibexdb::testing::FRAME_COMMIT, &bytes);
+    (log, id)
+}
+
+#[test]
+fn verify_vouched_applies_the_permission_rule() {
+    let founded = || {
+        let mut a = open(1);
+        put(&mut a, "items/1", item(1));
+        a.grant(&ident(2).public(), Role::Reader).unwrap();
+        a.seal().unwrap();
+        a.flush().unwrap();
+        a
+    };
+    // A commit by a key that is not a member does not count (docs/design.md §6.4): open keeps
+    // it without effect, and both verifications agree it is in its place.
+    let write = Change {
+        collection: "items".into(),
+        id: "9".into(),
+        op: Op::Put(item(9)),
+    };
+    let (log, id) = with_logged_commit(founded(), 3, write);
     let mut r = Repo::open(log, None, signed(1)).unwrap();
-    assert!(r.get("items/9").unwrap().is_some());
+    assert!(r.get("items/9").unwrap().is_none());
+    assert_eq!(r.counts(&id), Some(false));
+    let listed = r.seal_checks_all().unwrap();
+    r.verify().unwrap();
+    r.verify_vouched(listed.log_len).unwrap();
+    // A malformed access-list change is refused on receive whatever its author's rights; in
+    // the log, both verifications report it.
+    let malformed = Change {
+        collection: "_acl".into(),
+        id: "public".into(),
+        op: Op::Put(map! { "read" => 1i64 }.as_map()),
+    };
+    let (log, _) = with_logged_commit(founded(), 1, malformed);
+    let mut r = Repo::open(log, None, signed(1)).unwrap();
     match same_failure(&mut r) {
         Error::VerifyFailed { reason } => assert!(reason.contains("permission"), "{reason}"),
         other => panic!("expected VerifyFailed, got {other:?}"),

@@ -257,3 +257,108 @@ async fn writes_need_permission_revocations_hold_and_histories_stay_in_their_rep
         owner.repo.state_hash().unwrap()
     );
 }
+
+/// Issue 23 §10: a revoked writer's commits reach an honest writer peer to peer — one made
+/// concurrently with the revocation (it counts), one forged after it and backdated (it does
+/// not). The honest replica writes on top of both and pushes: the server accepts the whole
+/// push (the honest commit vouches for its history), stores the void commit without effect,
+/// and every replica computes the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_honest_push_is_accepted_over_a_revoked_writers_commits() {
+    let server = Server::fresh("poison");
+    let url = server.url.clone();
+    let mut team = Peer::team("r", &[1, 2, 3]).into_iter();
+    let (mut owner, mut revoked, mut honest) = (
+        team.next().unwrap(),
+        team.next().unwrap(),
+        team.next().unwrap(),
+    );
+    owner.connect(&url).await;
+    owner.settle(1).await;
+    honest.connect(&url).await;
+    honest.settle(1).await;
+    // Offline, the writer writes; the owner revokes it.
+    revoked.write();
+    let concurrent = revoked.repo.heads()[0];
+    owner.repo.revoke(&identity(2).public()).unwrap();
+    owner.push().await;
+    owner.settle(2).await;
+    honest.settle(2).await;
+    // The revocation reaches the revoked writer; it forges a backdated write after it.
+    let (commits, seals) = owner.repo.export().unwrap();
+    revoked.repo.receive(&commits, &seals).unwrap();
+    let Message::Push { commits, seals } = forged(
+        &identity(2),
+        "r",
+        revoked.repo.heads(),
+        now_ms() - 30 * 60_000,
+    ) else {
+        unreachable!()
+    };
+    let poisoned = commits[0].0;
+    revoked.repo.receive(&commits, &seals).unwrap();
+    assert_eq!(revoked.repo.counts(&poisoned), Some(false));
+    // Both reach the honest writer, which writes on top of them and pushes.
+    revoked.repo.seal().unwrap();
+    let (commits, seals) = revoked.repo.export().unwrap();
+    let r = honest.repo.receive(&commits, &seals).unwrap();
+    assert_eq!((r.applied, r.refused), (1, 1));
+    let before = server.log_len("r");
+    honest.write();
+    let mine = honest.repo.heads()[0];
+    honest.push().await;
+    honest.settle(5).await; // panics on any server error
+    assert!(server.log_len("r") > before, "the push was stored");
+    // Every replica computes the same: the owner, and a reader that joins afterwards.
+    owner.settle(5).await;
+    let mut late = Peer::new(4, "r");
+    late.catch_up(&url).await;
+    let hash = owner.repo.state_hash().unwrap();
+    for p in [&mut owner, &mut honest, &mut late] {
+        assert_eq!(p.repo.commit_count(), 5, "peer {}", p.n);
+        assert_eq!(p.repo.counts(&poisoned), Some(false), "peer {}", p.n);
+        assert_eq!(p.repo.counts(&concurrent), Some(true), "peer {}", p.n);
+        assert_eq!(p.repo.counts(&mine), Some(true), "peer {}", p.n);
+        assert!(p.repo.get("items/forged").unwrap().is_none());
+        assert_eq!(p.repo.state_hash().unwrap(), hash, "peer {}", p.n);
+    }
+    // The revoked key itself still cannot push, not even on the old history; nor can another
+    // key push its new commit without a descendant vouching for it.
+    let root = owner.repo.export().unwrap().0[0].0;
+    for session in [2, 3] {
+        let mut ws = socket(&url).await;
+        hello_as(&mut ws, &url, "r", Some(&identity(session))).await;
+        send(&mut ws, &forged(&identity(2), "r", vec![root], now_ms())).await;
+        let (code, text) = expect_error(&mut ws, WAIT).await;
+        assert_eq!(code, ErrorCode::Permission, "{text}");
+        assert!(text.contains("cannot-write"), "{text}");
+    }
+    // A commit that does not count and that nothing vouches for is refused too: a writer's
+    // own `_acl` edit.
+    let before = server.log_len("r");
+    let c = Commit {
+        trusted: false,
+        author: identity(3).public(),
+        hlc: now_ms() << 16,
+        parents: owner.repo.heads(),
+        changes: vec![ibexdb::Change {
+            collection: "_acl".into(),
+            id: identity(3).public().to_hex(),
+            op: ibexdb::Op::Put(ibexdb::member_value(Role::Owner)),
+        }],
+    };
+    let bytes = c.encode();
+    let id = CommitId::of(&bytes);
+    let push = Message::Push {
+        commits: vec![(id, bytes)],
+        seals: vec![Seal::create(&identity(3), "r", &[id]).encode()],
+    };
+    let mut ws = socket(&url).await;
+    hello_as(&mut ws, &url, "r", Some(&identity(3))).await;
+    send(&mut ws, &push).await;
+    let (code, text) = expect_error(&mut ws, WAIT).await;
+    assert_eq!(code, ErrorCode::Permission, "{text}");
+    assert!(text.contains("cannot-administer"), "{text}");
+    assert_eq!(server.log_len("r"), before, "nothing stored");
+    assert_eq!(owner.repo.commit_count(), 5);
+}

@@ -1,61 +1,127 @@
-//! An access list: the merge of a set of `_acl` writes. Merging is commutative, associative and
-//! idempotent (per entry the newest stamp wins; `owned` is an or), so the access list of a
-//! commit's causal past is the merge of its parents' access lists, whatever the order.
+//! An access list: the merge of a set of counted `_acl` writes (docs/design.md §6.4). No write
+//! wins by its clock. Each entry (a member's role, the public switches) keeps the writes to it
+//! that no other write to it has in its causal past — one write, or several concurrent ones —
+//! and reads as the **least privilege** among them: a revocation beats a concurrent grant,
+//! reader beats writer beats owner, a switch is on only if every concurrent write turns it on.
+//! Merging is commutative, associative and idempotent, so the access list of a commit's causal
+//! past is the merge of its parents' access lists, whatever the order.
 
 use super::parse::AclWrite;
 use super::role::Role;
-use crate::commit::{PublicKey, Stamp};
-use std::collections::BTreeMap;
+use crate::commit::{CommitId, PublicKey};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
-/// A value with the stamp of the write that set it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct Stamped<T> {
-    pub stamp: Stamp,
+/// One write to an entry: the commit that made it, the value, and every write to the same
+/// entry in that commit's causal past (the writes it supersedes, transitively).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Write<T> {
+    pub id: CommitId,
     pub value: T,
+    pub covers: Arc<BTreeSet<CommitId>>,
 }
 
-impl<T: Copy> Stamped<T> {
-    /// Keep the newer of the two.
-    fn join(&mut self, other: Stamped<T>) {
-        if other.stamp > self.stamp {
-            *self = other;
+/// The writes to one entry that no other write to it supersedes, in commit-id order (empty:
+/// never written).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Register<T> {
+    pub heads: Vec<Write<T>>,
+}
+
+impl<T> Default for Register<T> {
+    fn default() -> Self {
+        Register { heads: Vec::new() }
+    }
+}
+
+impl<T: Copy + Eq> Register<T> {
+    /// Merge the writes of another view of the same entry: keep those no write of either side
+    /// has in its past.
+    fn join(&mut self, other: &Register<T>) {
+        if self.heads == other.heads {
+            return;
         }
+        for w in &other.heads {
+            if !self.heads.iter().any(|h| h.id == w.id) {
+                self.heads.push(w.clone());
+            }
+        }
+        let all = self.heads.clone();
+        self.heads
+            .retain(|w| !all.iter().any(|h| h.covers.contains(&w.id)));
+        self.heads.sort_by_key(|w| w.id);
+    }
+
+    /// A write by commit `id`, which has every current head in its past: it supersedes them.
+    fn write(&mut self, id: CommitId, value: T) {
+        let mut covers = BTreeSet::new();
+        for h in &self.heads {
+            covers.insert(h.id);
+            covers.extend(h.covers.iter().copied());
+        }
+        // A commit that writes an entry twice: its last write stands.
+        covers.remove(&id);
+        self.heads = vec![Write {
+            id,
+            value,
+            covers: Arc::new(covers),
+        }];
     }
 }
 
 /// An access list (see the module documentation).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Acl {
-    /// The root made its author owner: the rules apply. Otherwise everyone may read and write
-    /// and nobody may change the list.
-    pub(crate) owned: bool,
-    /// Each member's newest write: a role, or `None` once revoked.
-    pub(crate) members: BTreeMap<PublicKey, Stamped<Option<Role>>>,
-    /// The newest write of the public switches (read, write).
-    pub(crate) public: Option<Stamped<(bool, bool)>>,
+    /// The key whose root made it owner: the repository is owned and the rules apply.
+    /// `None`: everyone may read and write and nobody may change the list.
+    pub(crate) founder: Option<PublicKey>,
+    /// Each member's uncovered writes: a role, or `None` for a revocation.
+    pub(crate) members: BTreeMap<PublicKey, Register<Option<Role>>>,
+    /// The uncovered writes of the public switches (read, write).
+    pub(crate) public: Register<(bool, bool)>,
 }
 
 impl Acl {
     /// Whether the repository has an owner (its root claimed one).
     pub fn owned(&self) -> bool {
-        self.owned
+        self.founder.is_some()
     }
 
-    /// `key`'s role, if it has one.
+    /// The key that founded an owned repository: only it may change its own role.
+    pub fn founder(&self) -> Option<PublicKey> {
+        self.founder
+    }
+
+    /// `key`'s role, if it has one: the least among concurrent writes.
     pub fn role(&self, key: &PublicKey) -> Option<Role> {
-        self.members.get(key).and_then(|s| s.value)
+        let r = self.members.get(key)?;
+        r.heads.iter().map(|w| w.value).min().flatten()
     }
 
-    /// The public switches: (anyone may read, anyone may write).
+    /// Whether `key`'s entry has concurrent writes that disagree (the least one counts).
+    pub fn contested(&self, key: &PublicKey) -> bool {
+        self.members.get(key).is_some_and(|r| {
+            r.heads
+                .first()
+                .is_some_and(|f| r.heads.iter().any(|w| w.value != f.value))
+        })
+    }
+
+    /// The public switches: (anyone may read, anyone may write); each is on only if every
+    /// concurrent write turns it on.
     pub fn public(&self) -> (bool, bool) {
-        self.public.map_or((false, false), |p| p.value)
+        let h = &self.public.heads;
+        if h.is_empty() {
+            return (false, false);
+        }
+        (h.iter().all(|w| w.value.0), h.iter().all(|w| w.value.1))
     }
 
     /// The members that hold a role, in key order.
     pub fn members(&self) -> impl Iterator<Item = (PublicKey, Role)> + '_ {
         self.members
-            .iter()
-            .filter_map(|(k, s)| s.value.map(|r| (*k, r)))
+            .keys()
+            .filter_map(|k| self.role(k).map(|r| (*k, r)))
     }
 
     /// Number of owners.
@@ -65,56 +131,132 @@ impl Acl {
 
     /// May `key` read (`None`: an anonymous session)?
     pub fn can_read(&self, key: Option<&PublicKey>) -> bool {
-        !self.owned || self.public().0 || key.is_some_and(|k| self.role(k).is_some())
+        !self.owned() || self.public().0 || key.is_some_and(|k| self.role(k).is_some())
     }
 
     /// May `author` change items (not the access list)?
     pub fn can_write(&self, author: &PublicKey) -> bool {
-        !self.owned || self.public().1 || self.role(author) >= Some(Role::Writer)
+        !self.owned() || self.public().1 || self.role(author) >= Some(Role::Writer)
     }
 
     /// May `author` change the access list?
     pub fn can_administer(&self, author: &PublicKey) -> bool {
-        self.owned && self.role(author) == Some(Role::Owner)
+        self.owned() && self.role(author) == Some(Role::Owner)
     }
 
     /// Merge `other` into this list.
     pub fn join(&mut self, other: &Acl) {
-        self.owned |= other.owned;
-        for (k, s) in &other.members {
-            self.members
-                .entry(*k)
-                .and_modify(|mine| mine.join(*s))
-                .or_insert(*s);
+        if self.founder.is_none() {
+            self.founder = other.founder;
         }
-        if let Some(p) = other.public {
-            self.join_public(p);
-        }
-    }
-
-    fn join_public(&mut self, p: Stamped<(bool, bool)>) {
-        match &mut self.public {
-            Some(mine) => mine.join(p),
-            None => self.public = Some(p),
-        }
-    }
-
-    /// Apply the `_acl` writes of one commit made at `stamp`.
-    pub(crate) fn apply(&mut self, stamp: Stamp, writes: &[AclWrite]) {
-        for w in writes {
-            match *w {
-                AclWrite::Member(k, role) => {
-                    let s = Stamped { stamp, value: role };
-                    self.members
-                        .entry(k)
-                        .and_modify(|mine| mine.join(s))
-                        .or_insert(s);
+        for (k, r) in &other.members {
+            match self.members.get_mut(k) {
+                Some(mine) => mine.join(r),
+                None => {
+                    self.members.insert(*k, r.clone());
                 }
-                AclWrite::Public { read, write } => self.join_public(Stamped {
-                    stamp,
-                    value: (read, write),
-                }),
             }
         }
+        self.public.join(&other.public);
+    }
+
+    /// Apply the `_acl` writes of commit `id`, whose causal past this list is.
+    pub(crate) fn apply(&mut self, id: CommitId, writes: &[AclWrite]) {
+        for w in writes {
+            match *w {
+                AclWrite::Member(k, role) => self.members.entry(k).or_default().write(id, role),
+                AclWrite::Public { read, write } => self.public.write(id, (read, write)),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commit::Identity;
+
+    /// A random history of `_acl` writes (each commit on 1–2 earlier ones, writing one of two
+    /// entries); returns the access list after each commit.
+    fn history(seed: u64, n: usize, keys: &[PublicKey]) -> Vec<Acl> {
+        let mut x = seed;
+        let mut next = move |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        let mut after: Vec<Acl> = Vec::new();
+        for i in 0..n {
+            let mut past = Acl::default();
+            for _ in 0..(if i == 0 { 0 } else { 1 + next(2) }) {
+                past.join(&after[next(i as u64) as usize]);
+            }
+            let mut id = [0u8; 32];
+            id[..8].copy_from_slice(&(i as u64).to_le_bytes());
+            let role = [
+                None,
+                Some(Role::Reader),
+                Some(Role::Writer),
+                Some(Role::Owner),
+            ][next(4) as usize];
+            let w = if next(5) == 0 {
+                AclWrite::Public {
+                    read: next(2) == 0,
+                    write: next(2) == 0,
+                }
+            } else {
+                AclWrite::Member(keys[next(keys.len() as u64) as usize], role)
+            };
+            past.apply(CommitId(id), &[w]);
+            after.push(past);
+        }
+        after
+    }
+
+    #[test]
+    fn the_merge_is_commutative_associative_and_idempotent() {
+        let keys: Vec<PublicKey> = (1..=2u8)
+            .map(|n| Identity::from_entropy(&[n; 48]).public())
+            .collect();
+        for seed in 0..40 {
+            let lists = history(seed, 30, &keys);
+            let j = |a: &Acl, b: &Acl| {
+                let mut x = a.clone();
+                x.join(b);
+                x
+            };
+            for (i, a) in lists.iter().enumerate() {
+                let b = &lists[(i * 7 + 3) % lists.len()];
+                let c = &lists[(i * 13 + 5) % lists.len()];
+                assert_eq!(j(a, b), j(b, a), "seed {seed}");
+                assert_eq!(j(&j(a, b), c), j(a, &j(b, c)), "seed {seed}");
+                assert_eq!(j(a, a), *a, "seed {seed}");
+                // Joining again changes nothing.
+                assert_eq!(j(&j(a, b), b), j(a, b), "seed {seed}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_write_supersedes_its_past_and_concurrent_writes_give_the_least_privilege() {
+        let k = Identity::from_entropy(&[1; 48]).public();
+        let id = |n: u8| CommitId([n; 32]);
+        let mut base = Acl::default();
+        base.apply(id(1), &[AclWrite::Member(k, Some(Role::Owner))]);
+        let (mut grant, mut revoke) = (base.clone(), base.clone());
+        grant.apply(id(2), &[AclWrite::Member(k, Some(Role::Owner))]);
+        revoke.apply(id(3), &[AclWrite::Member(k, None)]);
+        let mut both = grant.clone();
+        both.join(&revoke);
+        assert_eq!(both.role(&k), None);
+        assert!(both.contested(&k));
+        // A grant that has the revocation in its past wins over it.
+        let mut regrant = both.clone();
+        regrant.apply(id(4), &[AclWrite::Member(k, Some(Role::Writer))]);
+        regrant.join(&grant);
+        regrant.join(&revoke);
+        assert_eq!(regrant.role(&k), Some(Role::Writer));
+        assert!(!regrant.contested(&k));
     }
 }

@@ -1,8 +1,9 @@
 //! The permission rule (docs/design.md §6.4): a commit checked against the access list of its
-//! causal past.
+//! causal past. A commit the rule refuses does not count: replicas store it (its descendants
+//! connect) without applying it.
 
 use super::{parse_change, Acl, AclWrite, Role};
-use crate::commit::{Commit, Stamp};
+use crate::commit::{Commit, CommitId};
 use crate::error::{Error, PermissionErrorKind, Result};
 
 fn denied(kind: PermissionErrorKind, detail: String) -> Error {
@@ -22,19 +23,30 @@ fn split(commit: &Commit) -> Result<(Vec<AclWrite>, bool)> {
     Ok((writes, data))
 }
 
-/// Check `commit` (whose writes carry `stamp`) against `past`, the access list of its causal
-/// past (the empty list for a root), and return the access list after it. The answer depends
-/// only on the commit and its ancestry.
-pub fn check_commit(past: &Acl, commit: &Commit, stamp: Stamp) -> Result<Acl> {
+/// Check `commit` (whose id is `id`) against `past`, the access list of its causal past (the
+/// empty list for a root), and return the access list after it. The answer depends only on
+/// the commit and its ancestry.
+pub fn check_commit(past: &Acl, commit: &Commit, id: &CommitId) -> Result<Acl> {
+    Ok(judge(past, commit, id)?.unwrap_or_else(|| past.clone()))
+}
+
+/// [`check_commit`] without copying `past` when the commit leaves the list as it was:
+/// `Ok(None)` for a commit that counts and writes no `_acl` item.
+pub(crate) fn judge(past: &Acl, commit: &Commit, id: &CommitId) -> Result<Option<Acl>> {
     let (writes, data) = split(commit)?;
-    let mut after = past.clone();
-    if commit.parents.is_empty() {
-        after.owned = check_root(commit, &writes)?;
+    let founder = if commit.parents.is_empty() {
+        check_root(commit, &writes)?.then_some(commit.author)
     } else {
         check_child(past, commit, &writes, data)?;
+        past.founder
+    };
+    if writes.is_empty() && founder == past.founder {
+        return Ok(None);
     }
-    after.apply(stamp, &writes);
-    Ok(after)
+    let mut after = past.clone();
+    after.founder = founder;
+    after.apply(*id, &writes);
+    Ok(Some(after))
 }
 
 /// A root founds the repository: it is owned iff the root makes its own (signed) author owner,
@@ -63,6 +75,20 @@ fn check_child(past: &Acl, commit: &Commit, writes: &[AclWrite], data: bool) -> 
             format!("key {}… may not change the access list", who()),
         ));
     }
+    // The founder is the root of authority: only it changes its own role.
+    let founder = past.founder.filter(|f| f != author);
+    if writes
+        .iter()
+        .any(|w| matches!(w, AclWrite::Member(k, _) if Some(*k) == founder))
+    {
+        return Err(denied(
+            PermissionErrorKind::CannotAdminister,
+            format!(
+                "key {}… may not change the role of the repository's founder",
+                who()
+            ),
+        ));
+    }
     let may_write = if commit.trusted {
         anyone
     } else {
@@ -75,11 +101,4 @@ fn check_child(past: &Acl, commit: &Commit, writes: &[AclWrite], data: bool) -> 
         ));
     }
     Ok(())
-}
-
-/// The access list after a commit already in the log (replay trusts the log as it trusts its
-/// seals): `past` with the commit's `_acl` writes if the rule allows them, else `past`
-/// unchanged. `verify()` reports commits the rule refuses.
-pub fn acl_after(past: &Acl, commit: &Commit, stamp: Stamp) -> Acl {
-    check_commit(past, commit, stamp).unwrap_or_else(|_| past.clone())
 }

@@ -15,6 +15,13 @@ impl<S: Storage> Repo<S> {
         self.graph.current_acl()
     }
 
+    /// Whether the commit `id` counts (`None`: not applied here). A commit whose author lacked
+    /// the right in its causal past is stored without effect (docs/design.md §6.4).
+    pub fn counts(&self, id: &CommitId) -> Option<bool> {
+        let &i = self.graph.by_id.get(id)?;
+        Some(self.graph.commits[i as usize].counts)
+    }
+
     /// Give `key` a role. Only an owner may; the commit is an ordinary (sealed, synced) one.
     pub fn grant(&mut self, key: &PublicKey, role: Role) -> Result<Option<CommitId>> {
         let mut txn = Txn::new();
@@ -75,7 +82,7 @@ impl<S: Storage> Repo<S> {
     pub(super) fn check_own_commit(&self, commit: &Commit, id: &CommitId) -> Result<()> {
         let parents: Vec<u32> = commit.parents.iter().map(|p| self.graph.by_id[p]).collect();
         let past = self.graph.past_acl(&parents);
-        access::check_commit(&past, commit, commit.stamp(id)).map(|_| ())
+        access::check_commit(&past, commit, id).map(|_| ())
     }
 }
 

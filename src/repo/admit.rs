@@ -1,23 +1,24 @@
 //! The permission rule on receive (docs/design.md §6.4), and a sync server's admission rules.
 //!
-//! Every replica checks each received commit against the access list of its causal past
-//! (`access::check_commit`). The commits of a batch whose parents are present are checked
-//! before anything is stored, in batch order, each seeing the access lists of the batch's
-//! earlier commits; a commit waiting for its parents is checked when they arrive.
+//! Every replica judges each received commit against the access list of its causal past
+//! (`access::check_commit`); one that does not count is stored without effect (the graph
+//! decides, `Graph::add_commit`), so nothing here refuses it. A malformed `_acl` change, a
+//! root that writes `_acl` without claiming ownership and a second root are refused.
 //!
-//! A sync server adds, for a session's push ([`Admission::Server`]): a new commit must also be
-//! allowed by the server's *current* access list merged with its past, so a revoked key cannot
-//! push even on top of an old history; the session's own key must be allowed to write (by the
-//! access list the push itself leaves, so a new repository's root may come from any session
-//! its grants let write); a server that does not host unowned repositories refuses an unowned
-//! root. A second root is refused on every replica.
+//! A sync server adds, for a session's push ([`Admission::Server`]): a new commit that counts
+//! must also be allowed by the server's *current* access list merged with its past (a revoked
+//! key cannot push on top of an old history), unless a descendant in the same push, by a key
+//! the list before the push allows, vouches for it; the session's own key must be allowed to
+//! write (by the access list the push itself leaves, so a new repository's root may come from
+//! any session its grants let write); a server that does not host unowned repositories refuses
+//! an unowned root.
 
 use super::Repo;
-use crate::access::{check_commit, Acl};
+use crate::access::{check_commit, Acl, ACL_COLLECTION};
 use crate::commit::{Commit, CommitId, PublicKey};
 use crate::error::{Error, PermissionErrorKind, Result};
 use crate::store::Storage;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Who is pushing, for the rules applied on receive.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,8 +48,22 @@ struct Provisional {
     have_root: bool,
 }
 
+/// What a server thinks of one ready commit of a push.
+struct Verdict<'c> {
+    commit: &'c Commit,
+    id: CommitId,
+    /// The server's check against its current list failed with this error.
+    denied_now: Option<Error>,
+    /// It counts and its author's rights before the push: (may write, may administer).
+    vouches: (bool, bool),
+    /// Only an owner vouches for it (it counts and changes `_acl`).
+    needs_owner: bool,
+}
+
 impl<S: Storage> Repo<S> {
-    /// Check the ready commits of a batch (in order) before anything is stored.
+    /// Check the ready commits of a batch (in order) before anything is stored. A commit the
+    /// rule refuses does not count: it is stored without effect (its descendants connect). A
+    /// server refuses the push if a new commit its current list denies is not vouched for.
     pub(super) fn admit_batch(
         &self,
         admission: &Admission,
@@ -59,19 +74,43 @@ impl<S: Storage> Repo<S> {
             current: self.graph.current_acl().clone(),
             have_root: !self.graph.commits.is_empty(),
         };
+        let before = self.graph.current_acl();
+        let server = matches!(admission, Admission::Server { .. });
+        let mut verdicts = Vec::new();
         for (commit, id, _) in accepted {
-            let after = if commit.parents.is_empty() {
-                self.admit_root(admission, &prov, commit, id)?
+            let (after, denied_now, counts) = if commit.parents.is_empty() {
+                (self.admit_root(admission, &prov, commit, id)?, None, true)
             } else {
                 let Some(past) = self.batch_past(commit, &prov.after) else {
                     continue; // waits for its parents; checked when they arrive
                 };
-                admit(admission, &prov.current, &past, commit, id)?
+                match admit(admission, &prov.current, &past, commit, id)? {
+                    Judged::Counts(after, denied_now) => (after, denied_now, true),
+                    // A server stores a commit that does not count only if vouched for.
+                    Judged::Void(e) => (past, server.then_some(e), false),
+                }
             };
+            let author = &commit.author;
+            let vouches = (
+                counts && denied_now.is_none() && !commit.trusted && before.can_write(author),
+                counts && denied_now.is_none() && !commit.trusted && before.can_administer(author),
+            );
+            let acl = commit
+                .changes
+                .iter()
+                .any(|c| c.collection == ACL_COLLECTION);
+            verdicts.push(Verdict {
+                commit,
+                id: *id,
+                denied_now,
+                vouches,
+                needs_owner: counts && acl,
+            });
             prov.have_root |= commit.parents.is_empty();
             prov.current.join(&after);
             prov.after.insert(*id, after);
         }
+        check_vouched(verdicts)?;
         if let Admission::Server { session, .. } = admission {
             if !accepted.is_empty() && !session_may_write(&prov.current, session.as_ref()) {
                 return Err(denied(
@@ -83,7 +122,10 @@ impl<S: Storage> Repo<S> {
         Ok(())
     }
 
-    /// The rule for a waiting commit whose parents just arrived.
+    /// A server's check of a waiting commit whose parents just arrived: `Err` if its current
+    /// list denies it or it does not count (nothing in the push can vouch for it any more: it
+    /// is dropped, with what waits on it). A replica keeps every such commit; whether it counts
+    /// is decided when it is added to the graph.
     pub(super) fn admit_ready(
         &self,
         admission: &Admission,
@@ -92,7 +134,11 @@ impl<S: Storage> Repo<S> {
     ) -> Result<()> {
         let parents: Vec<u32> = commit.parents.iter().map(|p| self.graph.by_id[p]).collect();
         let past = self.graph.past_acl(&parents);
-        admit(admission, self.graph.current_acl(), &past, commit, id).map(|_| ())
+        match admit(admission, self.graph.current_acl(), &past, commit, id)? {
+            Judged::Counts(_, Some(e)) => Err(e),
+            Judged::Void(e) if matches!(admission, Admission::Server { .. }) => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// A root: it must be the only root (or join other unowned roots), and a server may refuse
@@ -104,7 +150,7 @@ impl<S: Storage> Repo<S> {
         commit: &Commit,
         id: &CommitId,
     ) -> Result<Acl> {
-        let after = check_commit(&Acl::default(), commit, commit.stamp(id))?;
+        let after = check_commit(&Acl::default(), commit, id)?;
         if prov.have_root && (prov.current.owned() || after.owned()) {
             return Err(denied(
                 PermissionErrorKind::ForeignRoot,
@@ -144,22 +190,69 @@ impl<S: Storage> Repo<S> {
     }
 }
 
+/// What the rule says of a commit with a known past.
+enum Judged {
+    /// It counts: the access list after it, and the error of a server's check against its
+    /// current list if that check failed.
+    Counts(Acl, Option<Error>),
+    /// Its author lacked the right in its causal past (why): stored without effect.
+    Void(Error),
+}
+
 /// The rule for one commit with a known past, plus a server's check against its current list.
+/// Errors other than the rule's (a malformed `_acl` change) refuse the commit.
 fn admit(
     admission: &Admission,
     current: &Acl,
     past: &Acl,
     commit: &Commit,
     id: &CommitId,
-) -> Result<Acl> {
-    let stamp = commit.stamp(id);
-    let after = check_commit(past, commit, stamp)?;
+) -> Result<Judged> {
+    let after = match check_commit(past, commit, id) {
+        Ok(after) => after,
+        Err(e @ Error::Permission { .. }) => return Ok(Judged::Void(e)),
+        Err(e) => return Err(e),
+    };
+    let mut denied_now = None;
     if matches!(admission, Admission::Server { .. }) {
         let mut now = current.clone();
         now.join(past);
-        check_commit(&now, commit, stamp)?;
+        denied_now = check_commit(&now, commit, id).err();
     }
-    Ok(after)
+    Ok(Judged::Counts(after, denied_now))
+}
+
+/// A server accepts a new commit its current list denies (a revoked key's commit built on an
+/// old history), or one that does not count, only when the same push carries a descendant of
+/// it, counting and allowed now, whose author the list before the push lets write (or
+/// administer, if the denied commit counts and changes `_acl`): an honest replica that
+/// received the commit vouches for it, and its own commits are not refused for it. Otherwise
+/// the push is refused.
+fn check_vouched(verdicts: Vec<Verdict<'_>>) -> Result<()> {
+    if verdicts.iter().all(|v| v.denied_now.is_none()) {
+        return Ok(());
+    }
+    // Ids with a vouching descendant: (by a writer, by an owner).
+    let (mut by_writer, mut by_owner) = (HashSet::new(), HashSet::new());
+    let mut refusal = None;
+    for v in verdicts.iter().rev() {
+        let w = v.vouches.0 || by_writer.contains(&v.id);
+        let a = v.vouches.1 || by_owner.contains(&v.id);
+        for p in &v.commit.parents {
+            if w {
+                by_writer.insert(*p);
+            }
+            if a {
+                by_owner.insert(*p);
+            }
+        }
+        if let Some(e) = &v.denied_now {
+            if !(if v.needs_owner { a } else { w }) {
+                refusal = Some(e.clone());
+            }
+        }
+    }
+    refusal.map_or(Ok(()), Err)
 }
 
 /// May a session (its key, or anonymous) push to a repository with this access list?

@@ -1,9 +1,10 @@
 //! Receiving commits and seals from a peer (docs/design.md §5.4). Every check runs before
 //! anything is stored, and the first failure refuses the whole batch: first the seals
-//! ([`Repo::check_seals`]), then each commit ([`Repo::check_commit`]), then the permission
-//! rule for the commits whose parents are present (`admit.rs`); then the batch is stored
-//! ([`Repo::store_received`]), seals first, and commits whose parents are missing wait in the
-//! causal buffer (the rule checks them when they become ready).
+//! ([`Repo::check_seals`]), then each commit ([`Repo::check_commit`]), then, for the commits
+//! whose parents are present, a sync server's admission rules (`admit.rs`); then the batch is
+//! stored ([`Repo::store_received`]), seals first, and commits whose parents are missing wait
+//! in the causal buffer. A commit the permission rule refuses is not an error: it is stored
+//! and does not count (§6.4), so the commits that descend from it connect.
 
 use super::admit::Admission;
 use super::causal::{check_room, missing_parents, Stored};
@@ -23,8 +24,10 @@ pub struct ReceiveReport {
     pub duplicates: usize,
     /// Waiting for missing parents.
     pub pending: usize,
-    /// Commits that waited for their parents and, once they arrived, broke the permission
-    /// rule: dropped (with the commits waiting on them).
+    /// Commits that do not count (their author lacked the right in their causal past; stored
+    /// without effect, docs/design.md §6.4), plus, on a sync server, commits that waited for
+    /// their parents and, once they arrived, its current access list denied: dropped (with
+    /// the commits waiting on them).
     pub refused: usize,
 }
 
@@ -276,8 +279,12 @@ impl<S: Storage> Repo<S> {
                 Stored::Bytes(b) => self.log.append(FRAME_COMMIT, &b)?,
             };
             self.hlc = self.hlc.max(commit.hlc);
-            self.graph.add_commit(commit, id, offset, &mut self.query);
-            n += 1;
+            let idx = self.graph.add_commit(commit, id, offset, &mut self.query);
+            if self.graph.commits[idx as usize].counts {
+                n += 1;
+            } else {
+                refused += 1;
+            }
             stack.extend(self.wait.ready(&id));
         }
         Ok((n, refused))
@@ -305,6 +312,8 @@ fn check_claimed_id(id: &CommitId, claimed: &CommitId) -> Result<()> {
 /// write). Schemas are local and not applied (docs/design.md §13).
 fn check_received(commit: &Commit) -> Result<()> {
     for ch in &commit.changes {
+        // A malformed `_acl` change is refused whatever the access list says.
+        crate::access::parse_change(ch)?;
         let path = |field: &str| format!("{}/{}.{field}", ch.collection, ch.id);
         let size = match &ch.op {
             Op::Delete => 0,

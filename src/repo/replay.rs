@@ -92,8 +92,12 @@ fn check_logged(graph: &Graph, commit: &Commit, id: &CommitId, offset: u64) -> R
     let fail = |why: String| Error::VerifyFailed {
         reason: format!("commit {} at offset {offset} {why}", id.to_hex()),
     };
-    let after = check_commit(&graph.past_acl(&parents), commit, commit.stamp(id))
-        .map_err(|e| fail(format!("breaks the permission rule: {e}")))?;
+    let after = match check_commit(&graph.past_acl(&parents), commit, id) {
+        Ok(after) => after,
+        // A commit the rule refuses is stored without effect (§6.4), but never a root.
+        Err(Error::Permission { .. }) if !parents.is_empty() => return Ok(()),
+        Err(e) => return Err(fail(format!("breaks the permission rule: {e}"))),
+    };
     let second_root = parents.is_empty() && !graph.commits.is_empty();
     if second_root && (after.owned() || graph.current_acl().owned()) {
         return Err(fail("is a second root of an owned repository".into()));

@@ -4,19 +4,21 @@
 //! `DecodeError`, never a wrong graph.
 
 use super::indexes;
-use super::{commit_stamps, SnapshotData, F_SEALED, F_TRUSTED};
+use super::{commit_stamps, SnapshotData, F_SEALED, F_TRUSTED, F_VOID};
 use super::{SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
-use crate::access::{Acl, Role, Stamped};
+use crate::access::{Acl, Register, Role, Write};
 use crate::codec::Reader;
 use crate::cold::{ColdBlock, ColdTables};
-use crate::commit::{CommitId, PublicKey, Stamp, PUBLIC_KEY_LEN};
+use crate::commit::{CommitId, PublicKey, PUBLIC_KEY_LEN};
 use crate::error::{Error, Result};
 use crate::graph::{CommitInfo, Graph};
 use crate::item::ItemId;
 use crate::state::{Collection, State};
 use crate::store::Storage;
 use crate::value::Name;
+use std::collections::BTreeSet;
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 /// Read a snapshot's meta section (everything but the items), checking its magic, version,
 /// structure and checksum. The items stay in the file: every collection of the graph's state
@@ -211,26 +213,54 @@ fn access_lists(r: &mut Reader<'_>, graph: &mut Graph) -> Result<()> {
 }
 
 fn access_list(r: &mut Reader<'_>) -> Result<Acl> {
-    let mut acl = Acl {
-        owned: flag(r)?,
-        ..Acl::default()
-    };
-    let nm = r.count(PUBLIC_KEY_LEN + 25, usize::MAX)?;
+    let mut acl = Acl::default();
+    if flag(r)? {
+        acl.founder = Some(PublicKey(r.array()?));
+    }
+    let nm = r.count(PUBLIC_KEY_LEN + 1, usize::MAX)?;
     for _ in 0..nm {
         let k = PublicKey(r.array()?);
-        let stamp = Stamp::decode(r)?;
-        let value = Role::from_code(r.u8()?).ok_or_else(|| r.err("bad role"))?;
+        let reg = register(r, |r| {
+            Role::from_code(r.u8()?).ok_or_else(|| r.err("bad role"))
+        })?;
         if acl.members.last_key_value().is_some_and(|(l, _)| *l >= k) {
             return Err(r.err("access-list members not strictly ascending"));
         }
-        acl.members.insert(k, Stamped { stamp, value });
+        acl.members.insert(k, reg);
     }
-    if flag(r)? {
-        let stamp = Stamp::decode(r)?;
-        let value = (flag(r)?, flag(r)?);
-        acl.public = Some(Stamped { stamp, value });
-    }
+    acl.public = register(r, |r| Ok((flag(r)?, flag(r)?)))?;
     Ok(acl)
+}
+
+/// An entry's uncovered writes (ascending ids), each with the ids it covers (ascending).
+fn register<T>(
+    r: &mut Reader<'_>,
+    value: impl Fn(&mut Reader<'_>) -> Result<T>,
+) -> Result<Register<T>> {
+    let n = r.count(32 + 2, usize::MAX)?;
+    let mut reg = Register::default();
+    for _ in 0..n {
+        let id = CommitId(r.array()?);
+        let value = value(r)?;
+        let nc = r.count(32, usize::MAX)?;
+        let mut covers = BTreeSet::new();
+        for _ in 0..nc {
+            let c = CommitId(r.array()?);
+            if covers.last().is_some_and(|l| *l >= c) {
+                return Err(r.err("covered writes not strictly ascending"));
+            }
+            covers.insert(c);
+        }
+        if reg.heads.last().is_some_and(|l: &Write<T>| l.id >= id) {
+            return Err(r.err("access-list writes not strictly ascending"));
+        }
+        reg.heads.push(Write {
+            id,
+            value,
+            covers: Arc::new(covers),
+        });
+    }
+    Ok(reg)
 }
 
 /// A byte that must be 0 or 1.
@@ -281,6 +311,7 @@ fn commit(
         sealed: flags & F_SEALED != 0,
         parents,
         acl: acl as u32,
+        counts: flags & F_VOID == 0,
     })
 }
 

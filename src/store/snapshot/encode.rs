@@ -2,9 +2,9 @@
 
 use super::indexes::{self, Persist, BLOCK_BYTES};
 use super::out::{Out, CHUNK_BYTES};
-use super::{commit_stamps, F_SEALED, F_TRUSTED, I_DELETE, I_META, M_SET, M_TOP};
+use super::{commit_stamps, F_SEALED, F_TRUSTED, F_VOID, I_DELETE, I_META, M_SET, M_TOP};
 use super::{SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
-use crate::access::{Acl, Role};
+use crate::access::{Acl, Register, Role};
 use crate::codec::Writer;
 use crate::cold::{ColdBlock, ColdIndex};
 use crate::commit::{CommitId, PublicKey, Stamp};
@@ -201,7 +201,10 @@ fn commit_table(w: &mut Writer, graph: &Graph) {
         w.varint(c.offset);
         w.u64(c.hlc);
         w.varint(u64::from(c.author));
-        w.u8(if c.trusted { F_TRUSTED } else { 0 } | if c.sealed { F_SEALED } else { 0 });
+        let flags = if c.trusted { F_TRUSTED } else { 0 }
+            | if c.sealed { F_SEALED } else { 0 }
+            | if c.counts { 0 } else { F_VOID };
+        w.u8(flags);
         w.varint(c.parents.len() as u64);
         for p in &c.parents {
             w.varint(u64::from(*p));
@@ -233,20 +236,33 @@ fn access_lists(w: &mut Writer, graph: &Graph) {
 }
 
 fn access_list(w: &mut Writer, acl: &Acl) {
-    w.u8(u8::from(acl.owned));
-    w.varint(acl.members.len() as u64);
-    for (k, s) in &acl.members {
-        w.bytes(&k.0);
-        s.stamp.encode(w);
-        w.u8(Role::code(s.value));
-    }
-    match acl.public {
+    match &acl.founder {
         None => w.u8(0),
-        Some(p) => {
+        Some(k) => {
             w.u8(1);
-            p.stamp.encode(w);
-            w.u8(u8::from(p.value.0));
-            w.u8(u8::from(p.value.1));
+            w.bytes(&k.0);
+        }
+    }
+    w.varint(acl.members.len() as u64);
+    for (k, reg) in &acl.members {
+        w.bytes(&k.0);
+        register(w, reg, |w, v| w.u8(Role::code(*v)));
+    }
+    register(w, &acl.public, |w, (read, write)| {
+        w.u8(u8::from(*read));
+        w.u8(u8::from(*write));
+    });
+}
+
+/// An entry's uncovered writes: count, then each one's commit id, value and covered ids.
+fn register<T>(w: &mut Writer, reg: &Register<T>, value: impl Fn(&mut Writer, &T)) {
+    w.varint(reg.heads.len() as u64);
+    for h in &reg.heads {
+        w.bytes(&h.id.0);
+        value(w, &h.value);
+        w.varint(h.covers.len() as u64);
+        for c in h.covers.iter() {
+            w.bytes(&c.0);
         }
     }
 }

@@ -33,13 +33,16 @@ use crate::item::{Item, ItemId};
 use crate::state::State;
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"IBEXSNP1";
-/// Version 4 added the persisted secondary indexes; version 3 cut the items into blocks read
+/// Version 5 changed the access lists (each entry keeps its uncovered writes by commit id, not
+/// a stamp; the founder's key) and marks the commits that do not count; version 4 added the persisted secondary indexes; version 3 cut the items into blocks read
 /// on demand; version 2 added the access lists (docs/design.md §8). A file of an older version
 /// is ignored (the log is replayed) and rewritten at the next snapshot.
-pub const SNAPSHOT_VERSION: u32 = 4;
+pub const SNAPSHOT_VERSION: u32 = 5;
 /// Commit flags.
 const F_TRUSTED: u8 = 1;
 const F_SEALED: u8 = 2;
+/// The commit does not count (docs/design.md §6.4).
+const F_VOID: u8 = 4;
 /// Item flags.
 const I_DELETE: u8 = 1;
 const I_META: u8 = 2;
