@@ -37,6 +37,9 @@ pub struct Config {
     pub batch_bytes: usize,
     pub max_pending: usize,
     pub max_unknown_sealed: usize,
+    pub session_unknown_sealed_bytes: usize,
+    pub message_timeout: Duration,
+    pub reserved_connections: usize,
     pub max_repos: usize,
     pub repo_idle: Duration,
     pub repo_retry: Duration,
@@ -124,7 +127,13 @@ const FLAGS: &[Flag] = &[
         "--max-connections-per-ip",
         "N",
         "256",
-        "connections held at once from one source address",
+        "connections held at once from one source address (IPv4) or /64 (IPv6)",
+    ),
+    (
+        "--reserved-connections",
+        "N",
+        "1000",
+        "the last N places of --max-connections go only to addresses holding fewer than 2",
     ),
     (
         "--push-rate",
@@ -175,6 +184,12 @@ const FLAGS: &[Flag] = &[
         "ids per repository covered by seals whose commits are missing",
     ),
     (
+        "--session-unknown-sealed-bytes",
+        "N",
+        "1048576",
+        "bytes of ids (32 each) one session's seals may leave covered without their commits",
+    ),
+    (
         "--max-repos",
         "N",
         "256",
@@ -203,6 +218,12 @@ const FLAGS: &[Flag] = &[
         "MS",
         "60000",
         "close a connection silent this long (pinged after half of it)",
+    ),
+    (
+        "--message-timeout-ms",
+        "MS",
+        "30000",
+        "a message begun must be complete within this (pongs do not extend it)",
     ),
     (
         "--snapshot-tail-bytes",
@@ -261,6 +282,9 @@ impl Config {
             batch_bytes: 64 << 10,
             max_pending: 10_000,
             max_unknown_sealed: 100_000,
+            session_unknown_sealed_bytes: MIB as usize,
+            message_timeout: Duration::from_secs(30),
+            reserved_connections: 1000,
             max_repos: 256,
             repo_idle: Duration::from_secs(60),
             repo_retry: Duration::from_secs(5),
@@ -353,6 +377,11 @@ impl Config {
             "--batch-bytes" => self.batch_bytes = int(name, v)? as usize,
             "--max-pending" => self.max_pending = int(name, v)? as usize,
             "--max-unknown-sealed" => self.max_unknown_sealed = int(name, v)? as usize,
+            "--session-unknown-sealed-bytes" => {
+                self.session_unknown_sealed_bytes = int(name, v)? as usize
+            }
+            "--message-timeout-ms" => self.message_timeout = ms(name, v)?,
+            "--reserved-connections" => self.reserved_connections = int(name, v)? as usize,
             "--max-repos" => self.max_repos = int(name, v)? as usize,
             "--repo-idle-ms" => self.repo_idle = ms(name, v)?,
             "--repo-retry-ms" => self.repo_retry = ms(name, v)?,

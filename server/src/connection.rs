@@ -7,7 +7,7 @@
 use crate::frames;
 use crate::handshake::{self, Hello};
 use crate::http::{self, Request};
-use crate::limits::{ConnGuard, PushBudget};
+use crate::limits::ConnGuard;
 use crate::log;
 use crate::outbox::Outbox;
 use crate::refusal::{Ended, Refusal};
@@ -80,7 +80,11 @@ pub async fn serve(server: Arc<Server>, tcp: TcpStream, peer: SocketAddr, guard:
     };
     server.metrics.connections.fetch_add(1, Relaxed);
     server.metrics.connections_total.fetch_add(1, Relaxed);
-    log::event("conn_open", &[("conn", &session.conn), ("peer", &peer)]);
+    log::event_about(
+        peer.ip(),
+        "conn_open",
+        &[("conn", &session.conn), ("peer", &peer)],
+    );
     let (sink, mut source) = ws.split();
     let out = Arc::new(Outbox::new(
         server.cfg.queue_bytes,
@@ -102,7 +106,8 @@ pub async fn serve(server: Arc<Server>, tcp: TcpStream, peer: SocketAddr, guard:
     linger(&mut source, writer).await;
     server.metrics.connections.fetch_sub(1, Relaxed);
     let repo = repo.unwrap_or_else(|| "-".into());
-    log::event(
+    log::event_about(
+        peer.ip(),
         "conn_close",
         &[
             ("conn", &session.conn),
@@ -230,12 +235,6 @@ where
     S: Stream<Item = Result<Ws, WsError>> + Unpin,
 {
     let cfg = &server.cfg;
-    let mut budget = PushBudget::new(
-        cfg.push_rate,
-        cfg.push_burst,
-        cfg.push_bytes_rate,
-        cfg.push_bytes_burst,
-    );
     let (mut heard, mut pinged) = (Instant::now(), false);
     loop {
         let wake = heard
@@ -265,7 +264,7 @@ where
             Ok(None) => continue,
             Err(ended) => return ended,
         };
-        if let Err(ended) = on_message(server, &bytes, out, repo, session, &mut budget).await {
+        if let Err(ended) = on_message(server, &bytes, out, repo, session).await {
             return ended;
         }
     }
@@ -278,7 +277,6 @@ async fn on_message(
     out: &Arc<Outbox>,
     repo: &RepoHandle,
     session: &Session,
-    budget: &mut PushBudget,
 ) -> Result<(), Ended> {
     let (commits, seals) = match Message::decode(bytes) {
         Ok(Message::Push { commits, seals }) => (commits, seals),
@@ -292,10 +290,10 @@ async fn on_message(
         }
         Err(e) => return Err(Ended::Refused(Refusal::from(&e))),
     };
-    if let Err(wait) = budget.take(bytes.len()) {
+    if let Err(wait) = server.budgets.take(session.peer.ip(), bytes.len()) {
         let cfg = &server.cfg;
         let detail = format!(
-            "over {} pushes or {} bytes per second on this connection (--push-rate, --push-bytes-rate); nothing of this push was stored; retry in {} ms",
+            "over {} pushes or {} bytes per second from this address (--push-rate, --push-bytes-rate); nothing of this push was stored; retry in {} ms",
             cfg.push_rate, cfg.push_bytes_rate, wait.as_millis()
         );
         let r = Refusal::limit("push rate", detail);

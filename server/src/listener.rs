@@ -50,7 +50,8 @@ fn admit(server: &Arc<Server>, tcp: TcpStream, peer: SocketAddr) {
         }
         Err(refusal) => {
             server.metrics.refusal(&refusal.what);
-            log::event(
+            log::event_about(
+                peer.ip(),
                 "refusal",
                 &[
                     ("peer", &peer),

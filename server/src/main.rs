@@ -38,6 +38,7 @@
 //! | `refusal`     | refusals as `Error` messages, and their log line                       |
 //! | `metrics`     | counters, gauges, the fsync histogram; Prometheus text                 |
 //! | `log`         | `key=value` log lines                                                  |
+//! | `log_limit`   | log lines bounded in length and rate-limited per source address        |
 //! | `shutdown`    | the shutdown flag and the signals that set it                          |
 //!
 //! Imports go one way (tests/structure checks that no two modules name each other, directly
@@ -56,6 +57,7 @@ mod http;
 mod limits;
 mod listener;
 mod log;
+mod log_limit;
 mod metrics;
 mod outbox;
 mod pg;

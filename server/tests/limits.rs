@@ -136,6 +136,8 @@ async fn a_flood_of_pushes_is_refused_past_the_push_budget() {
         m => panic!("expected an Ack, got {m:?}"),
     }
     assert!(server.log_len("r") > before);
+    // The budget is the address's, not the connection's: a new connection from it waits too.
+    tokio::time::sleep(Duration::from_millis(600)).await;
     still_serves(&server.url, "r", 1, 1).await;
 }
 

@@ -49,10 +49,12 @@ struct Provisional {
 
 impl<S: Storage> Repo<S> {
     /// Check the ready commits of a batch (in order) before anything is stored.
+    /// `new_seals`: the batch brings seals that are not stored yet.
     pub(super) fn admit_batch(
         &self,
         admission: &Admission,
         accepted: &[(Commit, CommitId, &Vec<u8>)],
+        new_seals: bool,
     ) -> Result<()> {
         let mut prov = Provisional {
             after: HashMap::new(),
@@ -72,8 +74,12 @@ impl<S: Storage> Repo<S> {
             prov.current.join(&after);
             prov.after.insert(*id, after);
         }
+        // A push that stores anything needs write permission, one that brings only new seals
+        // too: a reader cannot make the server store anything. (Commits and seals already
+        // stored are acknowledged to anyone: a reader's replica re-sends what it holds.)
         if let Admission::Server { session, .. } = admission {
-            if !accepted.is_empty() && !session_may_write(&prov.current, session.as_ref()) {
+            let stores = !accepted.is_empty() || new_seals;
+            if stores && !session_may_write(&prov.current, session.as_ref()) {
                 return Err(denied(
                     PermissionErrorKind::CannotWrite,
                     "this session's key may not write to the repository",

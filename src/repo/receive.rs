@@ -105,7 +105,7 @@ impl<S: Storage> Repo<S> {
         }
         let new: Vec<(&Commit, CommitId)> = accepted.iter().map(|(c, id, _)| (c, *id)).collect();
         check_room(&self.graph, &self.wait, &new, &checked.cover, &self.opts)?;
-        self.admit_batch(admission, &accepted)?;
+        self.admit_batch(admission, &accepted, !checked.seals.is_empty())?;
         let (applied, refused) = self.store_received(admission, checked.seals, accepted)?;
         report.applied = applied;
         report.refused = refused;

@@ -3,6 +3,7 @@
 //! and the core's sync `Client`.
 #![allow(dead_code)]
 
+pub mod measure;
 pub mod pg;
 
 use futures_util::{SinkExt, StreamExt};
