@@ -24,6 +24,7 @@
 //! | `http`        | the request head: WebSocket upgrade, or `GET /healthz`, `GET /metrics` |
 //! | `connection`  | one connection: upgrade, session, pushes with back-pressure, idle pings |
 //! | `handshake`   | the first message (`Hello`)                                            |
+//! | `frame_watch` | bytes read against whole messages: the deadline of a message begun    |
 //! | `frames`      | a WebSocket frame as the protocol sees it; read errors as refusals     |
 //! | `session`     | what the repository thread knows of a connection                       |
 //! | `outbox`      | a connection's bounded outbound queue and its writer                   |
@@ -51,6 +52,7 @@ mod config;
 mod connection;
 mod fd_limit;
 mod files;
+mod frame_watch;
 mod frames;
 mod handshake;
 mod http;

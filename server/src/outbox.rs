@@ -218,8 +218,8 @@ impl Outbox {
     }
 
     /// The writer task: sends queued messages in order; each write must finish within
-    /// `timeout` (a peer that stopped reading is cut off).
-    pub async fn write<S>(&self, mut sink: S, timeout: Duration)
+    /// `timeout` (a peer that stopped reading is cut off). Hands the sink back (closed).
+    pub async fn write<S>(&self, mut sink: S, timeout: Duration) -> S
     where
         S: Sink<Ws, Error = WsError> + Unpin,
     {
@@ -243,6 +243,7 @@ impl Outbox {
         }
         self.discard();
         let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
+        sink
     }
 }
 

@@ -126,3 +126,212 @@ fn seal_lists_cost_no_more_than_their_input() {
     let e = Message::decode(&short.encode()).unwrap_err().to_string();
     assert!(e.contains("shortest seal"), "{e}");
 }
+
+/// §6: a client whose pushes are refused and who never reads: the refusals are queued only up
+/// to `--queue-bytes`, then the connection is dropped; the log is rate-limited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_to_a_client_that_does_not_read_stay_within_the_queue_and_the_log() {
+    let args = [
+        "--queue-bytes",
+        "262144",
+        "--push-rate",
+        "1000000",
+        "--push-burst",
+        "1000000",
+    ];
+    let server = Server::fresh_with("noread", &args);
+    let url = server.url.clone();
+    let owner = founded(&url, "r").await;
+    let before = server.log_len("r");
+    let (commits, _) = owner.repo.export().unwrap();
+    // A decodable commit sent under another id: refused (tampered), the connection kept.
+    let bad = Message::Push {
+        commits: vec![(CommitId([5; 32]), commits[0].1.clone())],
+        seals: vec![],
+    };
+    let f = raw_ws::frame(2, &bad.encode());
+    let base = Baseline::take(server.pid(), &server.data);
+    let log_before = server.log_text().len();
+    let mut raw = raw_ws::Raw::connect(&server.addr).await;
+    raw.hello("r").await;
+    let mut sent = 0u64;
+    let t = std::time::Instant::now();
+    let mut closed = false;
+    while t.elapsed() < Duration::from_secs(5) {
+        let burst: Vec<u8> = f.repeat(64);
+        if let Ok(Ok(())) = tokio::time::timeout(Duration::from_secs(1), raw.tcp.writable()).await {
+            match raw.tcp.try_write(&burst) {
+                Ok(n) => sent += n as u64,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => {
+                    closed = true;
+                    break;
+                }
+            }
+        }
+    }
+    let (rss, disk) = base.grew(&server.data);
+    let logged = server.log_text().len() - log_before;
+    eprintln!(
+        "sent {sent} bytes of refused pushes: RSS +{} KiB, disk +{disk}, log +{logged} bytes",
+        rss >> 10
+    );
+    assert!(
+        sent > 1 << 20,
+        "the client pushed more than the queue holds: {sent}"
+    );
+    assert!(
+        closed,
+        "the server dropped the client once its queue was full"
+    );
+    assert!(rss < 24 << 20, "RSS grew {rss} bytes");
+    assert!(logged < 64 << 10, "the log grew {logged} bytes");
+    assert!(server.metric("ibexdb_log_suppressed_total") > 0.0);
+    assert_eq!(server.log_len("r"), before, "nothing stored");
+    drop(owner);
+}
+
+/// §7: a message begun and never finished, the client answering every ping: closed after
+/// `--message-timeout-ms` with a `LimitError`, though the idle timer never fires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_never_finished_is_closed_at_its_deadline_though_pongs_arrive() {
+    let args = ["--message-timeout-ms", "1500", "--idle-timeout-ms", "600"];
+    let server = Server::fresh_with("slowmsg", &args);
+    let owner = founded(&server.url, "r").await;
+    let mut raw = raw_ws::Raw::connect(&server.addr).await;
+    raw.hello("r").await;
+    let t = std::time::Instant::now();
+    // The first fragment of a message; pongs may come between fragments, the rest never does.
+    raw.send(&raw_ws::first_fragment(2, &vec![0u8; 64 << 10]))
+        .await;
+    let mut pongs = 0;
+    let err = loop {
+        match raw.next(Duration::from_secs(10)).await {
+            raw_ws::Got::Frame(9, p) => {
+                pongs += 1;
+                raw.send(&raw_ws::frame(10, &p)).await;
+            }
+            raw_ws::Got::Frame(2, p) => {
+                if let m @ Message::Error { .. } = Message::decode(&p).unwrap() {
+                    break m;
+                }
+            }
+            raw_ws::Got::Frame(..) => {}
+            _ => panic!("closed without an Error after {:?}", t.elapsed()),
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "still open");
+    };
+    let took = t.elapsed();
+    match err {
+        Message::Error { code, message, .. } => {
+            assert_eq!(code, ErrorCode::Limit);
+            assert!(
+                message.contains("message timeout") && message.contains("--message-timeout-ms"),
+                "{message}"
+            );
+        }
+        m => panic!("expected an Error, got {m:?}"),
+    }
+    assert!(pongs >= 1, "the client answered pings meanwhile");
+    assert!(
+        took >= Duration::from_millis(1400) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    drop(owner);
+}
+
+/// §8: a message over `--max-message-bytes` gets the `LimitError` before the close, even when
+/// the client is still sending megabytes of it (no reset that would destroy the refusal).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_message_gets_its_limit_error_not_a_reset() {
+    let server = Server::fresh_with("huge", &["--max-message-bytes", "1048576"]);
+    let owner = founded(&server.url, "r").await;
+    let before = server.log_len("r");
+    let base = Baseline::take(server.pid(), &server.data);
+    for _ in 0..3 {
+        let mut ws = socket(&server.url).await;
+        hello(&mut ws, "r").await;
+        let big = Message::Push {
+            commits: vec![(CommitId([1; 32]), vec![0; 8 << 20])],
+            seals: vec![],
+        };
+        use futures_util::SinkExt;
+        let _ = ws
+            .send(tokio_tungstenite::tungstenite::Message::binary(
+                big.encode(),
+            ))
+            .await;
+        let (code, text) = expect_error(&mut ws, WAIT).await;
+        assert_eq!(code, ErrorCode::Limit, "{text}");
+        assert!(
+            text.contains("message size") && text.contains("1048576"),
+            "{text}"
+        );
+    }
+    let (rss, disk) = base.grew(&server.data);
+    eprintln!(
+        "3 x 8 MiB over-size messages: RSS +{} KiB, disk +{disk}",
+        rss >> 10
+    );
+    assert!(rss < 16 << 20, "RSS grew {rss}");
+    assert_eq!(server.log_len("r"), before, "nothing stored");
+    drop(owner);
+}
+
+/// §12: a server full of one address's connections still answers `/metrics` and admits a
+/// newcomer (the reserve); the push budget is the address's and survives reconnecting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_server_keeps_room_for_newcomers_and_metrics() {
+    let args = [
+        "--max-connections",
+        "20",
+        "--max-connections-per-ip",
+        "20",
+        "--reserved-connections",
+        "2",
+    ];
+    let server = Server::fresh_with("full", &args);
+    let mut held = Vec::new();
+    for _ in 0..18 {
+        let mut ws = try_socket(&server.url, Some("127.0.0.1")).await.unwrap();
+        hello(&mut ws, "r").await;
+        held.push(ws);
+    }
+    let mut over = try_socket(&server.url, Some("127.0.0.1")).await.unwrap();
+    let (code, text) = expect_error(&mut over, WAIT).await;
+    assert_eq!(code, ErrorCode::Limit);
+    assert!(text.contains("--reserved-connections"), "{text}");
+    let mut newcomer = try_socket(&server.url, Some("127.0.0.2")).await.unwrap();
+    hello(&mut newcomer, "r").await;
+    let (status, body) = server.http_get("/metrics");
+    assert!(status.contains("200"), "{status}");
+    assert!(body.contains("ibexdb_connections 19"), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconnecting_does_not_refill_the_push_budget() {
+    let args = ["--push-rate", "1", "--push-burst", "2"];
+    let server = Server::fresh_with("budget", &args);
+    let url = server.url.clone();
+    let owner = founded(&url, "r").await; // one push of the burst
+    let empty = Message::Push {
+        commits: vec![],
+        seals: vec![],
+    };
+    let mut ws = socket(&url).await;
+    hello_as(&mut ws, &url, "r", Some(&identity(1))).await;
+    send(&mut ws, &empty).await;
+    assert!(matches!(answer(&mut ws).await, Some(Message::Ack { .. })));
+    drop(ws);
+    let mut ws = socket(&url).await;
+    hello_as(&mut ws, &url, "r", Some(&identity(1))).await;
+    send(&mut ws, &empty).await;
+    match answer(&mut ws).await {
+        Some(Message::Error { code, message, .. }) => {
+            assert_eq!(code, ErrorCode::Limit);
+            assert!(message.contains("push rate"), "{message}");
+        }
+        m => panic!("expected the push rate refusal, got {m:?}"),
+    }
+    drop(owner);
+}

@@ -5,6 +5,7 @@
 
 pub mod measure;
 pub mod pg;
+pub mod raw_ws;
 
 use futures_util::{SinkExt, StreamExt};
 use ibexdb::system_clock;
