@@ -3,47 +3,12 @@
 //! none, and the token buckets that bound an address's pushes (count and bytes per second),
 //! kept beyond its connections so that reconnecting does not refill them.
 
+use crate::addr::AddrKey;
 use crate::refusal::Refusal;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// A source address as the limits count it: an IPv4 address (IPv4-mapped IPv6 too), or the
-/// /64 prefix of an IPv6 address (one client is given a whole /64).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AddrKey {
-    V4([u8; 4]),
-    V6([u8; 8]),
-}
-
-impl AddrKey {
-    pub fn of(ip: IpAddr) -> AddrKey {
-        match ip {
-            IpAddr::V4(v4) => AddrKey::V4(v4.octets()),
-            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-                Some(v4) => AddrKey::V4(v4.octets()),
-                None => {
-                    let o = v6.octets();
-                    AddrKey::V6(o[..8].try_into().expect("8 bytes"))
-                }
-            },
-        }
-    }
-}
-
-impl std::fmt::Display for AddrKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            AddrKey::V4(o) => write!(f, "{}", std::net::Ipv4Addr::from(*o)),
-            AddrKey::V6(o) => {
-                let mut full = [0u8; 16];
-                full[..8].copy_from_slice(o);
-                write!(f, "{}/64", std::net::Ipv6Addr::from(full))
-            }
-        }
-    }
-}
 
 /// Addresses holding fewer connections than this may take the reserved places.
 const RESERVE_BELOW: usize = 2;

@@ -5,7 +5,7 @@
 //! full, addresses whose bucket is full again are forgotten, and if none is, lines from new
 //! addresses share one bucket.
 
-use crate::limits::AddrKey;
+use crate::addr::AddrKey;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};

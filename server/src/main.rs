@@ -15,6 +15,7 @@
 //!
 //! | module        | what                                                                   |
 //! |---------------|------------------------------------------------------------------------|
+//! | `addr`        | a source address as limits count it: IPv4, or an IPv6 /64              |
 //! | `config`      | flags, defaults, `--help`                                              |
 //! | `start`       | start, serve until a signal, graceful shutdown                         |
 //! | `server`      | what every connection shares                                           |
@@ -47,6 +48,7 @@
 //! → `repo_thread` → `backend` → `files`, `pg` → `store`; the leaves (`config`, `refusal`,
 //! `session`, `outbox`, `metrics`, `log`, …) name none of them.
 
+mod addr;
 mod backend;
 mod config;
 mod connection;
