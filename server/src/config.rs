@@ -35,7 +35,7 @@ pub struct Config {
     pub queue_bytes: usize,
     pub queue_messages: usize,
     pub batch_bytes: usize,
-    pub max_pending: usize,
+    pub max_parked_bytes: usize,
     pub max_unknown_sealed: usize,
     pub session_unknown_sealed_bytes: usize,
     pub message_timeout: Duration,
@@ -172,10 +172,10 @@ const FLAGS: &[Flag] = &[
         "messages queued to one connection; a live reader past it is dropped",
     ),
     (
-        "--max-pending",
+        "--max-parked-bytes",
         "N",
-        "10000",
-        "commits per repository waiting for missing parents",
+        "67108864",
+        "bytes of commits per repository waiting for missing parents (kept encoded)",
     ),
     (
         "--max-unknown-sealed",
@@ -280,7 +280,7 @@ impl Config {
             queue_bytes: 8 * MIB as usize,
             queue_messages: 4096,
             batch_bytes: 64 << 10,
-            max_pending: 10_000,
+            max_parked_bytes: 64 * MIB as usize,
             max_unknown_sealed: 100_000,
             session_unknown_sealed_bytes: MIB as usize,
             message_timeout: Duration::from_secs(30),
@@ -375,7 +375,7 @@ impl Config {
             "--queue-bytes" => self.queue_bytes = int(name, v)? as usize,
             "--queue-messages" => self.queue_messages = int(name, v)? as usize,
             "--batch-bytes" => self.batch_bytes = int(name, v)? as usize,
-            "--max-pending" => self.max_pending = int(name, v)? as usize,
+            "--max-parked-bytes" => self.max_parked_bytes = int(name, v)? as usize,
             "--max-unknown-sealed" => self.max_unknown_sealed = int(name, v)? as usize,
             "--session-unknown-sealed-bytes" => {
                 self.session_unknown_sealed_bytes = int(name, v)? as usize

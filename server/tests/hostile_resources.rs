@@ -335,3 +335,101 @@ async fn reconnecting_does_not_refill_the_push_budget() {
     }
     drop(owner);
 }
+
+/// §5: orphans (commits whose parent never comes) wait encoded: six of 1 MiB lists of nulls
+/// (32 MiB each once decoded) cost the server about what was sent, and the bound is in bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orphans_wait_encoded_and_bounded_in_bytes() {
+    let server = Server::fresh_with("orphans", &["--max-parked-bytes", "7000000"]);
+    let url = server.url.clone();
+    let mut a = Peer::team("r", &[1]).remove(0);
+    a.repo
+        .commit({
+            let mut t = ibexdb::Txn::new();
+            t.put("items/withheld", ibexdb::map! { "n" => 1 }.as_map())
+                .unwrap();
+            t
+        })
+        .unwrap();
+    for i in 0..7 {
+        let mut t = ibexdb::Txn::new();
+        let nulls = ibexdb::Value::List(vec![ibexdb::Value::Null; 1 << 20]);
+        t.put(
+            &format!("items/o{i}"),
+            ibexdb::map! { "l" => nulls }.as_map(),
+        )
+        .unwrap();
+        a.repo.commit(t).unwrap();
+    }
+    a.repo.seal().unwrap();
+    let (commits, seals) = a.repo.export().unwrap();
+    // commits[0] founds the repository, [1] is the withheld parent, [2..] the orphans.
+    let mut ws = socket(&url).await;
+    hello_as(&mut ws, &url, "r", Some(&identity(1))).await;
+    let root = Message::Push {
+        commits: vec![commits[0].clone()],
+        seals: seals.clone(),
+    };
+    send(&mut ws, &root).await;
+    assert!(matches!(answer(&mut ws).await, Some(Message::Ack { ids }) if ids.len() == 1));
+    let before = server.log_len("r");
+    let base = Baseline::take(server.pid(), &server.data);
+    let mut sent = 0;
+    for o in &commits[2..8] {
+        let push = Message::Push {
+            commits: vec![o.clone()],
+            seals: seals.clone(),
+        };
+        let bytes = push.encode();
+        sent += bytes.len();
+        send(&mut ws, &push).await;
+        match answer(&mut ws).await {
+            Some(Message::Ack { ids }) => assert!(ids.is_empty(), "an orphan is not acknowledged"),
+            m => panic!("expected an empty Ack, got {m:?}"),
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (rss, disk) = base.grew(&server.data);
+    eprintln!(
+        "6 orphans of 1 MiB lists of nulls ({sent} bytes sent): RSS +{} KiB, disk +{disk}",
+        rss >> 10
+    );
+    assert!(
+        rss < 3 * sent as u64 + (16 << 20),
+        "RSS grew {rss} for {sent} sent"
+    );
+    // Only their seal is stored (it covers ids the server does not have, within its bounds).
+    assert!(
+        server.log_len("r") - before < 4096,
+        "orphans are not stored"
+    );
+    let parked_log = server.log_len("r");
+    // The seventh would pass --max-parked-bytes: refused, nothing stored.
+    let push = Message::Push {
+        commits: vec![commits[8].clone()],
+        seals: seals.clone(),
+    };
+    send(&mut ws, &push).await;
+    match answer(&mut ws).await {
+        Some(Message::Error { code, message, .. }) => {
+            assert_eq!(code, ErrorCode::Limit);
+            assert!(
+                message.contains("parked bytes") && message.contains("--max-parked-bytes"),
+                "{message}"
+            );
+        }
+        m => panic!("expected the parked-bytes refusal, got {m:?}"),
+    }
+    assert_eq!(server.log_len("r"), parked_log, "nothing stored");
+    // The parent arrives: the six are stored and acknowledged.
+    let push = Message::Push {
+        commits: vec![commits[1].clone()],
+        seals,
+    };
+    send(&mut ws, &push).await;
+    match answer(&mut ws).await {
+        Some(Message::Ack { ids }) => assert_eq!(ids.len(), 1),
+        m => panic!("expected an Ack, got {m:?}"),
+    }
+    assert!(server.log_len("r") > before + 6 * (1 << 20));
+}
