@@ -222,7 +222,7 @@ const FLAGS: &[Flag] = &[
     (
         "--message-timeout-ms",
         "MS",
-        "30000",
+        "60000",
         "a message begun must be complete within this (pongs do not extend it)",
     ),
     (
@@ -283,7 +283,7 @@ impl Config {
             max_parked_bytes: 64 * MIB as usize,
             max_unknown_sealed: 100_000,
             session_unknown_sealed_bytes: MIB as usize,
-            message_timeout: Duration::from_secs(30),
+            message_timeout: Duration::from_secs(60),
             reserved_connections: 1000,
             max_repos: 256,
             repo_idle: Duration::from_secs(60),
