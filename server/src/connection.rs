@@ -4,10 +4,11 @@
 //! the last one (back-pressure), within the connection's push budget; silence is met with a
 //! ping, then closed. Every refusal is sent as an `Error` before the close.
 
+use crate::frame_watch::{Watch, Watched};
 use crate::frames;
 use crate::handshake::{self, Hello};
 use crate::http::{self, Request};
-use crate::limits::{ConnGuard, PushBudget};
+use crate::limits::ConnGuard;
 use crate::log;
 use crate::outbox::Outbox;
 use crate::refusal::{Ended, Refusal};
@@ -17,11 +18,14 @@ use crate::server::Server;
 use crate::session::Session;
 use crate::stream::{BoxIo, Prefixed};
 use bytes::Bytes;
+use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{Stream, StreamExt};
 use ibexdb::{ErrorCode, Message};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio::time::{sleep_until, timeout_at, Instant};
@@ -29,7 +33,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message as Ws};
 use tokio_tungstenite::WebSocketStream;
 
-type Socket = WebSocketStream<Prefixed<BoxIo>>;
+type Socket = WebSocketStream<Watched<Prefixed<BoxIo>>>;
 
 /// The WebSocket layer's read buffer per connection (it reads in chunks of this size).
 const READ_BUFFER: usize = 8 << 10;
@@ -38,7 +42,7 @@ const READ_BUFFER: usize = 8 << 10;
 const LINGER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// TLS, then the HTTP request; `None` when it was plain HTTP (answered) or failed.
-async fn upgrade(server: &Server, tcp: TcpStream) -> Option<Socket> {
+async fn upgrade(server: &Server, tcp: TcpStream) -> Option<(Socket, Watch)> {
     let mut io: BoxIo = match &server.tls {
         Some(acceptor) => Box::new(acceptor.accept(tcp).await.ok()?),
         None => Box::new(tcp),
@@ -60,17 +64,18 @@ async fn upgrade(server: &Server, tcp: TcpStream) -> Option<Socket> {
         .write_buffer_size(0)
         .max_message_size(Some(max))
         .max_frame_size(Some(max));
-    let io = Prefixed::new(head, io);
-    tokio_tungstenite::accept_async_with_config(io, Some(config))
+    let (io, watch) = Watched::new(Prefixed::new(head, io));
+    let ws = tokio_tungstenite::accept_async_with_config(io, Some(config))
         .await
-        .ok()
+        .ok()?;
+    Some((ws, watch))
 }
 
 /// Serve one accepted TCP connection to its end.
 pub async fn serve(server: Arc<Server>, tcp: TcpStream, peer: SocketAddr, guard: ConnGuard) {
     let _ = tcp.set_nodelay(true);
     let deadline = Instant::now() + server.cfg.handshake_timeout;
-    let Ok(Some(ws)) = timeout_at(deadline, upgrade(&server, tcp)).await else {
+    let Ok(Some((ws, mut watch))) = timeout_at(deadline, upgrade(&server, tcp)).await else {
         return;
     };
     let mut session = Session {
@@ -80,7 +85,11 @@ pub async fn serve(server: Arc<Server>, tcp: TcpStream, peer: SocketAddr, guard:
     };
     server.metrics.connections.fetch_add(1, Relaxed);
     server.metrics.connections_total.fetch_add(1, Relaxed);
-    log::event("conn_open", &[("conn", &session.conn), ("peer", &peer)]);
+    log::event_about(
+        peer.ip(),
+        "conn_open",
+        &[("conn", &session.conn), ("peer", &peer)],
+    );
     let (sink, mut source) = ws.split();
     let out = Arc::new(Outbox::new(
         server.cfg.queue_bytes,
@@ -90,7 +99,15 @@ pub async fn serve(server: Arc<Server>, tcp: TcpStream, peer: SocketAddr, guard:
         let (out, idle) = (out.clone(), server.cfg.idle_timeout);
         tokio::spawn(async move { out.write(sink, idle).await })
     };
-    let (ended, repo) = session_run(&server, &mut source, &out, &mut session, deadline).await;
+    let (ended, repo) = session_run(
+        &server,
+        &mut source,
+        &mut watch,
+        &out,
+        &mut session,
+        deadline,
+    )
+    .await;
     let why = match &ended {
         Ended::Refused(r) => {
             tell(&server, &session, &out, r, repo.as_deref());
@@ -99,10 +116,11 @@ pub async fn serve(server: Arc<Server>, tcp: TcpStream, peer: SocketAddr, guard:
         Ended::Closed(why) => why.to_string(),
     };
     out.close();
-    linger(&mut source, writer).await;
+    linger(source, writer).await;
     server.metrics.connections.fetch_sub(1, Relaxed);
     let repo = repo.unwrap_or_else(|| "-".into());
-    log::event(
+    log::event_about(
+        peer.ip(),
         "conn_close",
         &[
             ("conn", &session.conn),
@@ -115,16 +133,34 @@ pub async fn serve(server: Arc<Server>, tcp: TcpStream, peer: SocketAddr, guard:
 }
 
 /// Close without destroying the last message: let the writer send what is queued (the refusal,
-/// then the Close frame) while reading and dropping whatever the peer still sends until the
-/// peer answers the Close, for at most `LINGER`. Dropping a socket with unread input makes the
-/// kernel reset the connection, and a reset makes the peer's kernel discard what its
-/// application has not read yet: the refusal, for a peer that was still pushing.
-async fn linger<S>(source: &mut S, writer: tokio::task::JoinHandle<()>)
-where
-    S: Stream<Item = Result<Ws, WsError>> + Unpin,
-{
+/// then the Close frame) while reading and dropping whatever the peer still sends; then shut
+/// our side down and keep reading and dropping raw bytes until the peer closes, for at most
+/// `LINGER` in all. Dropping a socket with unread input makes the kernel reset the connection,
+/// and a reset makes the peer's kernel discard what its application has not read yet: the
+/// refusal, for a peer that was still pushing, or still sending a message over the size limit
+/// (the WebSocket layer stops reading at its header; the rest is drained here, unparsed).
+async fn linger(
+    mut source: SplitStream<Socket>,
+    writer: tokio::task::JoinHandle<SplitSink<Socket, Ws>>,
+) {
+    let until = Instant::now() + LINGER;
     let drain = async { while let Some(Ok(_)) = source.next().await {} };
-    let _ = tokio::join!(writer, timeout_at(Instant::now() + LINGER, drain));
+    let (sink, _) = tokio::join!(writer, timeout_at(until, drain));
+    let Ok(sink) = sink else { return };
+    let Ok(mut ws) = source.reunite(sink) else {
+        return;
+    };
+    let io = ws.get_mut();
+    let raw = async {
+        let _ = io.shutdown().await;
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = io.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+        }
+    };
+    let _ = timeout_at(until, raw).await;
 }
 
 fn tell(server: &Server, session: &Session, out: &Outbox, r: &Refusal, repo: Option<&str>) {
@@ -137,6 +173,7 @@ fn tell(server: &Server, session: &Session, out: &Outbox, r: &Refusal, repo: Opt
 async fn session_run<S>(
     server: &Arc<Server>,
     source: &mut S,
+    watch: &mut Watch,
     out: &Arc<Outbox>,
     session: &mut Session,
     deadline: Instant,
@@ -170,7 +207,7 @@ where
     let name = hello.repo.clone();
     let ended = match subscribe(server, out, session, hello).await {
         Ok(repo) => {
-            let ended = read_loop(server, source, out, &repo, session).await;
+            let ended = read_loop(server, source, watch, out, &repo, session).await;
             repo.send(Cmd::Leave { conn: session.conn });
             ended
         }
@@ -218,10 +255,12 @@ fn gone() -> Ended {
     ))
 }
 
-/// Read messages until the session ends: pushes one at a time, pings on silence.
+/// Read messages until the session ends: pushes one at a time, pings on silence; a message
+/// begun must be complete within `--message-timeout-ms` (pongs do not extend it).
 async fn read_loop<S>(
     server: &Arc<Server>,
     source: &mut S,
+    watch: &mut Watch,
     out: &Arc<Outbox>,
     repo: &RepoHandle,
     session: &Session,
@@ -230,13 +269,10 @@ where
     S: Stream<Item = Result<Ws, WsError>> + Unpin,
 {
     let cfg = &server.cfg;
-    let mut budget = PushBudget::new(
-        cfg.push_rate,
-        cfg.push_burst,
-        cfg.push_bytes_rate,
-        cfg.push_bytes_burst,
-    );
     let (mut heard, mut pinged) = (Instant::now(), false);
+    let check = (cfg.message_timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
+    let mut next_check = Instant::now() + check;
+    watch.message();
     loop {
         let wake = heard
             + if pinged {
@@ -246,6 +282,13 @@ where
             };
         let frame = tokio::select! {
             f = source.next() => f,
+            _ = sleep_until(next_check) => {
+                next_check = Instant::now() + check;
+                if let Some(ended) = message_late(watch, cfg) {
+                    return ended;
+                }
+                continue;
+            }
             _ = sleep_until(wake) => {
                 if pinged {
                     let ms = cfg.idle_timeout.as_millis();
@@ -260,15 +303,38 @@ where
             _ = server.shutdown.wait() => return shutting_down(),
         };
         (heard, pinged) = (Instant::now(), false);
+        match &frame {
+            Some(Ok(Ws::Ping(p) | Ws::Pong(p))) => {
+                watch.control(p.len());
+                if let Some(ended) = message_late(watch, cfg) {
+                    return ended;
+                }
+            }
+            Some(Ok(_)) => watch.message(),
+            _ => {}
+        }
         let bytes = match frames::message(frame, cfg.max_message_bytes, "closed by the peer") {
             Ok(Some(b)) => b,
             Ok(None) => continue,
             Err(ended) => return ended,
         };
-        if let Err(ended) = on_message(server, &bytes, out, repo, session, &mut budget).await {
+        if let Err(ended) = on_message(server, &bytes, out, repo, session).await {
             return ended;
         }
     }
+}
+
+/// The refusal for a message begun longer than `--message-timeout-ms` ago, if one is.
+fn message_late(watch: &mut Watch, cfg: &crate::config::Config) -> Option<Ended> {
+    let late = watch
+        .pending_for(Instant::now())
+        .is_some_and(|d| d >= cfg.message_timeout);
+    late.then(|| {
+        let ms = cfg.message_timeout.as_millis();
+        let detail =
+            format!("a message was begun but not completed within {ms} ms (--message-timeout-ms)");
+        Ended::Refused(Refusal::limit("message timeout", detail))
+    })
 }
 
 /// One message after the handshake: only `Push` is valid.
@@ -278,7 +344,6 @@ async fn on_message(
     out: &Arc<Outbox>,
     repo: &RepoHandle,
     session: &Session,
-    budget: &mut PushBudget,
 ) -> Result<(), Ended> {
     let (commits, seals) = match Message::decode(bytes) {
         Ok(Message::Push { commits, seals }) => (commits, seals),
@@ -292,10 +357,10 @@ async fn on_message(
         }
         Err(e) => return Err(Ended::Refused(Refusal::from(&e))),
     };
-    if let Err(wait) = budget.take(bytes.len()) {
+    if let Err(wait) = server.budgets.take(session.peer.ip(), bytes.len()) {
         let cfg = &server.cfg;
         let detail = format!(
-            "over {} pushes or {} bytes per second on this connection (--push-rate, --push-bytes-rate); nothing of this push was stored; retry in {} ms",
+            "over {} pushes or {} bytes per second from this address (--push-rate, --push-bytes-rate); nothing of this push was stored; retry in {} ms",
             cfg.push_rate, cfg.push_bytes_rate, wait.as_millis()
         );
         let r = Refusal::limit("push rate", detail);

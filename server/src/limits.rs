@@ -1,44 +1,49 @@
-//! Per-server and per-connection limits: connections in total and per source address, and the
-//! token buckets that bound a connection's pushes (count and bytes per second).
+//! Per-server and per-address limits: connections in total and per source address (an IPv4
+//! address, an IPv6 /64: one client), with a reserve of places for addresses that hold almost
+//! none, and the token buckets that bound an address's pushes (count and bytes per second),
+//! kept beyond its connections so that reconnecting does not refill them.
 
+use crate::addr::AddrKey;
 use crate::refusal::Refusal;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// Addresses holding fewer connections than this may take the reserved places.
+const RESERVE_BELOW: usize = 2;
+
 /// Counts connections in total and per source address.
 pub struct ConnLimiter {
     max_total: usize,
     max_per_ip: usize,
-    held: Mutex<(usize, HashMap<IpAddr, usize>)>,
+    reserved: usize,
+    held: Mutex<(usize, HashMap<AddrKey, usize>)>,
 }
 
 /// One admitted connection; dropping it frees its place.
 pub struct ConnGuard {
     limiter: Arc<ConnLimiter>,
-    ip: IpAddr,
+    ip: AddrKey,
 }
 
 impl ConnLimiter {
-    pub fn new(max_total: usize, max_per_ip: usize) -> Arc<ConnLimiter> {
+    /// `reserved` of the `max_total` places (at most a tenth of them) go only to addresses
+    /// holding fewer than `RESERVE_BELOW` connections: a few addresses that fill the server do
+    /// not lock out everyone else.
+    pub fn new(max_total: usize, max_per_ip: usize, reserved: usize) -> Arc<ConnLimiter> {
         Arc::new(ConnLimiter {
             max_total,
             max_per_ip,
+            reserved: reserved.min(max_total / 10),
             held: Mutex::new((0, HashMap::new())),
         })
     }
 
     /// A place for a new connection from `ip`, or the limit it would break.
     pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<ConnGuard, Refusal> {
+        let ip = AddrKey::of(ip);
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        if held.0 >= self.max_total {
-            let detail = format!(
-                "the server holds its maximum of {} connections (--max-connections)",
-                self.max_total
-            );
-            return Err(Refusal::limit("connections", detail));
-        }
         let from_ip = held.1.get(&ip).copied().unwrap_or(0);
         if from_ip >= self.max_per_ip {
             let detail = format!(
@@ -46,6 +51,14 @@ impl ConnLimiter {
                 self.max_per_ip
             );
             return Err(Refusal::limit("connections per ip", detail));
+        }
+        let open = self.max_total - self.reserved;
+        if held.0 >= self.max_total || (held.0 >= open && from_ip >= RESERVE_BELOW) {
+            let detail = format!(
+                "the server holds its maximum of {} connections (--max-connections; the last {} are kept for addresses holding fewer than {RESERVE_BELOW}, --reserved-connections)",
+                self.max_total, self.reserved
+            );
+            return Err(Refusal::limit("connections", detail));
         }
         held.0 += 1;
         *held.1.entry(ip).or_default() += 1;
@@ -96,6 +109,50 @@ impl Bucket {
     }
 }
 
+/// Most addresses whose push budgets are remembered; past it, the budgets that have refilled
+/// (they hold nothing an address could gain by reconnecting) are forgotten, and if none has,
+/// the least recently used.
+const MAX_BUDGETS: usize = 16384;
+
+/// Every address's push budget, shared by its connections and kept after they close.
+pub struct PushBudgets {
+    rates: (f64, f64, f64, f64),
+    table: Mutex<HashMap<AddrKey, PushBudget>>,
+}
+
+impl PushBudgets {
+    pub fn new(rate: f64, burst: f64, bytes_rate: f64, bytes_burst: f64) -> PushBudgets {
+        PushBudgets {
+            rates: (rate, burst, bytes_rate, bytes_burst),
+            table: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Take one push of `size` bytes from `ip`'s budget, or say how long until it allows it.
+    pub fn take(&self, ip: IpAddr, size: usize) -> Result<(), Duration> {
+        let key = AddrKey::of(ip);
+        let mut t = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        if !t.contains_key(&key) && t.len() >= MAX_BUDGETS {
+            let now = Instant::now();
+            t.retain(|_, b| !b.is_full(now));
+            if t.len() >= MAX_BUDGETS {
+                if let Some(oldest) = t.iter().min_by_key(|(_, b)| b.at).map(|(k, _)| *k) {
+                    t.remove(&oldest);
+                }
+            }
+        }
+        let (r, b, br, bb) = self.rates;
+        t.entry(key)
+            .or_insert_with(|| PushBudget::new(r, b, br, bb))
+            .take(size)
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.table.lock().unwrap().len()
+    }
+}
+
 /// A connection's push budget: pushes per second and bytes per second.
 pub struct PushBudget {
     pushes: Bucket,
@@ -110,6 +167,13 @@ impl PushBudget {
             bytes: Bucket::new(bytes_rate, bytes_burst),
             at: Instant::now(),
         }
+    }
+
+    /// Both buckets would be full by `now`: forgetting it loses nothing.
+    fn is_full(&self, now: Instant) -> bool {
+        let secs = now.duration_since(self.at).as_secs_f64();
+        self.pushes.tokens + secs * self.pushes.rate >= self.pushes.burst
+            && self.bytes.tokens + secs * self.bytes.rate >= self.bytes.burst
     }
 
     /// Take one push of `size` bytes, or say how long until the budget allows it.
@@ -136,7 +200,7 @@ mod tests {
 
     #[test]
     fn connections_are_counted_in_total_and_per_address() {
-        let l = ConnLimiter::new(3, 2);
+        let l = ConnLimiter::new(3, 2, 0);
         let (a, b) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
         let g1 = l.admit(a).unwrap();
         let _g2 = l.admit(a).unwrap();
@@ -145,6 +209,45 @@ mod tests {
         assert_eq!(l.admit(b).err().unwrap().what, "connections");
         drop(g1);
         assert!(l.admit(a).is_ok());
+    }
+
+    #[test]
+    fn an_ipv6_64_is_one_address_and_the_reserve_keeps_places_for_others() {
+        // 20 places, 8 per address, the last 2 kept for addresses holding fewer than 2.
+        let l = ConnLimiter::new(20, 8, 2);
+        let a: Vec<IpAddr> = (1..=9)
+            .map(|i| format!("2001:db8:1:2::{i}").parse().unwrap())
+            .collect();
+        let mut held: Vec<_> = a[..8].iter().map(|ip| l.admit(*ip).unwrap()).collect();
+        assert_eq!(l.admit(a[8]).err().unwrap().what, "connections per ip");
+        let b: IpAddr = "10.0.0.9".parse().unwrap();
+        held.extend((0..8).map(|_| l.admit(b).unwrap()));
+        let c: IpAddr = "10.0.0.10".parse().unwrap();
+        held.extend((0..2).map(|_| l.admit(c).unwrap()));
+        // 18 held: the last two places are not for an address holding two already.
+        assert_eq!(l.admit(c).err().unwrap().what, "connections");
+        held.push(l.admit("10.0.0.20".parse().unwrap()).unwrap());
+        held.push(l.admit("2001:db8:9::1".parse().unwrap()).unwrap());
+        assert_eq!(held.len(), 20);
+        assert_eq!(
+            l.admit("10.0.0.30".parse().unwrap()).err().unwrap().what,
+            "connections"
+        );
+    }
+
+    #[test]
+    fn the_push_budget_is_the_address_s_and_outlives_its_connections() {
+        let budgets = PushBudgets::new(1.0, 2.0, 1e9, 1e9);
+        let ip: IpAddr = "10.0.0.1".parse().unwrap();
+        assert!(budgets.take(ip, 1).is_ok() && budgets.take(ip, 1).is_ok());
+        // A "new connection" from the same address finds the same, spent budget.
+        assert!(budgets.take(ip, 1).is_err());
+        assert!(budgets.take("10.0.0.2".parse().unwrap(), 1).is_ok());
+        for i in 0..(MAX_BUDGETS + 10) as u32 {
+            let ip = IpAddr::V4(std::net::Ipv4Addr::from(0x0b00_0000 + i));
+            let _ = budgets.take(ip, 1);
+        }
+        assert!(budgets.len() <= MAX_BUDGETS, "the table is bounded");
     }
 
     #[test]

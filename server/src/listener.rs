@@ -1,8 +1,10 @@
 //! The accept loop: admits connections within the connection limits (a connection over them
-//! is told why with a `LimitError`, a few at a time, then closed), backs off on accept errors
+//! is told why with a `LimitError`, a few at a time, then closed; a plain `GET /metrics` or
+//! `/healthz` over them is still answered), backs off on accept errors
 //! (e.g. out of file descriptors) instead of spinning, and stops at shutdown.
 
 use crate::connection;
+use crate::http::{self, Request};
 use crate::log;
 use crate::refusal::Refusal;
 use crate::server::Server;
@@ -50,7 +52,8 @@ fn admit(server: &Arc<Server>, tcp: TcpStream, peer: SocketAddr) {
         }
         Err(refusal) => {
             server.metrics.refusal(&refusal.what);
-            log::event(
+            log::event_about(
+                peer.ip(),
                 "refusal",
                 &[
                     ("peer", &peer),
@@ -72,16 +75,29 @@ fn admit(server: &Arc<Server>, tcp: TcpStream, peer: SocketAddr) {
     }
 }
 
-/// Complete the WebSocket handshake only to send the refusal, then close.
+/// Complete the WebSocket handshake only to send the refusal, then close. A plain HTTP
+/// request (`GET /metrics`, `GET /healthz`) is answered: a full server is still observable.
 async fn refuse(server: &Server, tcp: TcpStream, refusal: Refusal) {
-    let io: BoxIo = match &server.tls {
+    let mut io: BoxIo = match &server.tls {
         Some(acceptor) => match acceptor.accept(tcp).await {
             Ok(tls) => Box::new(tls),
             Err(_) => return,
         },
         None => Box::new(tcp),
     };
-    let Ok(mut ws) = tokio_tungstenite::accept_async(Prefixed::new(Vec::new(), io)).await else {
+    let Ok((head, req)) = http::read_head(&mut io).await else {
+        return;
+    };
+    if !matches!(req, Request::Upgrade) {
+        let health = http::Health {
+            shutting_down: server.shutdown.is_set(),
+            store_reachable: server.backend.reachable(),
+            metrics: &server.metrics,
+        };
+        http::respond(&mut io, req, &health).await;
+        return;
+    }
+    let Ok(mut ws) = tokio_tungstenite::accept_async(Prefixed::new(head, io)).await else {
         return;
     };
     let _ = ws.send(Ws::Binary(Bytes::from(refusal.encode()))).await;

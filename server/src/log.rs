@@ -1,11 +1,22 @@
 //! Structured log lines on stderr: `ts=<unix seconds> event=<name> key=value ...`, one line
 //! per connection open and close, per refusal, per repository open, close and failure.
 
+use crate::log_limit;
 use std::fmt::Display;
 use std::io::Write;
+use std::net::IpAddr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Write one line: `ts=… event=… k=v …`. Values with spaces, quotes or `=` are quoted.
+/// A line about what a client at `ip` did: written only within that address's log budget
+/// (`log_limit`), so no client can make the log grow faster than a few lines a second.
+pub fn event_about(ip: IpAddr, name: &str, fields: &[(&str, &dyn Display)]) {
+    if log_limit::allow(ip) {
+        event(name, fields);
+    }
+}
+
+/// Write one line: `ts=… event=… k=v …`. Values with spaces, quotes or `=` are quoted;
+/// each is cut to `log_limit::MAX_VALUE` characters.
 pub fn event(name: &str, fields: &[(&str, &dyn Display)]) {
     let ts = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -16,7 +27,7 @@ pub fn event(name: &str, fields: &[(&str, &dyn Display)]) {
         line.push(' ');
         line.push_str(k);
         line.push('=');
-        line.push_str(&quote(&v.to_string()));
+        line.push_str(&quote(&log_limit::cut(&v.to_string())));
     }
     line.push('\n');
     let _ = std::io::stderr().lock().write_all(line.as_bytes());

@@ -15,6 +15,7 @@
 //!
 //! | module        | what                                                                   |
 //! |---------------|------------------------------------------------------------------------|
+//! | `addr`        | a source address as limits count it: IPv4, or an IPv6 /64              |
 //! | `config`      | flags, defaults, `--help`                                              |
 //! | `start`       | start, serve until a signal, graceful shutdown                         |
 //! | `server`      | what every connection shares                                           |
@@ -24,6 +25,7 @@
 //! | `http`        | the request head: WebSocket upgrade, or `GET /healthz`, `GET /metrics` |
 //! | `connection`  | one connection: upgrade, session, pushes with back-pressure, idle pings |
 //! | `handshake`   | the first message (`Hello`)                                            |
+//! | `frame_watch` | bytes read against whole messages: the deadline of a message begun    |
 //! | `frames`      | a WebSocket frame as the protocol sees it; read errors as refusals     |
 //! | `session`     | what the repository thread knows of a connection                       |
 //! | `outbox`      | a connection's bounded outbound queue and its writer                   |
@@ -38,6 +40,7 @@
 //! | `refusal`     | refusals as `Error` messages, and their log line                       |
 //! | `metrics`     | counters, gauges, the fsync histogram; Prometheus text                 |
 //! | `log`         | `key=value` log lines                                                  |
+//! | `log_limit`   | log lines bounded in length and rate-limited per source address        |
 //! | `shutdown`    | the shutdown flag and the signals that set it                          |
 //!
 //! Imports go one way (tests/structure checks that no two modules name each other, directly
@@ -45,17 +48,20 @@
 //! → `repo_thread` → `backend` → `files`, `pg` → `store`; the leaves (`config`, `refusal`,
 //! `session`, `outbox`, `metrics`, `log`, …) name none of them.
 
+mod addr;
 mod backend;
 mod config;
 mod connection;
 mod fd_limit;
 mod files;
+mod frame_watch;
 mod frames;
 mod handshake;
 mod http;
 mod limits;
 mod listener;
 mod log;
+mod log_limit;
 mod metrics;
 mod outbox;
 mod pg;

@@ -140,6 +140,12 @@ impl Metrics {
         );
         counter(
             &mut s,
+            "ibexdb_log_suppressed_total",
+            "Log lines about a client left out past its address's log rate.",
+            crate::log_limit::SUPPRESSED.load(Relaxed),
+        );
+        counter(
+            &mut s,
             "ibexdb_snapshots_total",
             "Snapshots written.",
             self.snapshots.load(Relaxed),

@@ -81,18 +81,44 @@ impl Outbox {
         true
     }
 
-    /// Queue a small message (a reply, an error) whatever the bounds.
+    /// Queue a message that must reach the peer (a reply, an error). It counts against the
+    /// bounds like any other: when it does not fit, the queue is discarded and this message
+    /// is the last one sent before the close (`abort`). A peer that does not read cannot
+    /// make refusals pile up.
     pub fn force(&self, b: Bytes) {
         let mut q = self.lock();
+        if q.closing {
+            return;
+        }
+        let full = q.items.len() >= self.cap_messages
+            || (!q.items.is_empty() && q.bytes + b.len() > self.cap_bytes);
+        if full {
+            drop(q);
+            self.abort(b);
+            return;
+        }
         q.bytes += b.len();
         q.items.push_back(Out::Msg(b));
         drop(q);
         self.wake_writer.notify_one();
     }
 
+    /// Queue a ping, unless one is queued already (pings do not pile up either).
     pub fn ping(&self) {
-        self.lock().items.push_back(Out::Ping);
+        let mut q = self.lock();
+        if q.closing || q.items.iter().any(|i| matches!(i, Out::Ping)) {
+            return;
+        }
+        q.items.push_back(Out::Ping);
+        drop(q);
         self.wake_writer.notify_one();
+    }
+
+    /// Bytes queued now (tests, metrics).
+    #[cfg(test)]
+    fn queued(&self) -> (usize, usize) {
+        let q = self.lock();
+        (q.bytes, q.items.len())
     }
 
     /// Room for more catch-up: under half of both bounds.
@@ -118,9 +144,13 @@ impl Outbox {
         self.mark_closed();
     }
 
-    /// Drop the connection: discard the queue, send only `last`, close.
+    /// Drop the connection: discard the queue, send only `last`, close. The first abort's
+    /// message is the one sent.
     pub fn abort(&self, last: Bytes) {
         let mut q = self.lock();
+        if q.abort.is_some() {
+            return;
+        }
         q.items.clear();
         q.bytes = 0;
         q.abort = Some(last);
@@ -188,8 +218,8 @@ impl Outbox {
     }
 
     /// The writer task: sends queued messages in order; each write must finish within
-    /// `timeout` (a peer that stopped reading is cut off).
-    pub async fn write<S>(&self, mut sink: S, timeout: Duration)
+    /// `timeout` (a peer that stopped reading is cut off). Hands the sink back (closed).
+    pub async fn write<S>(&self, mut sink: S, timeout: Duration) -> S
     where
         S: Sink<Ws, Error = WsError> + Unpin,
     {
@@ -213,5 +243,34 @@ impl Outbox {
         }
         self.discard();
         let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
+        sink
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forced_messages_count_against_the_bounds() {
+        let out = Outbox::new(1000, 10);
+        for _ in 0..3 {
+            out.force(Bytes::from(vec![0; 300]));
+        }
+        assert_eq!(out.queued(), (900, 3));
+        // Past the bound: the queue is discarded, only this one is kept, and it is closed.
+        out.force(Bytes::from(vec![1; 300]));
+        assert_eq!(out.queued(), (0, 0));
+        assert!(out.is_closed());
+        for _ in 0..1000 {
+            out.force(Bytes::from(vec![2; 300]));
+            out.ping();
+        }
+        assert_eq!(out.queued(), (0, 0), "nothing queued after the close");
+        let out = Outbox::new(1000, 10);
+        for _ in 0..100 {
+            out.ping();
+        }
+        assert_eq!(out.queued(), (0, 1), "one ping at a time");
     }
 }

@@ -38,7 +38,8 @@ impl Refusal {
 
     /// One log line per refusal told to a session (of repository `repo`, once known).
     pub fn log(&self, session: &Session, repo: Option<&str>) {
-        log::event(
+        log::event_about(
+            session.peer.ip(),
             "refusal",
             &[
                 ("conn", &session.conn),

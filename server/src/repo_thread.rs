@@ -68,6 +68,9 @@ struct Sub {
     sent: u64,
     /// Caught up: new ranges are queued as they are stored.
     live: bool,
+    /// Ids this session's stored seals covered without their commits, at the time (bounded
+    /// by `--session-unknown-sealed-bytes`, 32 bytes an id).
+    unknown_sealed: usize,
 }
 
 struct Actor<R: RepoStore> {
@@ -257,6 +260,7 @@ impl<R: RepoStore> Actor<R> {
                     out,
                     sent: from,
                     live: false,
+                    unknown_sealed: 0,
                 };
                 self.subs.insert(conn, sub);
                 self.pump(conn)
@@ -310,15 +314,32 @@ impl<R: RepoStore> Actor<R> {
     ) -> Result<(), Error> {
         panic_hook(&self.name);
         self.metrics.pushes.fetch_add(1, Relaxed);
-        let Some(out) = self.subs.get(&session.conn).map(|s| s.out.clone()) else {
+        let Some(sub) = self.subs.get(&session.conn) else {
             return Ok(());
         };
-        let admission = Admission::Server {
-            session: session.key,
-            allow_unowned: self.cfg.accept_trusted,
+        let out = sub.out.clone();
+        let unknown = sub.unknown_sealed + self.hub().unknown_sealed(commits, seals);
+        let stored = if unknown.saturating_mul(32) > self.cfg.session_unknown_sealed_bytes {
+            Err(StoreError::Refused(Error::Limit {
+                what: "sealed unknown commits per session".into(),
+                detail: format!(
+                    "this session's seals would cover {unknown} commits ({} bytes of ids) this repository does not have; a session may leave at most {} bytes (--session-unknown-sealed-bytes); nothing of this push was stored",
+                    unknown * 32,
+                    self.cfg.session_unknown_sealed_bytes
+                ),
+            }))
+        } else {
+            let admission = Admission::Server {
+                session: session.key,
+                allow_unowned: self.cfg.accept_trusted,
+            };
+            self.store.push(&admission, commits, seals)
         };
-        match self.store.push(&admission, commits, seals) {
+        match stored {
             Ok(done) => {
+                if let Some(sub) = self.subs.get_mut(&session.conn) {
+                    sub.unknown_sealed = unknown;
+                }
                 self.metrics
                     .commits_stored
                     .fetch_add(done.to - done.from, Relaxed);

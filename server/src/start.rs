@@ -4,7 +4,7 @@
 
 use crate::backend::Backend;
 use crate::config::{Config, Store};
-use crate::limits::ConnLimiter;
+use crate::limits::{ConnLimiter, PushBudgets};
 use crate::listener;
 use crate::log;
 use crate::metrics::Metrics;
@@ -59,7 +59,17 @@ pub async fn run(cfg: Config) -> i32 {
         hosts,
         registry: Registry::new(cfg.clone(), metrics.clone(), backend.clone()),
         backend: backend.clone(),
-        conns: ConnLimiter::new(cfg.max_connections, cfg.max_connections_per_ip),
+        conns: ConnLimiter::new(
+            cfg.max_connections,
+            cfg.max_connections_per_ip,
+            cfg.reserved_connections,
+        ),
+        budgets: PushBudgets::new(
+            cfg.push_rate,
+            cfg.push_burst,
+            cfg.push_bytes_rate,
+            cfg.push_bytes_burst,
+        ),
         shutdown: Shutdown::new(),
         tls,
         refusing: Arc::new(Semaphore::new(REFUSING_AT_ONCE)),

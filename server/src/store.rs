@@ -13,7 +13,7 @@ pub fn server_options(cfg: &Config, name: &str, clock: Clock) -> RepoOptions {
     let mut opts = RepoOptions::new(name, None, clock);
     opts.trusted = true;
     opts.accept_trusted = cfg.accept_trusted;
-    opts.max_pending = cfg.max_pending;
+    opts.max_pending_bytes = cfg.max_parked_bytes;
     opts.max_unknown_sealed = cfg.max_unknown_sealed;
     opts
 }

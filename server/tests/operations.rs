@@ -22,6 +22,10 @@ fn help_documents_every_flag() {
         "--queue-bytes",
         "--idle-timeout-ms",
         "--max-repos",
+        "--message-timeout-ms",
+        "--reserved-connections",
+        "--max-parked-bytes",
+        "--session-unknown-sealed-bytes",
     ] {
         assert!(text.contains(flag), "{flag} missing from --help:\n{text}");
     }

@@ -14,6 +14,10 @@ pub const SEAL_VERSION: u8 = 2;
 pub const MAX_SEAL_IDS: usize = 1 << 16;
 const SEAL_DOMAIN: &[u8] = b"ibexdb-seal-v2";
 
+/// The shortest encoded seal: version, a one-byte repository name with its length, the
+/// author, a count of one, one id and the signature. Decoders bound counts of seals by it.
+pub const SEAL_MIN_BYTES: usize = 1 + 2 + PUBLIC_KEY_LEN + 1 + 32 + SIGNATURE_LEN;
+
 /// One signature by `author` over a batch of commit ids.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Seal {
@@ -26,6 +30,9 @@ pub struct Seal {
 }
 
 impl Seal {
+    /// See [`SEAL_MIN_BYTES`].
+    pub const MIN_BYTES: usize = SEAL_MIN_BYTES;
+
     /// The bytes that are signed: domain tag, repository, author, count, ids.
     pub fn message(repo: &str, author: &PublicKey, ids: &[CommitId]) -> Vec<u8> {
         let mut w = Writer::with_capacity(

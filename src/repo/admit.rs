@@ -64,10 +64,12 @@ impl<S: Storage> Repo<S> {
     /// Check the ready commits of a batch (in order) before anything is stored. A commit the
     /// rule refuses does not count: it is stored without effect (its descendants connect). A
     /// server refuses the push if a new commit its current list denies is not vouched for.
+    /// `new_seals`: the batch brings seals that are not stored yet.
     pub(super) fn admit_batch(
         &self,
         admission: &Admission,
         accepted: &[(Commit, CommitId, &Vec<u8>)],
+        new_seals: bool,
     ) -> Result<()> {
         let mut prov = Provisional {
             after: HashMap::new(),
@@ -111,8 +113,12 @@ impl<S: Storage> Repo<S> {
             prov.after.insert(*id, after);
         }
         check_vouched(verdicts)?;
+        // A push that stores anything needs write permission, one that brings only new seals
+        // too: a reader cannot make the server store anything. (Commits and seals already
+        // stored are acknowledged to anyone: a reader's replica re-sends what it holds.)
         if let Admission::Server { session, .. } = admission {
-            if !accepted.is_empty() && !session_may_write(&prov.current, session.as_ref()) {
+            let stores = !accepted.is_empty() || new_seals;
+            if stores && !session_may_write(&prov.current, session.as_ref()) {
                 return Err(denied(
                     PermissionErrorKind::CannotWrite,
                     "this session's key may not write to the repository",

@@ -2,7 +2,9 @@
 //! wait here, indexed by the parents they miss, until the last one arrives. On replay it
 //! orders a commit whose frame precedes its parent's (possible only after a repair); on
 //! receive it holds a peer's commits that arrived before their parents. Waiting commits are
-//! not stored: they are lost on close and must be received again.
+//! not stored: they are lost on close and must be received again. A received commit waits
+//! *encoded* (its bytes, decoded again once ready): a peer's orphans cost what it sent, not
+//! their decoded size, and are bounded in bytes (`RepoOptions::max_pending_bytes`).
 
 use super::RepoOptions;
 use crate::commit::{Commit, CommitId, PublicKey};
@@ -19,7 +21,8 @@ pub(super) enum Stored {
 }
 
 struct Pending {
-    commit: Commit,
+    /// Decoded only for a commit of the log (replay); a received one is decoded when ready.
+    commit: Option<Commit>,
     stored: Stored,
     missing: usize,
 }
@@ -29,6 +32,8 @@ struct Pending {
 pub(super) struct Waiting {
     pending: HashMap<CommitId, Pending>,
     by_parent: HashMap<CommitId, Vec<CommitId>>,
+    /// Bytes of the received commits waiting (`Stored::Bytes`).
+    bytes: usize,
 }
 
 impl Waiting {
@@ -41,6 +46,17 @@ impl Waiting {
         self.pending.len()
     }
 
+    /// Bytes of the received commits waiting.
+    pub(super) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    fn removed(&mut self, p: &Pending) {
+        if let Stored::Bytes(b) = &p.stored {
+            self.bytes -= b.len();
+        }
+    }
+
     pub(super) fn defer(
         &mut self,
         commit: Commit,
@@ -51,6 +67,13 @@ impl Waiting {
         for p in missing {
             self.by_parent.entry(*p).or_default().push(id);
         }
+        let commit = match &stored {
+            Stored::InLog(_) => Some(commit),
+            Stored::Bytes(b) => {
+                self.bytes += b.len();
+                None
+            }
+        };
         self.pending.insert(
             id,
             Pending {
@@ -63,7 +86,7 @@ impl Waiting {
 
     /// The commits that become ready once `arrived` is applied; the caller applies each and
     /// calls this again for it.
-    pub(super) fn ready(&mut self, arrived: &CommitId) -> Vec<(Commit, CommitId, Stored)> {
+    pub(super) fn ready(&mut self, arrived: &CommitId) -> Result<Vec<(Commit, CommitId, Stored)>> {
         let mut out = Vec::new();
         for child in self.by_parent.remove(arrived).unwrap_or_default() {
             // A child dropped by `discard_dependents` (another of its parents was refused).
@@ -73,10 +96,16 @@ impl Waiting {
             p.missing -= 1;
             if p.missing == 0 {
                 let p = self.pending.remove(&child).unwrap();
-                out.push((p.commit, child, p.stored));
+                self.removed(&p);
+                let commit = match (p.commit, &p.stored) {
+                    (Some(c), _) => c,
+                    (None, Stored::Bytes(b)) => Commit::decode(b)?.0,
+                    (None, Stored::InLog(_)) => unreachable!("logged commits wait decoded"),
+                };
+                out.push((commit, child, p.stored));
             }
         }
-        out
+        Ok(out)
     }
 }
 
@@ -88,7 +117,8 @@ impl Waiting {
         let mut stack = vec![*id];
         while let Some(a) = stack.pop() {
             for child in self.by_parent.remove(&a).unwrap_or_default() {
-                if self.pending.remove(&child).is_some() {
+                if let Some(p) = self.pending.remove(&child) {
+                    self.removed(&p);
                     n += 1;
                     stack.push(child);
                 }
@@ -116,18 +146,30 @@ pub(super) fn missing_parents(graph: &Graph, commit: &Commit) -> Vec<CommitId> {
 pub(super) fn check_room(
     graph: &Graph,
     wait: &Waiting,
-    batch: &[(&Commit, CommitId)],
+    batch: &[(&Commit, CommitId, usize)],
     cover: &HashMap<CommitId, Vec<PublicKey>>,
     opts: &RepoOptions,
 ) -> Result<()> {
     let mut ready = HashSet::new();
-    for (c, id) in batch {
+    let mut waiting_bytes = wait.bytes();
+    for (c, id, len) in batch {
         if c.parents
             .iter()
             .all(|p| graph.by_id.contains_key(p) || ready.contains(p))
         {
             ready.insert(*id);
+        } else {
+            waiting_bytes += len;
         }
+    }
+    if waiting_bytes > wait.bytes() && waiting_bytes > opts.max_pending_bytes {
+        return Err(Error::Limit {
+            what: "parked bytes".into(),
+            detail: format!(
+                "{waiting_bytes} bytes of commits would wait for missing parents; this repository holds at most {} (--max-parked-bytes)",
+                opts.max_pending_bytes
+            ),
+        });
     }
     let waiting = wait.len() + batch.len() - ready.len();
     if waiting > opts.max_pending {

@@ -87,6 +87,9 @@ pub struct RepoOptions {
     /// At most this many received commits wait for missing parents; a batch that would make
     /// more wait is refused whole with [`Error::Limit`] (a server bounds what peers may park).
     pub max_pending: usize,
+    /// At most this many bytes of received commits waiting for missing parents (kept encoded);
+    /// a batch that would make more wait is refused whole with [`Error::Limit`].
+    pub max_pending_bytes: usize,
     /// At most this many ids covered by stored seals whose commits have not arrived (the
     /// graph's seal cover); a batch that would add more is refused whole with [`Error::Limit`].
     pub max_unknown_sealed: usize,
@@ -104,6 +107,7 @@ impl RepoOptions {
             max_clock_skew_ms: 60 * 60 * 1000,
             clock,
             max_pending: usize::MAX,
+            max_pending_bytes: usize::MAX,
             max_unknown_sealed: usize::MAX,
         }
     }

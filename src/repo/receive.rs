@@ -106,9 +106,12 @@ impl<S: Storage> Repo<S> {
             self.check_commit(&commit, &id, &checked.cover, now)?;
             accepted.push((commit, id, b));
         }
-        let new: Vec<(&Commit, CommitId)> = accepted.iter().map(|(c, id, _)| (c, *id)).collect();
+        let new: Vec<(&Commit, CommitId, usize)> = accepted
+            .iter()
+            .map(|(c, id, b)| (c, *id, b.len()))
+            .collect();
         check_room(&self.graph, &self.wait, &new, &checked.cover, &self.opts)?;
-        self.admit_batch(admission, &accepted)?;
+        self.admit_batch(admission, &accepted, !checked.seals.is_empty())?;
         let (applied, refused) = self.store_received(admission, checked.seals, accepted)?;
         report.applied = applied;
         report.refused = refused;
@@ -285,7 +288,7 @@ impl<S: Storage> Repo<S> {
             } else {
                 refused += 1;
             }
-            stack.extend(self.wait.ready(&id));
+            stack.extend(self.wait.ready(&id)?);
         }
         Ok((n, refused))
     }

@@ -125,7 +125,7 @@ fn replay_commit(
     apply_logged(graph, (commit, id, offset), verify, warm)?;
     let mut stack = vec![id];
     while let Some(a) = stack.pop() {
-        for (c, cid, stored) in wait.ready(&a) {
+        for (c, cid, stored) in wait.ready(&a)? {
             let Stored::InLog(o) = stored else {
                 unreachable!("replay defers only logged commits")
             };

@@ -6,7 +6,7 @@
 use super::seals::SealIndex;
 use super::wire::{Message, Rights, BATCH_BYTES};
 use crate::access::Acl;
-use crate::commit::{CommitId, PublicKey};
+use crate::commit::{CommitId, PublicKey, Seal};
 use crate::error::{Error, PermissionErrorKind, Result};
 use crate::repo::{Admission, Repo};
 use crate::store::Storage;
@@ -214,6 +214,28 @@ impl<S: Storage> Hub<S> {
     /// snapshot file). See [`Repo::write_snapshot`].
     pub fn write_snapshot(&mut self) -> Result<bool> {
         self.repo.write_snapshot()
+    }
+
+    /// How many ids the `seals` of a push would newly cover without their commits: not stored,
+    /// not in `commits`, not covered by a stored seal already. A server bounds this per session
+    /// (a reader of many sessions cannot fill the repository's `max_unknown_sealed`). Seals
+    /// that do not decode count nothing here: the push refuses them.
+    pub fn unknown_sealed(&self, commits: &[(CommitId, Vec<u8>)], seals: &[Vec<u8>]) -> usize {
+        let g = self.repo.graph();
+        let pushed: HashSet<&CommitId> = commits.iter().map(|(id, _)| id).collect();
+        let mut unknown = HashSet::new();
+        for b in seals {
+            let Ok(seal) = Seal::decode(b) else { continue };
+            for id in seal.ids {
+                if !g.by_id.contains_key(&id)
+                    && !g.seal_cover.contains_key(&id)
+                    && !pushed.contains(&id)
+                {
+                    unknown.insert(id);
+                }
+            }
+        }
+        unknown.len()
     }
 
     /// Verify and store a push. On error nothing was stored (a verification error) or the

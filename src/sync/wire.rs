@@ -4,7 +4,7 @@
 use super::session::{SessionProof, NONCE_LEN};
 use super::version::PROTOCOL_VERSION;
 use crate::codec::{Reader, Writer};
-use crate::commit::{CommitId, MAX_COMMIT_BYTES};
+use crate::commit::{CommitId, Seal, MAX_COMMIT_BYTES};
 use crate::error::{Error, ProtocolErrorKind, Result};
 
 /// Largest message accepted: one maximal commit plus room for seals and framing.
@@ -200,10 +200,16 @@ fn read_commits(r: &mut Reader<'_>) -> Result<CommitList> {
         }
         commits.push((id, b.to_vec()));
     }
-    let n = r.count(1, usize::MAX)?;
+    // Each seal is at least `Seal::MIN_BYTES` (plus its length prefix): a count of empty
+    // seals cannot make the list cost more than the input.
+    let n = r.count(Seal::MIN_BYTES + 1, usize::MAX)?;
     let mut seals = Vec::with_capacity(n);
     for _ in 0..n {
-        seals.push(r.lp()?.to_vec());
+        let b = r.lp()?;
+        if b.len() < Seal::MIN_BYTES {
+            return Err(r.err("seal shorter than the shortest seal"));
+        }
+        seals.push(b.to_vec());
     }
     Ok((commits, seals))
 }

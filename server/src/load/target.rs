@@ -50,6 +50,8 @@ impl Target {
                 &conns,
                 "--max-connections-per-ip",
                 &conns,
+                "--reserved-connections",
+                "0",
             ])
             .args(["--push-rate", "100000", "--push-burst", "100000"])
             .args([

@@ -3,7 +3,9 @@
 //! and the core's sync `Client`.
 #![allow(dead_code)]
 
+pub mod measure;
 pub mod pg;
+pub mod raw_ws;
 
 use futures_util::{SinkExt, StreamExt};
 use ibexdb::system_clock;

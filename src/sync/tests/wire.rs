@@ -33,7 +33,7 @@ fn every_message_round_trips() {
             from: 4,
             to: 9,
             commits: vec![(id(1), vec![1, 2, 3]), (id(2), vec![])],
-            seals: vec![vec![9; 10]],
+            seals: vec![vec![9; crate::commit::Seal::MIN_BYTES]],
         },
         Message::Push {
             commits: vec![(id(3), vec![7; 200])],
