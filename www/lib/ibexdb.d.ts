@@ -111,6 +111,12 @@ export interface OpenOptions {
   sync?: string | string[];
   /** Errors of background work (a relaxed flush, a seal) — console.warn when absent. */
   onError?: (error: IbexError) => void;
+  /**
+   * Ask the browser for persistent storage in the background once open (default true). open()
+   * never waits for the answer (Firefox answers only when the user answers its prompt). false:
+   * the app asks itself with `db.persist()`, e.g. from a click. `db.persisted` tells the outcome.
+   */
+  persist?: boolean;
 }
 
 export interface LiveChangeRow<T extends Item = Item> {
@@ -171,7 +177,7 @@ export interface StorageInfo {
   /** `navigator.storage.estimate()` for the whole origin. */
   usage: number;
   quota: number;
-  /** Whether the browser granted persistent storage (requested on open). */
+  /** Whether the browser granted persistent storage (`navigator.storage.persisted()`). */
   persisted: boolean;
   repository: { logBytes: number; snapshotBytes: number; totalBytes: number; items: number; commits: number };
 }
@@ -268,6 +274,12 @@ export declare class Database {
   readonly durability: 'flush' | 'relaxed';
   /** 'owner' if this tab's worker holds the files, 'client' if it reaches another tab's. */
   readonly role: 'owner' | 'client';
+  /**
+   * Whether the browser has granted this origin persistent storage (it then does not evict the
+   * data under storage pressure), as last known: read on open, updated when `persist()` or the
+   * background request of `options.persist` is answered. False where the browser cannot say.
+   */
+  readonly persisted: boolean;
 
   get<T extends Item = Item>(key: Key): Promise<T | undefined>;
   getMany<T extends Item = Item>(keys: Key[]): Promise<(T | undefined)[]>;
@@ -293,6 +305,13 @@ export declare class Database {
   exportCommits(): Promise<Uint8Array<ArrayBuffer>>;
   receive(bundle: Uint8Array): Promise<ReceiveReport>;
   storageInfo(): Promise<StorageInfo>;
+  /**
+   * Ask the browser for persistent storage (`navigator.storage.persist()`); resolves to whether
+   * it is granted (and sets `persisted`). Chromium decides at once from how the site is used
+   * (installed, bookmarked); Firefox shows a prompt and resolves only when the user answers it
+   * (call it from a click); false where the browser has no such request.
+   */
+  persist(): Promise<boolean>;
   /** Give a key a role (only an owner may; PermissionError otherwise). */
   grant(publicKey: string, role: Role): Promise<void>;
   /** Take a key's role away (PermissionError for the last owner). */

@@ -57,6 +57,8 @@ function coreVerify(engine) {
  * @returns {Promise<Outcome | null>}
  */
 async function vouchedVerify(engine, host) {
+  // The helper thread is known before the engine runs (it blocks this thread until done).
+  await host.helperReady();
   const listed = listSeals(engine);
   if (!listed || listed.checks.length === 0) return null;
   const signatures = host.verifyBeside(engine, listed.checks);
