@@ -208,8 +208,9 @@ export class HostCrypto {
 
   /** The helper failed (its script did not load, or it broke): verify on this thread from now on. */
   helperFailed() {
-    if (this._helper && 'terminate' in this._helper) this._helper.terminate();
-    else this._helper?.close();
+    const helper = this._helper;
+    if (helper instanceof MessagePort) helper.close();
+    else helper?.terminate();
     this._helper = null;
     this._portAnswer = null;
     this._awaitPort(null);
