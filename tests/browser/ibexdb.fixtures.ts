@@ -1,6 +1,6 @@
 // Shared fixtures for ibexdb's browser specs: every page fails its test on a console error or
 // an uncaught page error, printing everything the page logged.
-import { test as base, expect, type Page, type ConsoleMessage } from '@playwright/test';
+import { test as base, expect, type Page, type ConsoleMessage, type LaunchOptions } from '@playwright/test';
 
 export { expect };
 
@@ -38,4 +38,16 @@ export async function gotoPlayground(page: Page, base = '') {
 /** A repository name unique to this run. */
 export function uniqueName(prefix: string) {
   return `${prefix}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/**
+ * Launch the project's browser (same executable, channel and flags: playwright.config.ts) on the
+ * persistent profile `dir`, for the specs that close or kill the browser and start it again.
+ */
+export function launchProfile(
+  fx: { playwright: typeof import('@playwright/test'); browserName: 'chromium' | 'firefox' | 'webkit'; launchOptions: LaunchOptions; channel: string | undefined },
+  dir: string,
+  baseURL: string | undefined,
+) {
+  return fx.playwright[fx.browserName].launchPersistentContext(dir, { ...fx.launchOptions, channel: fx.channel, headless: true, baseURL });
 }
