@@ -4,6 +4,13 @@ import { test as base, expect, type Page, type ConsoleMessage, type LaunchOption
 
 export { expect };
 
+/**
+ * What a browser itself reports as a page error that is no error of the page: Firefox reports a
+ * WebSocket that cannot connect, or that the page closes while it connects, as a script error
+ * of the page (Chromium only logs it). Sync's reconnects do both on purpose.
+ */
+const BROWSER_NOISE = [/^Firefox can’t establish a connection to the server at wss?:\/\//, /^The connection to wss?:\/\/\S+ was interrupted while the page was loading\.$/];
+
 /** Collects a page's console output; `problems` are console errors and page errors. */
 export function watch(page: Page, label = 'page') {
   const log: string[] = [];
@@ -16,6 +23,7 @@ export function watch(page: Page, label = 'page') {
   page.on('pageerror', (e) => {
     const line = `[${label} pageerror] ${e.stack ?? e.message}`;
     log.push(line);
+    if (BROWSER_NOISE.some((re) => re.test(e.message))) return;
     problems.push(line);
   });
   return { log, problems };
