@@ -21,7 +21,7 @@ const port = Number(process.env.PORT ?? 8080);
  * Chromium-only machinery (the benchmark harness, the packed package's bundlers, quota in bytes
  * measured through Chromium's profile, the cluster) and run in Chromium only.
  */
-export const FIREFOX_SPECS = ['api', 'persistence', 'crash', 'multitab', 'sync', 'app', 'startup', 'errors'].map((s) => `**/${s}.spec.ts`);
+export const FIREFOX_SPECS = ['api', 'persistence', 'crash', 'multitab', 'sync', 'app', 'startup'].map((s) => `**/${s}.spec.ts`);
 
 /** The Firefox Playwright launches (scripts/firefox-bidi.mjs starts FIREFOX_BIN, default Debian's firefox-esr). */
 export const FIREFOX_LAUNCH = { executablePath: path.resolve(import.meta.dirname ?? '.', 'scripts/firefox-bidi.mjs') };

@@ -41,6 +41,20 @@ test.beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
 });
 
+/**
+ * The `firefox` project runs the board offline (the shared subset, playwright.config.ts); the other
+ * tests here skip themselves in Firefox, each with its reason.
+ */
+const FIREFOX_SKIPS: [RegExp, string][] = [
+  [/^create and edit tasks/, "Firefox over WebDriver BiDi: a text field's change event does not fire on Playwright's blur() in the headless window, so the test's edits are not saved (the app saves on change; seen: the title edit never arrived)"],
+  [/^installable/, "Chromium's installability checks, read over CDP"],
+  [/./, "not in Firefox's shared subset (playwright.config.ts): the board's UI flows run in Chromium, the board offline in both"],
+];
+test.beforeEach(({ browserName }, testInfo) => {
+  if (browserName !== 'firefox' || testInfo.title.startsWith('offline:')) return;
+  test.skip(true, FIREFOX_SKIPS.find(([re]) => re.test(testInfo.title))?.[1]);
+});
+
 test.afterAll(async () => {
   await site?.close();
   await sync?.stop();
@@ -277,7 +291,7 @@ test('create and edit tasks; reload; everything is there', async ({ page, watche
   await page.screenshot({ path: path.join(SHOTS, 'board.png') });
 });
 
-test('offline: the app starts from the service worker, accepts edits, and syncs when the network returns', async ({ browser, context, page, watched }) => {
+test('offline: the app starts from the service worker, accepts edits, and syncs when the network returns', async ({ browser, browserName, context, page, watched }) => {
   void watched;
   const board = uniqueName('offline');
   await openBoard(page, board);
@@ -301,7 +315,9 @@ test('offline: the app starts from the service worker, accepts edits, and syncs 
     await setField(d, 'Due date', '2031-03-14');
     await d.getByRole('button', { name: 'Close' }).click();
     await expect(page.getByRole('button', { name: 'Sync status' })).toHaveText('Offline · 2 to sync');
-    await page.screenshot({ path: path.join(SHOTS, 'offline.png') });
+    // Not in Firefox: Playwright's screenshot there injects an inline style, which the app's CSP
+    // refuses, and Firefox reports the refusal as a page error.
+    if (browserName !== 'firefox') await page.screenshot({ path: path.join(SHOTS, 'offline.png') });
     await page.waitForTimeout(1000);
     await expect(card(other.page, 'Written offline')).toHaveCount(0);
 
