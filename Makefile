@@ -2,7 +2,8 @@
 #
 #   make setup   install toolchain pieces (idempotent; see scripts/setup.sh)
 #   make check   rustfmt, clippy (native + wasm32), wasm32 cargo check
-#   make test    setup + check + cargo tests + wasm build + tsc + Playwright + test-readme (what .ci/run runs)
+#   make test    setup + check + cargo tests + wasm build + tsc + Playwright (Chromium, Firefox) + WebKitGTK
+#                smoke + test-readme (what .ci/run runs)
 #   make test-readme  run every command README.md and www/lib/README.md show; check their API lists
 #   make wasm    release wasm build of bindings/wasm into pkg/ (always; pkg, app and demo rebuild it only when stale)
 #   make tsc     type checks: tests/types (the public .d.ts), www/lib (checkJs, strict), www/bench (checkJs),
@@ -127,7 +128,11 @@ browser-test:
 	$(call step,browser tests: build the sync server the sync spec starts (cargo build --release -p ibexdb-server))
 	cargo build --release -p ibexdb-server
 	$(call step,browser tests: Playwright in Debian Chromium (tests/browser))
-	npx --no-install playwright test
+	npx --no-install playwright test --project=chromium
+	$(call step,browser tests: Playwright in Debian Firefox ESR over WebDriver BiDi (the shared specs: playwright.config.ts FIREFOX_SPECS))
+	npx --no-install playwright test --project=firefox
+	$(call step,browser tests: WebKitGTK (MiniBrowser under Xvfb, WebKitWebDriver): probe and smoke (scripts/webkit/run.mjs))
+	xvfb-run -a node scripts/webkit/run.mjs
 
 # The READMEs kept true: their API lists name every Database member and open() option of
 # ibexdb.d.ts, and every command they show runs (tests/readme/: quick options, ports of its own,
