@@ -4,6 +4,8 @@
 // display: MiniBrowser has no headless mode.
 //
 //   xvfb-run -a node scripts/webkit/run.mjs      (make test runs it; WEBKIT_PORT, default 19510)
+//   WEBKIT_TREE=/path/to/checkout ...            serve another checkout (its www/ and built pkg/),
+//                                                e.g. a branch with the IndexedDB backend
 //
 // 1. probe: what this WebKit offers (navigator.storage, OPFS getDirectory(), sync access handles
 //    in a worker, Web Locks, BroadcastChannel, WebCrypto P-384, wasm), printed as a table.
@@ -24,7 +26,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../serve.mjs';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const ROOT = path.resolve(process.env.WEBKIT_TREE || path.join(path.dirname(fileURLToPath(import.meta.url)), '../..'));
 const DRIVER_PORT = Number(process.env.WEBKIT_PORT ?? 19510);
 const MINIBROWSER = ['/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser', '/usr/lib/aarch64-linux-gnu/webkit2gtk-4.1/MiniBrowser'].find((p) => existsSync(p));
 const say = (s) => console.log(`webkit: ${s}`);
@@ -45,7 +47,7 @@ async function main() {
     say('cannot run: no DISPLAY (run under xvfb-run -a)');
     return 3;
   }
-  const server = await startServer({ port: 0, isolation: false });
+  const server = await startServer({ root: ROOT, port: 0, isolation: false });
   // The browser is started here, its remote inspector on a loopback port, and the driver pointed at
   // it (--target): a session whose browser the driver starts itself never came up here.
   const browser = spawn(MINIBROWSER, ['--automation', '--features=+FileSystem,+AccessHandle,+StorageAPI'], {
@@ -191,7 +193,7 @@ async function SMOKE_WRITE(name) {
   const seven = await db.get('items/7');
   const rows = await db.query({ collection: 'items', where: { tag: 'odd' } });
   const count = await db.count('items');
-  const backend = (await db.storageInfo()).backend ?? '?';
+  const backend = db.storage ?? '?';
   await db.close();
   if (seven?.i !== 7 || rows.length !== 25) throw new Error(`read back ${JSON.stringify(seven)}, ${rows.length} odd rows`);
   return { count, backend };
