@@ -17,7 +17,8 @@
 #   make bench-cluster  the sync load generator on the file store and on PostgreSQL with 1, 2, 3 nodes
 #                (scripts/bench-cluster.sh; results in bench-results/sync-load-*.json)
 #   make bench   setup + wasm + browser benchmark (BENCH_SIZES, BENCH_SUITES = core,writes,scaling,relational,
-#                verify,dbx,fat,omgdb, BENCH_FAT_SIZES, BENCH_ENGINES, BENCH_ASSERT, PORT; SKIP_WASM=1 skips the
+#                verify,dbx,fat,omgdb, BENCH_FAT_SIZES, BENCH_ENGINES, BENCH_ASSERT, PORT, BENCH_BROWSER =
+#                chromium (default) | firefox; SKIP_WASM=1 skips the
 #                wasm build); see docs/benchmarks.md
 #   make serve   static server with COOP/COEP (and brotli/gzip) on http://127.0.0.1:$${PORT:-8080}/
 #
