@@ -11,7 +11,7 @@ import { chromium, type BrowserContext, type Locator, type Page } from '@playwri
 import { CHROMIUM_ARGS } from '../../playwright.config';
 // @ts-ignore: plain ES module of the repo's scripts
 import { buildApp } from '../../scripts/build-app.mjs';
-import { test, expect, uniqueName, watch } from './ibexdb.fixtures';
+import { test, expect, firefoxAppSkip, uniqueName, watch } from './ibexdb.fixtures';
 import { serve, startSyncServer, type Served, type SyncServer } from './support/shipping';
 
 test.describe.configure({ mode: 'serial' });
@@ -41,19 +41,8 @@ test.beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
 });
 
-/**
- * The `firefox` project runs the board offline (the shared subset, playwright.config.ts); the other
- * tests here skip themselves in Firefox, each with its reason.
- */
-const FIREFOX_SKIPS: [RegExp, string][] = [
-  [/^create and edit tasks/, "Firefox over WebDriver BiDi: a text field's change event does not fire on Playwright's blur() in the headless window, so the test's edits are not saved (the app saves on change; seen: the title edit never arrived)"],
-  [/^installable/, "Chromium's installability checks, read over CDP"],
-  [/./, "not in Firefox's shared subset (playwright.config.ts): the board's UI flows run in Chromium, the board offline in both"],
-];
-test.beforeEach(({ browserName }, testInfo) => {
-  if (browserName !== 'firefox' || testInfo.title.startsWith('offline:')) return;
-  test.skip(true, FIREFOX_SKIPS.find(([re]) => re.test(testInfo.title))?.[1]);
-});
+// In Firefox only the board offline runs (the shared subset); the rest skip with their reasons.
+test.beforeEach(({ browserName }, testInfo) => test.skip(browserName === 'firefox' && !!firefoxAppSkip(testInfo.title), firefoxAppSkip(testInfo.title)));
 
 test.afterAll(async () => {
   await site?.close();
@@ -315,8 +304,7 @@ test('offline: the app starts from the service worker, accepts edits, and syncs 
     await setField(d, 'Due date', '2031-03-14');
     await d.getByRole('button', { name: 'Close' }).click();
     await expect(page.getByRole('button', { name: 'Sync status' })).toHaveText('Offline · 2 to sync');
-    // Not in Firefox: Playwright's screenshot there injects an inline style, which the app's CSP
-    // refuses, and Firefox reports the refusal as a page error.
+    // Not in Firefox: Playwright's screenshot there injects an inline style the app's CSP refuses (a page error).
     if (browserName !== 'firefox') await page.screenshot({ path: path.join(SHOTS, 'offline.png') });
     await page.waitForTimeout(1000);
     await expect(card(other.page, 'Written offline')).toHaveCount(0);

@@ -59,3 +59,16 @@ export function launchProfile(
 ) {
   return fx.playwright[fx.browserName].launchPersistentContext(dir, { ...fx.launchOptions, channel: fx.channel, headless: true, baseURL });
 }
+
+/**
+ * Why a test of app.spec.ts does not run in Firefox (undefined: it runs). The `firefox` project runs
+ * the board offline, the shared subset (playwright.config.ts).
+ */
+export function firefoxAppSkip(title: string): string | undefined {
+  if (title.startsWith('offline:')) return undefined;
+  if (title.startsWith('create and edit tasks')) {
+    return "Firefox over WebDriver BiDi: a text field's change event does not fire on Playwright's blur() in the headless window, so the test's edits are not saved (the app saves on change; seen: the title edit never arrived)";
+  }
+  if (title.startsWith('installable')) return "Chromium's installability checks, read over CDP";
+  return "not in Firefox's shared subset (playwright.config.ts): the board's UI flows run in Chromium, the board offline in both";
+}
