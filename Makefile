@@ -2,7 +2,8 @@
 #
 #   make setup   install toolchain pieces (idempotent; see scripts/setup.sh)
 #   make check   rustfmt, clippy (native + wasm32), wasm32 cargo check
-#   make test    setup + check + cargo tests + wasm build + tsc + Playwright + test-readme (what .ci/run runs)
+#   make test    setup + check + cargo tests + wasm build + tsc + Playwright (Chromium, Firefox) + WebKitGTK
+#                smoke + test-readme (what .ci/run runs)
 #   make test-readme  run every command README.md and www/lib/README.md show; check their API lists
 #   make test-node    the Node entry ibexdb/node (www/lib/node/) with node:test: memory, disk, sync via the real server
 #   make wasm    release wasm build of bindings/wasm into pkg/ (always; pkg, app and demo rebuild it only when stale)
@@ -17,7 +18,8 @@
 #   make bench-cluster  the sync load generator on the file store and on PostgreSQL with 1, 2, 3 nodes
 #                (scripts/bench-cluster.sh; results in bench-results/sync-load-*.json)
 #   make bench   setup + wasm + browser benchmark (BENCH_SIZES, BENCH_SUITES = core,writes,scaling,relational,
-#                verify,dbx,fat,omgdb, BENCH_FAT_SIZES, BENCH_ENGINES, BENCH_ASSERT, PORT; SKIP_WASM=1 skips the
+#                verify,dbx,fat,omgdb, BENCH_FAT_SIZES, BENCH_ENGINES, BENCH_ASSERT, PORT, BENCH_BROWSER =
+#                chromium (default) | firefox; SKIP_WASM=1 skips the
 #                wasm build); see docs/benchmarks.md
 #   make serve   static server with COOP/COEP (and brotli/gzip) on http://127.0.0.1:$${PORT:-8080}/
 #
@@ -128,7 +130,11 @@ browser-test:
 	$(call step,browser tests: build the sync server the sync spec starts (cargo build --release -p ibexdb-server))
 	cargo build --release -p ibexdb-server
 	$(call step,browser tests: Playwright in Debian Chromium (tests/browser))
-	npx --no-install playwright test
+	npx --no-install playwright test --project=chromium
+	$(call step,browser tests: Playwright in Debian Firefox ESR over WebDriver BiDi (the shared specs: playwright.config.ts FIREFOX_SPECS))
+	npx --no-install playwright test --project=firefox
+	$(call step,browser tests: WebKitGTK (MiniBrowser under Xvfb, WebKitWebDriver): probe and smoke (scripts/webkit/run.mjs))
+	xvfb-run -a node scripts/webkit/run.mjs
 
 # The READMEs kept true: their API lists name every Database member and open() option of
 # ibexdb.d.ts, and every command they show runs (tests/readme/: quick options, ports of its own,

@@ -8,8 +8,24 @@
 // The full benchmark is not a Playwright test: `make bench` runs scripts/bench.mjs, which drives the
 // same page with the same browser flags. tests/browser/bench-smoke.spec.ts runs it at tiny sizes.
 import { defineConfig } from '@playwright/test';
+import path from 'node:path';
 
 const port = Number(process.env.PORT ?? 8080);
+
+/**
+ * The specs the `firefox` project runs (Debian's firefox-esr over WebDriver BiDi, through
+ * scripts/firefox-bidi.mjs): the public API, persistence across reloads, crash recovery,
+ * multi-tab ownership and failover, sync with the real server, the task board offline, the packed
+ * npm package (unbundled, from a CDN, built by Vite), and opening without a persistence prompt. A
+ * test of these that cannot run in Firefox skips itself there with the reason (app.spec.ts:
+ * `firefoxAppSkip`). The other specs run in Chromium only: environments.spec.ts launches Chromium
+ * with its own flags (host resolver, site-data blocking), the rest measure Chromium's machinery
+ * (the benchmark harness, byte quotas through its profile, compression, the cluster).
+ */
+export const FIREFOX_SPECS = ['api', 'persistence', 'crash', 'multitab', 'sync', 'app', 'startup', 'package'].map((s) => `**/${s}.spec.ts`);
+
+/** The Firefox Playwright launches (scripts/firefox-bidi.mjs starts FIREFOX_BIN, default Debian's firefox-esr). */
+export const FIREFOX_LAUNCH = { executablePath: path.resolve(import.meta.dirname ?? '.', 'scripts/firefox-bidi.mjs') };
 
 /** Chromium flags shared with scripts/bench.mjs (DESIGN.md section 11). */
 export const CHROMIUM_ARGS = [
@@ -44,6 +60,16 @@ export default defineConfig({
         browserName: 'chromium',
         viewport: { width: 1280, height: 900 },
         launchOptions: { executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS },
+      },
+    },
+    {
+      name: 'firefox',
+      testMatch: FIREFOX_SPECS,
+      use: {
+        browserName: 'firefox',
+        channel: 'moz-firefox',
+        viewport: { width: 1280, height: 900 },
+        launchOptions: FIREFOX_LAUNCH,
       },
     },
   ],

@@ -16,6 +16,9 @@
 //   BENCH_ASSERT   1 = fail on order-of-magnitude regressions (coarse per-row ceilings below)
 //   BENCH_CEILING_FACTOR  multiplies every ceiling (default 1)
 //   BENCH_OUT      output directory                        (default bench-results/<local date>)
+//   BENCH_BROWSER  chromium | firefox                      (default chromium; firefox: Debian's
+//                  firefox-esr through scripts/firefox-bidi.mjs, FIREFOX_BIN to change; no worker
+//                  heap figures there, they come from Chromium's CDP)
 //   CHROMIUM       browser executable                      (default /usr/bin/chromium)
 //   PORT           port of the static server               (default: any free port)
 //
@@ -226,15 +229,23 @@ async function main() {
   const plan = process.env.BENCH_PLAN || 'full';
   const assert = process.env.BENCH_ASSERT === '1';
   const outDir = path.resolve(ROOT, process.env.BENCH_OUT || path.join('bench-results', localDate()));
-  const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
+  const browserName = process.env.BENCH_BROWSER || 'chromium';
+  if (browserName === 'webkit') die(2, 'BENCH_BROWSER=webkit: not run by this runner (no Playwright WebKit build here; WebKitGTK is driven over WebDriver by scripts/webkit/run.mjs)');
+  if (browserName !== 'chromium' && browserName !== 'firefox') die(2, `BENCH_BROWSER must be chromium or firefox, got "${browserName}"`);
+  const firefoxBin = process.env.FIREFOX_BIN || '/usr/lib/firefox-esr/firefox-esr';
+  const executablePath = browserName === 'firefox' ? path.join(ROOT, 'scripts/firefox-bidi.mjs') : process.env.CHROMIUM || '/usr/bin/chromium';
 
+  if (browserName === 'firefox' && !existsSync(firefoxBin)) die(3, `${firefoxBin} not found (install Debian's firefox-esr: make setup)`);
   if (!existsSync(executablePath)) die(3, `${executablePath} not found (install Debian's chromium: make setup)`);
   let chromium;
   try {
-    ({ chromium } = await import('@playwright/test'));
+    const pw = await import('@playwright/test');
+    chromium = pw[browserName];
   } catch (err) {
     die(3, `@playwright/test is not installed (npm ci): ${err.message}`);
   }
+  /** The project's launch options for the browser (Firefox: the stock one over WebDriver BiDi). */
+  const launchOptions = browserName === 'firefox' ? { executablePath, channel: 'moz-firefox', headless: true } : { executablePath, headless: true, args: CHROMIUM_ARGS };
 
   // PORT: a fixed port (e.g. when several worktrees run at once); default: any free port.
   const server = await startServer({ port: Number(process.env.PORT ?? 0) });
@@ -244,7 +255,7 @@ async function main() {
   let profileDir = '';
   try {
     try {
-      browser = await chromium.launch({ executablePath, headless: true, args: CHROMIUM_ARGS });
+      browser = await chromium.launch(launchOptions);
     } catch (err) {
       die(3, `cannot launch ${executablePath}: ${err.message.split('\n')[0]}`);
     }
@@ -254,9 +265,9 @@ async function main() {
     // where a "durable" flush reaches no disk and large files fail with FILE_ERROR_NO_SPACE.)
     // One context for the page and the cold-start pages it asks for (they share its OPFS).
     profileDir = mkdtempSync(path.join(os.tmpdir(), 'ibexdb-bench-profile-'));
-    context = await chromium.launchPersistentContext(profileDir, { executablePath, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 900 } });
+    context = await chromium.launchPersistentContext(profileDir, { ...launchOptions, viewport: { width: 1280, height: 900 } });
     const page = context.pages()[0] ?? await context.newPage();
-    await page.exposeFunction('benchWorkerHeap', await workerHeapProbe(await context.newCDPSession(page)));
+    if (browserName === 'chromium') await page.exposeFunction('benchWorkerHeap', await workerHeapProbe(await context.newCDPSession(page)));
     await exposeColdPage(page);
 
     // Forward progress; keep errors for the summary.
@@ -319,9 +330,9 @@ async function main() {
     machine.loadAvgAtEnd = os.loadavg();
     Object.assign(results.meta, {
       date: localDate(),
-      browser: `Chromium ${browserVersion} (${executablePath}, headless)`,
+      browser: browserName === 'firefox' ? `Firefox ${browserVersion} (${firefoxBin} over WebDriver BiDi, headless)` : `Chromium ${browserVersion} (${executablePath}, headless)`,
       storage: 'a persistent browser profile in a temporary directory: OPFS on disk (ext4 on a virtual disk)',
-      chromiumArgs: CHROMIUM_ARGS,
+      chromiumArgs: browserName === 'chromium' ? CHROMIUM_ARGS : null,
       sqliteWasmPackage: sqlitePkg,
       sqliteVersion: results.runs.find((r) => r.info?.engine === 'sqlite-wasm')?.info.version ?? null,
       sizes: results.options.sizes,

@@ -9,6 +9,10 @@
 #   wasm-pack (cargo install --locked, pinned)
 #   wasm-bindgen-cli at exactly the version of the wasm-bindgen crate in Cargo.lock
 #   Debian chromium (/usr/bin/chromium) - Playwright's browser download does not work here
+#   Debian firefox-esr (/usr/lib/firefox-esr/firefox-esr) - Playwright's `firefox` project drives it over
+#   WebDriver BiDi (scripts/firefox-bidi.mjs)
+#   Debian webkit2gtk-driver (WebKitWebDriver; MiniBrowser comes with libwebkit2gtk-4.1) and xvfb (xvfb-run,
+#   xauth): the WebKitGTK smoke run (scripts/webkit/) - MiniBrowser has no headless mode
 #   openssl (Debian) - the https shipping spec makes a self-signed certificate
 #   postgresql (Debian) - the server's PostgreSQL-store tests start a throwaway PostgreSQL of their own
 #   npm devDependencies (npm ci): @playwright/test, @sqlite.org/sqlite-wasm, binaryen (wasm-opt), typescript, vite
@@ -125,6 +129,34 @@ else
   say "installing chromium (Debian package)"
   apt_install chromium
 fi
+
+# --- Firefox ESR and WebKitGTK (Debian packages): the other browsers of `make test` -------------
+# Nothing is downloaded from outside Debian's archive: Playwright drives the stock firefox-esr over
+# WebDriver BiDi; WebKitGTK's own WebDriver (WebKitWebDriver) drives its MiniBrowser under Xvfb.
+if [ -x /usr/lib/firefox-esr/firefox-esr ]; then
+  say "firefox-esr already present ($(/usr/lib/firefox-esr/firefox-esr --version 2>/dev/null | head -n1))"
+else
+  have apt-get || die "firefox-esr is missing and apt-get is not available: install Firefox ESR by hand (FIREFOX_BIN)"
+  say "installing firefox-esr (Debian package; Playwright's firefox project)"
+  apt_install firefox-esr
+fi
+if have WebKitWebDriver && ls /usr/lib/*/webkit2gtk-4.1/MiniBrowser >/dev/null 2>&1; then
+  say "webkit2gtk-driver already present (WebKitWebDriver, MiniBrowser)"
+else
+  have apt-get || die "WebKitWebDriver is missing and apt-get is not available: install webkit2gtk-driver by hand"
+  say "installing webkit2gtk-driver (Debian package; WebKitWebDriver and MiniBrowser for the WebKit run)"
+  apt_install webkit2gtk-driver
+fi
+for pkg in xvfb xauth; do
+  bin=$([ "$pkg" = xvfb ] && echo xvfb-run || echo xauth)
+  if have "$bin"; then
+    say "$pkg already present"
+  else
+    have apt-get || die "$bin is missing and apt-get is not available: install $pkg by hand"
+    say "installing $pkg (Debian package; MiniBrowser has no headless mode, it runs under Xvfb)"
+    apt_install "$pkg"
+  fi
+done
 
 # --- openssl (the https spec makes a self-signed certificate with it) ----------------------------
 if have openssl; then

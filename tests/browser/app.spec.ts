@@ -11,7 +11,7 @@ import { chromium, type BrowserContext, type Locator, type Page } from '@playwri
 import { CHROMIUM_ARGS } from '../../playwright.config';
 // @ts-ignore: plain ES module of the repo's scripts
 import { buildApp } from '../../scripts/build-app.mjs';
-import { test, expect, uniqueName, watch } from './ibexdb.fixtures';
+import { test, expect, firefoxAppSkip, uniqueName, watch } from './ibexdb.fixtures';
 import { serve, startSyncServer, type Served, type SyncServer } from './support/shipping';
 
 test.describe.configure({ mode: 'serial' });
@@ -40,6 +40,9 @@ test.beforeAll(async () => {
   sync = await startSyncServer();
   mkdirSync(SHOTS, { recursive: true });
 });
+
+// In Firefox only the board offline runs (the shared subset); the rest skip with their reasons.
+test.beforeEach(({ browserName }, testInfo) => test.skip(browserName === 'firefox' && !!firefoxAppSkip(testInfo.title), firefoxAppSkip(testInfo.title)));
 
 test.afterAll(async () => {
   await site?.close();
@@ -277,7 +280,7 @@ test('create and edit tasks; reload; everything is there', async ({ page, watche
   await page.screenshot({ path: path.join(SHOTS, 'board.png') });
 });
 
-test('offline: the app starts from the service worker, accepts edits, and syncs when the network returns', async ({ browser, context, page, watched }) => {
+test('offline: the app starts from the service worker, accepts edits, and syncs when the network returns', async ({ browser, browserName, context, page, watched }) => {
   void watched;
   const board = uniqueName('offline');
   await openBoard(page, board);
@@ -301,7 +304,8 @@ test('offline: the app starts from the service worker, accepts edits, and syncs 
     await setField(d, 'Due date', '2031-03-14');
     await d.getByRole('button', { name: 'Close' }).click();
     await expect(page.getByRole('button', { name: 'Sync status' })).toHaveText('Offline · 2 to sync');
-    await page.screenshot({ path: path.join(SHOTS, 'offline.png') });
+    // Not in Firefox: Playwright's screenshot there injects an inline style the app's CSP refuses (a page error).
+    if (browserName !== 'firefox') await page.screenshot({ path: path.join(SHOTS, 'offline.png') });
     await page.waitForTimeout(1000);
     await expect(card(other.page, 'Written offline')).toHaveCount(0);
 

@@ -148,6 +148,7 @@ test('every public method rejects every wrong argument type with a typed error n
       ['recovery', { recovery: 'maybe' }, 'options.recovery'],
       ['sync', { sync: 'http://x' }, 'options.sync'],
       ['onError', { onError: 'log' }, 'options.onError'],
+      ['persist', { persist: 'yes' }, 'options.persist'],
       ['typo', { durabilty: 'relaxed' }, 'options.durabilty'],
     ] as [string, unknown, string][]) {
       opens.push({ call: `open(name, ${label})`, expectArgument: arg, ...(await outcome(() => ib.open(`${name}-opts`, options))) });

@@ -1,14 +1,17 @@
 // Kill the browser process (SIGKILL) during a stream of durable writes; relaunch on the same
 // profile: every acknowledged write is there and verify() passes. With each storage backend that
 // keeps data: OPFS (sync access handles) and IndexedDB (storage.spec.ts has the rest of it).
-import { chromium, type BrowserContext } from '@playwright/test';
+import { type BrowserContext } from '@playwright/test';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { CHROMIUM_ARGS } from '../../playwright.config';
-import { test, expect, gotoPlayground, uniqueName, watch } from './ibexdb.fixtures';
+import { test, expect, gotoPlayground, launchProfile, uniqueName, watch } from './ibexdb.fixtures';
 
-/** The browser (not renderer/GPU/utility) process launched with `--user-data-dir=<dir>`. */
+/**
+ * The browser's main process on profile `dir` (not a renderer, GPU or utility process):
+ * Chromium's is launched with `--user-data-dir=<dir>`; Firefox's with `--profile <dir>` (its own
+ * binary, not the node launcher scripts/firefox-bidi.mjs that starts it with the same arguments).
+ */
 function browserPid(dir: string): number {
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -20,15 +23,16 @@ function browserPid(dir: string): number {
     }
     const args = cmd.split('\0');
     if (args.includes(`--user-data-dir=${dir}`) && !args.some((a) => a.startsWith('--type='))) return Number(entry);
+    const profile = args.indexOf('--profile');
+    if (profile > 0 && args[profile + 1] === dir && /firefox[^/]*$/.test(args[0])) return Number(entry);
   }
   throw new Error(`no browser process found for ${dir}`);
 }
 
-for (const storage of ['opfs', 'indexeddb'] as const) test(`acknowledged durable writes survive a browser kill (storage: ${storage})`, async ({ baseURL }) => {
+for (const storage of ['opfs', 'indexeddb'] as const) test(`acknowledged durable writes survive a browser kill (storage: ${storage})`, async ({ baseURL, playwright, browserName, launchOptions, channel }) => {
   const dir = mkdtempSync(path.join(tmpdir(), 'ibexdb-crash-'));
   const name = uniqueName('crash');
-  const launch = () =>
-    chromium.launchPersistentContext(dir, { executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, headless: true, baseURL });
+  const launch = () => launchProfile({ playwright, browserName, launchOptions, channel }, dir, baseURL);
   let ctx: BrowserContext | null = null;
   try {
     ctx = await launch();

@@ -1,8 +1,15 @@
 // Shared fixtures for ibexdb's browser specs: every page fails its test on a console error or
 // an uncaught page error, printing everything the page logged.
-import { test as base, expect, type Page, type ConsoleMessage } from '@playwright/test';
+import { test as base, expect, type Page, type ConsoleMessage, type LaunchOptions } from '@playwright/test';
 
 export { expect };
+
+/**
+ * What a browser itself reports as a page error that is no error of the page: Firefox reports a
+ * WebSocket that cannot connect, or that the page closes while it connects, as a script error
+ * of the page (Chromium only logs it). Sync's reconnects do both on purpose.
+ */
+const BROWSER_NOISE = [/^Firefox can’t establish a connection to the server at wss?:\/\//, /^The connection to wss?:\/\/\S+ was interrupted while the page was loading\.$/];
 
 /** Collects a page's console output; `problems` are console errors and page errors. */
 export function watch(page: Page, label = 'page') {
@@ -16,6 +23,7 @@ export function watch(page: Page, label = 'page') {
   page.on('pageerror', (e) => {
     const line = `[${label} pageerror] ${e.stack ?? e.message}`;
     log.push(line);
+    if (BROWSER_NOISE.some((re) => re.test(e.message))) return;
     problems.push(line);
   });
   return { log, problems };
@@ -38,4 +46,29 @@ export async function gotoPlayground(page: Page, base = '') {
 /** A repository name unique to this run. */
 export function uniqueName(prefix: string) {
   return `${prefix}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/**
+ * Launch the project's browser (same executable, channel and flags: playwright.config.ts) on the
+ * persistent profile `dir`, for the specs that close or kill the browser and start it again.
+ */
+export function launchProfile(
+  fx: { playwright: typeof import('@playwright/test'); browserName: 'chromium' | 'firefox' | 'webkit'; launchOptions: LaunchOptions; channel: string | undefined },
+  dir: string,
+  baseURL: string | undefined,
+) {
+  return fx.playwright[fx.browserName].launchPersistentContext(dir, { ...fx.launchOptions, channel: fx.channel, headless: true, baseURL });
+}
+
+/**
+ * Why a test of app.spec.ts does not run in Firefox (undefined: it runs). The `firefox` project runs
+ * the board offline, the shared subset (playwright.config.ts).
+ */
+export function firefoxAppSkip(title: string): string | undefined {
+  if (title.startsWith('offline:')) return undefined;
+  if (title.startsWith('create and edit tasks')) {
+    return "Firefox over WebDriver BiDi: after Playwright's fill(), a text field's change event fires neither on blur() nor on Tab (checked on a bare page; Chromium fires it), so the test's edits are not saved (the app saves on change)";
+  }
+  if (title.startsWith('installable')) return "Chromium's installability checks, read over CDP";
+  return "not in Firefox's shared subset (playwright.config.ts): the board's UI flows run in Chromium, the board offline in both";
 }

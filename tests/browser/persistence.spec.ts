@@ -1,10 +1,8 @@
 // Data survives a page reload and a browser restart on the same profile.
-import { chromium } from '@playwright/test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { CHROMIUM_ARGS } from '../../playwright.config';
-import { test, expect, gotoPlayground, uniqueName, watch } from './ibexdb.fixtures';
+import { test, expect, gotoPlayground, launchProfile, uniqueName, watch } from './ibexdb.fixtures';
 
 test('write, reload the page, read back', async ({ page, watched }) => {
   void watched;
@@ -28,11 +26,10 @@ test('write, reload the page, read back', async ({ page, watched }) => {
   expect(out).toEqual({ count: 101, last: { done: true }, tag: ['t42'] });
 });
 
-for (const storage of ['opfs', 'indexeddb'] as const) test(`close the browser, relaunch on the same profile, read back (storage: ${storage})`, async ({ baseURL }) => {
+for (const storage of ['opfs', 'indexeddb'] as const) test(`close the browser, relaunch on the same profile, read back (storage: ${storage})`, async ({ baseURL, playwright, browserName, launchOptions, channel }) => {
   const dir = mkdtempSync(path.join(tmpdir(), 'ibexdb-profile-'));
   const name = uniqueName('restart');
-  const launch = () =>
-    chromium.launchPersistentContext(dir, { executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS, headless: true, baseURL });
+  const launch = () => launchProfile({ playwright, browserName, launchOptions, channel }, dir, baseURL);
   try {
     let ctx = await launch();
     let page = ctx.pages()[0] ?? (await ctx.newPage());

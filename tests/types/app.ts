@@ -31,6 +31,7 @@ export async function example(): Promise<void> {
     durability: 'relaxed',
     schemas: { notes: { fields: { title: { type: 'string', required: true } }, indexes: ['title'] } },
     onError: (e) => console.warn(e.name),
+    persist: false,
   });
   await db.put('notes/1', { title: 'Hello', done: false, tags: new Set(['inbox']) });
   await db.update('notes/1', { done: true });
@@ -63,6 +64,8 @@ export async function example(): Promise<void> {
   await db.flush();
   const report = await db.verify();
   const info = await db.storageInfo();
+  const persistent: boolean = db.persisted || (await db.persist());
+  void persistent;
   const id: string | null = db.publicKey;
   const exported = await db.exportIdentity();
   if (exported) await open('notes-copy', { identity: exported, trusted: false, recovery: 'repair', quotaBytes: 1 << 20 });

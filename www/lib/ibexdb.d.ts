@@ -118,6 +118,12 @@ export interface OpenOptions {
    * private window that keeps no site data). `Database.storage` says which was used.
    */
   storage?: StorageOption;
+  /**
+   * Ask the browser for persistent storage in the background once open (default true). open()
+   * never waits for the answer (Firefox answers only when the user answers its prompt). false:
+   * the app asks itself with `db.persist()`, e.g. from a click. `db.persisted` tells the outcome.
+   */
+  persist?: boolean;
 }
 
 /** What `open()`'s `storage` option accepts. */
@@ -183,7 +189,7 @@ export interface StorageInfo {
   /** `navigator.storage.estimate()` for the whole origin. */
   usage: number;
   quota: number;
-  /** Whether the browser granted persistent storage (requested on open). */
+  /** Whether the browser granted persistent storage (`navigator.storage.persisted()`). */
   persisted: boolean;
   repository: { logBytes: number; snapshotBytes: number; totalBytes: number; items: number; commits: number };
 }
@@ -282,6 +288,12 @@ export declare class Database {
   readonly storage: StorageKind;
   /** 'owner' if this tab's worker holds the files, 'client' if it reaches another tab's. */
   readonly role: 'owner' | 'client';
+  /**
+   * Whether the browser has granted this origin persistent storage (it then does not evict the
+   * data under storage pressure), as last known: read on open, updated when `persist()` or the
+   * background request of `options.persist` is answered. False where the browser cannot say.
+   */
+  readonly persisted: boolean;
 
   get<T extends Item = Item>(key: Key): Promise<T | undefined>;
   getMany<T extends Item = Item>(keys: Key[]): Promise<(T | undefined)[]>;
@@ -307,6 +319,13 @@ export declare class Database {
   exportCommits(): Promise<Uint8Array<ArrayBuffer>>;
   receive(bundle: Uint8Array): Promise<ReceiveReport>;
   storageInfo(): Promise<StorageInfo>;
+  /**
+   * Ask the browser for persistent storage (`navigator.storage.persist()`); resolves to whether
+   * it is granted (and sets `persisted`). Chromium decides at once from how the site is used
+   * (installed, bookmarked); Firefox shows a prompt and resolves only when the user answers it
+   * (call it from a click); false where the browser has no such request.
+   */
+  persist(): Promise<boolean>;
   /** Give a key a role (only an owner may; PermissionError otherwise). */
   grant(publicKey: string, role: Role): Promise<void>;
   /** Take a key's role away (PermissionError for the last owner). */

@@ -15,7 +15,7 @@ import { decode, decodeMany, decodeRows, encode, encodeObject } from './codec.js
 import { TxnBuilder } from './txn.js';
 import { ClosedError, IbexError, InvalidValueError, StorageUnavailableError, fromWire } from './errors.js';
 import { LiveQuery, applyChange, publicChange } from './live-query.js';
-import { checkEnvironment, compileWasm, startWorker, watchViolations, workerFailure } from './loader.js';
+import { askPersist, checkEnvironment, compileWasm, persistedNow, startVerifyThread, startWorker, watchViolations, workerFailure } from './loader.js';
 import { MAX_SYNC_URLS, WASM_URL, checkName, isSyncUrls } from './policy.js';
 
 export * from './errors.js';
@@ -93,8 +93,9 @@ export class Database {
    * @param {OpenInfo} info
    * @param {'flush' | 'relaxed'} durability
    * @param {OpenOptions['onError']} onError
+   * @param {boolean} persisted whether the origin's storage is persistent, as read on open
    */
-  constructor(name, worker, info, durability, onError) {
+  constructor(name, worker, info, durability, onError, persisted) {
     this.name = name;
     /**
      * This device's public key for this repository (98 hex digits, a compressed P-384 point):
@@ -110,6 +111,7 @@ export class Database {
      */
     this.storage = info.storage ?? 'opfs';
     this.durability = durability;
+    this._persisted = persisted;
     this._worker = worker;
     this._role = info.role;
     this._onError = onError;
@@ -131,6 +133,8 @@ export class Database {
     this._syncStatus = info.sync ? reviveStatus(info.sync) : SYNC_OFF;
     /** @type {Set<(status: SyncStatus) => void>} */
     this._syncListeners = new Set();
+    /** @type {{worker: Worker, stop: () => void} | null} verify()'s helper thread, started on the worker's first ask */
+    this._verifyThread = null;
     worker.onmessage = (ev) => this._onMessage(ev.data);
     worker.onerror = (ev) => {
       ev.preventDefault?.();
@@ -143,6 +147,23 @@ export class Database {
   /** Whether this tab's worker holds the repository's files ('owner') or reaches another tab's. */
   get role() {
     return this._role;
+  }
+
+  /** Whether the browser has granted this origin persistent storage, as last known. */
+  get persisted() {
+    return this._persisted;
+  }
+
+  /**
+   * Ask the browser for persistent storage; resolves to whether it is granted. Firefox resolves
+   * only once the user answers its prompt: nothing in ibexdb waits for this.
+   * @returns {Promise<boolean>}
+   */
+  async persist() {
+    const granted = await askPersist();
+    if (granted) this._persisted = true;
+    else this._persisted = await persistedNow();
+    return this._persisted;
   }
 
   /**
@@ -218,8 +239,35 @@ export class Database {
       case 'closed':
         this._closing?.resolve(m.error);
         break;
+      case 'verify-thread':
+        this._startVerifyThread();
+        break;
       default:
     }
+  }
+
+  /**
+   * The worker asks for verify()'s helper thread (worker/crypto.js): start it here and hand the
+   * worker a MessagePort to it (or null: the worker verifies on its own thread). A helper that
+   * fails later (its script does not load) is reported to the worker, which then does the same.
+   */
+  _startVerifyThread() {
+    this._verifyThread?.stop();
+    const started = this._closed ? null : startVerifyThread();
+    this._verifyThread = started;
+    if (!started) {
+      this._worker.postMessage({ type: 'verify-port', port: null });
+      return;
+    }
+    const channel = new MessageChannel();
+    started.worker.onerror = (ev) => {
+      ev.preventDefault?.();
+      started.stop();
+      if (this._verifyThread === started) this._verifyThread = null;
+      if (!this._closed) this._worker.postMessage({ type: 'verify-failed' });
+    };
+    started.worker.postMessage({ port: channel.port1 }, [channel.port1]);
+    this._worker.postMessage({ type: 'verify-port', port: channel.port2 }, [channel.port2]);
   }
 
   /**
@@ -588,9 +636,10 @@ export class Database {
   async storageInfo() {
     const [est, persisted, stats] = await Promise.all([
       navigator.storage?.estimate ? navigator.storage.estimate() : Promise.resolve(/** @type {StorageEstimate} */ ({})),
-      navigator.storage?.persisted ? navigator.storage.persisted() : Promise.resolve(false),
+      persistedNow(),
       this._send('storageInfo', [], parseJson),
     ]);
+    this._persisted = persisted;
     return {
       usage: est.usage ?? 0,
       quota: est.quota ?? 0,
@@ -628,6 +677,8 @@ export class Database {
     this._fail(new ClosedError(`database ${this.name} is closed`));
     if (typeof removeEventListener === 'function') removeEventListener('pagehide', this._onHide);
     this._worker.terminate();
+    this._verifyThread?.stop();
+    this._verifyThread = null;
     if (error) throw fromWire(error);
     return undefined;
   }
@@ -672,7 +723,7 @@ function queryText(method, q) {
  * list differ).
  * @type {Record<keyof OpenOptions, true>}
  */
-const OPTION_NAMES = { durability: true, trusted: true, identity: true, schemas: true, recovery: true, quotaBytes: true, sync: true, onError: true, storage: true };
+const OPTION_NAMES = { durability: true, trusted: true, identity: true, schemas: true, recovery: true, quotaBytes: true, sync: true, onError: true, storage: true, persist: true };
 
 /**
  * Check `open()`'s options: InvalidValueError naming the option (`options.<name>`) for an
@@ -701,6 +752,7 @@ function checkOptions(options) {
         if (v !== 'auto' && v !== 'opfs' && v !== 'indexeddb' && v !== 'memory') throw bad(k, "'auto', 'opfs', 'indexeddb' or 'memory'", v);
         break;
       case 'trusted':
+      case 'persist':
         if (typeof v !== 'boolean') throw bad(k, 'a boolean', v);
         break;
       case 'identity':
@@ -735,9 +787,11 @@ export async function open(name, options = {}) {
   checkOptions(options);
   const durability = options.durability ?? 'flush';
   checkEnvironment(options.storage ?? 'auto');
-  // Ask for persistent storage (the browser may refuse; storageInfo() reports the outcome).
-  // (No navigator.storage at all in some browsers, stock WebKitGTK: storage 'auto' uses IndexedDB there.)
-  const persist = navigator.storage?.persist ? navigator.storage.persist().catch(() => false) : Promise.resolve(false);
+  // Whether storage is persistent already (answered at once, without a prompt). Asking for it is
+  // never awaited here: Firefox answers navigator.storage.persist() only when the user answers
+  // its prompt (headless: never). (No navigator.storage at all in some browsers, stock
+  // WebKitGTK: storage 'auto' uses IndexedDB there, and persistence is false.)
+  const persisted = persistedNow();
   const wasm = pageWasm();
   const csp = watchViolations();
   const started = startWorker(name);
@@ -787,8 +841,8 @@ export async function open(name, options = {}) {
       csp.stop();
       started.started();
     });
-  await persist;
-  const db = new Database(name, worker, info, durability, options.onError);
+  const db = new Database(name, worker, info, durability, options.onError, await persisted);
+  if (options.persist !== false && !db.persisted) db.persist().catch(() => {});
   if (options.sync != null) {
     try {
       // Start, do not wait for the server: the database works offline.

@@ -143,6 +143,35 @@ export function startWorker(name) {
 }
 
 /**
+ * Start the helper thread that verifies seal signatures for verify() (./worker/verify-thread.js),
+ * from the page: the database worker gets a MessagePort to it (a worker started inside a worker
+ * sometimes never starts in Firefox, and the database worker would wait on it frozen). Like
+ * startWorker, from a blob: URL when this module is served by another origin. Null where it
+ * cannot start (the database worker then verifies on its own thread). `stop()` ends it.
+ * @returns {{worker: Worker, stop: () => void} | null}
+ */
+export function startVerifyThread() {
+  if (typeof Worker !== 'function') return null;
+  try {
+    if (sameOrigin()) {
+      const worker = new Worker(new URL('./worker/verify-thread.js', import.meta.url), { type: 'module', name: 'ibexdb:verify' });
+      return { worker, stop: () => worker.terminate() };
+    }
+    const boot = URL.createObjectURL(new Blob([bootstrapSource(new URL('./worker/verify-thread.js', import.meta.url).href)], { type: 'text/javascript' }));
+    const worker = new Worker(boot, { type: 'module', name: 'ibexdb:verify' });
+    return {
+      worker,
+      stop: () => {
+        worker.terminate();
+        URL.revokeObjectURL(boot);
+      },
+    };
+  } catch {
+    return null;
+  }
+}
+
+/**
  * Content-Security-Policy violations reported to this document from now on (the worker's
  * creation is checked against the page's policy; the violation names the directive).
  * @returns {{violations: SecurityPolicyViolationEvent[], stop: () => void}}
@@ -194,4 +223,22 @@ export async function workerFailure({ href, crossOrigin }, violations, reason) {
       (crossOrigin ? ` A blob: worker inherits the page's Content-Security-Policy: its script-src must allow ${new URL(href).origin}, and its connect-src the wasm.${cors}` : ''),
     'worker-load',
   );
+}
+
+/** Whether the origin's storage is persistent (`navigator.storage.persisted()`; false where it cannot say). @returns {Promise<boolean>} */
+export async function persistedNow() {
+  try {
+    return navigator.storage.persisted ? (await navigator.storage.persisted()) === true : false;
+  } catch {
+    return false;
+  }
+}
+
+/** `navigator.storage.persist()` (may wait for the user's answer to a prompt); false where it fails. @returns {Promise<boolean>} */
+export async function askPersist() {
+  try {
+    return navigator.storage.persist ? (await navigator.storage.persist()) === true : false;
+  } catch {
+    return false;
+  }
 }

@@ -15,6 +15,8 @@
 //                   {type:'batch', durability, ops: [[seq, op, ...args], ...]}
 //                   {type:'hide'}                         (pagehide: flush now, best effort)
 //                   {type:'close'}
+//                   {type:'verify-port', port}              verify()'s helper thread (a MessagePort, or null)
+//                   {type:'verify-failed'}                  that helper thread failed to start
 //   worker -> page  {type:'opened', publicKey, trusted, role, sync} | {type:'open-failed', error}
 //                   {type:'results', results: [[seq, ok, payload], ...], live?}
 //                   {type:'live', epoch, changes?, resets?}   live-query updates
@@ -22,6 +24,7 @@
 //                   {type:'sync-status', status}             sync's state, URL or last error changed
 //                   {type:'background-error', error}         a relaxed flush / seal failed
 //                   {type:'closed', error?}
+//                   {type:'verify-thread'}                   start verify()'s helper thread, send its port
 // Values, queries and results travel as JSON text (codec.js); errors as {name, message, ...}.
 //
 // One promise chain (`run`) serializes all work on the engine: batches, timers, sync messages,
@@ -149,6 +152,12 @@ self.onmessage = (ev) => {
         rt.run(() => maintenance.flushNow());
         rt.run(() => sync.saveNow()).catch(() => {});
       }
+      break;
+    case 'verify-port':
+      batches.crypto?.helperPort(m.port ?? null);
+      break;
+    case 'verify-failed':
+      batches.crypto?.helperFailed();
       break;
     default:
   }

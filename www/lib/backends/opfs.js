@@ -129,7 +129,7 @@ export function closeAll(handles) {
  * The directories of the repositories this context opened, by name: a reopen (after a close, a
  * recovery, another tab giving the files back) resolves its files from there, two browser round
  * trips (each file, its sync access handle) instead of five (the OPFS root and `ibexdb/` before
- * them). A directory removed since is noticed (NotFoundError on its files) and resolved again.
+ * them). A directory removed since is noticed (an error on its files) and resolved again.
  * Only directories are kept: a file handle whose file was removed still gives a sync access
  * handle in Chromium, one whose reads fail.
  * @type {Map<string, FileSystemDirectoryHandle>}
@@ -165,8 +165,9 @@ export async function openFiles(name, files) {
   if (known) {
     try {
       return await acquireAll(known, files);
-    } catch (e) {
-      if (/** @type {any} */ (e)?.name !== 'NotFoundError') throw e;
+    } catch {
+      // Resolved again on any error: a removed directory is NotFoundError in Chromium, but
+      // `UnknownError: Unknown failure` in Firefox. A real failure recurs below and is thrown.
       directories.delete(name);
     }
   }

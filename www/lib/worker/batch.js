@@ -36,7 +36,8 @@ export class Batches {
     this.maintenance = maintenance;
     this.recover = recover;
     /** WebCrypto for verify()'s seal signatures (./verify.js); null where it is missing. */
-    this.crypto = HostCrypto.available() ? new HostCrypto() : null;
+    // Its helper thread is started by the page (worker.js passes the page's answer on).
+    this.crypto = HostCrypto.available() ? new HostCrypto(() => rt.post({ type: 'verify-thread' })) : null;
   }
 
   /**

@@ -14,7 +14,10 @@
 //
 // `verify()` (./verify.js) checks every seal of the log with `verifyBeside`: on a helper thread
 // (./verify-thread.js; Chromium runs WebCrypto's ECDSA on the calling thread) while the engine
-// runs every other check here, or on this thread where no helper can start.
+// runs every other check here, or on this thread where no helper can start. The runtime's worker
+// asks its page to start the helper and hand it a MessagePort (`askPage`, `helperPort`): a worker
+// started inside a worker sometimes never starts in Firefox, and this thread would wait frozen.
+// Without `askPage` (the benchmark's worker) the helper is started from here.
 //
 // Every other path (maintenance seals, exports, `receive`) keeps the engine's own crypto.
 // Without WebCrypto (no `crypto.subtle`, e.g. an insecure context) `available()` is false and
@@ -42,13 +45,21 @@ function hex(b) {
   return s;
 }
 
+/** The helper thread as this worker reaches it: a MessagePort from the page, or a Worker of its own. @typedef {MessagePort | Worker} Helper */
+
 export class HostCrypto {
-  constructor() {
+  /** @param {() => void} [askPage] ask the page for a port to a helper thread (answered by `helperPort`) */
+  constructor(askPage) {
+    this._askPage = askPage;
+    /** @type {Promise<Helper | null> | null} the page's answer, while asked */
+    this._portAnswer = null;
+    /** @type {(helper: Helper | null) => void} resolves `_portAnswer` */
+    this._awaitPort = () => {};
     /** @type {Map<string, Promise<CryptoKey>>} author (compressed, hex) -> its verifying key */
     this._verifying = new Map();
     /** @type {Map<string, Uint8Array>} author (compressed, hex) -> its uncompressed key (for the helper thread) */
     this._raw = new Map();
-    /** @type {Worker | null | undefined} the helper thread (./verify-thread.js); null: none can run here */
+    /** @type {Helper | null | undefined} the helper thread (./verify-thread.js); null: none can run here */
     this._helper = undefined;
     /** @type {Map<number, (ok: boolean | null) => void>} requests to the helper thread awaiting its answer */
     this._asked = new Map();
@@ -151,7 +162,7 @@ export class HostCrypto {
    * @returns {Promise<boolean>}
    */
   verifyBeside(engine, checks) {
-    const helper = this._helperThread();
+    const helper = this._helper;
     if (!helper) return this.verifyAll(engine, checks);
     let raw;
     try {
@@ -166,27 +177,61 @@ export class HostCrypto {
     return answer.then((ok) => (ok === null ? this.verifyAll(engine, checks) : ok));
   }
 
-  /** @returns {Worker | null} the helper thread, started on first use; null where none can run */
-  _helperThread() {
-    if (this._helper !== undefined) return this._helper;
+  /**
+   * The helper thread, started on first use (asked of the page, which answers with a port or
+   * null); null where none can run. Await it before `verifyBeside`.
+   * @returns {Promise<Helper | null>}
+   */
+  helperReady() {
+    if (this._helper !== undefined) return Promise.resolve(this._helper);
+    if (!this._askPage) return Promise.resolve(this._startHelper());
+    if (!this._portAnswer) {
+      this._portAnswer = new Promise((resolve) => (this._awaitPort = resolve));
+      this._askPage();
+    }
+    return this._portAnswer;
+  }
+
+  /**
+   * The page's answer to `askPage`: a port to the helper thread it started, or null.
+   * @param {MessagePort | null} port
+   */
+  helperPort(port) {
+    if (port) {
+      port.onmessage = (ev) => this._answer(ev.data.id, ev.data.ok === true);
+      port.onmessageerror = () => this.helperFailed();
+    }
+    this._helper = port;
+    this._portAnswer = null;
+    this._awaitPort(port);
+  }
+
+  /** The helper failed (its script did not load, or it broke): verify on this thread from now on. */
+  helperFailed() {
+    const helper = this._helper;
+    if (helper instanceof MessagePort) helper.close();
+    else helper?.terminate();
+    this._helper = null;
+    this._portAnswer = null;
+    this._awaitPort(null);
+    for (const id of [...this._asked.keys()]) this._answer(id, null);
+  }
+
+  /** @returns {Worker | null} a helper thread started from this worker; null where none can run */
+  _startHelper() {
     this._helper = null;
     if (typeof Worker !== 'function') return null;
     try {
       const w = new Worker(new URL('./verify-thread.js', import.meta.url), { type: 'module', name: 'ibexdb:verify' });
       w.onmessage = (ev) => this._answer(ev.data.id, ev.data.ok === true);
       // Not loadable here (CSP, another origin) or broken: verify on this thread from now on.
-      const fail = () => {
-        w.terminate();
-        this._helper = null;
-        for (const id of [...this._asked.keys()]) this._answer(id, null);
-      };
-      w.onerror = fail;
-      w.onmessageerror = fail;
+      w.onerror = () => this.helperFailed();
+      w.onmessageerror = () => this.helperFailed();
       this._helper = w;
     } catch {
       this._helper = null;
     }
-    return this._helper;
+    return /** @type {Worker | null} */ (this._helper);
   }
 
   /** @param {number} id @param {boolean | null} ok null: the helper failed */

@@ -59,6 +59,9 @@ function coreVerify(engine) {
 async function vouchedVerify(engine, host) {
   const listed = listSeals(engine);
   if (!listed || listed.checks.length === 0) return null;
+  // The helper thread is known before the engine runs (it blocks this thread until done). The
+  // work chain is held meanwhile: nothing writes to the engine while the page answers.
+  await host.helperReady();
   const signatures = host.verifyBeside(engine, listed.checks);
   const outcome = runVouched(engine, listed.logLength);
   if (!(await signatures)) return null;
