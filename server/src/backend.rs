@@ -25,6 +25,21 @@ impl Backend {
         }
     }
 
+    /// Whether repository `name` exists in the store (holds a commit), looked up without
+    /// opening or creating anything: the file store's log or snapshot is not empty.
+    pub async fn exists(&self, cfg: &Config, name: &str) -> Result<bool, ibexdb::Error> {
+        match (self, &cfg.store) {
+            (Backend::Postgres(pg), _) => pg.exists(name).await,
+            (Backend::Files, Store::Files(dir)) => {
+                let len = |ext: &str| {
+                    std::fs::metadata(dir.join(format!("{name}.{ext}"))).map_or(0, |m| m.len())
+                };
+                Ok(len("log") > 0 || len("snapshot") > 0)
+            }
+            (Backend::Files, _) => Ok(false),
+        }
+    }
+
     /// Whether the store can be reached (`/healthz`): the file store always; PostgreSQL while
     /// this node's LISTEN connection is up.
     pub fn reachable(&self) -> bool {

@@ -38,6 +38,10 @@ pub struct Config {
     pub max_pending: usize,
     pub max_unknown_sealed: usize,
     pub max_repos: usize,
+    pub max_repos_per_ip: usize,
+    /// Sessions without read right that wait for a grant, per source address and per repository.
+    pub max_waiting_per_ip: usize,
+    pub max_waiting_per_repo: usize,
     pub repo_idle: Duration,
     pub repo_retry: Duration,
     pub handshake_timeout: Duration,
@@ -181,6 +185,24 @@ const FLAGS: &[Flag] = &[
         "repositories open at once (the least recently used idle one is closed)",
     ),
     (
+        "--max-repos-per-ip",
+        "N",
+        "16",
+        "repositories one source address may use at once (at most --max-repos)",
+    ),
+    (
+        "--max-waiting-per-ip",
+        "N",
+        "8",
+        "sessions of one source address waiting for a grant (not yet readers) at once",
+    ),
+    (
+        "--max-waiting-per-repo",
+        "N",
+        "64",
+        "sessions waiting for a grant in one repository at once",
+    ),
+    (
         "--repo-idle-ms",
         "MS",
         "60000",
@@ -262,6 +284,9 @@ impl Config {
             max_pending: 10_000,
             max_unknown_sealed: 100_000,
             max_repos: 256,
+            max_repos_per_ip: 16,
+            max_waiting_per_ip: 8,
+            max_waiting_per_repo: 64,
             repo_idle: Duration::from_secs(60),
             repo_retry: Duration::from_secs(5),
             handshake_timeout: Duration::from_secs(10),
@@ -354,6 +379,9 @@ impl Config {
             "--max-pending" => self.max_pending = int(name, v)? as usize,
             "--max-unknown-sealed" => self.max_unknown_sealed = int(name, v)? as usize,
             "--max-repos" => self.max_repos = int(name, v)? as usize,
+            "--max-repos-per-ip" => self.max_repos_per_ip = int(name, v)? as usize,
+            "--max-waiting-per-ip" => self.max_waiting_per_ip = int(name, v)? as usize,
+            "--max-waiting-per-repo" => self.max_waiting_per_repo = int(name, v)? as usize,
             "--repo-idle-ms" => self.repo_idle = ms(name, v)?,
             "--repo-retry-ms" => self.repo_retry = ms(name, v)?,
             "--handshake-timeout-ms" => self.handshake_timeout = ms(name, v)?,
@@ -384,6 +412,7 @@ impl Config {
             ("--max-connections-per-ip", self.max_connections_per_ip),
             ("--queue-messages", self.queue_messages),
             ("--max-repos", self.max_repos),
+            ("--max-repos-per-ip", self.max_repos_per_ip),
             ("--pg-connections", self.pg_connections),
         ];
         if let Some((n, _)) = zero.iter().find(|(_, v)| *v == 0) {

@@ -125,7 +125,6 @@ impl RepoStore for FileRepo {
             relay_from: done.from,
             from: done.from,
             to: done.to,
-            access_changed: done.access_changed,
         })
     }
 

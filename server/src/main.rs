@@ -50,6 +50,7 @@ mod config;
 mod connection;
 mod fd_limit;
 mod files;
+mod found;
 mod frames;
 mod handshake;
 mod http;

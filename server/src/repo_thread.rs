@@ -41,6 +41,16 @@ pub enum Cmd {
         seals: Vec<Vec<u8>>,
         done: oneshot::Sender<()>,
     },
+    /// A founding session (its push verified on a scratch copy, `found.rs`, and already
+    /// welcomed with head 0): store its push, then subscribe it. If the repository was created
+    /// meanwhile, it subscribes like any session, then pushes. `done` fires when it is done.
+    Create {
+        session: Session,
+        out: Arc<Outbox>,
+        commits: Vec<(CommitId, Vec<u8>)>,
+        seals: Vec<Vec<u8>>,
+        done: oneshot::Sender<()>,
+    },
     Leave {
         conn: u64,
     },
@@ -183,6 +193,17 @@ impl<R: RepoStore> Actor<R> {
                 let _ = done.send(());
                 r
             }
+            Cmd::Create {
+                session,
+                out,
+                commits,
+                seals,
+                done,
+            } => {
+                let r = self.create(session, out, &commits, &seals);
+                let _ = done.send(());
+                r
+            }
             Cmd::Leave { conn } => {
                 self.subs.remove(&conn);
                 Ok(())
@@ -201,7 +222,7 @@ impl<R: RepoStore> Actor<R> {
         };
         let known = (seen != u64::MAX).then_some(seen);
         match self.store.refresh(known) {
-            Ok(r) => self.relay_new(r.from, r.to, None, &[], r.access_changed),
+            Ok(r) => self.relay_new(r.from, r.to, None, &[]),
             Err(StoreError::Broken(e)) => Err(e),
             Err(e) => {
                 log::event(
@@ -214,27 +235,81 @@ impl<R: RepoStore> Actor<R> {
         }
     }
 
-    /// Relay a new range, then close the readers who lost read access.
+    /// Relay a new range. First every subscriber's read right is checked against the access
+    /// list that includes the new commits: a session that may no longer read is told
+    /// `PermissionError` and dropped before anything of the range is queued to it (issue 23:
+    /// a revocation and the data after it in one push must not reach the revoked reader).
     fn relay_new(
         &mut self,
         from: u64,
         to: u64,
         pusher: Option<u64>,
         commits: &[(CommitId, Vec<u8>)],
-        access_changed: bool,
     ) -> Result<(), Error> {
-        self.relay(from, to, pusher, commits)?;
-        if access_changed {
+        if from < to {
             self.drop_readers_without_rights();
         }
-        Ok(())
+        self.relay(from, to, pusher, commits)
+    }
+
+    /// A founding session's push (see `Cmd::Create`): the founder is subscribed, live from
+    /// sequence 0, only while its push is stored (its own commits are not sent back), and
+    /// closed with the refusal if nothing was.
+    fn create(
+        &mut self,
+        session: Session,
+        out: Arc<Outbox>,
+        commits: &[(CommitId, Vec<u8>)],
+        seals: &[Vec<u8>],
+    ) -> Result<(), Error> {
+        if let Err(e) = self.store.refresh(None) {
+            let r = Refusal::from(e.error());
+            r.log(&session, Some(&self.name));
+            out.abort(Bytes::from(r.encode()));
+            return match e {
+                StoreError::Broken(e) => Err(e),
+                _ => Ok(()),
+            };
+        }
+        let conn = session.conn;
+        if self.hub().head() > 0 {
+            // Created meanwhile: subscribe (its Welcome was sent), then push as usual.
+            self.subscribe_from(session.clone(), 0, out, false)?;
+            return self.push(&session, commits, seals);
+        }
+        let sub = Sub {
+            session: session.clone(),
+            out: out.clone(),
+            sent: 0,
+            live: true,
+        };
+        self.subs.insert(conn, sub);
+        let r = self.push(&session, commits, seals);
+        if self.hub().head() == 0 {
+            // Refused (told already): nothing was created; the founder is closed.
+            self.subs.remove(&conn);
+            out.close();
+        }
+        r
     }
 
     fn subscribe(&mut self, session: Session, cursor: u64, out: Arc<Outbox>) -> Result<(), Error> {
+        self.subscribe_from(session, cursor, out, true)
+    }
+
+    /// Subscribe a session after checking its read right (`welcome`: send the `Welcome`).
+    /// A repository without commits does not exist: nobody subscribes to it.
+    fn subscribe_from(
+        &mut self,
+        session: Session,
+        cursor: u64,
+        out: Arc<Outbox>,
+        welcome: bool,
+    ) -> Result<(), Error> {
         // Another node may have stored more than this copy has seen: a cursor from it must
         // not look like one past the head.
         match self.store.refresh(None) {
-            Ok(r) => self.relay_new(r.from, r.to, None, &[], r.access_changed)?,
+            Ok(r) => self.relay_new(r.from, r.to, None, &[])?,
             Err(e) => {
                 let r = Refusal::from(e.error());
                 r.log(&session, Some(&self.name));
@@ -246,12 +321,18 @@ impl<R: RepoStore> Actor<R> {
             }
         }
         let conn = session.conn;
-        match self
-            .hub()
-            .subscribe(&self.name, cursor, session.key.as_ref())
-        {
-            Ok((welcome, from)) => {
-                out.force(Bytes::from(welcome.encode()));
+        let answer = if self.hub().head() == 0 {
+            Err(crate::found::not_found(&self.name))
+        } else {
+            self.hub()
+                .subscribe(&self.name, cursor, session.key.as_ref())
+                .map_err(|e| Refusal::from(&e))
+        };
+        match answer {
+            Ok((hello, from)) => {
+                if welcome {
+                    out.force(Bytes::from(hello.encode()));
+                }
                 let sub = Sub {
                     session,
                     out,
@@ -261,8 +342,7 @@ impl<R: RepoStore> Actor<R> {
                 self.subs.insert(conn, sub);
                 self.pump(conn)
             }
-            Err(e) => {
-                let r = Refusal::from(&e);
+            Err(r) => {
                 self.metrics.refusal(&r.what);
                 r.log(&session, Some(&self.name));
                 out.abort(Bytes::from(r.encode()));
@@ -274,6 +354,13 @@ impl<R: RepoStore> Actor<R> {
     /// Queue catch-up batches to `conn` while its queue has room; live once caught up.
     fn pump(&mut self, conn: u64) -> Result<(), Error> {
         let head = self.store.hub().head();
+        let Some(sub) = self.subs.get(&conn) else {
+            return Ok(());
+        };
+        if sub.sent < head && !self.store.hub().rights(sub.session.key.as_ref()).read {
+            self.revoke(conn);
+            return Ok(());
+        }
         let Some(sub) = self.subs.get_mut(&conn) else {
             return Ok(());
         };
@@ -327,7 +414,7 @@ impl<R: RepoStore> Actor<R> {
                     self.drop_slow(session.conn);
                 }
                 let (from, to) = (done.relay_from, done.to);
-                self.relay_new(from, to, Some(session.conn), commits, done.access_changed)?;
+                self.relay_new(from, to, Some(session.conn), commits)?;
                 self.maybe_snapshot(false);
                 Ok(())
             }
@@ -407,17 +494,23 @@ impl<R: RepoStore> Actor<R> {
             .map(|(&conn, _)| conn)
             .collect();
         for conn in lost {
-            let Some(sub) = self.subs.remove(&conn) else {
-                continue;
-            };
-            let r = Refusal::from(&Error::Permission {
-                kind: PermissionErrorKind::CannotRead,
-                detail: "this session's read access was revoked".into(),
-            });
-            self.metrics.refusal(&r.what);
-            r.log(&sub.session, Some(&self.name));
-            sub.out.abort(Bytes::from(r.encode()));
+            self.revoke(conn);
         }
+    }
+
+    /// Close subscriber `conn`, which may no longer read: its queue is discarded and it is told
+    /// `PermissionError` (`cannot-read`).
+    fn revoke(&mut self, conn: u64) {
+        let Some(sub) = self.subs.remove(&conn) else {
+            return;
+        };
+        let r = Refusal::from(&Error::Permission {
+            kind: PermissionErrorKind::CannotRead,
+            detail: "this session's read access was revoked".into(),
+        });
+        self.metrics.refusal(&r.what);
+        r.log(&sub.session, Some(&self.name));
+        sub.out.abort(Bytes::from(r.encode()));
     }
 
     /// A subscriber whose queue is full: discard its queue, tell it, close it.

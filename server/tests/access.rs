@@ -21,6 +21,7 @@ async fn answer(
         repo: repo.into(),
         cursor: 0,
         auth: Some(proof(nonce)),
+        create: false,
     };
     send(&mut ws, &m).await;
     match recv(&mut ws, WAIT).await {
@@ -98,6 +99,7 @@ async fn bad_session_proofs_are_refused_each_with_its_own_kind() {
         repo: "r".into(),
         cursor: 0,
         auth: None,
+        create: false,
     };
     send(&mut ws, &hello).await;
     let (code, text) = expect_error(&mut ws, WAIT).await;

@@ -317,6 +317,7 @@ async fn open_repositories_are_capped_and_idle_ones_closed_and_reopened() {
             repo: "three".into(),
             cursor: 0,
             auth: None,
+            create: false,
         },
     )
     .await;

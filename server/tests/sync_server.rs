@@ -193,6 +193,7 @@ async fn bad_messages_get_a_protocol_error_and_the_connection_closes() {
                     repo: "r".into(),
                     cursor: 0,
                     auth: None,
+                    create: false,
                 }
                 .encode(),
                 vec![0],

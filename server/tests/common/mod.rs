@@ -273,6 +273,7 @@ pub async fn hello_as(ws: &mut Socket, url: &str, repo: &str, who: Option<&Ident
         repo: repo.into(),
         cursor: 0,
         auth: who.map(|id| ibexdb::SessionProof::sign(id, nonce, url, repo)),
+        create: false,
     };
     send(ws, &m).await;
     match recv(ws, Duration::from_secs(10)).await {
@@ -290,6 +291,7 @@ pub async fn hello(ws: &mut Socket, repo: &str) -> u64 {
         repo: repo.into(),
         cursor: 0,
         auth: None,
+        create: false,
     };
     send(ws, &m).await;
     match recv(ws, Duration::from_secs(10)).await {

@@ -14,11 +14,13 @@ fn every_message_round_trips() {
             repo: "team-1.notes_v2".into(),
             cursor: 300,
             auth: None,
+            create: false,
         },
         Message::Hello {
             repo: "team-1.notes_v2".into(),
             cursor: 0,
             auth: Some(proof()),
+            create: false,
         },
         Message::Welcome {
             repo: "r".into(),
@@ -68,6 +70,7 @@ fn hello_layout_is_as_documented() {
         repo: "ab".into(),
         cursor: 300,
         auth: None,
+        create: false,
     }
     .encode();
     assert_eq!(b, vec![PROTOCOL_VERSION, 1, 2, b'a', b'b', 0xac, 0x02, 0]);
@@ -232,6 +235,7 @@ fn decode_rejects_bad_input_with_typed_errors() {
             repo: name.into(),
             cursor: 0,
             auth: None,
+            create: false,
         }
         .encode();
         let e = Message::decode(&b).unwrap_err();
