@@ -7,6 +7,9 @@ use crate::metrics::Metrics;
 use crate::pg::Pg;
 use std::sync::Arc;
 
+/// The core log's header (docs/design.md §4): a log no longer than it holds nothing.
+const LOG_HEADER_LEN: u64 = 16;
+
 /// Where this server keeps its repositories (`--data` or `--store`).
 #[derive(Clone)]
 pub enum Backend {
@@ -34,7 +37,8 @@ impl Backend {
                 let len = |ext: &str| {
                     std::fs::metadata(dir.join(format!("{name}.{ext}"))).map_or(0, |m| m.len())
                 };
-                Ok(len("log") > 0 || len("snapshot") > 0)
+                // A log that holds its 16-byte header only has no commit.
+                Ok(len("log") > LOG_HEADER_LEN || len("snapshot") > 0)
             }
             (Backend::Files, _) => Ok(false),
         }

@@ -188,7 +188,7 @@ const FLAGS: &[Flag] = &[
         "--max-repos-per-ip",
         "N",
         "16",
-        "repositories one source address may use at once (at most --max-repos)",
+        "repositories one source address may use at once (keep it below --max-repos)",
     ),
     (
         "--max-waiting-per-ip",

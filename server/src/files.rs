@@ -146,6 +146,17 @@ impl RepoStore for FileRepo {
         self.hub.write_snapshot().map(|_| ())
     }
 
+    fn remove_if_empty(&mut self) {
+        let Store::Files(dir) = &self.cfg.store else {
+            return;
+        };
+        if self.hub.head() == 0 {
+            for ext in ["log", "snapshot"] {
+                let _ = std::fs::remove_file(dir.join(format!("{}.{ext}", self.name)));
+            }
+        }
+    }
+
     /// Reopen from disk: recovery drops a torn tail.
     fn reopen(&mut self) -> Result<(), Error> {
         self.hub = open_hub(&self.cfg, &self.name, &self.metrics)?;

@@ -114,8 +114,10 @@ impl Registry {
     /// Whether repository `name` exists: open here, or holding a commit in the store. Nothing
     /// is opened or created to find out.
     pub async fn exists(&self, name: &str) -> Result<bool, Refusal> {
-        if matches!(self.lock().get(name), Some(Entry::Open { .. })) {
-            return Ok(true);
+        if let Some(Entry::Open { wakeup, .. }) = self.lock().get(name) {
+            if wakeup.exists() {
+                return Ok(true);
+            }
         }
         self.backend
             .exists(&self.cfg, name)
@@ -127,7 +129,7 @@ impl Registry {
     fn use_ip(&self, ip: IpAddr, name: &str) -> Result<(), Refusal> {
         let mut by_ip = self.by_ip.lock().unwrap_or_else(|e| e.into_inner());
         let names = by_ip.entry(ip).or_default();
-        let max = self.cfg.max_repos_per_ip.min(self.cfg.max_repos);
+        let max = self.cfg.max_repos_per_ip;
         if !names.contains_key(name) && names.len() >= max {
             let detail =
                 format!("{ip} uses its maximum of {max} repositories at once (--max-repos-per-ip)");

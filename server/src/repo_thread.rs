@@ -152,11 +152,14 @@ impl<R: RepoStore> Actor<R> {
     }
 
     fn serve(&mut self, rx: &Receiver<Cmd>) -> Exit {
+        self.wakeup.set_exists(self.hub().head() > 0);
         while let Ok(cmd) = rx.recv() {
             if let Cmd::Close = cmd {
                 break;
             }
-            match catch_unwind(AssertUnwindSafe(|| self.handle(cmd))) {
+            let r = catch_unwind(AssertUnwindSafe(|| self.handle(cmd)));
+            self.wakeup.set_exists(self.hub().head() > 0);
+            match r {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
                     if let Err(why) = self.reopen(&e) {
@@ -586,6 +589,7 @@ impl<R: RepoStore> Actor<R> {
             "repo_close",
             &[("repo", &self.name), ("commits", &self.hub().head())],
         );
+        self.store.remove_if_empty();
     }
 }
 

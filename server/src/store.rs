@@ -98,4 +98,8 @@ pub trait RepoStore {
 
     /// Open this repository again from the store (after `StoreError::Broken`).
     fn reopen(&mut self) -> Result<(), Error>;
+
+    /// Closing: a repository that holds no commit (its founding push failed after the files
+    /// were made) leaves nothing behind.
+    fn remove_if_empty(&mut self) {}
 }
