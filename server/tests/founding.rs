@@ -162,3 +162,59 @@ async fn one_address_cannot_fill_the_open_repositories() {
     owner.write();
     owner.settle(2).await;
 }
+
+/// Peer `n` for `repo` that pins `founder` as the repository's expected owner.
+fn pinned(n: u8, repo: &str, founder: u8) -> Peer {
+    let mut p = Peer::new(n, repo);
+    let mut opts = ibexdb::RepoOptions::new(repo, Some(identity(n)), ibexdb::system_clock());
+    opts.expected_founder = Some(identity(founder).public());
+    p.repo = ibexdb::Repo::open(ibexdb::MemStorage::new(), None, opts).unwrap();
+    p
+}
+
+/// Name squatting (issue 23, item 11): a squatter founds the name first, open to everyone. A
+/// client that pins the expected founder refuses the squatter's root with `PermissionError`
+/// `wrong-founder` and applies nothing of it; a device that is not the pinned founder cannot
+/// found the name itself either; the real founder's pinned client founds where the name is free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pinned_founder_refuses_a_squatters_repository() {
+    let server = Server::fresh("squat");
+    let url = server.url.clone();
+    let _squatter = public_repo(&url, "notes", 66).await;
+    // The real owner (key 1), fresh on a device, pins itself.
+    let mut me = pinned(1, "notes", 1);
+    me.connect(&url).await;
+    let refused = loop {
+        let Some(ws) = me.ws.as_mut() else {
+            panic!("closed without a refusal")
+        };
+        let Some(m) = recv(ws, WAIT).await else {
+            panic!("no commits")
+        };
+        match me.client.handle(&mut me.repo, m) {
+            Ok(ClientEvent::Challenged { .. }) => me.push().await,
+            Ok(_) => continue,
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(refused.name(), "PermissionError");
+    assert_eq!(refused.kind(), Some("wrong-founder"), "{refused}");
+    assert_eq!(me.repo.commit_count(), 0, "nothing of the squatter's applied");
+    assert!(me.repo.get("_acl/public").unwrap().is_none());
+    // A second device of someone else, pinned to key 1, cannot found the name either.
+    let mut other = pinned(2, "fresh-notes", 1);
+    let mut t = ibexdb::Txn::new();
+    t.put("items/a", ibexdb::map! { "x" => 1i64 }.as_map())
+        .unwrap();
+    let e = other.repo.commit(t).unwrap_err();
+    assert_eq!(e.kind(), Some("wrong-founder"));
+    assert_eq!(other.repo.commit_count(), 0);
+    // Key 1's pinned client founds a free name; a pinned joiner receives it.
+    let mut real = pinned(1, "fresh-notes", 1);
+    real.write();
+    real.connect(&url).await;
+    real.settle(1).await;
+    let mut joiner = pinned(1, "fresh-notes", 1);
+    assert_eq!(joiner.catch_up(&url).await, 1);
+    assert_eq!(joiner.repo.commit_count(), 1);
+}

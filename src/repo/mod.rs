@@ -90,6 +90,11 @@ pub struct RepoOptions {
     /// At most this many ids covered by stored seals whose commits have not arrived (the
     /// graph's seal cover); a batch that would add more is refused whole with [`Error::Limit`].
     pub max_unknown_sealed: usize,
+    /// The founder the application expects (issue 23, name squatting): a root whose signed
+    /// author is not this key, or that does not make it owner, is refused with
+    /// `PermissionError` `wrong-founder` (received or written here), and nothing of the
+    /// squatter's history is applied.
+    pub expected_founder: Option<PublicKey>,
 }
 
 impl RepoOptions {
@@ -105,6 +110,7 @@ impl RepoOptions {
             clock,
             max_pending: usize::MAX,
             max_unknown_sealed: usize::MAX,
+            expected_founder: None,
         }
     }
 }

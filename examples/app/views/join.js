@@ -30,6 +30,8 @@ export async function joinBoard(app, banner) {
         return app.db === db;
       } catch (err) {
         if (err instanceof ClosedError || app.db !== db) return app.db === db; // sync stopped (local only now), or reopened
+        // The server has no board of this name: it is new, and the first write here founds it.
+        if (err instanceof PermissionError && err.kind === 'not-found') return app.db === db;
         await refused(banner, err);
         banner.show('joining', 'Checking again…');
       }

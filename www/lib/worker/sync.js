@@ -214,7 +214,12 @@ export class SyncManager {
 
   /** Local commits were written: push them (on the work chain, after the current batch). */
   nudge() {
-    if (!this.welcomed) return;
+    if (!this.welcomed) {
+      // The server has no repository of this name (`not-found`) and this replica had nothing
+      // to found it with; now it has: dial again at once (its Hello offers to create it).
+      if (this._sessionRefused && this.lastError?.kind === 'not-found') this.retryRefused();
+      return;
+    }
     this.hooks.run(() => this._push()).catch((e) => this._fail(e));
   }
 
