@@ -199,7 +199,11 @@ async fn a_pinned_founder_refuses_a_squatters_repository() {
     };
     assert_eq!(refused.name(), "PermissionError");
     assert_eq!(refused.kind(), Some("wrong-founder"), "{refused}");
-    assert_eq!(me.repo.commit_count(), 0, "nothing of the squatter's applied");
+    assert_eq!(
+        me.repo.commit_count(),
+        0,
+        "nothing of the squatter's applied"
+    );
     assert!(me.repo.get("_acl/public").unwrap().is_none());
     // A second device of someone else, pinned to key 1, cannot found the name either.
     let mut other = pinned(2, "fresh-notes", 1);

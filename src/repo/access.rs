@@ -88,9 +88,8 @@ impl<S: Storage> Repo<S> {
         let Some(expected) = &self.opts.expected_founder else {
             return Ok(());
         };
-        let founded = !root.trusted
-            && root.author == *expected
-            && after.role(expected) == Some(Role::Owner);
+        let founded =
+            !root.trusted && root.author == *expected && after.role(expected) == Some(Role::Owner);
         if founded {
             return Ok(());
         }
