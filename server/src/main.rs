@@ -70,6 +70,7 @@ mod start;
 mod store;
 mod stream;
 mod tls;
+mod waiting;
 mod wakeup;
 
 fn main() {

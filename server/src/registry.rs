@@ -11,6 +11,7 @@ use crate::log;
 use crate::metrics::Metrics;
 use crate::refusal::Refusal;
 use crate::repo_thread::{self, Cmd, Exit, Setup};
+use crate::waiting::WaitLimiter;
 use crate::wakeup::Wakeup;
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -49,6 +50,8 @@ pub struct Registry {
     /// The repositories each source address uses now (name → its connections there): one
     /// address may use at most `--max-repos-per-ip` (never all of `--max-repos`).
     by_ip: Mutex<HashMap<IpAddr, HashMap<String, usize>>>,
+    /// Sessions waiting for a grant, per source address (`--max-waiting-per-ip`).
+    waits: Arc<WaitLimiter>,
 }
 
 /// A connection's use of one repository thread; dropping it marks the use ended.
@@ -98,12 +101,13 @@ impl Drop for ExitGuard {
 impl Registry {
     pub fn new(cfg: Arc<Config>, metrics: Arc<Metrics>, backend: Backend) -> Arc<Registry> {
         Arc::new(Registry {
-            cfg,
             metrics,
             backend,
             entries: Mutex::new(HashMap::new()),
             next_gen: AtomicU64::new(1),
             by_ip: Mutex::new(HashMap::new()),
+            waits: WaitLimiter::new(cfg.max_waiting_per_ip),
+            cfg,
         })
     }
 
@@ -272,6 +276,7 @@ impl Registry {
             metrics: self.metrics.clone(),
             backend: self.backend.clone(),
             wakeup: wakeup.clone(),
+            waits: self.waits.clone(),
         };
         let n = name.to_string();
         std::thread::Builder::new()

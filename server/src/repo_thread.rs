@@ -16,6 +16,7 @@ use crate::pg::PgRepo;
 use crate::refusal::Refusal;
 use crate::session::Session;
 use crate::store::{RepoStore, StoreError};
+use crate::waiting::{WaitLimiter, Waiting};
 use crate::wakeup::Wakeup;
 use bytes::Bytes;
 use ibexdb::{Admission, CommitId, Error, Hub, Message, PermissionErrorKind, Storage};
@@ -87,6 +88,9 @@ struct Actor<R: RepoStore> {
     cfg: Arc<Config>,
     metrics: Arc<Metrics>,
     wakeup: Arc<Wakeup>,
+    waits: Arc<WaitLimiter>,
+    /// Sessions that may not read yet, kept until a grant lets them (`waiting.rs`).
+    waiting: Waiting,
 }
 
 /// What a repository thread is given.
@@ -96,6 +100,8 @@ pub struct Setup {
     pub metrics: Arc<Metrics>,
     pub backend: Backend,
     pub wakeup: Arc<Wakeup>,
+    /// Sessions waiting for a grant, per source address (shared by every repository).
+    pub waits: Arc<WaitLimiter>,
 }
 
 /// Open the repository and serve `rx` until `Close`, a failure or a panic.
@@ -144,6 +150,8 @@ impl<R: RepoStore> Actor<R> {
             cfg: setup.cfg.clone(),
             metrics: setup.metrics.clone(),
             wakeup: setup.wakeup.clone(),
+            waits: setup.waits.clone(),
+            waiting: Waiting::default(),
         }
     }
 
@@ -209,6 +217,7 @@ impl<R: RepoStore> Actor<R> {
             }
             Cmd::Leave { conn } => {
                 self.subs.remove(&conn);
+                self.waiting.remove(conn);
                 Ok(())
             }
             Cmd::Drained { conn } => self.pump(conn),
@@ -252,7 +261,21 @@ impl<R: RepoStore> Actor<R> {
         if from < to {
             self.drop_readers_without_rights();
         }
-        self.relay(from, to, pusher, commits)
+        self.relay(from, to, pusher, commits)?;
+        if from < to {
+            self.welcome_granted()?;
+        }
+        Ok(())
+    }
+
+    /// Welcome the waiting sessions the access list now lets read: `Welcome`, then catch-up.
+    fn welcome_granted(&mut self) -> Result<(), Error> {
+        let hub = self.store.hub();
+        let granted = self.waiting.granted(|s| hub.rights(s.key.as_ref()).read);
+        for w in granted {
+            self.subscribe_from(w.session, w.cursor, w.out, true)?;
+        }
+        Ok(())
     }
 
     /// A founding session's push (see `Cmd::Create`): the founder is subscribed, live from
@@ -348,7 +371,17 @@ impl<R: RepoStore> Actor<R> {
             Err(r) => {
                 self.metrics.refusal(&r.what);
                 r.log(&session, Some(&self.name));
-                out.abort(Bytes::from(r.encode()));
+                if !(welcome && r.kind() == Some("cannot-read")) {
+                    out.abort(Bytes::from(r.encode()));
+                    return Ok(());
+                }
+                // Told at once, but kept: welcomed the moment a grant lets it read.
+                let max = self.cfg.max_waiting_per_repo;
+                let told = out.clone();
+                match self.waiting.add(&self.waits, max, session, cursor, out) {
+                    Ok(()) => told.force(Bytes::from(waiting_refusal(&self.name).encode())),
+                    Err(_) => told.abort(Bytes::from(r.encode())),
+                }
                 Ok(())
             }
         }
@@ -401,6 +434,14 @@ impl<R: RepoStore> Actor<R> {
         panic_hook(&self.name);
         self.metrics.pushes.fetch_add(1, Relaxed);
         let Some(out) = self.subs.get(&session.conn).map(|s| s.out.clone()) else {
+            if let Some(w) = self.waiting.remove(session.conn) {
+                let r = Refusal::from(&Error::Permission {
+                    kind: PermissionErrorKind::CannotWrite,
+                    detail: "a session waiting for read access may not push".into(),
+                });
+                r.log(session, Some(&self.name));
+                w.out.abort(Bytes::from(r.encode()));
+            }
             return Ok(());
         };
         let admission = Admission::Server {
@@ -547,6 +588,9 @@ impl<R: RepoStore> Actor<R> {
         for (_, sub) in self.subs.drain() {
             sub.out.abort(Bytes::from(r.encode()));
         }
+        for w in self.waiting.drain() {
+            w.out.abort(Bytes::from(r.encode()));
+        }
         self.store.reopen().map_err(|e| e.to_string())
     }
 
@@ -556,6 +600,9 @@ impl<R: RepoStore> Actor<R> {
         let r = Refusal::unavailable(format!("repository {}: {why}", self.name));
         for (_, sub) in self.subs.drain() {
             sub.out.abort(Bytes::from(r.encode()));
+        }
+        for w in self.waiting.drain() {
+            w.out.abort(Bytes::from(r.encode()));
         }
     }
 
@@ -585,12 +632,25 @@ impl<R: RepoStore> Actor<R> {
         for (_, sub) in self.subs.drain() {
             sub.out.abort(Bytes::from(r.encode()));
         }
+        for w in self.waiting.drain() {
+            w.out.abort(Bytes::from(r.encode()));
+        }
         log::event(
             "repo_close",
             &[("repo", &self.name), ("commits", &self.hub().head())],
         );
         self.store.remove_if_empty();
     }
+}
+
+/// The refusal a waiting session is told: it may not read, and it waits for a grant.
+fn waiting_refusal(name: &str) -> Refusal {
+    Refusal::from(&Error::Permission {
+        kind: PermissionErrorKind::CannotRead,
+        detail: format!(
+            "this session may not read repository {name:?}; the connection waits and is welcomed as soon as a grant lets it read"
+        ),
+    })
 }
 
 /// Test hook: with `IBEXDB_SERVER_PANIC_ON_PUSH=NAME` in the environment, the first push to

@@ -437,8 +437,12 @@ export class SyncManager {
           this._retry();
           return;
         }
-        if (!this.welcomed) this._sessionRefused = true;
-        else if (this.lastError.name !== 'PermissionError') this._pushRefused = true;
+        if (!this.welcomed) {
+          this._sessionRefused = true;
+          // The server answered: a session that may not read yet stays connected and is
+          // welcomed the moment a grant lets it read (it is not dialed again meanwhile).
+          clearTimeout(this._handshakeTimer);
+        } else if (this.lastError.name !== 'PermissionError') this._pushRefused = true;
         break;
       }
       default:
