@@ -500,6 +500,9 @@ export class SyncManager {
   /** @param {any} e */
   _fail(e) {
     this.lastError = toWire(e);
+    // The server's repository was founded by another key than the `owner` the application
+    // pinned: a refusal (the state says error; asked again only at the slowest pace).
+    if (this.lastError?.kind === 'wrong-founder') this._sessionRefused = true;
     this._drop();
     this._retry();
   }
