@@ -39,6 +39,7 @@ pub struct Config {
     pub max_unknown_sealed: usize,
     pub max_repos: usize,
     pub max_repos_per_ip: usize,
+    pub creates_per_ip: usize,
     /// Sessions without read right that wait for a grant, per source address and per repository.
     pub max_waiting_per_ip: usize,
     pub max_waiting_per_repo: usize,
@@ -191,6 +192,12 @@ const FLAGS: &[Flag] = &[
         "repositories one source address may use at once (keep it below --max-repos)",
     ),
     (
+        "--creates-per-ip",
+        "N",
+        "60",
+        "repositories one source address may create per minute (token bucket)",
+    ),
+    (
         "--max-waiting-per-ip",
         "N",
         "8",
@@ -285,6 +292,7 @@ impl Config {
             max_unknown_sealed: 100_000,
             max_repos: 256,
             max_repos_per_ip: 16,
+            creates_per_ip: 60,
             max_waiting_per_ip: 8,
             max_waiting_per_repo: 64,
             repo_idle: Duration::from_secs(60),
@@ -380,6 +388,7 @@ impl Config {
             "--max-unknown-sealed" => self.max_unknown_sealed = int(name, v)? as usize,
             "--max-repos" => self.max_repos = int(name, v)? as usize,
             "--max-repos-per-ip" => self.max_repos_per_ip = int(name, v)? as usize,
+            "--creates-per-ip" => self.creates_per_ip = int(name, v)? as usize,
             "--max-waiting-per-ip" => self.max_waiting_per_ip = int(name, v)? as usize,
             "--max-waiting-per-repo" => self.max_waiting_per_repo = int(name, v)? as usize,
             "--repo-idle-ms" => self.repo_idle = ms(name, v)?,
@@ -413,6 +422,7 @@ impl Config {
             ("--queue-messages", self.queue_messages),
             ("--max-repos", self.max_repos),
             ("--max-repos-per-ip", self.max_repos_per_ip),
+            ("--creates-per-ip", self.creates_per_ip),
             ("--pg-connections", self.pg_connections),
         ];
         if let Some((n, _)) = zero.iter().find(|(_, v)| *v == 0) {

@@ -205,7 +205,13 @@ where
         (true, _) => None,
         (false, false) => return Err(Ended::Refused(found::not_found(&hello.repo))),
         (false, true) => {
-            Some(found::read_founding(&server.cfg, source, out, session, &hello.repo).await?)
+            let f = found::read_founding(&server.cfg, source, out, session, &hello.repo).await?;
+            // A verified root: it counts against its address's creations.
+            server
+                .creates
+                .take(session.peer.ip())
+                .map_err(Ended::Refused)?;
+            Some(f)
         }
     };
     let repo = server

@@ -3,7 +3,7 @@
 
 use crate::backend::Backend;
 use crate::config::Config;
-use crate::limits::ConnLimiter;
+use crate::limits::{ConnLimiter, CreateLimiter};
 use crate::metrics::Metrics;
 use crate::registry::Registry;
 use crate::shutdown::Shutdown;
@@ -18,6 +18,8 @@ pub struct Server {
     pub metrics: Arc<Metrics>,
     pub registry: Arc<Registry>,
     pub conns: Arc<ConnLimiter>,
+    /// Repositories created per source address (`--creates-per-ip`).
+    pub creates: Arc<CreateLimiter>,
     pub shutdown: Shutdown,
     pub tls: Option<TlsAcceptor>,
     pub refusing: Arc<Semaphore>,

@@ -4,7 +4,7 @@
 
 use crate::backend::Backend;
 use crate::config::{Config, Store};
-use crate::limits::ConnLimiter;
+use crate::limits::{ConnLimiter, CreateLimiter};
 use crate::listener;
 use crate::log;
 use crate::metrics::Metrics;
@@ -60,6 +60,7 @@ pub async fn run(cfg: Config) -> i32 {
         registry: Registry::new(cfg.clone(), metrics.clone(), backend.clone()),
         backend: backend.clone(),
         conns: ConnLimiter::new(cfg.max_connections, cfg.max_connections_per_ip),
+        creates: CreateLimiter::new(cfg.creates_per_ip),
         shutdown: Shutdown::new(),
         tls,
         refusing: Arc::new(Semaphore::new(REFUSING_AT_ONCE)),

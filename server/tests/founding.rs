@@ -222,3 +222,40 @@ async fn a_pinned_founder_refuses_a_squatters_repository() {
     assert_eq!(joiner.catch_up(&url).await, 1);
     assert_eq!(joiner.repo.commit_count(), 1);
 }
+
+/// Creations are counted per source address (`--creates-per-ip` per minute): past them a
+/// verified root is refused (`creates per ip`) and nothing is stored; another address creates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn creations_are_limited_per_address() {
+    let server = Server::fresh_with("creates", &["--creates-per-ip", "3"]);
+    let url = server.url.clone();
+    let mut outcomes = Vec::new();
+    for (k, ip) in [
+        (0u8, "127.0.0.1"),
+        (1, "127.0.0.1"),
+        (2, "127.0.0.1"),
+        (3, "127.0.0.1"),
+        (4, "127.0.0.2"),
+    ] {
+        let mut p = Peer::new(70 + k, &format!("made-{k}"));
+        p.write();
+        p.connect_from(&url, ip).await;
+        let outcome = loop {
+            match p.poll(WAIT).await {
+                Polled::Event(ClientEvent::Acked { .. }) => break "created".to_string(),
+                Polled::Event(ClientEvent::ServerError { code, kind, .. }) => {
+                    assert_eq!(code, ErrorCode::Limit);
+                    break kind.unwrap_or_default();
+                }
+                Polled::Event(_) => continue,
+                _ => panic!("no answer for made-{k}"),
+            }
+        };
+        outcomes.push(outcome);
+    }
+    assert_eq!(
+        outcomes,
+        ["created", "created", "created", "creates per ip", "created"]
+    );
+    assert!(!server.data.join("made-3.log").exists(), "nothing stored");
+}

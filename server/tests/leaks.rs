@@ -57,7 +57,7 @@ async fn watch(url: &str, repo: &str, who: Option<Identity>) -> (Socket, Seen) {
 /// its founder pushes (50 rounds x 8 watchers, half anonymous, half with keys of their own).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watchers_of_an_uncreated_name_never_receive_its_private_root() {
-    let server = Server::fresh("leak1");
+    let server = Server::fresh_with("leak1", &["--creates-per-ip", "1000"]);
     let url = server.url.clone();
     let (mut leaked, mut watchers) = (0, 0);
     for round in 0..50u8 {
@@ -96,7 +96,7 @@ async fn watchers_of_an_uncreated_name_never_receive_its_private_root() {
 /// receive nothing of it (not the revocations, not the data) and are told `cannot-read`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revoked_readers_never_receive_what_follows_their_revocation() {
-    let server = Server::fresh("leak2");
+    let server = Server::fresh_with("leak2", &["--creates-per-ip", "1000"]);
     let url = server.url.clone();
     let readers: Vec<Identity> = (0..8u8).map(|i| identity(40 + i)).collect();
     let (mut leaked, mut told) = (0, 0);
