@@ -190,3 +190,56 @@ async fn a_reader_still_allowed_keeps_receiving_after_others_are_revoked() {
         }
     }
 }
+
+/// Leak 1's other shape: anonymous watchers of a public repository; the owner pushes
+/// [make it private, secret data] in one push: the watchers receive nothing of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anonymous_watchers_never_receive_what_follows_a_switch_to_private() {
+    let server = Server::fresh_with("leak4", &["--creates-per-ip", "1000"]);
+    let url = server.url.clone();
+    let (mut leaked, mut total) = (0, 0);
+    for round in 0..20u8 {
+        let repo = format!("public-{round}");
+        let mut owner = Peer::new(1, &repo);
+        owner.repo.set_public(true, false).unwrap();
+        owner.connect(&url).await;
+        owner.settle(1).await;
+        let mut socks = Vec::new();
+        for _ in 0..8 {
+            let mut ws = socket(&url).await;
+            assert_eq!(hello(&mut ws, &repo).await, 1);
+            let mut seen = Seen::default();
+            while seen.commits < 1 {
+                match recv(&mut ws, WAIT).await {
+                    Some(Message::Commits { commits, .. }) => seen.commits += commits.len(),
+                    m => panic!("round {round}: catch-up, got {m:?}"),
+                }
+            }
+            socks.push(ws);
+        }
+        owner.repo.set_public(false, false).unwrap();
+        owner.write();
+        owner.push().await;
+        owner.settle(3).await;
+        let mut seen: Vec<Seen> = (0..socks.len()).map(|_| Seen::default()).collect();
+        join_all(
+            socks
+                .iter_mut()
+                .zip(seen.iter_mut())
+                .map(|(ws, s)| drain(ws, Duration::from_millis(300), s)),
+        )
+        .await;
+        for s in &seen {
+            total += 1;
+            leaked += usize::from(s.commits > 0);
+            assert_eq!(
+                s.error,
+                Some((ErrorCode::Permission, Some("cannot-read".into())))
+            );
+        }
+    }
+    assert_eq!(
+        leaked, 0,
+        "{leaked} of {total} anonymous watchers received commits"
+    );
+}
