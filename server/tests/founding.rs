@@ -205,6 +205,19 @@ async fn a_pinned_founder_refuses_a_squatters_repository() {
         "nothing of the squatter's applied"
     );
     assert!(me.repo.get("_acl/public").unwrap().is_none());
+    // A replica that took the squatter's history in before the app pinned the founder is
+    // refused at open once pinned.
+    let mut unpinned = Peer::new(1, "notes");
+    assert_eq!(unpinned.catch_up(&url).await, 1);
+    unpinned.repo.flush().unwrap();
+    let bytes = unpinned.repo.storage().bytes().to_vec();
+    let mut opts = ibexdb::RepoOptions::new("notes", Some(identity(1)), ibexdb::system_clock());
+    opts.expected_founder = Some(identity(1).public());
+    let e = ibexdb::Repo::open(ibexdb::MemStorage::from_bytes(bytes), None, opts).err();
+    assert_eq!(
+        e.and_then(|e| e.kind().map(String::from)).as_deref(),
+        Some("wrong-founder")
+    );
     // A second device of someone else, pinned to key 1, cannot found the name either.
     let mut other = pinned(2, "fresh-notes", 1);
     let mut t = ibexdb::Txn::new();

@@ -82,6 +82,31 @@ impl<S: Storage> Repo<S> {
         Ok(())
     }
 
+    /// At open: a replica that already holds a root by another founder than the pinned one
+    /// (received before the application pinned it) is refused like a received one.
+    pub(super) fn check_stored_founder(&self) -> Result<()> {
+        let Some(expected) = &self.opts.expected_founder else {
+            return Ok(());
+        };
+        let Some(root) = self.graph.commits.iter().find(|c| c.parents.is_empty()) else {
+            return Ok(());
+        };
+        let author = self.graph.authors[root.author as usize];
+        let after = self.graph.acls.get(root.acl);
+        if !root.trusted && author == *expected && after.role(expected) == Some(Role::Owner) {
+            return Ok(());
+        }
+        Err(Error::Permission {
+            kind: PermissionErrorKind::WrongFounder,
+            detail: format!(
+                "repository {:?} here was founded by {}, not by the expected owner {}",
+                self.opts.name,
+                &author.to_hex()[..16],
+                &expected.to_hex()[..16]
+            ),
+        })
+    }
+
     /// A root against the founder the application pinned (`RepoOptions::expected_founder`):
     /// its signed author must be that key and the root must make it owner.
     pub(super) fn check_founder(&self, root: &Commit, after: &Acl) -> Result<()> {

@@ -229,6 +229,7 @@ impl<S: Storage> Repo<S> {
         repo.open_report.repaired = scan.repaired().to_vec();
         repo.hlc = repo.graph.commits.iter().map(|c| c.hlc).max().unwrap_or(0);
         repo.unsealed = repo.own_unsealed();
+        repo.check_stored_founder()?;
         Ok(repo)
     }
 
