@@ -204,11 +204,7 @@ async function expectOnScreen(page: Page, el: Locator) {
 /** The owner's change has reached the server (its status says Synced). */
 const ownerSynced = (owner: Page) => expect(owner.getByRole('button', { name: 'Sync status' })).toHaveText('Synced', { timeout: 20_000 });
 
-/**
- * The guest's board opens by itself once the owner's grant lands (the server keeps its session
- * waiting and lets it in at once): within 2 s of the member row appearing in the owner's dialog
- * (`t0`), measured and printed (issue 22 §3: it used to re-check every 10 s).
- */
+/** The guest's board opens by itself within 2 s of the grant (`t0`; it used to re-check every 10 s). */
 async function opensOnGrant(guest: Page, t0: number) {
   await expect(guest.locator('body')).toHaveAttribute('data-access', 'open', { timeout: 10_000 });
   const ms = Date.now() - t0;
