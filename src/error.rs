@@ -118,6 +118,12 @@ pub enum PermissionErrorKind {
     ForeignRoot,
     /// The server does not let this session create the repository.
     CannotCreate,
+    /// The server has no repository of that name, and the session did not offer to create it
+    /// (its `Hello` had no create flag): nothing is opened or kept for the name.
+    NotFound,
+    /// The repository's root was not written by the founder the application expected
+    /// (`RepoOptions::expected_founder`, JS `open(name, { owner })`): a squatter's repository.
+    WrongFounder,
 }
 
 impl PermissionErrorKind {
@@ -129,6 +135,8 @@ impl PermissionErrorKind {
             PermissionErrorKind::CannotAdminister => "cannot-administer",
             PermissionErrorKind::ForeignRoot => "foreign-root",
             PermissionErrorKind::CannotCreate => "cannot-create",
+            PermissionErrorKind::NotFound => "not-found",
+            PermissionErrorKind::WrongFounder => "wrong-founder",
         }
     }
 }
@@ -578,6 +586,8 @@ pub(crate) mod tests {
             P::CannotAdminister,
             P::ForeignRoot,
             P::CannotCreate,
+            P::NotFound,
+            P::WrongFounder,
         ];
         for k in &perm {
             match k {
@@ -585,7 +595,9 @@ pub(crate) mod tests {
                 | P::CannotWrite
                 | P::CannotAdminister
                 | P::ForeignRoot
-                | P::CannotCreate => {}
+                | P::CannotCreate
+                | P::NotFound
+                | P::WrongFounder => {}
             }
         }
         let auth = [

@@ -7,6 +7,9 @@ use crate::metrics::Metrics;
 use crate::pg::Pg;
 use std::sync::Arc;
 
+/// The core log's header (docs/design.md §4): a log no longer than it holds nothing.
+const LOG_HEADER_LEN: u64 = 16;
+
 /// Where this server keeps its repositories (`--data` or `--store`).
 #[derive(Clone)]
 pub enum Backend {
@@ -22,6 +25,22 @@ impl Backend {
                 .map(|_| Backend::Files)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display())),
             Store::Postgres(url) => Pg::connect(url, cfg, metrics).await.map(Backend::Postgres),
+        }
+    }
+
+    /// Whether repository `name` exists in the store (holds a commit), looked up without
+    /// opening or creating anything: the file store's log or snapshot is not empty.
+    pub async fn exists(&self, cfg: &Config, name: &str) -> Result<bool, ibexdb::Error> {
+        match (self, &cfg.store) {
+            (Backend::Postgres(pg), _) => pg.exists(name).await,
+            (Backend::Files, Store::Files(dir)) => {
+                let len = |ext: &str| {
+                    std::fs::metadata(dir.join(format!("{name}.{ext}"))).map_or(0, |m| m.len())
+                };
+                // A log that holds its 16-byte header only has no commit.
+                Ok(len("log") > LOG_HEADER_LEN || len("snapshot") > 0)
+            }
+            (Backend::Files, _) => Ok(false),
         }
     }
 

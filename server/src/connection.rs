@@ -4,6 +4,7 @@
 //! the last one (back-pressure), within the connection's push budget; silence is met with a
 //! ping, then closed. Every refusal is sent as an `Error` before the close.
 
+use crate::found;
 use crate::frame_watch::{Watch, Watched};
 use crate::frames;
 use crate::handshake::{self, Hello};
@@ -205,7 +206,7 @@ where
         }
     };
     let name = hello.repo.clone();
-    let ended = match subscribe(server, out, session, hello).await {
+    let ended = match subscribe(server, source, out, session, hello).await {
         Ok(repo) => {
             let ended = read_loop(server, source, watch, out, &repo, session).await;
             repo.send(Cmd::Leave { conn: session.conn });
@@ -216,32 +217,73 @@ where
     (ended, Some(name))
 }
 
-async fn subscribe(
+/// Subscribe the session to its repository. A name the store does not hold is refused
+/// (`not-found`) unless the session creates it: then its founding push is read and verified
+/// before anything is opened (`found.rs`).
+async fn subscribe<S>(
     server: &Arc<Server>,
+    source: &mut S,
     out: &Arc<Outbox>,
     session: &Session,
     hello: Hello,
-) -> Result<RepoHandle, Ended> {
+) -> Result<RepoHandle, Ended>
+where
+    S: Stream<Item = Result<Ws, WsError>> + Unpin,
+{
     if server.shutdown.is_set() {
         return Err(shutting_down());
     }
+    let exists = server
+        .registry
+        .exists(&hello.repo)
+        .await
+        .map_err(Ended::Refused)?;
+    let founding = match (exists, hello.create) {
+        (true, _) => None,
+        (false, false) => return Err(Ended::Refused(found::not_found(&hello.repo))),
+        (false, true) => {
+            let f = found::read_founding(&server.cfg, source, out, session, &hello.repo).await?;
+            // A verified root: it counts against its address's creations.
+            server
+                .creates
+                .take(session.peer.ip())
+                .map_err(Ended::Refused)?;
+            Some(f)
+        }
+    };
     let repo = server
         .registry
-        .acquire(&hello.repo)
+        .acquire(&hello.repo, session.peer.ip())
         .await
         .map_err(Ended::Refused)?;
     let (tx, conn) = (repo.sender(), session.conn);
     out.set_drain_hook(Box::new(move || {
         let _ = tx.send(Cmd::Drained { conn });
     }));
-    let cmd = Cmd::Subscribe {
+    let Some(f) = founding else {
+        let cmd = Cmd::Subscribe {
+            session: session.clone(),
+            cursor: hello.cursor,
+            out: out.clone(),
+        };
+        return if repo.send(cmd) {
+            Ok(repo)
+        } else {
+            Err(gone())
+        };
+    };
+    let (done, created) = oneshot::channel();
+    let cmd = Cmd::Create {
         session: session.clone(),
-        cursor: hello.cursor,
         out: out.clone(),
+        commits: f.commits,
+        seals: f.seals,
+        done,
     };
     if !repo.send(cmd) {
         return Err(gone());
     }
+    let _ = created.await;
     Ok(repo)
 }
 

@@ -125,7 +125,6 @@ impl RepoStore for FileRepo {
             relay_from: done.from,
             from: done.from,
             to: done.to,
-            access_changed: done.access_changed,
         })
     }
 
@@ -145,6 +144,17 @@ impl RepoStore for FileRepo {
 
     fn write_snapshot(&mut self) -> Result<(), Error> {
         self.hub.write_snapshot().map(|_| ())
+    }
+
+    fn remove_if_empty(&mut self) {
+        let Store::Files(dir) = &self.cfg.store else {
+            return;
+        };
+        if self.hub.head() == 0 {
+            for ext in ["log", "snapshot"] {
+                let _ = std::fs::remove_file(dir.join(format!("{}.{ext}", self.name)));
+            }
+        }
     }
 
     /// Reopen from disk: recovery drops a torn tail.

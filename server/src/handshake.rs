@@ -13,10 +13,12 @@ use ibexdb::{Expected, Message, SessionProof, NONCE_LEN};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message as Ws};
 
-/// What the handshake yields: the repository and the client's cursor.
+/// What the handshake yields: the repository, the client's cursor, and whether it offers to
+/// create the repository (it holds a root).
 pub struct Hello {
     pub repo: String,
     pub cursor: u64,
+    pub create: bool,
 }
 
 /// What an answer must match.
@@ -54,11 +56,15 @@ where
         server_time_ms: issued_ms,
     };
     out.force(Bytes::from(challenge.encode()));
-    let (repo, cursor, auth) = read_hello(source, expect.max).await?;
+    let (repo, cursor, auth, create) = read_hello(source, expect.max).await?;
     if let Some(proof) = auth {
         session.key = Some(verify(&proof, &nonce, issued_ms, expect, &repo)?);
     }
-    Ok(Hello { repo, cursor })
+    Ok(Hello {
+        repo,
+        cursor,
+        create,
+    })
 }
 
 fn verify(
@@ -80,7 +86,7 @@ fn verify(
         .map_err(|e| Ended::Refused(Refusal::from(&e)))
 }
 
-type HelloParts = (String, u64, Option<SessionProof>);
+type HelloParts = (String, u64, Option<SessionProof>, bool);
 
 /// The first protocol message: a `Hello`, or the reason the connection ends.
 async fn read_hello<S>(source: &mut S, max: usize) -> Result<HelloParts, Ended>
@@ -93,7 +99,12 @@ where
         }
     };
     match Message::decode(&bytes) {
-        Ok(Message::Hello { repo, cursor, auth }) => Ok((repo, cursor, auth)),
+        Ok(Message::Hello {
+            repo,
+            cursor,
+            auth,
+            create,
+        }) => Ok((repo, cursor, auth, create)),
         Ok(Message::Push { .. }) => Err(Ended::protocol("Push before Hello")),
         Ok(_) => Err(Ended::protocol(
             "a server-to-client message sent to the server",

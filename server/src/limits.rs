@@ -82,6 +82,49 @@ impl Drop for ConnGuard {
     }
 }
 
+/// Repositories created per source address: a token bucket per address (`--creates-per-ip`
+/// per minute, the same as burst), so one client cannot fill the disk with founded names.
+pub struct CreateLimiter {
+    per_minute: f64,
+    buckets: Mutex<HashMap<AddrKey, (Bucket, Instant)>>,
+}
+
+impl CreateLimiter {
+    pub fn new(per_minute: usize) -> Arc<CreateLimiter> {
+        Arc::new(CreateLimiter {
+            per_minute: per_minute as f64,
+            buckets: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Take one creation for `ip`, or the refusal naming the limit.
+    pub fn take(&self, ip: IpAddr) -> Result<(), Refusal> {
+        let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        if buckets.len() > 10_000 {
+            // Forget the addresses whose bucket has refilled (they are as if new).
+            let full = 60.0;
+            buckets.retain(|_, (_, at)| now.duration_since(*at).as_secs_f64() < full);
+        }
+        let (rate, burst) = (self.per_minute / 60.0, self.per_minute);
+        let (bucket, at) = buckets
+            .entry(AddrKey::of(ip))
+            .or_insert_with(|| (Bucket::new(rate, burst), now));
+        bucket.refill(now.duration_since(*at).as_secs_f64());
+        *at = now;
+        if bucket.tokens < 1.0 {
+            let detail = format!(
+                "{ip} created {} repositories within the last minute (--creates-per-ip); nothing was created; retry in {} ms",
+                self.per_minute,
+                bucket.wait_for(1.0).as_millis()
+            );
+            return Err(Refusal::limit("creates per ip", detail));
+        }
+        bucket.tokens -= 1.0;
+        Ok(())
+    }
+}
+
 /// A token bucket: `rate` tokens per second up to `burst`.
 struct Bucket {
     rate: f64,

@@ -54,6 +54,7 @@ mod config;
 mod connection;
 mod fd_limit;
 mod files;
+mod found;
 mod frame_watch;
 mod frames;
 mod handshake;
@@ -75,6 +76,7 @@ mod start;
 mod store;
 mod stream;
 mod tls;
+mod waiting;
 mod wakeup;
 
 fn main() {

@@ -27,6 +27,11 @@ impl Refusal {
         Refusal::from(&Error::Unavailable { detail })
     }
 
+    /// The error's kind (`Error::kind`), e.g. `cannot-read`.
+    pub fn kind(&self) -> Option<&str> {
+        self.error.kind()
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         Message::error(&self.error).encode()
     }

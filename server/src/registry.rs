@@ -5,14 +5,17 @@
 //! are closed. Notices that other nodes stored commits (PostgreSQL) are routed to the open
 //! repository's thread, at most one queued per repository.
 
+use crate::addr::AddrKey;
 use crate::backend::Backend;
 use crate::config::Config;
 use crate::log;
 use crate::metrics::Metrics;
 use crate::refusal::Refusal;
 use crate::repo_thread::{self, Cmd, Exit, Setup};
+use crate::waiting::WaitLimiter;
 use crate::wakeup::Wakeup;
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
@@ -45,6 +48,12 @@ pub struct Registry {
     backend: Backend,
     entries: Mutex<HashMap<String, Entry>>,
     next_gen: AtomicU64,
+    /// The repositories each source address uses now (name → its connections there): one
+    /// address may use at most `--max-repos-per-ip` (never all of `--max-repos`).
+    /// Names in use per client (an IPv4 address or an IPv6 /64: `AddrKey`).
+    by_ip: Mutex<HashMap<AddrKey, HashMap<String, usize>>>,
+    /// Sessions waiting for a grant, per source address (`--max-waiting-per-ip`).
+    waits: Arc<WaitLimiter>,
 }
 
 /// A connection's use of one repository thread; dropping it marks the use ended.
@@ -53,6 +62,7 @@ pub struct RepoHandle {
     name: String,
     gen: u64,
     tx: Sender<Cmd>,
+    ip: IpAddr,
 }
 
 impl RepoHandle {
@@ -69,6 +79,7 @@ impl RepoHandle {
 impl Drop for RepoHandle {
     fn drop(&mut self) {
         self.registry.release(&self.name, self.gen);
+        self.registry.release_ip(self.ip, &self.name);
     }
 }
 
@@ -92,11 +103,13 @@ impl Drop for ExitGuard {
 impl Registry {
     pub fn new(cfg: Arc<Config>, metrics: Arc<Metrics>, backend: Backend) -> Arc<Registry> {
         Arc::new(Registry {
-            cfg,
             metrics,
             backend,
             entries: Mutex::new(HashMap::new()),
             next_gen: AtomicU64::new(1),
+            by_ip: Mutex::new(HashMap::new()),
+            waits: WaitLimiter::new(cfg.max_waiting_per_ip),
+            cfg,
         })
     }
 
@@ -104,11 +117,68 @@ impl Registry {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The repository's thread, opening it if needed; waits while an earlier thread of the same
-    /// repository is closing.
-    pub async fn acquire(self: &Arc<Self>, name: &str) -> Result<RepoHandle, Refusal> {
+    /// Whether repository `name` exists: open here, or holding a commit in the store. Nothing
+    /// is opened or created to find out.
+    pub async fn exists(&self, name: &str) -> Result<bool, Refusal> {
+        if let Some(Entry::Open { wakeup, .. }) = self.lock().get(name) {
+            if wakeup.exists() {
+                return Ok(true);
+            }
+        }
+        self.backend
+            .exists(&self.cfg, name)
+            .await
+            .map_err(|e| Refusal::from(&e))
+    }
+
+    /// Count a use of `name` by `ip`, or refuse it past `--max-repos-per-ip` distinct names.
+    fn use_ip(&self, ip: IpAddr, name: &str) -> Result<(), Refusal> {
+        let mut by_ip = self.by_ip.lock().unwrap_or_else(|e| e.into_inner());
+        let names = by_ip.entry(AddrKey::of(ip)).or_default();
+        let max = self.cfg.max_repos_per_ip;
+        if !names.contains_key(name) && names.len() >= max {
+            let detail =
+                format!("{ip} uses its maximum of {max} repositories at once (--max-repos-per-ip)");
+            return Err(Refusal::limit("repositories per ip", detail));
+        }
+        *names.entry(name.to_string()).or_default() += 1;
+        Ok(())
+    }
+
+    fn release_ip(&self, ip: IpAddr, name: &str) {
+        let mut by_ip = self.by_ip.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(names) = by_ip.get_mut(&AddrKey::of(ip)) else {
+            return;
+        };
+        if let Some(n) = names.get_mut(name) {
+            *n -= 1;
+            if *n == 0 {
+                names.remove(name);
+            }
+        }
+        if names.is_empty() {
+            by_ip.remove(&AddrKey::of(ip));
+        }
+    }
+
+    /// The repository's thread for a connection from `ip`, opening it if needed; waits while
+    /// an earlier thread of the same repository is closing.
+    pub async fn acquire(self: &Arc<Self>, name: &str, ip: IpAddr) -> Result<RepoHandle, Refusal> {
+        self.use_ip(ip, name)?;
+        let handle = self.acquire_thread(name, ip).await;
+        if handle.is_err() {
+            self.release_ip(ip, name);
+        }
+        handle
+    }
+
+    async fn acquire_thread(
+        self: &Arc<Self>,
+        name: &str,
+        ip: IpAddr,
+    ) -> Result<RepoHandle, Refusal> {
         loop {
-            let mut done = match self.try_acquire(name)? {
+            let mut done = match self.try_acquire(name, ip)? {
                 Ok(handle) => return Ok(handle),
                 Err(done) => done,
             };
@@ -125,12 +195,13 @@ impl Registry {
     fn try_acquire(
         self: &Arc<Self>,
         name: &str,
+        ip: IpAddr,
     ) -> Result<Result<RepoHandle, watch::Receiver<bool>>, Refusal> {
         let mut entries = self.lock();
         match entries.get_mut(name) {
             Some(Entry::Open { tx, users, gen, .. }) => {
                 *users += 1;
-                return Ok(Ok(self.handle(name, *gen, tx.clone())));
+                return Ok(Ok(self.handle(name, *gen, tx.clone(), ip)));
             }
             Some(Entry::Closing { done, .. }) => return Ok(Err(done.clone())),
             Some(Entry::Failed { until, why }) if Instant::now() < *until => {
@@ -140,15 +211,16 @@ impl Registry {
             _ => {}
         }
         self.make_room(&mut entries)?;
-        self.spawn(&mut entries, name).map(Ok)
+        self.spawn(&mut entries, name, ip).map(Ok)
     }
 
-    fn handle(self: &Arc<Self>, name: &str, gen: u64, tx: Sender<Cmd>) -> RepoHandle {
+    fn handle(self: &Arc<Self>, name: &str, gen: u64, tx: Sender<Cmd>, ip: IpAddr) -> RepoHandle {
         RepoHandle {
             registry: self.clone(),
             name: name.to_string(),
             gen,
             tx,
+            ip,
         }
     }
 
@@ -187,6 +259,7 @@ impl Registry {
         self: &Arc<Self>,
         entries: &mut HashMap<String, Entry>,
         name: &str,
+        ip: IpAddr,
     ) -> Result<RepoHandle, Refusal> {
         let gen = self.next_gen.fetch_add(1, Relaxed);
         let (tx, rx) = channel();
@@ -205,6 +278,7 @@ impl Registry {
             metrics: self.metrics.clone(),
             backend: self.backend.clone(),
             wakeup: wakeup.clone(),
+            waits: self.waits.clone(),
         };
         let n = name.to_string();
         std::thread::Builder::new()
@@ -236,7 +310,7 @@ impl Registry {
             wakeup,
         };
         entries.insert(name.to_string(), entry);
-        Ok(self.handle(name, gen, tx))
+        Ok(self.handle(name, gen, tx, ip))
     }
 
     fn release(&self, name: &str, gen: u64) {

@@ -16,6 +16,7 @@ use crate::pg::PgRepo;
 use crate::refusal::Refusal;
 use crate::session::Session;
 use crate::store::{RepoStore, StoreError};
+use crate::waiting::{WaitLimiter, Waiting};
 use crate::wakeup::Wakeup;
 use bytes::Bytes;
 use ibexdb::{Admission, CommitId, Error, Hub, Message, PermissionErrorKind, Storage};
@@ -37,6 +38,16 @@ pub enum Cmd {
     /// `done` fires once the push is stored, acknowledged and relayed (or refused).
     Push {
         session: Session,
+        commits: Vec<(CommitId, Vec<u8>)>,
+        seals: Vec<Vec<u8>>,
+        done: oneshot::Sender<()>,
+    },
+    /// A founding session (its push verified on a scratch copy, `found.rs`, and already
+    /// welcomed with head 0): store its push, then subscribe it. If the repository was created
+    /// meanwhile, it subscribes like any session, then pushes. `done` fires when it is done.
+    Create {
+        session: Session,
+        out: Arc<Outbox>,
         commits: Vec<(CommitId, Vec<u8>)>,
         seals: Vec<Vec<u8>>,
         done: oneshot::Sender<()>,
@@ -80,6 +91,9 @@ struct Actor<R: RepoStore> {
     cfg: Arc<Config>,
     metrics: Arc<Metrics>,
     wakeup: Arc<Wakeup>,
+    waits: Arc<WaitLimiter>,
+    /// Sessions that may not read yet, kept until a grant lets them (`waiting.rs`).
+    waiting: Waiting,
 }
 
 /// What a repository thread is given.
@@ -89,6 +103,8 @@ pub struct Setup {
     pub metrics: Arc<Metrics>,
     pub backend: Backend,
     pub wakeup: Arc<Wakeup>,
+    /// Sessions waiting for a grant, per source address (shared by every repository).
+    pub waits: Arc<WaitLimiter>,
 }
 
 /// Open the repository and serve `rx` until `Close`, a failure or a panic.
@@ -137,6 +153,8 @@ impl<R: RepoStore> Actor<R> {
             cfg: setup.cfg.clone(),
             metrics: setup.metrics.clone(),
             wakeup: setup.wakeup.clone(),
+            waits: setup.waits.clone(),
+            waiting: Waiting::default(),
         }
     }
 
@@ -145,11 +163,14 @@ impl<R: RepoStore> Actor<R> {
     }
 
     fn serve(&mut self, rx: &Receiver<Cmd>) -> Exit {
+        self.wakeup.set_exists(self.hub().head() > 0);
         while let Ok(cmd) = rx.recv() {
             if let Cmd::Close = cmd {
                 break;
             }
-            match catch_unwind(AssertUnwindSafe(|| self.handle(cmd))) {
+            let r = catch_unwind(AssertUnwindSafe(|| self.handle(cmd)));
+            self.wakeup.set_exists(self.hub().head() > 0);
+            match r {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
                     if let Err(why) = self.reopen(&e) {
@@ -186,8 +207,20 @@ impl<R: RepoStore> Actor<R> {
                 let _ = done.send(());
                 r
             }
+            Cmd::Create {
+                session,
+                out,
+                commits,
+                seals,
+                done,
+            } => {
+                let r = self.create(session, out, &commits, &seals);
+                let _ = done.send(());
+                r
+            }
             Cmd::Leave { conn } => {
                 self.subs.remove(&conn);
+                self.waiting.remove(conn);
                 Ok(())
             }
             Cmd::Drained { conn } => self.pump(conn),
@@ -204,7 +237,7 @@ impl<R: RepoStore> Actor<R> {
         };
         let known = (seen != u64::MAX).then_some(seen);
         match self.store.refresh(known) {
-            Ok(r) => self.relay_new(r.from, r.to, None, &[], r.access_changed),
+            Ok(r) => self.relay_new(r.from, r.to, None, &[]),
             Err(StoreError::Broken(e)) => Err(e),
             Err(e) => {
                 log::event(
@@ -217,27 +250,96 @@ impl<R: RepoStore> Actor<R> {
         }
     }
 
-    /// Relay a new range, then close the readers who lost read access.
+    /// Relay a new range. First every subscriber's read right is checked against the access
+    /// list that includes the new commits: a session that may no longer read is told
+    /// `PermissionError` and dropped before anything of the range is queued to it (issue 23:
+    /// a revocation and the data after it in one push must not reach the revoked reader).
     fn relay_new(
         &mut self,
         from: u64,
         to: u64,
         pusher: Option<u64>,
         commits: &[(CommitId, Vec<u8>)],
-        access_changed: bool,
     ) -> Result<(), Error> {
-        self.relay(from, to, pusher, commits)?;
-        if access_changed {
+        if from < to {
             self.drop_readers_without_rights();
+        }
+        self.relay(from, to, pusher, commits)?;
+        if from < to {
+            self.welcome_granted()?;
         }
         Ok(())
     }
 
+    /// Welcome the waiting sessions the access list now lets read: `Welcome`, then catch-up.
+    fn welcome_granted(&mut self) -> Result<(), Error> {
+        let hub = self.store.hub();
+        let granted = self.waiting.granted(|s| hub.rights(s.key.as_ref()).read);
+        for w in granted {
+            self.subscribe_from(w.session, w.cursor, w.out, true)?;
+        }
+        Ok(())
+    }
+
+    /// A founding session's push (see `Cmd::Create`): the founder is subscribed, live from
+    /// sequence 0, only while its push is stored (its own commits are not sent back), and
+    /// closed with the refusal if nothing was.
+    fn create(
+        &mut self,
+        session: Session,
+        out: Arc<Outbox>,
+        commits: &[(CommitId, Vec<u8>)],
+        seals: &[Vec<u8>],
+    ) -> Result<(), Error> {
+        if let Err(e) = self.store.refresh(None) {
+            let r = Refusal::from(e.error());
+            r.log(&session, Some(&self.name));
+            out.abort(Bytes::from(r.encode()));
+            return match e {
+                StoreError::Broken(e) => Err(e),
+                _ => Ok(()),
+            };
+        }
+        let conn = session.conn;
+        if self.hub().head() > 0 {
+            // Created meanwhile: subscribe (its Welcome was sent), then push as usual.
+            self.subscribe_from(session.clone(), 0, out, false)?;
+            return self.push(&session, commits, seals);
+        }
+        let sub = Sub {
+            session: session.clone(),
+            out: out.clone(),
+            sent: 0,
+            live: true,
+            unknown_sealed: 0,
+        };
+        self.subs.insert(conn, sub);
+        let r = self.push(&session, commits, seals);
+        if self.hub().head() == 0 {
+            // Refused (told already): nothing was created; the founder is closed.
+            self.subs.remove(&conn);
+            out.close();
+        }
+        r
+    }
+
     fn subscribe(&mut self, session: Session, cursor: u64, out: Arc<Outbox>) -> Result<(), Error> {
+        self.subscribe_from(session, cursor, out, true)
+    }
+
+    /// Subscribe a session after checking its read right (`welcome`: send the `Welcome`).
+    /// A repository without commits does not exist: nobody subscribes to it.
+    fn subscribe_from(
+        &mut self,
+        session: Session,
+        cursor: u64,
+        out: Arc<Outbox>,
+        welcome: bool,
+    ) -> Result<(), Error> {
         // Another node may have stored more than this copy has seen: a cursor from it must
         // not look like one past the head.
         match self.store.refresh(None) {
-            Ok(r) => self.relay_new(r.from, r.to, None, &[], r.access_changed)?,
+            Ok(r) => self.relay_new(r.from, r.to, None, &[])?,
             Err(e) => {
                 let r = Refusal::from(e.error());
                 r.log(&session, Some(&self.name));
@@ -249,12 +351,18 @@ impl<R: RepoStore> Actor<R> {
             }
         }
         let conn = session.conn;
-        match self
-            .hub()
-            .subscribe(&self.name, cursor, session.key.as_ref())
-        {
-            Ok((welcome, from)) => {
-                out.force(Bytes::from(welcome.encode()));
+        let answer = if self.hub().head() == 0 {
+            Err(crate::found::not_found(&self.name))
+        } else {
+            self.hub()
+                .subscribe(&self.name, cursor, session.key.as_ref())
+                .map_err(|e| Refusal::from(&e))
+        };
+        match answer {
+            Ok((hello, from)) => {
+                if welcome {
+                    out.force(Bytes::from(hello.encode()));
+                }
                 let sub = Sub {
                     session,
                     out,
@@ -265,11 +373,20 @@ impl<R: RepoStore> Actor<R> {
                 self.subs.insert(conn, sub);
                 self.pump(conn)
             }
-            Err(e) => {
-                let r = Refusal::from(&e);
+            Err(r) => {
                 self.metrics.refusal(&r.what);
                 r.log(&session, Some(&self.name));
-                out.abort(Bytes::from(r.encode()));
+                if !(welcome && r.kind() == Some("cannot-read")) {
+                    out.abort(Bytes::from(r.encode()));
+                    return Ok(());
+                }
+                // Told at once, but kept: welcomed the moment a grant lets it read.
+                let max = self.cfg.max_waiting_per_repo;
+                let told = out.clone();
+                match self.waiting.add(&self.waits, max, session, cursor, out) {
+                    Ok(()) => told.force(Bytes::from(waiting_refusal(&self.name).encode())),
+                    Err(_) => told.abort(Bytes::from(r.encode())),
+                }
                 Ok(())
             }
         }
@@ -278,6 +395,13 @@ impl<R: RepoStore> Actor<R> {
     /// Queue catch-up batches to `conn` while its queue has room; live once caught up.
     fn pump(&mut self, conn: u64) -> Result<(), Error> {
         let head = self.store.hub().head();
+        let Some(sub) = self.subs.get(&conn) else {
+            return Ok(());
+        };
+        if sub.sent < head && !self.store.hub().rights(sub.session.key.as_ref()).read {
+            self.revoke(conn);
+            return Ok(());
+        }
         let Some(sub) = self.subs.get_mut(&conn) else {
             return Ok(());
         };
@@ -315,6 +439,14 @@ impl<R: RepoStore> Actor<R> {
         panic_hook(&self.name);
         self.metrics.pushes.fetch_add(1, Relaxed);
         let Some(sub) = self.subs.get(&session.conn) else {
+            if let Some(w) = self.waiting.remove(session.conn) {
+                let r = Refusal::from(&Error::Permission {
+                    kind: PermissionErrorKind::CannotWrite,
+                    detail: "a session waiting for read access may not push".into(),
+                });
+                r.log(session, Some(&self.name));
+                w.out.abort(Bytes::from(r.encode()));
+            }
             return Ok(());
         };
         let out = sub.out.clone();
@@ -348,7 +480,7 @@ impl<R: RepoStore> Actor<R> {
                     self.drop_slow(session.conn);
                 }
                 let (from, to) = (done.relay_from, done.to);
-                self.relay_new(from, to, Some(session.conn), commits, done.access_changed)?;
+                self.relay_new(from, to, Some(session.conn), commits)?;
                 self.maybe_snapshot(false);
                 Ok(())
             }
@@ -428,17 +560,23 @@ impl<R: RepoStore> Actor<R> {
             .map(|(&conn, _)| conn)
             .collect();
         for conn in lost {
-            let Some(sub) = self.subs.remove(&conn) else {
-                continue;
-            };
-            let r = Refusal::from(&Error::Permission {
-                kind: PermissionErrorKind::CannotRead,
-                detail: "this session's read access was revoked".into(),
-            });
-            self.metrics.refusal(&r.what);
-            r.log(&sub.session, Some(&self.name));
-            sub.out.abort(Bytes::from(r.encode()));
+            self.revoke(conn);
         }
+    }
+
+    /// Close subscriber `conn`, which may no longer read: its queue is discarded and it is told
+    /// `PermissionError` (`cannot-read`).
+    fn revoke(&mut self, conn: u64) {
+        let Some(sub) = self.subs.remove(&conn) else {
+            return;
+        };
+        let r = Refusal::from(&Error::Permission {
+            kind: PermissionErrorKind::CannotRead,
+            detail: "this session's read access was revoked".into(),
+        });
+        self.metrics.refusal(&r.what);
+        r.log(&sub.session, Some(&self.name));
+        sub.out.abort(Bytes::from(r.encode()));
     }
 
     /// A subscriber whose queue is full: discard its queue, tell it, close it.
@@ -472,6 +610,9 @@ impl<R: RepoStore> Actor<R> {
         for (_, sub) in self.subs.drain() {
             sub.out.abort(Bytes::from(r.encode()));
         }
+        for w in self.waiting.drain() {
+            w.out.abort(Bytes::from(r.encode()));
+        }
         self.store.reopen().map_err(|e| e.to_string())
     }
 
@@ -481,6 +622,9 @@ impl<R: RepoStore> Actor<R> {
         let r = Refusal::unavailable(format!("repository {}: {why}", self.name));
         for (_, sub) in self.subs.drain() {
             sub.out.abort(Bytes::from(r.encode()));
+        }
+        for w in self.waiting.drain() {
+            w.out.abort(Bytes::from(r.encode()));
         }
     }
 
@@ -510,11 +654,25 @@ impl<R: RepoStore> Actor<R> {
         for (_, sub) in self.subs.drain() {
             sub.out.abort(Bytes::from(r.encode()));
         }
+        for w in self.waiting.drain() {
+            w.out.abort(Bytes::from(r.encode()));
+        }
         log::event(
             "repo_close",
             &[("repo", &self.name), ("commits", &self.hub().head())],
         );
+        self.store.remove_if_empty();
     }
+}
+
+/// The refusal a waiting session is told: it may not read, and it waits for a grant.
+fn waiting_refusal(name: &str) -> Refusal {
+    Refusal::from(&Error::Permission {
+        kind: PermissionErrorKind::CannotRead,
+        detail: format!(
+            "this session may not read repository {name:?}; the connection waits and is welcomed as soon as a grant lets it read"
+        ),
+    })
 }
 
 /// Test hook: with `IBEXDB_SERVER_PANIC_ON_PUSH=NAME` in the environment, the first push to

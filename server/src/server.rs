@@ -3,7 +3,7 @@
 
 use crate::backend::Backend;
 use crate::config::Config;
-use crate::limits::{ConnLimiter, PushBudgets};
+use crate::limits::{ConnLimiter, CreateLimiter, PushBudgets};
 use crate::metrics::Metrics;
 use crate::registry::Registry;
 use crate::shutdown::Shutdown;
@@ -20,6 +20,8 @@ pub struct Server {
     pub conns: Arc<ConnLimiter>,
     /// Push budgets per source address (they outlive connections).
     pub budgets: PushBudgets,
+    /// Repositories created per source address (`--creates-per-ip`).
+    pub creates: Arc<CreateLimiter>,
     pub shutdown: Shutdown,
     pub tls: Option<TlsAcceptor>,
     pub refusing: Arc<Semaphore>,

@@ -4,7 +4,7 @@
 
 use crate::backend::Backend;
 use crate::config::{Config, Store};
-use crate::limits::{ConnLimiter, PushBudgets};
+use crate::limits::{ConnLimiter, CreateLimiter, PushBudgets};
 use crate::listener;
 use crate::log;
 use crate::metrics::Metrics;
@@ -70,6 +70,7 @@ pub async fn run(cfg: Config) -> i32 {
             cfg.push_bytes_rate,
             cfg.push_bytes_burst,
         ),
+        creates: CreateLimiter::new(cfg.creates_per_ip),
         shutdown: Shutdown::new(),
         tls,
         refusing: Arc::new(Semaphore::new(REFUSING_AT_ONCE)),

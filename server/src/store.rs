@@ -29,8 +29,6 @@ pub struct Stored {
     /// Sequences `from + 1 ..= to` were added by this push.
     pub from: u64,
     pub to: u64,
-    /// The access list changed: re-check who may still read.
-    pub access_changed: bool,
 }
 
 /// Commits other nodes stored, now in this node's replica: sequences `from + 1 ..= to`.
@@ -38,6 +36,7 @@ pub struct Stored {
 pub struct Refreshed {
     pub from: u64,
     pub to: u64,
+    /// The access list changed (every relay re-checks read rights anyway).
     pub access_changed: bool,
 }
 
@@ -99,4 +98,8 @@ pub trait RepoStore {
 
     /// Open this repository again from the store (after `StoreError::Broken`).
     fn reopen(&mut self) -> Result<(), Error>;
+
+    /// Closing: a repository that holds no commit (its founding push failed after the files
+    /// were made) leaves nothing behind.
+    fn remove_if_empty(&mut self) {}
 }

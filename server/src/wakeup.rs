@@ -13,6 +13,9 @@ pub struct Wakeup {
     seen: AtomicU64,
     /// The thread's last look failed: look again at the next tick.
     stale: AtomicBool,
+    /// The thread's copy holds a commit: the repository exists (the registry answers
+    /// `exists` from it without asking the store).
+    exists: AtomicBool,
 }
 
 impl Wakeup {
@@ -30,6 +33,16 @@ impl Wakeup {
     /// The thread's side: its look at the store failed; the registry's tick retries it.
     pub fn failed(&self) {
         self.stale.store(true, SeqCst);
+    }
+
+    /// The thread's side: whether its copy holds a commit now.
+    pub fn set_exists(&self, exists: bool) {
+        self.exists.store(exists, SeqCst);
+    }
+
+    /// Whether the open repository holds a commit.
+    pub fn exists(&self) -> bool {
+        self.exists.load(SeqCst)
     }
 
     /// The thread's side: the highest head noticed, if past `head` (`u64::MAX`: unknown, ask

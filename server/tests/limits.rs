@@ -29,6 +29,7 @@ async fn still_serves(url: &str, repo: &str, n: u8, before: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_message_is_refused_with_a_limit_error() {
     let server = Server::fresh_with("size", &["--max-message-bytes", "65536"]);
+    public_repo(&server.url, "r", 2).await;
     let mut ws = socket(&server.url).await;
     hello(&mut ws, "r").await;
     let before = server.log_len("r");
@@ -49,13 +50,15 @@ async fn oversized_message_is_refused_with_a_limit_error() {
         "closed after the refusal"
     );
     assert_eq!(server.log_len("r"), before, "nothing stored");
-    still_serves(&server.url, "r", 2, 0).await;
+    still_serves(&server.url, "r", 2, 1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_are_limited_in_total_and_per_source_address() {
     let args = ["--max-connections", "3", "--max-connections-per-ip", "2"];
     let server = Server::fresh_with("conns", &args);
+    drop(public_repo(&server.url, "r", 1).await);
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let mut held = Vec::new();
     for ip in ["127.0.0.1", "127.0.0.1"] {
         let mut ws = try_socket(&server.url, Some(ip)).await.unwrap();
@@ -81,7 +84,7 @@ async fn connections_are_limited_in_total_and_per_source_address() {
     // A place freed is a place for the next one.
     drop(held.pop());
     tokio::time::sleep(Duration::from_millis(300)).await;
-    still_serves(&server.url, "r", 1, 0).await;
+    still_serves(&server.url, "r", 1, 1).await;
     assert!(server.log_text().contains("what=\"connections per ip\""));
 }
 
@@ -89,7 +92,12 @@ async fn connections_are_limited_in_total_and_per_source_address() {
 async fn a_flood_of_pushes_is_refused_past_the_push_budget() {
     let args = ["--push-rate", "2", "--push-burst", "3"];
     let server = Server::fresh_with("rate", &args);
+    // Founded by another key, open to anyone's writes; peer 1 holds its history.
+    let owner = public_repo(&server.url, "r", 3).await;
+    let (root, root_seals) = owner.repo.export().unwrap();
+    drop(owner);
     let mut a = Peer::new(1, "r");
+    a.repo.receive(&root, &root_seals).unwrap();
     a.write();
     a.repo.seal().unwrap();
     let (commits, seals) = a.repo.export().unwrap();
@@ -111,6 +119,7 @@ async fn a_flood_of_pushes_is_refused_past_the_push_budget() {
     let (code, text) = loop {
         match recv(&mut ws, WAIT).await {
             Some(Message::Ack { .. }) => acks += 1,
+            Some(Message::Commits { .. }) => {} // the founder's root
             Some(Message::Error {
                 code,
                 name,
@@ -127,18 +136,22 @@ async fn a_flood_of_pushes_is_refused_past_the_push_budget() {
         "{text}"
     );
     let before = server.log_len("r");
-    assert_eq!(server.metric("ibexdb_commits_stored_total"), 0.0);
+    assert_eq!(
+        server.metric("ibexdb_commits_stored_total"),
+        1.0,
+        "the founding commit only"
+    );
     // The connection stays usable: once the budget refilled, the same push is stored.
     tokio::time::sleep(Duration::from_millis(600)).await;
     send(&mut ws, &real).await;
     match recv(&mut ws, WAIT).await {
-        Some(Message::Ack { ids }) => assert_eq!(ids, vec![commits[0].0]),
+        Some(Message::Ack { ids }) => assert_eq!(ids, vec![commits[0].0, commits[1].0]),
         m => panic!("expected an Ack, got {m:?}"),
     }
     assert!(server.log_len("r") > before);
     // The budget is the address's, not the connection's: a new connection from it waits too.
     tokio::time::sleep(Duration::from_millis(600)).await;
-    still_serves(&server.url, "r", 1, 1).await;
+    still_serves(&server.url, "r", 1, 2).await;
 }
 
 /// A subscriber that stops reading is dropped once its queue is full; the server's memory
@@ -195,21 +208,28 @@ async fn a_slow_reader_is_dropped_and_memory_stays_bounded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn orphan_commits_and_junk_seals_are_capped() {
+    let founder = Server::fresh("pending");
     let mut a = Peer::new(1, "r");
-    for _ in 0..5 {
+    a.write();
+    a.connect(&founder.url).await;
+    a.settle(1).await; // founded by its root
+    a.disconnect();
+    for _ in 0..4 {
         a.write();
     }
     a.repo.seal().unwrap();
     let (c, s) = a.repo.export().unwrap();
-    // Room for three of the four orphans' bytes.
-    let parked: usize = c[1..4].iter().map(|(_, b)| b.len()).sum();
+    // Room for two of the three orphans' bytes (the server restarted on the founded data).
+    let parked: usize = c[2..4].iter().map(|(_, b)| b.len()).sum();
     let parked = parked.to_string();
-    let args = ["--max-parked-bytes", &parked, "--max-unknown-sealed", "4"];
-    let server = Server::fresh_with("pending", &args);
+    let data = founder.data.clone();
+    drop(founder);
+    let args = ["--max-parked-bytes", &parked, "--max-unknown-sealed", "3"];
+    let server = Server::start_with(data, &args);
     let mut ws = socket(&server.url).await;
     hello_as(&mut ws, &server.url, "r", Some(&identity(1))).await;
     let before = server.log_len("r");
-    // Junk seals: a seal over five ids the server does not have.
+    // Junk seals: a seal over four ids the server does not have.
     send(
         &mut ws,
         &Message::Push {
@@ -221,14 +241,14 @@ async fn orphan_commits_and_junk_seals_are_capped() {
     let (code, text) = expect_error(&mut ws, WAIT).await;
     assert_eq!(code, ErrorCode::Limit);
     assert!(
-        text.contains("sealed unknown commits") && text.contains("at most 4"),
+        text.contains("sealed unknown commits") && text.contains("at most 3"),
         "{text}"
     );
-    // Orphans: four commits whose first parent never comes.
+    // Orphans: three commits whose first parent never comes.
     send(
         &mut ws,
         &Message::Push {
-            commits: c[1..].to_vec(),
+            commits: c[2..].to_vec(),
             seals: s.clone(),
         },
     )
@@ -255,7 +275,7 @@ async fn orphan_commits_and_junk_seals_are_capped() {
     }
     let refused = server.metric("ibexdb_commits_refused_total{code=\"10\"");
     assert_eq!(
-        refused, 4.0,
+        refused, 3.0,
         "the orphans' commits counted as refused by code 10"
     );
     still_serves(&server.url, "r", 1, 5).await;
@@ -283,10 +303,9 @@ async fn silent_connections_time_out_and_live_ones_do_not() {
     assert!(matches!(n, Ok(0) | Err(_)));
     assert!(t.elapsed() < Duration::from_secs(3));
     // Idle: one client reads (and so answers pings), the other does not.
+    let mut live = public_repo(&server.url, "r", 1).await;
     let mut idle = socket(&server.url).await;
     hello(&mut idle, "r").await;
-    let mut live = Peer::new(1, "r");
-    live.connect(&server.url).await;
     let until = Instant::now() + Duration::from_millis(2500);
     while Instant::now() < until {
         live.step(Duration::from_millis(50)).await;
@@ -299,7 +318,7 @@ async fn silent_connections_time_out_and_live_ones_do_not() {
     );
     live.write();
     live.push().await;
-    live.settle(1).await;
+    live.settle(2).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -314,18 +333,27 @@ async fn open_repositories_are_capped_and_idle_ones_closed_and_reopened() {
     b.write();
     b.connect(&server.url).await;
     b.settle(1).await;
-    let mut ws = socket(&server.url).await;
-    challenge(&mut ws).await;
-    send(
-        &mut ws,
-        &Message::Hello {
-            repo: "three".into(),
-            cursor: 0,
-            auth: None,
-        },
-    )
-    .await;
-    let (code, text) = expect_error(&mut ws, WAIT).await;
+    // A third founder's root verifies, but no repository may be opened for it.
+    let mut c = Peer::new(3, "three");
+    c.write();
+    c.connect(&server.url).await;
+    let (code, text) = loop {
+        match c.poll(WAIT).await {
+            Polled::Event(ibexdb::ClientEvent::ServerError {
+                code,
+                name,
+                message,
+                ..
+            }) => break (code, format!("{name}: {message}")),
+            Polled::Event(_) => continue,
+            _ => panic!("no refusal for a third repository"),
+        }
+    };
+    drop(c);
+    assert!(
+        !server.data.join("three.log").exists(),
+        "nothing stored for it"
+    );
     assert_eq!(code, ErrorCode::Limit);
     assert!(
         text.contains("open repositories") && text.contains("--max-repos"),

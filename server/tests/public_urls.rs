@@ -26,6 +26,7 @@ async fn hello_signed_for(node: &str, signed_for: &str) -> Option<(ErrorCode, St
             repo: "r".into(),
             cursor: 0,
             auth,
+            create: false,
         },
     )
     .await;

@@ -27,6 +27,7 @@ async fn a_repository_that_cannot_open_is_unavailable_and_others_are_served() {
                 repo: name.into(),
                 cursor: 0,
                 auth: None,
+                create: false,
             },
         )
         .await;
@@ -56,6 +57,7 @@ async fn a_repository_that_cannot_open_is_unavailable_and_others_are_served() {
             repo: "junk".into(),
             cursor: 0,
             auth: None,
+            create: false,
         },
     )
     .await;
@@ -80,6 +82,7 @@ async fn invalid_repository_names_get_their_code() {
                 repo: name.to_string(),
                 cursor: 0,
                 auth: None,
+                create: false,
             },
         )
         .await;

@@ -88,44 +88,80 @@ async fn tampered_or_unsigned_push_is_refused_nothing_stored_connection_usable()
     a.write();
     a.repo.seal().unwrap();
     let (commits, seals) = a.repo.export().unwrap();
-    let mut ws = socket(&server.url).await;
-    assert_eq!(
-        hello_as(&mut ws, &server.url, "r", Some(&identity(1))).await,
-        0
-    );
-    let before = server.log_len("r");
-    assert!(before > 0, "the log exists once the repository is opened");
-
     let mut tampered = commits.clone();
     let last = tampered[0].1.len() - 1;
     tampered[0].1[last] ^= 0x01;
-    send(
-        &mut ws,
-        &Message::Push {
-            commits: tampered,
-            seals: seals.clone(),
-        },
-    )
-    .await;
-    match recv(&mut ws, Duration::from_secs(5)).await {
-        Some(Message::Error { code, name, .. }) => {
-            assert!(
-                matches!(code, ErrorCode::Signature | ErrorCode::Decode),
-                "{code:?}"
-            );
-            assert!(name.ends_with("Error"), "{name}");
+    // A founding push that does not verify creates nothing: no file, and the session ends.
+    let bad = [
+        (tampered, seals.clone(), None),
+        (commits.clone(), vec![], Some("missing")),
+    ];
+    for (bad, bad_seals, kind_wanted) in bad {
+        let mut ws = socket(&server.url).await;
+        assert_eq!(
+            hello_as(&mut ws, &server.url, "r", Some(&identity(1))).await,
+            0
+        );
+        let m = Message::Push {
+            commits: bad,
+            seals: bad_seals,
+        };
+        send(&mut ws, &m).await;
+        match recv(&mut ws, Duration::from_secs(5)).await {
+            Some(Message::Error {
+                code, name, kind, ..
+            }) => {
+                assert!(
+                    matches!(code, ErrorCode::Signature | ErrorCode::Decode),
+                    "{code:?}"
+                );
+                assert!(name.ends_with("Error"), "{name}");
+                if let Some(k) = kind_wanted {
+                    assert_eq!(kind.as_deref(), Some(k));
+                }
+            }
+            m => panic!("expected an Error, got {m:?}"),
         }
-        m => panic!("expected an Error, got {m:?}"),
+        assert!(recv(&mut ws, Duration::from_secs(5)).await.is_none());
+        assert!(
+            !server.data.join("r.log").exists(),
+            "no file for a refused founding"
+        );
     }
+    // The genuine push founds it.
+    let mut ws = socket(&server.url).await;
+    hello_as(&mut ws, &server.url, "r", Some(&identity(1))).await;
     send(
         &mut ws,
         &Message::Push {
             commits: commits.clone(),
-            seals: vec![],
+            seals,
         },
     )
     .await;
     match recv(&mut ws, Duration::from_secs(5)).await {
+        Some(Message::Ack { ids }) => assert_eq!(ids, vec![commits[0].0]),
+        m => panic!("expected an Ack, got {m:?}"),
+    }
+    let before = server.log_len("r");
+    assert!(before > 0);
+    // In an existing repository a refused push leaves the connection usable.
+    a.write();
+    a.repo.seal().unwrap();
+    let (all, all_seals) = a.repo.export().unwrap();
+    let next = vec![all[1].clone()];
+    let unsealed = Message::Push {
+        commits: next.clone(),
+        seals: vec![],
+    };
+    send(&mut ws, &unsealed).await;
+    let answer = loop {
+        match recv(&mut ws, Duration::from_secs(5)).await {
+            Some(Message::Commits { .. }) => continue, // the cursor after the founding
+            m => break m,
+        }
+    };
+    match answer {
         Some(Message::Error {
             code: ErrorCode::Signature,
             name,
@@ -141,19 +177,20 @@ async fn tampered_or_unsigned_push_is_refused_nothing_stored_connection_usable()
         m => panic!("expected a SignatureError, got {m:?}"),
     }
     assert_eq!(server.log_len("r"), before, "nothing stored");
-
-    // The connection is still usable: the genuine push is acked.
-    send(
-        &mut ws,
-        &Message::Push {
-            commits: commits.clone(),
-            seals,
-        },
-    )
-    .await;
-    match recv(&mut ws, Duration::from_secs(5)).await {
-        Some(Message::Ack { ids }) => assert_eq!(ids, vec![commits[0].0]),
-        m => panic!("expected an Ack, got {m:?}"),
+    let sealed = Message::Push {
+        commits: next.clone(),
+        seals: all_seals,
+    };
+    send(&mut ws, &sealed).await;
+    loop {
+        match recv(&mut ws, Duration::from_secs(5)).await {
+            Some(Message::Ack { ids }) => {
+                assert_eq!(ids, vec![next[0].0]);
+                break;
+            }
+            Some(Message::Commits { .. }) => continue,
+            m => panic!("expected an Ack, got {m:?}"),
+        }
     }
     assert!(server.log_len("r") > before);
     // Someone else may not read A's repository.
@@ -193,6 +230,7 @@ async fn bad_messages_get_a_protocol_error_and_the_connection_closes() {
                     repo: "r".into(),
                     cursor: 0,
                     auth: None,
+                    create: false,
                 }
                 .encode(),
                 vec![0],

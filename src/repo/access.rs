@@ -82,7 +82,58 @@ impl<S: Storage> Repo<S> {
     pub(super) fn check_own_commit(&self, commit: &Commit, id: &CommitId) -> Result<()> {
         let parents: Vec<u32> = commit.parents.iter().map(|p| self.graph.by_id[p]).collect();
         let past = self.graph.past_acl(&parents);
-        access::check_commit(&past, commit, id).map(|_| ())
+        let after = access::check_commit(&past, commit, id)?;
+        if commit.parents.is_empty() {
+            self.check_founder(commit, &after)?;
+        }
+        Ok(())
+    }
+
+    /// At open: a replica that already holds a root by another founder than the pinned one
+    /// (received before the application pinned it) is refused like a received one.
+    pub(super) fn check_stored_founder(&self) -> Result<()> {
+        let Some(expected) = &self.opts.expected_founder else {
+            return Ok(());
+        };
+        let Some(root) = self.graph.commits.iter().find(|c| c.parents.is_empty()) else {
+            return Ok(());
+        };
+        let author = self.graph.authors[root.author as usize];
+        let after = self.graph.acls.get(root.acl);
+        if !root.trusted && author == *expected && after.role(expected) == Some(Role::Owner) {
+            return Ok(());
+        }
+        Err(Error::Permission {
+            kind: PermissionErrorKind::WrongFounder,
+            detail: format!(
+                "repository {:?} here was founded by {}, not by the expected owner {}",
+                self.opts.name,
+                &author.to_hex()[..16],
+                &expected.to_hex()[..16]
+            ),
+        })
+    }
+
+    /// A root against the founder the application pinned (`RepoOptions::expected_founder`):
+    /// its signed author must be that key and the root must make it owner.
+    pub(super) fn check_founder(&self, root: &Commit, after: &Acl) -> Result<()> {
+        let Some(expected) = &self.opts.expected_founder else {
+            return Ok(());
+        };
+        let founded =
+            !root.trusted && root.author == *expected && after.role(expected) == Some(Role::Owner);
+        if founded {
+            return Ok(());
+        }
+        Err(Error::Permission {
+            kind: PermissionErrorKind::WrongFounder,
+            detail: format!(
+                "repository {:?} was founded by {}, not by the expected owner {}",
+                self.opts.name,
+                &root.author.to_hex()[..16],
+                &expected.to_hex()[..16]
+            ),
+        })
     }
 }
 

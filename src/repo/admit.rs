@@ -157,6 +157,7 @@ impl<S: Storage> Repo<S> {
         id: &CommitId,
     ) -> Result<Acl> {
         let after = check_commit(&Acl::default(), commit, id)?;
+        self.check_founder(commit, &after)?;
         if prov.have_root && (prov.current.owned() || after.owned()) {
             return Err(denied(
                 PermissionErrorKind::ForeignRoot,

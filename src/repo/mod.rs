@@ -93,6 +93,11 @@ pub struct RepoOptions {
     /// At most this many ids covered by stored seals whose commits have not arrived (the
     /// graph's seal cover); a batch that would add more is refused whole with [`Error::Limit`].
     pub max_unknown_sealed: usize,
+    /// The founder the application expects (issue 23, name squatting): a root whose signed
+    /// author is not this key, or that does not make it owner, is refused with
+    /// `PermissionError` `wrong-founder` (received or written here), and nothing of the
+    /// squatter's history is applied.
+    pub expected_founder: Option<PublicKey>,
 }
 
 impl RepoOptions {
@@ -109,6 +114,7 @@ impl RepoOptions {
             max_pending: usize::MAX,
             max_pending_bytes: usize::MAX,
             max_unknown_sealed: usize::MAX,
+            expected_founder: None,
         }
     }
 }
@@ -227,6 +233,7 @@ impl<S: Storage> Repo<S> {
         repo.open_report.repaired = scan.repaired().to_vec();
         repo.hlc = repo.graph.commits.iter().map(|c| c.hlc).max().unwrap_or(0);
         repo.unsealed = repo.own_unsealed();
+        repo.check_stored_founder()?;
         Ok(repo)
     }
 

@@ -124,6 +124,8 @@ impl Client {
             repo: self.repo_name.clone(),
             cursor: self.cursor,
             auth,
+            // Holding a root, it may found the repository on a server that has none.
+            create: repo.commit_count() > 0,
         }
     }
 

@@ -129,11 +129,14 @@ pub enum Message {
         server_time_ms: u64,
     },
     /// Client → server: subscribe to `repo`, resuming after sequence `cursor` (0 = from the
-    /// start), proving a key (`auth`) or anonymous (`None`).
+    /// start), proving a key (`auth`) or anonymous (`None`). `create`: the client holds a root
+    /// and will push it if the server has no repository of that name (a `Hello` without it on
+    /// an unknown name is refused with `PermissionError` `not-found`; docs/design.md §12.2).
     Hello {
         repo: String,
         cursor: u64,
         auth: Option<SessionProof>,
+        create: bool,
     },
     /// Server → client: the reply to `Hello`: the server's current last sequence and what the
     /// session may do.
@@ -249,7 +252,12 @@ impl Message {
                 w.bytes(nonce);
                 w.u64(*server_time_ms);
             }
-            Message::Hello { repo, cursor, auth } => {
+            Message::Hello {
+                repo,
+                cursor,
+                auth,
+                create,
+            } => {
                 w.lp(repo.as_bytes());
                 w.varint(*cursor);
                 match auth {
@@ -259,6 +267,7 @@ impl Message {
                         p.encode(&mut w);
                     }
                 }
+                w.u8(u8::from(*create));
             }
             Message::Welcome { repo, head, rights } => {
                 w.lp(repo.as_bytes());
@@ -388,7 +397,17 @@ fn decode_hello(r: &mut Reader<'_>) -> Result<Message> {
         1 => Some(SessionProof::decode(r)?),
         _ => return Err(r.err("bad authentication flag")),
     };
-    Ok(Message::Hello { repo, cursor, auth })
+    let create = match r.u8()? {
+        0 => false,
+        1 => true,
+        _ => return Err(r.err("bad create flag")),
+    };
+    Ok(Message::Hello {
+        repo,
+        cursor,
+        auth,
+        create,
+    })
 }
 
 fn decode_welcome(r: &mut Reader<'_>) -> Result<Message> {

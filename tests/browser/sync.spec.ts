@@ -1,4 +1,4 @@
-// Sync through the real ibexdb-server binary on 127.0.0.1 (protocol v3: signed challenge
+// Sync through the real ibexdb-server binary on 127.0.0.1 (protocol v4: signed challenge
 // handshake, permissions). Separate browser contexts have separate OPFS, i.e. separate
 // devices with their own keys: the first context's first write makes its key the repository's
 // owner; the others join with `db.sync()` and write once granted.
@@ -454,5 +454,64 @@ test('a server that never sends its Welcome is dropped after the handshake timeo
   } finally {
     for (const s of sockets) s.destroy();
     silent.close();
+  }
+});
+
+test('a pinned owner refuses a squatter: open(name, { owner }) rejects a repository founded by another key (wrong-founder), nothing applied', async ({ browser, page, watched }) => {
+  void watched;
+  const server = await startServer();
+  const ctxS = await browser.newContext();
+  try {
+    const pageS = await ctxS.newPage();
+    const name = uniqueName('squat');
+    await gotoPlayground(page);
+    await gotoPlayground(pageS);
+    // The real owner's device knows its key (a local open makes it).
+    const me = await page.evaluate(async (name) => {
+      const db = await (window as any).ibexdb.open(name);
+      const key = db.publicKey;
+      await db.close();
+      return key;
+    }, name);
+    // A squatter takes the name first, open to everyone, with bait in it.
+    await openSynced(pageS, name, server.url);
+    await pageS.evaluate(async () => {
+      const db = (window as any).db;
+      await db.setPublic({ read: true, write: true });
+      await db.put('items/bait', { x: 1 });
+      await db.sync();
+    });
+    // A malformed pin is refused before anything opens.
+    const bad = await page.evaluate(async (name) => {
+      try {
+        await (window as any).ibexdb.open(name, { owner: 'nope' });
+        return null;
+      } catch (e: any) {
+        return `${e.name}: ${e.message}`;
+      }
+    }, name);
+    expect(bad).toMatch(/^InvalidValueError: .*options\.owner/);
+    // Pinned to itself, the owner's client refuses the squatter's root and applies nothing.
+    const got = await page.evaluate(
+      async ([name, url, me]) => {
+        const db = await (window as any).ibexdb.open(name, { sync: url, owner: me });
+        let err = null;
+        try {
+          await db.sync();
+        } catch (e: any) {
+          err = { name: e.name, kind: e.kind };
+        }
+        const st = await db.syncStatus();
+        const commits = (await db.storageInfo()).repository.commits;
+        const bait = (await db.get('items/bait')) ?? null;
+        await db.close();
+        return { err, state: st.state, commits, bait };
+      },
+      [name, server.url, me],
+    );
+    expect(got).toEqual({ err: { name: 'PermissionError', kind: 'wrong-founder' }, state: 'error', commits: 0, bait: null });
+  } finally {
+    await ctxS.close();
+    stopServer(server);
   }
 });

@@ -83,6 +83,7 @@ fn make_corpus() -> Vec<(String, Vec<u8>)> {
                 repo: "r".into(),
                 cursor: 7,
                 auth: None,
+                create: true,
             },
         ),
         (

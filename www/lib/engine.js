@@ -46,6 +46,7 @@ const wasmBytes = (bytes) => /** @type {Uint8Array<ArrayBuffer>} */ (bytes);
  * @property {string} [identity] an exported identity to use (and store) for this repository
  * @property {'strict'|'repair'} [recovery] what to do with damage in the middle of the log
  * @property {number} [quotaBytes] byte limit for this repository's files (QuotaExceededError)
+ * @property {string} [owner] the founder's public key (hex): a root by another key is refused (PermissionError 'wrong-founder')
  * @property {boolean} [acceptTrusted] accept unsigned commits from peers
  * @property {Record<string, object>} [schemas] collection -> schema
  * @property {import('./storage.js').StorageOption} [storage] where the files live (storage.js; default 'auto')
@@ -207,6 +208,7 @@ export class EngineHandle {
         acceptTrusted: opts.acceptTrusted ?? trusted,
         recovery: opts.recovery ?? 'strict',
         quotaBytes: opts.quotaBytes ?? null,
+        expectedFounder: opts.owner ?? null,
       });
       try {
         this._raw = glue.Engine.open(log, snap, engineOpts, secret, publicKey);

@@ -59,8 +59,9 @@ export class ClockSkewError extends IbexError {}
 export class ProtocolError extends IbexError {}
 /**
  * The repository's access list does not allow it (`kind`: `cannot-read`, `cannot-write`,
- * `cannot-administer`, `foreign-root`, `cannot-create`): a local write, a grant, or the server
- * refusing this replica's session or push.
+ * `cannot-administer`, `foreign-root`, `cannot-create`, `not-found`, `wrong-founder`): a local
+ * write, a grant, the server refusing this replica's session or push, or a repository whose
+ * founder is not the `owner` the application pinned.
  */
 export class PermissionError extends IbexError {}
 /** The sync server did not accept this replica's session proof (`kind`: `stale`, `wrong-server`, ...). */

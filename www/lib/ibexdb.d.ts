@@ -109,6 +109,13 @@ export interface OpenOptions {
    * moves to the next; see `Database.sync`.
    */
   sync?: string | string[];
+  /**
+   * The public key (`db.publicKey`, 98 hex digits) of the device that founds this repository.
+   * A repository whose root was written by another key (a squatter who took the name first)
+   * is refused with PermissionError kind 'wrong-founder' and nothing of it is applied; a
+   * device with another key cannot found it either (its first write is refused alike).
+   */
+  owner?: string;
   /** Errors of background work (a relaxed flush, a seal) — console.warn when absent. */
   onError?: (error: IbexError) => void;
   /**
@@ -404,7 +411,7 @@ export declare class ProtocolError extends IbexError {
   readonly code?: number;
 }
 export declare class PermissionError extends IbexError {
-  readonly kind: 'cannot-read' | 'cannot-write' | 'cannot-administer' | 'foreign-root' | 'cannot-create';
+  readonly kind: 'cannot-read' | 'cannot-write' | 'cannot-administer' | 'foreign-root' | 'cannot-create' | 'not-found' | 'wrong-founder';
   /** The protocol error code (8) when the sync server refused. */
   readonly code?: number;
 }

@@ -723,7 +723,7 @@ function queryText(method, q) {
  * list differ).
  * @type {Record<keyof OpenOptions, true>}
  */
-const OPTION_NAMES = { durability: true, trusted: true, identity: true, schemas: true, recovery: true, quotaBytes: true, sync: true, onError: true, storage: true, persist: true };
+const OPTION_NAMES = { durability: true, trusted: true, identity: true, schemas: true, recovery: true, quotaBytes: true, sync: true, owner: true, onError: true, storage: true, persist: true };
 
 /**
  * Check `open()`'s options: InvalidValueError naming the option (`options.<name>`) for an
@@ -767,6 +767,9 @@ function checkOptions(options) {
         break;
       case 'onError':
         if (typeof v !== 'function') throw bad(k, 'a function', v);
+        break;
+      case 'owner':
+        if (typeof v !== 'string' || !/^[0-9a-f]{98}$/i.test(v)) throw bad(k, "a public key (98 hex digits: the founder's db.publicKey)", v);
         break;
       case 'sync':
         if (v !== null && !isSyncUrls(v)) throw bad(k, `a ws:// or wss:// URL or a list of 1-${MAX_SYNC_URLS} of them`, v);
@@ -819,6 +822,7 @@ export async function open(name, options = {}) {
           identity: options.identity,
           recovery: options.recovery,
           quotaBytes: options.quotaBytes,
+          owner: options.owner,
           schemas: options.schemas,
           storage: options.storage ?? 'auto',
         },

@@ -3,7 +3,8 @@
 // this device its owner), and a second, foreign founding could never merge with the board on the
 // server. So the board stays read-only (inert) until `db.sync()` resolves, and the banner says
 // what is happening: connecting, waiting for the server, or no access yet (with this device's
-// key to send to an owner, and a "Check again" button; the check also repeats every 10 s).
+// key to send to an owner, and a "Check again" button; the server keeps the session waiting
+// and lets it in the moment a grant lands, so the board opens within about a second).
 import { ClosedError, PermissionError } from 'ibexdb';
 import { explain } from '../lib/access.js';
 import { h } from '../lib/dom.js';
@@ -30,7 +31,9 @@ export async function joinBoard(app, banner) {
         return app.db === db;
       } catch (err) {
         if (err instanceof ClosedError || app.db !== db) return app.db === db; // sync stopped (local only now), or reopened
-        await refused(banner, err);
+        // The server has no board of this name: it is new, and the first write here founds it.
+        if (err instanceof PermissionError && err.kind === 'not-found') return app.db === db;
+        await refused(banner, err, db);
         banner.show('joining', 'Checking again…');
       }
     }
@@ -50,18 +53,28 @@ function waiting(banner, st) {
 }
 
 /**
- * Show the refusal; resolve when the user asks to check again, or after RECHECK_MS.
+ * Show the refusal; resolve when the user asks to check again, after RECHECK_MS, or as soon
+ * as the server welcomes this device (it keeps a refused session waiting and lets it in the
+ * moment an owner grants its key a role).
  * @param {import('./access-banner.js').AccessBanner} banner @param {unknown} err
+ * @param {import('ibexdb').Database} db
  */
-function refused(banner, err) {
+function refused(banner, err, db) {
   document.body.dataset.access = 'denied';
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, RECHECK_MS);
-    const again = h('button.primary', { type: 'button', onclick: () => (clearTimeout(timer), resolve(undefined)) }, 'Check again');
+    let stop = () => {};
+    /** @type {ReturnType<typeof setTimeout> | undefined} */
+    let timer;
+    const done = () => (clearTimeout(timer), stop(), resolve(undefined));
+    timer = setTimeout(done, RECHECK_MS);
+    stop = db.onSyncStatus((st) => {
+      if (st.state === 'syncing' || st.state === 'synced') done();
+    });
+    const again = h('button.primary', { type: 'button', onclick: done }, 'Check again');
     const noRead = err instanceof PermissionError && err.kind === 'cannot-read';
     banner.show('denied', noRead ? 'You do not have access to this board yet.' : 'The server refused this device.',
       h('p', null, noRead ? 'Send your public key to an owner of the board; once they invite you (Share → Invite), it opens here.' : explain(err)),
       banner.keyBox(),
-      h('div.row', null, again, h('span.hint', null, 'Checked again every 10 seconds.')));
+      h('div.row', null, again, h('span.hint', null, 'It opens here as soon as you are invited.')));
   });
 }

@@ -51,7 +51,8 @@ async fn next_message(ws: &mut Socket) -> Option<Message> {
 
 /// Connect and subscribe to `repo`: answer the server's challenge with a proof of `who`'s key
 /// (anonymous without one) and wait for the `Welcome`.
-async fn open(url: &str, repo: &str, who: Option<&Identity>) -> Option<Socket> {
+/// `create`: it founds the repository (its first push carries the root).
+async fn open(url: &str, repo: &str, who: Option<&Identity>, create: bool) -> Option<Socket> {
     let (mut ws, _) = tokio_tungstenite::connect_async(url).await.ok()?;
     let Message::Challenge { nonce, .. } = next_message(&mut ws).await? else {
         return None;
@@ -60,6 +61,7 @@ async fn open(url: &str, repo: &str, who: Option<&Identity>) -> Option<Socket> {
         repo: repo.into(),
         cursor: 0,
         auth: who.map(|id| SessionProof::sign(id, nonce, url, repo)),
+        create,
     };
     ws.send(Ws::binary(hello.encode())).await.ok()?;
     match next_message(&mut ws).await? {
@@ -71,7 +73,7 @@ async fn open(url: &str, repo: &str, who: Option<&Identity>) -> Option<Socket> {
 /// Push each repository's founding history as its owner (which creates it on the server).
 pub async fn found_all(url: &str, tag: &str, founded: &[Founding]) -> bool {
     for (r, f) in founded.iter().enumerate() {
-        let Some(mut ws) = open(url, &gen::repo_name(tag, r), Some(&f.owner)).await else {
+        let Some(mut ws) = open(url, &gen::repo_name(tag, r), Some(&f.owner), true).await else {
             return false;
         };
         if ws.send(Ws::Binary(f.push.clone())).await.is_err() {
@@ -120,7 +122,7 @@ async fn open_many(
                 (i / repos) % n
             };
             let repo = i % repos;
-            open(&urls[node], &gen::repo_name(tag, repo), ids.get(i))
+            open(&urls[node], &gen::repo_name(tag, repo), ids.get(i), false)
                 .await
                 .map(|ws| Conn { i, repo, node, ws })
         });

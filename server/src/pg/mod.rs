@@ -89,6 +89,16 @@ impl Pg {
         }))
     }
 
+    /// Whether repository `name` holds at least one commit (a repository is created only by
+    /// its verified root: a name without commits does not exist).
+    pub async fn exists(&self, name: &str) -> Result<bool, Error> {
+        let mut conn = self.pool.get().await?;
+        let db = rows::Db::new(&*conn.client(), self.timeout);
+        let found = db.repo(name).await.map_err(|e| e.error().clone())?;
+        conn.release();
+        Ok(found.is_some_and(|(_, head)| head > 0))
+    }
+
     pub fn listening(&self) -> bool {
         self.listening.load(SeqCst)
     }

@@ -80,7 +80,6 @@ impl PgRepo {
             relay_from: caught.from,
             from: done.from,
             to: done.to,
-            access_changed: caught.access_changed || done.access_changed,
         })
     }
 

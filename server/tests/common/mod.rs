@@ -268,13 +268,15 @@ pub async fn challenge(ws: &mut Socket) -> [u8; ibexdb::NONCE_LEN] {
 }
 
 /// Answer the challenge with a `Hello` for `repo` from cursor 0 proving `who`'s key (anonymous
-/// without one), dialed as `url`, and wait for the `Welcome`; the server's head.
+/// without one), dialed as `url`, and wait for the `Welcome`; the server's head. It offers to
+/// create the repository: on a name the server does not hold, its first push must found it.
 pub async fn hello_as(ws: &mut Socket, url: &str, repo: &str, who: Option<&Identity>) -> u64 {
     let nonce = challenge(ws).await;
     let m = Message::Hello {
         repo: repo.into(),
         cursor: 0,
         auth: who.map(|id| ibexdb::SessionProof::sign(id, nonce, url, repo)),
+        create: true,
     };
     send(ws, &m).await;
     match recv(ws, Duration::from_secs(10)).await {
@@ -284,20 +286,31 @@ pub async fn hello_as(ws: &mut Socket, url: &str, repo: &str, who: Option<&Ident
 }
 
 /// Answer the challenge with an anonymous `Hello` for `repo` from cursor 0 and wait for the
-/// `Welcome`; the server's head. (The repository must be readable by anyone: unowned, empty,
-/// or with the public read switch.)
+/// `Welcome`; the server's head. (The repository must exist and be readable by anyone: see
+/// `public_repo`.)
 pub async fn hello(ws: &mut Socket, repo: &str) -> u64 {
     challenge(ws).await;
     let m = Message::Hello {
         repo: repo.into(),
         cursor: 0,
         auth: None,
+        create: false,
     };
     send(ws, &m).await;
     match recv(ws, Duration::from_secs(10)).await {
         Some(Message::Welcome { head, .. }) => head,
         m => panic!("expected Welcome, got {m:?}"),
     }
+}
+
+/// Found `repo` on the server as peer `n`, open to anyone (public read and write), so that
+/// anonymous sessions may subscribe to it; the founder, settled.
+pub async fn public_repo(url: &str, repo: &str, n: u8) -> Peer {
+    let mut p = Peer::new(n, repo);
+    p.repo.set_public(true, true).unwrap();
+    p.connect(url).await;
+    p.settle(1).await;
+    p
 }
 
 /// A client: an in-memory signed repository plus the core's sync state machine.
@@ -384,6 +397,14 @@ impl Peer {
     /// Connect: the server's challenge comes first; `event` answers it (a signed `Hello`).
     pub async fn connect(&mut self, url: &str) {
         let ws = socket(url).await;
+        self.client.set_url(url);
+        self.client.connect();
+        self.ws = Some(ws);
+    }
+
+    /// Connect from source address `ip` (a loopback address).
+    pub async fn connect_from(&mut self, url: &str, ip: &str) {
+        let ws = try_socket(url, Some(ip)).await.expect("connect");
         self.client.set_url(url);
         self.client.connect();
         self.ws = Some(ws);

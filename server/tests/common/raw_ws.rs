@@ -145,6 +145,7 @@ impl Raw {
             repo: repo.into(),
             cursor: 0,
             auth: None,
+            create: false,
         };
         self.send(&frame(2, &hello.encode())).await;
         match self.message(Duration::from_secs(10)).await {

@@ -22,7 +22,10 @@ fn handshake(
     };
     let ev = c.handle(r, wire(challenge)).unwrap();
     assert!(matches!(ev, ClientEvent::Challenged { .. }));
-    let Message::Hello { repo, cursor, auth } = wire(c.outgoing(r).unwrap().unwrap()) else {
+    let Message::Hello {
+        repo, cursor, auth, ..
+    } = wire(c.outgoing(r).unwrap().unwrap())
+    else {
         unreachable!()
     };
     let h = hosts();

@@ -14,11 +14,13 @@ fn every_message_round_trips() {
             repo: "team-1.notes_v2".into(),
             cursor: 300,
             auth: None,
+            create: false,
         },
         Message::Hello {
             repo: "team-1.notes_v2".into(),
             cursor: 0,
             auth: Some(proof()),
+            create: false,
         },
         Message::Welcome {
             repo: "r".into(),
@@ -68,9 +70,13 @@ fn hello_layout_is_as_documented() {
         repo: "ab".into(),
         cursor: 300,
         auth: None,
+        create: false,
     }
     .encode();
-    assert_eq!(b, vec![PROTOCOL_VERSION, 1, 2, b'a', b'b', 0xac, 0x02, 0]);
+    assert_eq!(
+        b,
+        vec![PROTOCOL_VERSION, 1, 2, b'a', b'b', 0xac, 0x02, 0, 0]
+    );
 }
 
 #[test]
@@ -232,24 +238,29 @@ fn decode_rejects_bad_input_with_typed_errors() {
             repo: name.into(),
             cursor: 0,
             auth: None,
+            create: false,
         }
         .encode();
         let e = Message::decode(&b).unwrap_err();
         assert_eq!(e.name(), "InvalidKeyError", "{name:?}");
         assert_eq!(ErrorCode::of(&e), ErrorCode::InvalidRepository);
     }
-    // A bad authentication flag, a bad rights byte.
-    let mut b = Message::Hello {
+    // A bad authentication flag, a bad create flag, a bad rights byte.
+    let b = Message::Hello {
         repo: "r".into(),
         cursor: 0,
         auth: None,
+        create: true,
     }
     .encode();
-    *b.last_mut().unwrap() = 2;
-    assert_eq!(
-        kind(Message::decode(&b).unwrap_err()),
-        ProtocolErrorKind::Malformed
-    );
+    for at in [b.len() - 2, b.len() - 1] {
+        let mut bad = b.clone();
+        bad[at] = 2;
+        assert_eq!(
+            kind(Message::decode(&bad).unwrap_err()),
+            ProtocolErrorKind::Malformed
+        );
+    }
     let mut b = Message::Welcome {
         repo: "r".into(),
         head: 0,

@@ -108,6 +108,8 @@ export class SyncManager {
     /** @type {SyncPosition | null} the position last written to the `sync` file */
     this.saved = null;
     this._delay = RECONNECT_MIN_MS;
+    /** Refused before a Welcome but still connected: the server keeps the session waiting for a grant. */
+    this._waiting = false;
     /** @type {ReturnType<typeof setTimeout> | 0} */
     this._timer = 0;
     /** @type {ReturnType<typeof setTimeout> | 0} */
@@ -158,6 +160,9 @@ export class SyncManager {
    */
   retryRefused() {
     if (!this.url || !this._sessionRefused) return;
+    // The server keeps this refused session waiting and welcomes it itself once a grant
+    // lets it read: nothing to dial; it stays refused ('error') until then.
+    if (this._waiting) return;
     this._sessionRefused = false;
     // A connection under way (a retry already dialed) gives the answer; else dial now.
     if (!this.ws) this._connect();
@@ -214,7 +219,12 @@ export class SyncManager {
 
   /** Local commits were written: push them (on the work chain, after the current batch). */
   nudge() {
-    if (!this.welcomed) return;
+    if (!this.welcomed) {
+      // The server has no repository of this name (`not-found`) and this replica had nothing
+      // to found it with; now it has: dial again at once (its Hello offers to create it).
+      if (this._sessionRefused && this.lastError?.kind === 'not-found') this.retryRefused();
+      return;
+    }
     this.hooks.run(() => this._push()).catch((e) => this._fail(e));
   }
 
@@ -320,6 +330,7 @@ export class SyncManager {
     this.ws = null;
     this.open = false;
     this.welcomed = false;
+    this._waiting = false;
     if (ws) {
       ws.onopen = ws.onmessage = ws.onclose = ws.onerror = null;
       try {
@@ -407,6 +418,7 @@ export class SyncManager {
         clearTimeout(this._handshakeTimer);
         this.welcomed = true;
         this._sessionRefused = false;
+        this._waiting = false;
         this._pushRefused = false;
         this.serverHead = ev.head ?? 0;
         this._welcomeHead = ev.head ?? 0;
@@ -432,8 +444,13 @@ export class SyncManager {
           this._retry();
           return;
         }
-        if (!this.welcomed) this._sessionRefused = true;
-        else if (this.lastError.name !== 'PermissionError') this._pushRefused = true;
+        if (!this.welcomed) {
+          this._sessionRefused = true;
+          // The server answered: a session that may not read yet stays connected and is
+          // welcomed the moment a grant lets it read (it is not dialed again meanwhile).
+          clearTimeout(this._handshakeTimer);
+          this._waiting = true;
+        } else if (this.lastError.name !== 'PermissionError') this._pushRefused = true;
         break;
       }
       default:
@@ -483,6 +500,9 @@ export class SyncManager {
   /** @param {any} e */
   _fail(e) {
     this.lastError = toWire(e);
+    // The server's repository was founded by another key than the `owner` the application
+    // pinned: a refusal (the state says error; asked again only at the slowest pace).
+    if (this.lastError?.kind === 'wrong-founder') this._sessionRefused = true;
     this._drop();
     this._retry();
   }

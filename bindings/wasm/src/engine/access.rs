@@ -8,6 +8,11 @@ use ibexdb::{Error, PublicKey, Role};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 
+/// A public key from its hex form (98 digits).
+pub(super) fn public_key(hex: &str) -> Result<PublicKey, Error> {
+    key(hex)
+}
+
 fn key(hex: &str) -> Result<PublicKey, Error> {
     let bad = || Error::InvalidValue {
         path: "publicKey".into(),

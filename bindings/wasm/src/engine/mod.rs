@@ -75,7 +75,7 @@ fn opt_u64(o: &serde_json::Value, k: &str) -> Result<Option<u64>, Error> {
 impl Engine {
     /// Open (or create) a repository on two sync access handles (`snapshot` may be null).
     /// `options` is JSON: `{"name": string (required: bound into seals), "trusted": bool, "acceptTrusted": bool, "recovery": "strict" |
-    /// "repair", "quotaBytes": n, "maxClockSkewMs": n}`. `secret` is the 48-byte identity
+    /// "repair", "quotaBytes": n, "maxClockSkewMs": n, "expectedFounder": hex key}`. `secret` is the 48-byte identity
     /// secret (required unless trusted); `public`, its 49-byte compressed public key as stored
     /// beside it, spares deriving it (checked before the first write).
     pub fn open(
@@ -115,6 +115,13 @@ impl Engine {
         let mut opts = RepoOptions::new(&name, identity, clock());
         opts.trusted = trusted;
         opts.accept_trusted = opt_bool(&o, "acceptTrusted")?.unwrap_or(trusted);
+        if let Some(hex) = o.get("expectedFounder").and_then(|v| v.as_str()) {
+            opts.expected_founder =
+                Some(access::public_key(hex).map_err(|_| Error::InvalidValue {
+                    path: "options.owner".into(),
+                    reason: "a public key is 98 hex digits (the founder's db.publicKey)".into(),
+                })?);
+        }
         if let Some(ms) = opt_u64(&o, "maxClockSkewMs")? {
             opts.max_clock_skew_ms = ms;
         }
