@@ -242,7 +242,15 @@ where
         (true, _) => None,
         (false, false) => return Err(Ended::Refused(found::not_found(&hello.repo))),
         (false, true) => {
-            let f = found::read_founding(&server.cfg, source, out, session, &hello.repo).await?;
+            let f = found::read_founding(
+                &server.cfg,
+                &server.budgets,
+                source,
+                out,
+                session,
+                &hello.repo,
+            )
+            .await?;
             // A verified root: it counts against its address's creations.
             server
                 .creates

@@ -10,6 +10,7 @@
 
 use crate::config::Config;
 use crate::frames;
+use crate::limits::PushBudgets;
 use crate::outbox::Outbox;
 use crate::refusal::{Ended, Refusal};
 use crate::session::Session;
@@ -44,6 +45,7 @@ pub fn not_found(name: &str) -> Refusal {
 /// first message, which must be a `Push` whose commits found the repository.
 pub async fn read_founding<S>(
     cfg: &Arc<Config>,
+    budgets: &PushBudgets,
     source: &mut S,
     out: &Outbox,
     session: &Session,
@@ -79,6 +81,16 @@ where
             break b;
         }
     };
+    // A founding push is a push: it takes from its address's budget before it costs a check.
+    if let Err(wait) = budgets.take(session.peer.ip(), bytes.len()) {
+        let detail = format!(
+            "over {} pushes or {} bytes per second from this address (--push-rate, --push-bytes-rate); nothing was created; retry in {} ms",
+            cfg.push_rate,
+            cfg.push_bytes_rate,
+            wait.as_millis()
+        );
+        return Err(Ended::Refused(Refusal::limit("push rate", detail)));
+    }
     let (commits, seals) = match Message::decode(&bytes) {
         Ok(Message::Push { commits, seals }) => (commits, seals),
         Ok(_) => {

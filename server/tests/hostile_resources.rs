@@ -291,8 +291,13 @@ async fn a_full_server_keeps_room_for_newcomers_and_metrics() {
         "2",
     ];
     let server = Server::fresh_with("full", &args);
+    // A repository anyone may read, founded from another address (its founder stays: 1 place).
+    let mut owner = Peer::new(1, "r");
+    owner.repo.set_public(true, true).unwrap();
+    owner.connect_from(&server.url, "127.0.0.3").await;
+    owner.settle(1).await;
     let mut held = Vec::new();
-    for _ in 0..18 {
+    for _ in 0..17 {
         let mut ws = try_socket(&server.url, Some("127.0.0.1")).await.unwrap();
         hello(&mut ws, "r").await;
         held.push(ws);
@@ -306,6 +311,7 @@ async fn a_full_server_keeps_room_for_newcomers_and_metrics() {
     let (status, body) = server.http_get("/metrics");
     assert!(status.contains("200"), "{status}");
     assert!(body.contains("ibexdb_connections 19"), "{body}");
+    drop(owner);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

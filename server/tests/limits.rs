@@ -92,8 +92,12 @@ async fn connections_are_limited_in_total_and_per_source_address() {
 async fn a_flood_of_pushes_is_refused_past_the_push_budget() {
     let args = ["--push-rate", "2", "--push-burst", "3"];
     let server = Server::fresh_with("rate", &args);
-    // Founded by another key, open to anyone's writes; peer 1 holds its history.
-    let owner = public_repo(&server.url, "r", 3).await;
+    // Founded by another key from another address (a founding push takes from its address's
+    // budget), open to anyone's writes; peer 1 holds its history.
+    let mut owner = Peer::new(3, "r");
+    owner.repo.set_public(true, true).unwrap();
+    owner.connect_from(&server.url, "127.0.0.3").await;
+    owner.settle(1).await;
     let (root, root_seals) = owner.repo.export().unwrap();
     drop(owner);
     let mut a = Peer::new(1, "r");

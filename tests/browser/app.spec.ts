@@ -2,8 +2,7 @@
 // through its UI, the way a person uses it: served by a plain static server from /app/, synced
 // through the real ibexdb-server on 127.0.0.1, in separate browser contexts (separate devices:
 // separate OPFS, keys and service workers). What the board tells its user (sync status, access,
-// storage, backups, layout) is checked at a desktop and at a phone viewport (390×844).
-// Screenshots of the board, the history view and the share dialog go to test-results/screenshots/.
+// storage, backups, layout) is checked at a desktop and a phone viewport (390×844); screenshots go to test-results/screenshots/.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
