@@ -324,6 +324,73 @@ async fn a_revocation_through_one_node_binds_another() {
     );
 }
 
+/// Issue 23, leak 2 across nodes: readers subscribed on node 2 when the owner pushes [revoke
+/// them all, new data] through node 1 receive nothing of that push (node 2 takes it in through
+/// PostgreSQL's NOTIFY and re-checks its subscribers before relaying) and are told `cannot-read`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_revoked_through_another_node_receive_nothing_after_it() {
+    let pg = Postgres::start("leak");
+    let n1 = Server::node("leak-1", &pg.url, &FAST);
+    let n2 = Server::node("leak-2", &pg.url, &FAST);
+    let readers: Vec<_> = (0..6u8).map(|i| identity(40 + i)).collect();
+    let (rounds, mut leaked, mut told) = (8u8, 0, 0);
+    for round in 0..rounds {
+        let repo = format!("leak-{round}");
+        let mut owner = Peer::new(1, &repo);
+        owner.write();
+        let mut t = ibexdb::Txn::new();
+        for r in &readers {
+            let key = format!("_acl/{}", r.public().to_hex());
+            t.put(&key, ibexdb::member_value(ibexdb::Role::Reader))
+                .unwrap();
+        }
+        owner.repo.commit(t).unwrap();
+        owner.connect(&n1.url).await;
+        owner.settle(2).await;
+        let mut socks = Vec::new();
+        for r in &readers {
+            let mut ws = socket(&n2.url).await;
+            assert_eq!(hello_as(&mut ws, &n2.url, &repo, Some(r)).await, 2);
+            let mut got = 0;
+            while got < 2 {
+                match recv(&mut ws, Duration::from_secs(10)).await {
+                    Some(Message::Commits { commits, .. }) => got += commits.len(),
+                    m => panic!("round {round}: catch-up, got {m:?}"),
+                }
+            }
+            socks.push(ws);
+        }
+        for r in &readers {
+            owner.repo.revoke(&r.public()).unwrap();
+        }
+        owner.write();
+        owner.push().await;
+        owner.settle(2 + readers.len() + 1).await;
+        for ws in &mut socks {
+            let (mut commits, mut error) = (0, None);
+            loop {
+                match recv_or_closed(ws, Duration::from_millis(500)).await {
+                    Recv::Message(Message::Commits { commits: c, .. }) => commits += c.len(),
+                    Recv::Message(Message::Error { code, kind, .. }) => error = Some((code, kind)),
+                    Recv::Message(_) => {}
+                    Recv::Idle | Recv::Closed => break,
+                }
+            }
+            leaked += usize::from(commits > 0);
+            told += usize::from(error == Some((ErrorCode::Permission, Some("cannot-read".into()))));
+        }
+    }
+    let total = usize::from(rounds) * readers.len();
+    assert_eq!(
+        leaked, 0,
+        "{leaked} of {total} revoked readers on node 2 received commits"
+    );
+    assert_eq!(
+        told, total,
+        "every revoked reader on node 2 is told cannot-read"
+    );
+}
+
 /// One writer on `url` until `stop`: writes, pushes, reads; reconnects when the node closes
 /// its connection (an `UnavailableError` while PostgreSQL is down). Counts the
 /// `UnavailableError`s it is told.
