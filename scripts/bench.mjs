@@ -19,6 +19,10 @@
 //   BENCH_BROWSER  chromium | firefox                      (default chromium; firefox: Debian's
 //                  firefox-esr through scripts/firefox-bidi.mjs, FIREFOX_BIN to change; no worker
 //                  heap figures there, they come from Chromium's CDP)
+//   BENCH_STORAGE  comma-separated ibexdb backends: opfs (the default: open()'s 'auto', OPFS sync
+//                  access handles) and/or indexeddb (the IndexedDB fallback: the engines' `-idb`
+//                  twins, open(name, {storage: 'indexeddb'})); the SQLite engines run either way.
+//                  Ignored for engines named in BENCH_ENGINES (name `ibexdb-idb` etc. there)
 //   CHROMIUM       browser executable                      (default /usr/bin/chromium)
 //   PORT           port of the static server               (default: any free port)
 //
@@ -226,6 +230,8 @@ async function main() {
   const rows = listEnv('BENCH_ROWS', null);
   const fatSizes = listEnv('BENCH_FAT_SIZES', null)?.map(Number);
   if (fatSizes?.some((n) => !Number.isInteger(n) || n < 1)) die(2, `BENCH_FAT_SIZES must be positive integers, got "${process.env.BENCH_FAT_SIZES}"`);
+  const storage = listEnv('BENCH_STORAGE', null);
+  if (storage?.some((x) => x !== 'opfs' && x !== 'indexeddb')) die(2, `BENCH_STORAGE must list opfs and/or indexeddb, got "${process.env.BENCH_STORAGE}"`);
   const plan = process.env.BENCH_PLAN || 'full';
   const assert = process.env.BENCH_ASSERT === '1';
   const outDir = path.resolve(ROOT, process.env.BENCH_OUT || path.join('bench-results', localDate()));
@@ -297,7 +303,7 @@ async function main() {
       die(3, `benchmark page did not load at ${url}: ${err.message.split('\n')[0]}`);
     }
 
-    console.log(`bench: ${browserVersion}, sizes ${sizes ? sizes.join(',') : 'default'}, scaling sizes ${scalingSizes ? scalingSizes.join(',') : sizes ? 'as sizes' : 'default'}, suites ${suites ? suites.join(',') : 'all'}, engines ${engines ? engines.join(',') : 'all available'}, plan ${plan}`);
+    console.log(`bench: ${browserVersion}, sizes ${sizes ? sizes.join(',') : 'default'}, scaling sizes ${scalingSizes ? scalingSizes.join(',') : sizes ? 'as sizes' : 'default'}, suites ${suites ? suites.join(',') : 'all'}, ibexdb storage ${storage ? storage.join(',') : 'opfs'}, engines ${engines ? engines.join(',') : 'all available'}, plan ${plan}`);
     const t0 = Date.now();
     const loadAvgAtStart = os.loadavg();
     let results;
@@ -309,6 +315,7 @@ async function main() {
       if (engines) o.engines = engines;
       if (rows) o.rows = rows;
       if (fatSizes) o.fatSizes = fatSizes;
+      if (storage) o.storage = storage;
       results = await page.evaluate((x) => window.runBench(x), o);
     } catch (err) {
       console.error(`bench: run failed: ${err.message.split('\n')[0]}`);
@@ -331,7 +338,8 @@ async function main() {
     Object.assign(results.meta, {
       date: localDate(),
       browser: browserName === 'firefox' ? `Firefox ${browserVersion} (${firefoxBin} over WebDriver BiDi, headless)` : `Chromium ${browserVersion} (${executablePath}, headless)`,
-      storage: 'a persistent browser profile in a temporary directory: OPFS on disk (ext4 on a virtual disk)',
+      storage: 'a persistent browser profile in a temporary directory: OPFS and IndexedDB on disk (ext4 on a virtual disk)',
+      ibexdbStorage: results.options.storage,
       chromiumArgs: browserName === 'chromium' ? CHROMIUM_ARGS : null,
       sqliteWasmPackage: sqlitePkg,
       sqliteVersion: results.runs.find((r) => r.info?.engine === 'sqlite-wasm')?.info.version ?? null,
