@@ -16,9 +16,10 @@
 //   BENCH_ASSERT   1 = fail on order-of-magnitude regressions (coarse per-row ceilings below)
 //   BENCH_CEILING_FACTOR  multiplies every ceiling (default 1)
 //   BENCH_OUT      output directory                        (default bench-results/<local date>)
-//   BENCH_BROWSER  chromium | firefox                      (default chromium; firefox: Debian's
+//   BENCH_BROWSER  chromium | firefox | webkit             (default chromium; firefox: Debian's
 //                  firefox-esr through scripts/firefox-bidi.mjs, FIREFOX_BIN to change; no worker
-//                  heap figures there, they come from Chromium's CDP)
+//                  heap figures there, they come from Chromium's CDP; webkit: Debian's WebKitGTK
+//                  through scripts/webkit/bench.mjs under xvfb-run, the headline rows only)
 //   BENCH_STORAGE  comma-separated ibexdb backends: opfs (the default: open()'s 'auto', OPFS sync
 //                  access handles) and/or indexeddb (the IndexedDB fallback: the engines' `-idb`
 //                  twins, open(name, {storage: 'indexeddb'})); the SQLite engines run either way.
@@ -236,7 +237,18 @@ async function main() {
   const assert = process.env.BENCH_ASSERT === '1';
   const outDir = path.resolve(ROOT, process.env.BENCH_OUT || path.join('bench-results', localDate()));
   const browserName = process.env.BENCH_BROWSER || 'chromium';
-  if (browserName === 'webkit') die(2, 'BENCH_BROWSER=webkit: not run by this runner (no Playwright WebKit build here; WebKitGTK is driven over WebDriver by scripts/webkit/run.mjs)');
+  if (browserName === 'webkit') {
+    // No Playwright WebKit build here: Debian's WebKitGTK over WebDriver (scripts/webkit/bench.mjs),
+    // under Xvfb; the headline rows, ibexdb on IndexedDB (the backend WebKitGTK gets), SQLite's
+    // rows recording why sahpool cannot run there.
+    const args = [path.join(ROOT, 'scripts/webkit/bench.mjs')];
+    try {
+      execFileSync(process.env.DISPLAY ? process.execPath : 'xvfb-run', process.env.DISPLAY ? args : ['-a', process.execPath, ...args], { stdio: 'inherit' });
+      return 0;
+    } catch (err) {
+      return typeof err.status === 'number' ? err.status : 3;
+    }
+  }
   if (browserName !== 'chromium' && browserName !== 'firefox') die(2, `BENCH_BROWSER must be chromium or firefox, got "${browserName}"`);
   const firefoxBin = process.env.FIREFOX_BIN || '/usr/lib/firefox-esr/firefox-esr';
   const executablePath = browserName === 'firefox' ? path.join(ROOT, 'scripts/firefox-bidi.mjs') : process.env.CHROMIUM || '/usr/bin/chromium';
