@@ -10,7 +10,7 @@
 //
 // Environment: BENCH_SIZES (default 10000), BENCH_ROWS (default the headline rows below),
 // BENCH_ENGINES (default ibexdb-idb,sqlite-tuned), BENCH_PLAN (default full), BENCH_OUT
-// (default bench-results/<date>-webkit), WEBKIT_PORT (WebDriver port, default 19520; the
+// (default bench-results/<date>-webkit), BENCH_TIMEOUT_S (default 1800), WEBKIT_PORT (WebDriver port, default 19520; the
 // inspector takes the next one).
 //
 // Not here, and why: the cold-start [page] rows run in an iframe per sample (the runner's fresh
@@ -103,12 +103,27 @@ async function main() {
     say(`WebKitGTK ${version} (MiniBrowser, automation session), cross-origin isolated: ${isolated}; ${JSON.stringify(options)}`);
     const loadAvgAtStart = os.loadavg();
     const t0 = Date.now();
-    const out = await wd.post(s('/execute/async'), {
-      script: `const done = arguments[arguments.length - 1];
-        window.runBench(arguments[0]).then((r) => done({ ok: r }), (e) => done({ error: String(e && e.name) + ': ' + String(e && e.message) }));`,
+    // Started, then polled (a blocking async script would show nothing until the end): the page's
+    // log lines are printed as they come.
+    await wd.post(s('/execute/sync'), {
+      script: `window.webkitBench = null;
+        window.runBench(arguments[0]).then((r) => { window.webkitBench = { ok: r }; }, (e) => { window.webkitBench = { error: String(e && e.name) + ': ' + String(e && e.message) }; });
+        return true;`,
       args: [options],
     });
-    if (out?.error) throw new Error(`runBench: ${out.error}`);
+    const deadline = Date.now() + Number(process.env.BENCH_TIMEOUT_S ?? 1800) * 1000;
+    let printed = 0;
+    let out = null;
+    while (!out) {
+      await new Promise((r) => setTimeout(r, 2000));
+      const st = await wd.post(s('/execute/sync'), { script: 'return { log: document.getElementById("log")?.textContent ?? "", done: window.webkitBench !== null }', args: [] });
+      const lines = st.log.split('\n').filter(Boolean);
+      for (const l of lines.slice(printed)) console.log(`  ${l}`);
+      printed = lines.length;
+      if (st.done) out = await wd.post(s('/execute/sync'), { script: 'return window.webkitBench', args: [] });
+      else if (Date.now() > deadline) throw new Error(`no result within BENCH_TIMEOUT_S (${process.env.BENCH_TIMEOUT_S ?? 1800} s); last log line: ${lines.at(-1) ?? '(none)'}`);
+    }
+    if (out.error) throw new Error(`runBench: ${out.error}`);
     const results = out.ok;
     const cpus = os.cpus();
     Object.assign(results.meta, {

@@ -228,7 +228,8 @@ async function runBench(options = {}) {
     window.benchResults = results;
     setStatus('probing OPFS call costs');
     results.meta.opfsProbe = await probeOpfs();
-    log(`OPFS probe (p50): ${Object.entries(results.meta.opfsProbe).map(([k, v]) => `${k} ${fmtMs(v.p50)}`).join(', ')}`);
+    const probe = results.meta.opfsProbe;
+    log(probe.error ? `OPFS probe: cannot run here (${probe.error})` : `OPFS probe (p50): ${Object.entries(probe).map(([k, v]) => `${k} ${fmtMs(v.p50)}`).join(', ')}`);
     results.meta.roundTripProbe = await probeRoundTrip();
     log(`round-trip probe (p50): ${Object.entries(results.meta.roundTripProbe).map(([k, v]) => `${k} ${fmtMs(v.p50)}`).join(', ')}`);
     log(`engines: ${engines.map((e) => e.id).join(', ')}; runs: ${runPlan.map((x) => (x.section === 'dataset' ? `N=${x.n} (${x.rows.length} rows)` : `${x.section}${x.n ? ` N=${x.n}` : ''} (${x.rows.length} rows)`)).join(', ')}; plan: ${opts.plan}`);
