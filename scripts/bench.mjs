@@ -16,9 +16,14 @@
 //   BENCH_ASSERT   1 = fail on order-of-magnitude regressions (coarse per-row ceilings below)
 //   BENCH_CEILING_FACTOR  multiplies every ceiling (default 1)
 //   BENCH_OUT      output directory                        (default bench-results/<local date>)
-//   BENCH_BROWSER  chromium | firefox                      (default chromium; firefox: Debian's
+//   BENCH_BROWSER  chromium | firefox | webkit             (default chromium; firefox: Debian's
 //                  firefox-esr through scripts/firefox-bidi.mjs, FIREFOX_BIN to change; no worker
-//                  heap figures there, they come from Chromium's CDP)
+//                  heap figures there, they come from Chromium's CDP; webkit: Debian's WebKitGTK
+//                  through scripts/webkit/bench.mjs under xvfb-run, the headline rows only)
+//   BENCH_STORAGE  comma-separated ibexdb backends: opfs (the default: open()'s 'auto', OPFS sync
+//                  access handles) and/or indexeddb (the IndexedDB fallback: the engines' `-idb`
+//                  twins, open(name, {storage: 'indexeddb'})); the SQLite engines run either way.
+//                  Ignored for engines named in BENCH_ENGINES (name `ibexdb-idb` etc. there)
 //   CHROMIUM       browser executable                      (default /usr/bin/chromium)
 //   PORT           port of the static server               (default: any free port)
 //
@@ -226,11 +231,24 @@ async function main() {
   const rows = listEnv('BENCH_ROWS', null);
   const fatSizes = listEnv('BENCH_FAT_SIZES', null)?.map(Number);
   if (fatSizes?.some((n) => !Number.isInteger(n) || n < 1)) die(2, `BENCH_FAT_SIZES must be positive integers, got "${process.env.BENCH_FAT_SIZES}"`);
+  const storage = listEnv('BENCH_STORAGE', null);
+  if (storage?.some((x) => x !== 'opfs' && x !== 'indexeddb')) die(2, `BENCH_STORAGE must list opfs and/or indexeddb, got "${process.env.BENCH_STORAGE}"`);
   const plan = process.env.BENCH_PLAN || 'full';
   const assert = process.env.BENCH_ASSERT === '1';
   const outDir = path.resolve(ROOT, process.env.BENCH_OUT || path.join('bench-results', localDate()));
   const browserName = process.env.BENCH_BROWSER || 'chromium';
-  if (browserName === 'webkit') die(2, 'BENCH_BROWSER=webkit: not run by this runner (no Playwright WebKit build here; WebKitGTK is driven over WebDriver by scripts/webkit/run.mjs)');
+  if (browserName === 'webkit') {
+    // No Playwright WebKit build here: Debian's WebKitGTK over WebDriver (scripts/webkit/bench.mjs),
+    // under Xvfb; the headline rows, ibexdb on IndexedDB (the backend WebKitGTK gets), SQLite's
+    // rows recording why sahpool cannot run there.
+    const args = [path.join(ROOT, 'scripts/webkit/bench.mjs')];
+    try {
+      execFileSync(process.env.DISPLAY ? process.execPath : 'xvfb-run', process.env.DISPLAY ? args : ['-a', process.execPath, ...args], { stdio: 'inherit' });
+      return 0;
+    } catch (err) {
+      return typeof err.status === 'number' ? err.status : 3;
+    }
+  }
   if (browserName !== 'chromium' && browserName !== 'firefox') die(2, `BENCH_BROWSER must be chromium or firefox, got "${browserName}"`);
   const firefoxBin = process.env.FIREFOX_BIN || '/usr/lib/firefox-esr/firefox-esr';
   const executablePath = browserName === 'firefox' ? path.join(ROOT, 'scripts/firefox-bidi.mjs') : process.env.CHROMIUM || '/usr/bin/chromium';
@@ -297,7 +315,7 @@ async function main() {
       die(3, `benchmark page did not load at ${url}: ${err.message.split('\n')[0]}`);
     }
 
-    console.log(`bench: ${browserVersion}, sizes ${sizes ? sizes.join(',') : 'default'}, scaling sizes ${scalingSizes ? scalingSizes.join(',') : sizes ? 'as sizes' : 'default'}, suites ${suites ? suites.join(',') : 'all'}, engines ${engines ? engines.join(',') : 'all available'}, plan ${plan}`);
+    console.log(`bench: ${browserVersion}, sizes ${sizes ? sizes.join(',') : 'default'}, scaling sizes ${scalingSizes ? scalingSizes.join(',') : sizes ? 'as sizes' : 'default'}, suites ${suites ? suites.join(',') : 'all'}, ibexdb storage ${storage ? storage.join(',') : 'opfs'}, engines ${engines ? engines.join(',') : 'all available'}, plan ${plan}`);
     const t0 = Date.now();
     const loadAvgAtStart = os.loadavg();
     let results;
@@ -309,6 +327,7 @@ async function main() {
       if (engines) o.engines = engines;
       if (rows) o.rows = rows;
       if (fatSizes) o.fatSizes = fatSizes;
+      if (storage) o.storage = storage;
       results = await page.evaluate((x) => window.runBench(x), o);
     } catch (err) {
       console.error(`bench: run failed: ${err.message.split('\n')[0]}`);
@@ -331,7 +350,8 @@ async function main() {
     Object.assign(results.meta, {
       date: localDate(),
       browser: browserName === 'firefox' ? `Firefox ${browserVersion} (${firefoxBin} over WebDriver BiDi, headless)` : `Chromium ${browserVersion} (${executablePath}, headless)`,
-      storage: 'a persistent browser profile in a temporary directory: OPFS on disk (ext4 on a virtual disk)',
+      storage: 'a persistent browser profile in a temporary directory: OPFS and IndexedDB on disk (ext4 on a virtual disk)',
+      ibexdbStorage: results.options.storage,
       chromiumArgs: browserName === 'chromium' ? CHROMIUM_ARGS : null,
       sqliteWasmPackage: sqlitePkg,
       sqliteVersion: results.runs.find((r) => r.info?.engine === 'sqlite-wasm')?.info.version ?? null,

@@ -74,7 +74,8 @@ export async function measureInitialSync({ browser, baseUrl, serverBin, config, 
   const owner = await freshPage(browser, baseUrl);
   try {
     const name = `bench-initial-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
-    const opts = { sync: server.url, durability: config.durability ?? 'flush', trusted: !!config.trusted };
+    // The engine's backend too (the `-idb` engines: storage 'indexeddb'; default 'auto').
+    const opts = { sync: server.url, durability: config.durability ?? 'flush', trusted: !!config.trusted, ...(config.storage ? { storage: config.storage } : {}) };
     await fillRepository(owner.page, name, opts, n);
     // The reader's key, made in a context of its own and granted read by the owner (untimed).
     const reader = await freshPage(browser, baseUrl);

@@ -63,7 +63,8 @@ export async function measureSyncLatency({ browser, baseUrl, serverBin, config, 
       return p;
     }));
     const name = `bench-sync-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
-    const opts = { sync: server.url, durability: config.durability ?? 'flush', trusted: !!config.trusted };
+    // The engine's backend too (the `-idb` engines: storage 'indexeddb'; default 'auto').
+    const opts = { sync: server.url, durability: config.durability ?? 'flush', trusted: !!config.trusted, ...(config.storage ? { storage: config.storage } : {}) };
     // A creates the repository (signed: its first write makes its key the owner) and lets B
     // read (B tells its key); B catches up (`db.sync()`) before the timed writes.
     await a.evaluate(async ([name, opts]) => {

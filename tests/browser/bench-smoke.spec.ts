@@ -15,8 +15,9 @@ import { exposeColdPage } from '../../scripts/bench-cold.mjs';
 
 type Summary = { n: number; p50: number; p95: number; min: number; max: number; k: number };
 type RowEntry = { worker?: Summary; page?: Summary; error?: string; na?: string; check?: unknown };
-type Run = { engine: string; section: string; size: number | null; errors: string[]; plannedRows: string[]; rows: Record<string, RowEntry> };
+type Run = { engine: string; section: string; size: number | null; errors: string[]; plannedRows: string[]; rows: Record<string, RowEntry>; info?: { effective?: { storage?: string } } };
 type Results = {
+  meta: { verifyHelpersStartedByPage?: number };
   options: { rows: string[]; runs: { section: string; n: number; rows: string[] }[] };
   rowCatalogue: { id: string; worker?: string; page?: string; na?: string }[];
   runs: Run[];
@@ -73,7 +74,8 @@ test('benchmark page: every available engine produces every row (tiny sizes, qui
   await page.waitForFunction(() => window.benchReady === true, null, { timeout: 30_000 });
   expect(await page.evaluate(() => crossOriginIsolated), 'page must be cross-origin isolated (COOP/COEP)').toBe(true);
 
-  const engines = await page.evaluate(async () => (await window.listBenchEngines()).filter((e) => e.available).map((e) => e.id));
+  // The IndexedDB twins (`-idb`) have a test of their own below.
+  const engines = await page.evaluate(async () => (await window.listBenchEngines()).filter((e) => e.available && !e.id.endsWith('-idb')).map((e) => e.id));
   for (const id of SQLITE_ENGINES) expect(engines, transcript()).toContain(id);
   // The ibexdb engines are available as soon as pkg/ is built (make wasm); in `make test` it is.
   const pkgBuilt = await page.evaluate(async () => (await fetch('/pkg/ibexdb_bg.wasm', { method: 'HEAD' })).ok);
@@ -135,4 +137,46 @@ test('benchmark page: every available engine produces every row (tiny sizes, qui
   }
   expect(problems, `${problems.join('\n')}\n${transcript()}`).toEqual([]);
   expect(realErrors, `console errors:\n${realErrors.join('\n')}\n${transcript()}`).toEqual([]);
+  // verify()'s helper threads were started by the page (never inside the engine worker).
+  if (pkgBuilt) expect(results.meta.verifyHelpersStartedByPage ?? 0, 'the page starts the verify helper of the signed ibexdb engines').toBeGreaterThan(0);
+});
+
+test('benchmark page: ibexdb on the IndexedDB backend (storage: indexeddb) produces every core, writes and verify row, next to SQLite', async ({ page }) => {
+  test.setTimeout(120_000);
+  const errors: string[] = [];
+  const logged: string[] = [];
+  page.on('console', (msg: ConsoleMessage) => {
+    const line = `[${msg.type()}]${msg.worker() ? ' [worker]' : ''} ${msg.text()}`;
+    logged.push(line);
+    if (msg.type() === 'error' && !msg.text().includes('Failed to load resource')) errors.push(line);
+  });
+  page.on('pageerror', (err) => errors.push(`[pageerror] ${err.message}`));
+  await exposeColdPage(page);
+  await page.goto('/www/bench/page/');
+  await page.waitForFunction(() => window.benchReady === true, null, { timeout: 30_000 });
+  const pkgBuilt = await page.evaluate(async () => (await fetch('/pkg/ibexdb_bg.wasm', { method: 'HEAD' })).ok);
+  test.skip(!pkgBuilt, 'pkg/ is not built (make wasm)');
+  const transcript = () => `page log:\n  ${logged.join('\n  ') || '(nothing)'}`;
+
+  // BENCH_STORAGE=indexeddb: the ibexdb engines are their -idb twins; SQLite runs as always.
+  const results = await page.evaluate(() => window.runBench({ sizes: [200], suites: ['core', 'writes', 'verify'], plan: 'quick', storage: ['indexeddb'], rows: ['bulk-load', 'read-by-id', 'simple-query', 'open-n', 'create-item', 'update-item', 'bulk-create-100', 'writes-batched', 'verify'] }));
+  const engines = [...new Set(results.runs.map((r) => r.engine))].sort();
+  expect(engines, transcript()).toEqual(['ibexdb-idb', 'ibexdb-relaxed-idb', 'ibexdb-trusted-idb', 'sqlite-default', 'sqlite-tuned', 'sqlite-tuned-off']);
+  const problems: string[] = [];
+  for (const run of results.runs) {
+    const where = `${run.engine} ${run.section}`;
+    if (run.errors.length) problems.push(`${where}: ${run.errors.join('; ')}`);
+    if (run.engine.endsWith('-idb') && run.info?.effective?.storage !== 'indexeddb') problems.push(`${where}: opened on ${run.info?.effective?.storage}, not indexeddb`);
+    for (const rowId of run.plannedRows) {
+      const e = run.rows[rowId];
+      if (!e || e.error || e.na) problems.push(`${where}: row ${rowId}: ${JSON.stringify(e)}`);
+      else if (!finiteSummary(e.worker)) problems.push(`${where}: row ${rowId}: worker timing ${JSON.stringify(e.worker)}`);
+    }
+  }
+  expect(problems, `${problems.join('\n')}\n${transcript()}`).toEqual([]);
+  // The signed -idb engines verified with WebCrypto on a helper thread the page started.
+  expect(results.meta.verifyHelpersStartedByPage ?? 0).toBeGreaterThan(0);
+  const verified = results.runs.find((r) => r.engine === 'ibexdb-idb' && r.section === 'verify')?.rows.verify?.check as { signatureEngine?: string } | undefined;
+  expect(verified?.signatureEngine, transcript()).toBe('webcrypto');
+  expect(errors, transcript()).toEqual([]);
 });

@@ -12,9 +12,10 @@
 
 import { DEFAULT_SCALING_SIZES, DEFAULT_SIZES, DEFAULT_SUITES, PLANS, ROWS, SUITES, sectionOf } from '../shared/rows.js';
 import { fmtMs, summarize, timerResolutionMs } from '../shared/stats.js';
-import { ENGINES } from './engines.js';
+import { ENGINES, STORAGES } from './engines.js';
 import { renderReport, tableLines, textTable } from './report.js';
 import { EngineRun } from './run-engine.js';
+import { verifyHelpers } from './engine-worker.js';
 import { isPageOpRow, pageOpRows } from './page-ops.js';
 import { log, setStatus } from './status.js';
 
@@ -159,6 +160,9 @@ export function planRuns(opts, plan) {
  *   plan          'full'                    'full' or 'quick' (PLANS in shared/rows.js)
  *   seed          42
  *   fatSizes      the fat-record suite's sizes (default: the plan's)
+ *   storage       ['opfs']                  the ibexdb backends to time when `engines` is not given:
+ *                                           'opfs' (the engines' default) and/or 'indexeddb' (their
+ *                                           `-idb` twins, engines.js); the SQLite engines always run
  */
 async function runBench(options = {}) {
   if (window.benchRunning) throw new Error('a benchmark run is already in progress');
@@ -173,10 +177,12 @@ async function runBench(options = {}) {
       engines: options.engines ?? null,
       rows: options.rows ?? null,
       fatSizes: options.fatSizes ?? null,
+      storage: options.storage ?? ['opfs'],
     };
     const plan = PLANS[opts.plan];
     if (!plan) throw new Error(`unknown plan "${opts.plan}" (known: ${Object.keys(PLANS).join(', ')})`);
     for (const s of opts.suites) if (!SUITES[s]) throw new Error(`unknown suite "${s}" (known: ${Object.keys(SUITES).join(', ')})`);
+    for (const st of opts.storage) if (!(st in STORAGES)) throw new Error(`unknown storage "${st}" (known: ${Object.keys(STORAGES).join(', ')})`);
     for (const n of [...opts.sizes, ...opts.scalingSizes]) if (!Number.isInteger(n) || n < 1) throw new Error(`bad size ${n}: sizes are positive integers`);
     if (!crossOriginIsolated) throw new Error('page is not cross-origin isolated: serve it with COOP/COEP (node scripts/serve.mjs)');
 
@@ -190,8 +196,9 @@ async function runBench(options = {}) {
         return e;
       });
     } else {
-      engines = all.filter((e) => e.available);
-      for (const e of all.filter((x) => !x.available)) log(`skipping ${e.id}: ${e.missing.join(', ')} not served`);
+      const wanted = all.filter((e) => !e.storage || opts.storage.includes(e.storage));
+      engines = wanted.filter((e) => e.available);
+      for (const e of wanted.filter((x) => !x.available)) log(`skipping ${e.id}: ${e.missing.join(', ')} not served`);
     }
     if (!engines.length) throw new Error('no engine available');
 
@@ -214,14 +221,15 @@ async function runBench(options = {}) {
       },
       options: { ...opts, engines: engines.map((e) => e.id), rows: rowIds, runs: runPlan, planParams: { relational: plan.relational, verify: plan.verify, dbx: plan.dbx, fat: plan.fat, omgdb: plan.omgdb } },
       rowCatalogue: ROWS,
-      engines: all.map(({ id, family, durability, description, config, available, missing, pageApi }) => ({ id, family, durability, description, config, available, missing, pageApi: pageApi ?? 'worker' })),
+      engines: all.map(({ id, family, durability, description, config, available, missing, pageApi, storage }) => ({ id, family, durability, description, config, available, missing, pageApi: pageApi ?? 'worker', storage: storage ?? 'opfs (sahpool)' })),
       runs: [],
       errors: [],
     };
     window.benchResults = results;
     setStatus('probing OPFS call costs');
     results.meta.opfsProbe = await probeOpfs();
-    log(`OPFS probe (p50): ${Object.entries(results.meta.opfsProbe).map(([k, v]) => `${k} ${fmtMs(v.p50)}`).join(', ')}`);
+    const probe = results.meta.opfsProbe;
+    log(probe.error ? `OPFS probe: cannot run here (${probe.error})` : `OPFS probe (p50): ${Object.entries(probe).map(([k, v]) => `${k} ${fmtMs(v.p50)}`).join(', ')}`);
     results.meta.roundTripProbe = await probeRoundTrip();
     log(`round-trip probe (p50): ${Object.entries(results.meta.roundTripProbe).map(([k, v]) => `${k} ${fmtMs(v.p50)}`).join(', ')}`);
     log(`engines: ${engines.map((e) => e.id).join(', ')}; runs: ${runPlan.map((x) => (x.section === 'dataset' ? `N=${x.n} (${x.rows.length} rows)` : `${x.section}${x.n ? ` N=${x.n}` : ''} (${x.rows.length} rows)`)).join(', ')}; plan: ${opts.plan}`);
@@ -263,6 +271,9 @@ async function runBench(options = {}) {
       renderLive(results);
     }
     results.meta.finishedAt = new Date().toISOString();
+    // verify()'s helper threads, started by this page for the engine workers that asked (as the
+    // product's page API does: never a worker started inside a worker).
+    results.meta.verifyHelpersStartedByPage = verifyHelpers.started;
     const bad = results.runs.filter((r) => r.errors.length);
     setStatus(bad.length ? `done with errors (${bad.map((r) => r.engine).join(', ')})` : 'done');
     log(`done in ${((Date.parse(results.meta.finishedAt) - Date.parse(results.meta.startedAt)) / 1000).toFixed(1)} s`);
@@ -338,6 +349,7 @@ async function setupUi() {
       engines: q.get('engines') ? q.get('engines').split(',') : undefined,
       suites: q.get('suites') ? q.get('suites').split(',') : undefined,
       plan: q.get('plan') ?? undefined,
+      storage: q.get('storage') ? q.get('storage').split(',') : undefined,
     });
     showReport(r);
   }

@@ -26,6 +26,8 @@ export class IbexPageClient {
     const db = await open(repoName(engine.id), {
       durability: engine.config.durability,
       trusted: !!engine.config.trusted,
+      // The backend the engine is timed on (engines.js `-idb` twins: 'indexeddb'); default 'auto'.
+      ...(engine.config.storage ? { storage: engine.config.storage } : {}),
       schemas: { items: ITEMS_SCHEMA },
       onError: (/** @type {any} */ e) => console.error(`[bench] ${engine.id} page API background error: ${e.name}: ${e.message}`),
     });
@@ -77,8 +79,13 @@ export class IbexPageClient {
     return this.db.close();
   }
 
-  /** After close: delete the repository (the cold-start page's create-instance samples). @param {{id: string}} engine */
+  /** After close: delete the repository (the cold-start page's create-instance samples). @param {{id: string, config?: Record<string, any>}} engine */
   static async remove(engine) {
+    if (engine.config?.storage === 'indexeddb') {
+      const { indexedDbBackend } = await import(new URL('../../lib/backends/indexeddb.js', import.meta.url).href);
+      await indexedDbBackend.removeRepository(repoName(engine.id));
+      return;
+    }
     const { removeRepository } = await import(new URL('../../lib/storage.js', import.meta.url).href);
     await removeRepository(repoName(engine.id));
   }

@@ -1,7 +1,16 @@
 // The page's side of an engine worker (PROTOCOL.md §1): a dedicated module worker per engine,
-// messages matched to their replies, load failures and dead workers reported clearly.
+// messages matched to their replies, load failures and dead workers reported clearly. Like the
+// product's page API (www/lib/ibexdb.js), the page starts the ibexdb worker's verify() helper
+// thread when the worker asks for it ({type: 'verify-thread'}) and hands it a MessagePort
+// ({type: 'verify-port', port}): a worker started inside a worker sometimes never starts in
+// Firefox, and the engine worker would wait for it frozen.
+
+import { startVerifyThread } from '../../lib/loader.js';
 
 const CALL_TIMEOUT_MS = 15 * 60 * 1000;
+
+/** How many verify() helper threads this page started for engine workers (recorded in the results). */
+export const verifyHelpers = { started: 0 };
 
 /** A dedicated module worker for one engine, with request/reply matching and clear failures. */
 export class EngineWorker {
@@ -10,6 +19,8 @@ export class EngineWorker {
     this.seq = 0;
     this.pending = new Map();
     this.dead = null;
+    /** @type {{worker: Worker, stop: () => void} | null} verify()'s helper thread, started on the worker's ask */
+    this.verifyThread = null;
     this.worker = new Worker(new URL(engine.worker, import.meta.url), { type: 'module', name: engine.id });
     this.worker.onmessage = (e) => this.#onMessage(e.data);
     this.worker.onerror = (e) => {
@@ -28,6 +39,10 @@ export class EngineWorker {
       this.#fail(Object.assign(new Error(`${this.engine.id} worker: unhandled ${msg.error?.name}: ${msg.error?.message}`), { workerStack: msg.error?.stack }));
       return;
     }
+    if (msg?.type === 'verify-thread') {
+      this.#startVerifyThread();
+      return;
+    }
     const p = this.pending.get(msg?.id);
     if (!p) return;
     this.pending.delete(msg.id);
@@ -37,6 +52,33 @@ export class EngineWorker {
       const err = Object.assign(new Error(`${this.engine.id}: ${msg.error?.name ?? 'Error'}: ${msg.error?.message ?? 'unknown error'}`), { workerStack: msg.error?.stack });
       p.reject(err);
     }
+  }
+
+  /**
+   * The worker asks for verify()'s helper thread (www/lib/worker/crypto.js): start it here, with
+   * the product's own loader, and hand the worker a port to it (or null: it verifies on its own
+   * thread), as www/lib/ibexdb.js does. A helper that fails later is reported to the worker.
+   * Messages without an `id` are notices: the worker's harness handles them at once, not queued
+   * behind the row that is waiting for this answer.
+   */
+  #startVerifyThread() {
+    this.verifyThread?.stop();
+    const started = this.dead ? null : startVerifyThread();
+    this.verifyThread = started;
+    if (!started) {
+      this.worker.postMessage({ type: 'verify-port', port: null });
+      return;
+    }
+    verifyHelpers.started++;
+    const channel = new MessageChannel();
+    started.worker.onerror = (ev) => {
+      ev.preventDefault?.();
+      started.stop();
+      if (this.verifyThread === started) this.verifyThread = null;
+      if (!this.dead) this.worker.postMessage({ type: 'verify-failed' });
+    };
+    started.worker.postMessage({ port: channel.port1 }, [channel.port1]);
+    this.worker.postMessage({ type: 'verify-port', port: channel.port2 }, [channel.port2]);
   }
 
   #fail(err) {
@@ -63,6 +105,8 @@ export class EngineWorker {
   }
 
   terminate() {
+    this.verifyThread?.stop();
+    this.verifyThread = null;
     this.worker.terminate();
     this.#fail(new Error(`${this.engine.id} worker terminated`));
   }

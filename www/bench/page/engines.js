@@ -12,13 +12,19 @@
 //               (www/ibexdb.js open() → its own worker www/lib/worker.js, batching, group commit),
 //               which is how an app talks to ibexdb. Same kind of messaging as the SQLite rows:
 //               one worker round trip per awaited call. See clients.js (IbexPageClient).
+//   storage     ibexdb only: the backend of open()'s `storage` option (www/lib/storage.js). The
+//               engines above open with the default ('auto': OPFS sync access handles where they
+//               work, i.e. Chromium and Firefox); each has a twin `<id>-idb` on the IndexedDB
+//               fallback (storage: 'indexeddb', www/lib/backends/indexeddb.js), the backend
+//               WebKit's non-Cocoa ports and browsers without sync access handles get. The twins
+//               run only when asked for: runBench({storage: ['indexeddb']}) (BENCH_STORAGE) or by id.
 
 import { WASM_URL } from '../../lib/policy.js';
 
 /** The wasm-pack output the ibexdb engines need, where the library looks for it. */
 const IBEXDB_PKG = [new URL('ibexdb.js', WASM_URL).href, WASM_URL.href];
 
-export const ENGINES = [
+const BASE = [
   {
     id: 'sqlite-default',
     family: 'sqlite',
@@ -77,3 +83,31 @@ export const ENGINES = [
     description: 'ibexdb wasm engine, OPFS log, trusted mode (unsigned commits), each write resolves after flush',
   },
 ];
+
+/** The storage backends an ibexdb engine can be timed on, and the suffix of its engine id. */
+export const STORAGES = { opfs: '', indexeddb: '-idb' };
+
+/** ibexdb's engines on the IndexedDB backend: the same configuration, `storage: 'indexeddb'`. */
+const IDB = BASE.filter((e) => e.family === 'ibexdb').map((e) => ({
+  ...e,
+  id: `${e.id}${STORAGES.indexeddb}`,
+  storage: /** @type {const} */ ('indexeddb'),
+  config: { ...e.config, storage: 'indexeddb' },
+  description: e.description.replace('OPFS log', 'IndexedDB backend (open(name, {storage: \'indexeddb\'}): the log in memory, each flush one IndexedDB transaction, durable writes wait for its completion)'),
+}));
+
+/**
+ * @typedef {object} Engine
+ * @property {string} id
+ * @property {'sqlite' | 'ibexdb' | string} family
+ * @property {'full' | 'relaxed' | string} durability
+ * @property {string} worker
+ * @property {string[]} [requires]
+ * @property {Record<string, any>} config
+ * @property {string} description
+ * @property {string} [pageApi]
+ * @property {'opfs' | 'indexeddb'} [storage] ibexdb: the backend it is timed on
+ */
+
+/** @type {Engine[]} */
+export const ENGINES = [...BASE.map((e) => (e.family === 'ibexdb' ? { ...e, storage: /** @type {const} */ ('opfs') } : e)), ...IDB];

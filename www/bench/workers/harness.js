@@ -105,6 +105,7 @@ import { writeRows } from './rows/writes.js';
  * @property {(o: {items: Item[], sealEvery: number}) => unknown} [verifySetup]
  * @property {() => unknown} [verify]
  * @property {Record<string, any> & {note?: string, tunedNote?: string}} [rel]
+ * @property {(msg: {type: string, port?: MessagePort | null}) => void} [pageNotice] a notice from the page, handled at once (not queued): 'verify-port' (the helper thread the adapter asked for with a {type: 'verify-thread'} message), 'verify-failed'
  * @property {Record<string, any>} [docs] seed suites (dbx, fat): setup, insert, get, getMany, size, count, sum, minMax, filterGt
  */
 
@@ -288,10 +289,16 @@ export function serve(adapter) {
     }
   }
 
-  // Messages are handled strictly one at a time, in arrival order.
+  // Messages are handled strictly one at a time, in arrival order. Notices from the page (no `id`:
+  // the port to verify()'s helper thread the adapter asked for) are handled at once: the row that
+  // asked is still running and waits for them.
   let queue = Promise.resolve();
   self.onmessage = (e) => {
     const msg = e.data ?? {};
+    if (msg.id === undefined && (msg.type === 'verify-port' || msg.type === 'verify-failed')) {
+      adapter.pageNotice?.(msg);
+      return;
+    }
     queue = queue.then(async () => {
       try {
         const reply = await handle(msg);

@@ -7,6 +7,11 @@
 //              'relaxed' : every write returns once applied in memory
 //   trusted    false     : commits are signed (sealed) with the repository's P-384 identity
 //              true      : trusted mode, unsigned commits
+//   storage    absent    : open()'s default ('auto': OPFS sync access handles where they work)
+//              'indexeddb': the IndexedDB fallback (www/lib/backends/indexeddb.js). A flush there
+//                          queues one IndexedDB transaction; a durable write returns once it
+//                          completed (`await eng.durable()`), as the runtime acknowledges it
+//                          (www/lib/worker/batch.js), so write rows on it await a promise each.
 //
 // What an app waits for. The shipped runtime (www/lib/worker.js) answers a write after apply (+ flush),
 // and does more work on timers between batches: a relaxed flush RELAXED_FLUSH_MS after the first
@@ -92,6 +97,8 @@ let eng = null;
 /** wasm memory of the last engine (stats taken after a close) */
 let memoryBytes = null;
 let flushEach = true;
+/** The backend's flush is durable only once `durable()` resolves (IndexedDB). */
+let asyncFlush = false;
 let signed = true;
 /** @type {import('../../lib/policy.js').Maintenance} the runtime's maintenance deadlines */
 let deadlines = { flushAt: 0, sealAt: 0 };
@@ -144,11 +151,20 @@ function maintenance() {
   if (done.snapshot) background.snapshots++;
 }
 
-/** After a write: flush (durable engines, as the runtime's group commit) and arm the deadlines as the runtime does. */
+/**
+ * After a write: flush (durable engines, as the runtime's group commit) and arm the deadlines as
+ * the runtime does. On a backend whose flush completes later (IndexedDB) a durable write is done
+ * when `durable()` resolves: that promise is returned (OPFS: nothing, the flush was durable).
+ * @returns {Promise<void> | undefined}
+ */
 function written() {
   if (flushEach) eng.flush();
   policy.armMaintenance(deadlines, eng, performance.now());
+  return flushEach && asyncFlush ? eng.durable() : undefined;
 }
+
+/** `v`, once `done` (a promise or nothing) has settled. @template T @param {Promise<void> | undefined} done @param {T} v */
+const after = (done, v) => (done ? done.then(() => v) : v);
 
 /** The adapter's TxnBuilder, cleared for each transaction (its buffer reused, as EngineHandle.transaction(fn) does). */
 let txBuilder = null;
@@ -163,7 +179,7 @@ function commit(xs, put) {
   const tx = builder();
   for (let i = 0; i < xs.length; i++) put(tx, xs[i]);
   eng.transaction(tx);
-  written();
+  return written();
 }
 
 /**
@@ -188,8 +204,7 @@ function bigCommit(xs, put) {
     eng.transaction(tx);
     commits++;
   }
-  written();
-  return commits;
+  return after(written(), commits);
 }
 
 function queryRows(text) {
@@ -255,14 +270,18 @@ serve({
     [policy, storage] = await Promise.all([import(POLICY_MODULE), import(STORAGE_MODULE)]);
     const [verifyModule, { HostCrypto }] = await Promise.all([import(VERIFY_MODULE), import(CRYPTO_MODULE)]);
     verifyRepository = verifyModule.verifyRepository;
-    host = HostCrypto.available() ? new HostCrypto() : null;
+    // verify()'s helper thread is started by the page, as the runtime's is (page/engine-worker.js
+    // answers {type: 'verify-thread'} with a port): a worker started from this worker may never
+    // start in Firefox.
+    host = HostCrypto.available() ? new HostCrypto(() => self.postMessage({ type: 'verify-thread' })) : null;
     const t1 = performance.now();
     // The wasm module is fetched, compiled and instantiated by the first openEngine() (open).
     return { import: t1 - t0 };
   },
 
   async open() {
-    eng = await openEngine(repo, { trusted: !!cfg.trusted, schemas: { items: ITEMS_SCHEMA } });
+    eng = await openEngine(repo, { trusted: !!cfg.trusted, schemas: { items: ITEMS_SCHEMA }, ...(cfg.storage ? { storage: cfg.storage } : {}) });
+    asyncFlush = eng.storage !== 'opfs' && eng.storage !== 'memory';
     deadlines = policy.idleMaintenance();
     indexesBuilt = false;
     for (const c of declared.keys()) if (c !== 'items') declared.delete(c);
@@ -290,6 +309,7 @@ serve({
     deadlines = policy.idleMaintenance();
     if (done.sealed > 0) background.seals++;
     if (done.snapshot) background.snapshots++;
+    return asyncFlush ? eng.durable() : undefined;
   },
 
   async close() {
@@ -302,8 +322,14 @@ serve({
   },
 
   async reset() {
-    // `final` changes nothing here: the engine's directory is all there is.
-    await storage.removeRepository(repo);
+    // `final` changes nothing here: the engine's directory (or IndexedDB database) is all there is.
+    await (await storage.chooseBackend(cfg.storage)).removeRepository(repo);
+  },
+
+  /** The page's answer to this worker's ask for verify()'s helper thread (harness: handled at once). */
+  pageNotice(m) {
+    if (m.type === 'verify-port') host?.helperPort(m.port ?? null);
+    else if (m.type === 'verify-failed') host?.helperFailed();
   },
 
   /** The engine's wasm memory now (cheap: the memory's size; the fat load checks it per batch). */
@@ -331,7 +357,8 @@ serve({
       s.openPhasesMs = st.open ? { snapshot: st.open.snapshotMs, replay: st.open.replayMs } : null;
     }
     s.background = { ...background };
-    Object.assign(s, await opfsUsage(() => storage.repositoryDir(repo)));
+    if (cfg.storage === 'indexeddb') s.storage = 'indexeddb (OPFS not used; dbBytes: the files it holds)';
+    else Object.assign(s, await opfsUsage(() => storage.repositoryDir(repo)));
     return s;
   },
 
@@ -348,6 +375,7 @@ serve({
       version,
       effective: {
         durability: cfg.durability,
+        storage: eng?.storage ?? cfg.storage ?? 'auto',
         signed,
         publicKey: eng?.publicKey ? `${eng.publicKey.slice(0, 16)}…` : null,
         runtimeTimers: { relaxedFlushMs: policy.RELAXED_FLUSH_MS, sealDelayMs: policy.SEAL_DELAY_MS },
@@ -365,7 +393,8 @@ serve({
 
   /** What ibexdb does on each row (shown in the report next to the row). */
   get rowNotes() {
-    const dur = flushEach ? 'each commit flushed (one OPFS write + flush)' : `applied in memory, flushed by the ${policy.RELAXED_FLUSH_MS} ms timer`;
+    const idb = cfg.storage === 'indexeddb';
+    const dur = flushEach ? (idb ? 'each commit flushed (one IndexedDB transaction, awaited until complete)' : 'each commit flushed (one OPFS write + flush)') : `applied in memory, flushed by the ${policy.RELAXED_FLUSH_MS} ms timer`;
     const bg = (signed ? `; seals (one P-384 signature per ${policy.SEAL_DELAY_MS} ms of writes) + snapshot checks run inline as the runtime would` : '; trusted: no seals')
       + '; count index maintained; trailing seal + flush + snapshot (what close would do) timed in the last sample';
     return {
@@ -411,18 +440,19 @@ serve({
   put(item) {
     maintenance();
     eng.putJson(`items/${item.id}`, itemJson(item));
-    written();
+    return written();
   },
 
   update(id, f) {
     maintenance();
     eng.updateJson(`items/${id}`, itemJson(f));
-    written();
+    return written();
   },
 
   putMany(items) {
     // One commit (split only beyond 48 MiB: the one-transaction load of 1M items).
-    return { commits: bigCommit(items, putItem) };
+    const commits = bigCommit(items, putItem);
+    return typeof commits === 'number' ? { commits } : commits.then((c) => ({ commits: c }));
   },
 
   all() {
@@ -475,7 +505,7 @@ serve({
     const n = eng.unsealed();
     eng.seal();
     eng.flush();
-    return n;
+    return asyncFlush ? eng.durable().then(() => n) : n;
   },
 
   // ----- verify ------------------------------------------------------------------------------
@@ -488,7 +518,7 @@ serve({
     }
     if (signed) eng.seal();
     eng.flush();
-    return { commits: eng.stats().commits };
+    return after(asyncFlush ? eng.durable() : undefined, { commits: eng.stats().commits });
   },
   /** The runtime's verify() (www/lib/worker/verify.js): WebCrypto verifies the seals on a helper thread while the engine replays. */
   async verify() {
@@ -504,7 +534,7 @@ serve({
     },
     /** One commit: records `{coll?, id, ...fields}` (`coll` defaults to people). */
     insert(recs) {
-      commit(recs, (tx, r) => {
+      return commit(recs, (tx, r) => {
         const { coll = 'people', id, ...v } = r;
         tx.put(`${coll}/${pad(id)}`, v);
       });
@@ -554,10 +584,11 @@ serve({
       return { users: eng.count('users'), articles: eng.count('articles'), comments: eng.count('comments') };
     },
     insert(table, rows) {
-      return { commits: bigCommit(rows, relPut[table]) };
+      const commits = bigCommit(rows, relPut[table]);
+      return typeof commits === 'number' ? { commits } : commits.then((c) => ({ commits: c }));
     },
     insertUserTree(user, articles, comments) {
-      commit([user], (tx) => {
+      return commit([user], (tx) => {
         relPut.users(tx, user);
         for (const a of articles) relPut.articles(tx, a);
         for (const c of comments) relPut.comments(tx, c);

@@ -5,7 +5,11 @@
 // 200 B ~0.84 ms.
 import { summarize } from '../shared/stats.js';
 
-self.onmessage = async () => {
+// Where OPFS or its sync access handles are missing (WebKitGTK, an ephemeral store) the probe
+// answers {error} instead of never answering.
+self.onmessage = () => probe().then((out) => self.postMessage(out), (e) => self.postMessage({ error: `${e?.name}: ${e?.message}` }));
+
+async function probe() {
   const root = await navigator.storage.getDirectory();
   const name = `.bench-opfs-probe-${Date.now()}`;
   const fh = await root.getFileHandle(name, { create: true });
@@ -35,5 +39,5 @@ self.onmessage = async () => {
     h.close();
     await root.removeEntry(name);
   }
-  self.postMessage(out);
-};
+  return out;
+}

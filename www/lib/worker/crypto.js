@@ -17,7 +17,8 @@
 // runs every other check here, or on this thread where no helper can start. The runtime's worker
 // asks its page to start the helper and hand it a MessagePort (`askPage`, `helperPort`): a worker
 // started inside a worker sometimes never starts in Firefox, and this thread would wait frozen.
-// Without `askPage` (the benchmark's worker) the helper is started from here.
+// Without `askPage` (a worker whose page does not answer such asks) the helper is started from here;
+// the benchmark's worker asks its page as the runtime's does (www/bench/page/engine-worker.js).
 //
 // Every other path (maintenance seals, exports, `receive`) keeps the engine's own crypto.
 // Without WebCrypto (no `crypto.subtle`, e.g. an insecure context) `available()` is false and
