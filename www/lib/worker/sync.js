@@ -446,10 +446,14 @@ export class SyncManager {
         }
         if (!this.welcomed) {
           this._sessionRefused = true;
-          // The server answered: a session that may not read yet stays connected and is
-          // welcomed the moment a grant lets it read (it is not dialed again meanwhile).
           clearTimeout(this._handshakeTimer);
-          this._waiting = true;
+          // The server answered: a session that may not read yet (`cannot-read`) stays
+          // connected and is welcomed the moment a grant lets it read (it is not dialed again
+          // meanwhile). Any other refusal closes the session.
+          this._waiting = this.lastError.kind === 'cannot-read';
+          // No repository of this name yet, and this replica wrote commits after its Hello
+          // went out: dial again now, offering to found it.
+          if (this.lastError.kind === 'not-found' && this.pending > 0) this.retryRefused();
         } else if (this.lastError.name !== 'PermissionError') this._pushRefused = true;
         break;
       }
