@@ -164,8 +164,10 @@ export class SyncManager {
     // lets it read: nothing to dial; it stays refused ('error') until then.
     if (this._waiting) return;
     this._sessionRefused = false;
-    // A connection under way (a retry already dialed) gives the answer; else dial now.
-    if (!this.ws) this._connect();
+    // Dial the same node now (a socket still open is the refused one, or a slow retry not yet
+    // answered: dropped, so that its close does not move on to the next node).
+    this._drop();
+    this._connect();
     this._report();
   }
 
@@ -452,8 +454,14 @@ export class SyncManager {
           // meanwhile). Any other refusal closes the session.
           this._waiting = this.lastError.kind === 'cannot-read';
           // No repository of this name yet, and this replica wrote commits after its Hello
-          // went out: dial again now, offering to found it.
-          if (this.lastError.kind === 'not-found' && this.pending > 0) this.retryRefused();
+          // went out: dial the same node again now, offering to found it.
+          if (this.lastError.kind === 'not-found' && this.pending > 0) {
+            this._drop();
+            this._sessionRefused = false;
+            this._connect();
+            this._report();
+            return;
+          }
         } else if (this.lastError.name !== 'PermissionError') this._pushRefused = true;
         break;
       }
