@@ -17,6 +17,7 @@ import { ClosedError, IbexError, InvalidValueError, StorageUnavailableError, fro
 import { LiveQuery, applyChange, publicChange } from './live-query.js';
 import { askPersist, checkEnvironment, compileWasm, persistedNow, startVerifyThread, startWorker, watchViolations, workerFailure } from './loader.js';
 import { MAX_SYNC_URLS, WASM_URL, checkName, isSyncUrls } from './policy.js';
+import { waitSynced } from './sync-wait.js';
 
 export * from './errors.js';
 
@@ -597,19 +598,9 @@ export class Database {
    * @returns {Promise<void>}
    */
   _waitSynced(st) {
-    return new Promise((resolve, reject) => {
-      /** @param {SyncStatus} s */
-      const check = (s) => {
-        if (s.state === 'synced') resolve();
-        else if (s.state === 'error') reject(s.lastError ?? new IbexError('sync failed'));
-        else if (s.state === 'off') reject(new ClosedError('sync was stopped before it completed'));
-        else return false;
-        this._syncListeners.delete(check);
-        return true;
-      };
-      if (!check(st)) this._syncListeners.add(check);
-    });
+    return waitSynced(this._syncListeners, st);
   }
+
 
   /** Where sync stands: state, position, counters, last error. @returns {Promise<SyncStatus>} */
   syncStatus() {

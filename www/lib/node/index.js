@@ -29,6 +29,7 @@ import { TxnBuilder } from '../txn.js';
 import { Maintenance } from '../worker/maintenance.js';
 import { SyncManager } from '../worker/sync.js';
 import { verifyRepository } from '../worker/verify.js';
+import { waitSynced } from '../sync-wait.js';
 import { diskBackend } from './disk.js';
 
 export * from '../errors.js';
@@ -371,18 +372,7 @@ export class NodeDatabase {
       return revive(this._sync.status());
     });
     if (st.state === 'off') throw new InvalidValueError('sync is off: pass the server URL', { path: 'url' });
-    return new Promise((resolve, reject) => {
-      /** @param {any} s */
-      const check = (s) => {
-        if (s.state === 'synced') resolve();
-        else if (s.state === 'error') reject(s.lastError ?? new IbexError('sync failed'));
-        else if (s.state === 'off') reject(new ClosedError('sync was stopped before it completed'));
-        else return false;
-        this._syncListeners.delete(check);
-        return true;
-      };
-      if (!check(st)) this._syncListeners.add(check);
-    });
+    return waitSynced(this._syncListeners, st);
   }
   async syncStatus() {
     return revive(this._sync.status());
