@@ -27,38 +27,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../serve.mjs';
+import { MINIBROWSER, client, waitFor } from './webdriver.mjs';
 import { markdownTables, textTable } from '../../www/bench/page/report.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const DRIVER_PORT = Number(process.env.WEBKIT_PORT ?? 19520);
-const MINIBROWSER = ['/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser', '/usr/lib/aarch64-linux-gnu/webkit2gtk-4.1/MiniBrowser'].find((p) => existsSync(p));
 const HEADLINE = ['bulk-load', 'read-by-id', 'simple-query', 'complex-query', 'open-n', 'create-item', 'update-item'];
 const say = (s) => console.log(`webkit bench: ${s}`);
 const list = (name, fallback) => (process.env[name]?.trim() ? process.env[name].split(',').map((x) => x.trim()).filter(Boolean) : fallback);
-
-/** A W3C WebDriver client (JSON over HTTP; `value` unwrapped; errors thrown). @param {string} base */
-function client(base) {
-  const call = async (method, p, body) => {
-    const res = await fetch(base + p, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-    const json = await res.json().catch(() => ({}));
-    if (!res.ok || json.value?.error) throw new Error(`${method} ${p}: ${json.value?.error ?? res.status} ${json.value?.message ?? ''}`);
-    return json.value;
-  };
-  return { post: (p, b) => call('POST', p, b ?? {}), del: (p) => call('DELETE', p) };
-}
-
-async function waitFor(f, ms, what) {
-  const end = Date.now() + ms;
-  for (;;) {
-    try {
-      if (await f()) return;
-    } catch (e) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${e.message}`);
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 async function main() {
   if (!MINIBROWSER || !existsSync('/usr/bin/WebKitWebDriver')) {

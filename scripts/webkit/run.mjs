@@ -25,10 +25,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../serve.mjs';
+import { MINIBROWSER, client, waitFor } from './webdriver.mjs';
 
 const ROOT = path.resolve(process.env.WEBKIT_TREE || path.join(path.dirname(fileURLToPath(import.meta.url)), '../..'));
 const DRIVER_PORT = Number(process.env.WEBKIT_PORT ?? 19510);
-const MINIBROWSER = ['/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser', '/usr/lib/aarch64-linux-gnu/webkit2gtk-4.1/MiniBrowser'].find((p) => existsSync(p));
 const say = (s) => console.log(`webkit: ${s}`);
 
 /** Whether the storage backend without sync access handles is in this tree (the smoke needs it). */
@@ -108,30 +108,6 @@ async function main() {
     driver.kill('SIGTERM');
     browser.kill('SIGTERM');
     await server.close();
-  }
-}
-
-/** A W3C WebDriver client (JSON over HTTP; `value` unwrapped; errors thrown). */
-function client(base) {
-  const call = async (method, p, body) => {
-    const res = await fetch(base + p, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-    const json = await res.json().catch(() => ({}));
-    if (!res.ok || json.value?.error) throw new Error(`${method} ${p}: ${json.value?.error ?? res.status} ${json.value?.message ?? ''}`);
-    return json.value;
-  };
-  return { get: (p) => call('GET', p), post: (p, b) => call('POST', p, b ?? {}), del: (p) => call('DELETE', p) };
-}
-
-async function waitFor(f, ms, what) {
-  const end = Date.now() + ms;
-  for (;;) {
-    try {
-      if (await f()) return;
-    } catch (e) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${e.message}`);
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
   }
 }
 

@@ -9,15 +9,6 @@ use std::time::Duration;
 
 const KIB: u64 = 1 << 10;
 
-/// Founds `repo` as peer 1 (owner, anyone may read): the owner, settled.
-async fn founded(url: &str, repo: &str) -> Peer {
-    let mut owner = Peer::team(repo, &[1]).remove(0);
-    owner.connect(url).await;
-    owner.push().await;
-    owner.settle(1).await;
-    owner
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_per_connection_for_idle_slow_and_hostile_clients() {
     let args = [
@@ -32,7 +23,7 @@ async fn memory_per_connection_for_idle_slow_and_hostile_clients() {
     ];
     let server = Server::fresh_with("permem", &args);
     let url = server.url.clone();
-    let mut owner = founded(&url, "r").await;
+    let mut owner = team_founded(&url, "r").await;
     tokio::time::sleep(Duration::from_millis(200)).await;
 
     // Idle: subscribed, caught up, silent.

@@ -31,20 +31,11 @@ async fn answer(ws: &mut Socket) -> Option<Message> {
     }
 }
 
-/// Founds `repo` as peer 1 (owner, anyone may read): the owner, settled.
-async fn founded(url: &str, repo: &str) -> Peer {
-    let mut owner = Peer::team(repo, &[1]).remove(0);
-    owner.connect(url).await;
-    owner.push().await;
-    owner.settle(1).await;
-    owner
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seal_only_pushes_need_write_and_known_seals_are_not_stored_again() {
     let server = Server::fresh("seals");
     let url = server.url.clone();
-    let owner = founded(&url, "r").await;
+    let owner = team_founded(&url, "r").await;
     let (_, owner_seals) = owner.repo.export().unwrap();
     let before = server.log_len("r");
     let base = Baseline::take(server.pid(), &server.data);
@@ -85,7 +76,7 @@ async fn seals_over_unknown_ids_are_bounded_per_session_in_bytes() {
     // 100 ids of 32 bytes per session.
     let server = Server::fresh_with("sealcap", &["--session-unknown-sealed-bytes", "3200"]);
     let url = server.url.clone();
-    let owner = founded(&url, "r").await;
+    let owner = team_founded(&url, "r").await;
     let me = identity(1);
     let mut ws = socket(&url).await;
     hello_as(&mut ws, &url, "r", Some(&me)).await;
@@ -141,7 +132,7 @@ async fn refusals_to_a_client_that_does_not_read_stay_within_the_queue_and_the_l
     ];
     let server = Server::fresh_with("noread", &args);
     let url = server.url.clone();
-    let owner = founded(&url, "r").await;
+    let owner = team_founded(&url, "r").await;
     let before = server.log_len("r");
     let (commits, _) = owner.repo.export().unwrap();
     // A decodable commit sent under another id: refused (tampered), the connection kept.
@@ -197,7 +188,7 @@ async fn refusals_to_a_client_that_does_not_read_stay_within_the_queue_and_the_l
 async fn a_message_never_finished_is_closed_at_its_deadline_though_pongs_arrive() {
     let args = ["--message-timeout-ms", "1500", "--idle-timeout-ms", "600"];
     let server = Server::fresh_with("slowmsg", &args);
-    let owner = founded(&server.url, "r").await;
+    let owner = team_founded(&server.url, "r").await;
     let mut raw = raw_ws::Raw::connect(&server.addr).await;
     raw.hello("r").await;
     let t = std::time::Instant::now();
@@ -245,7 +236,7 @@ async fn a_message_never_finished_is_closed_at_its_deadline_though_pongs_arrive(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oversized_message_gets_its_limit_error_not_a_reset() {
     let server = Server::fresh_with("huge", &["--max-message-bytes", "1048576"]);
-    let owner = founded(&server.url, "r").await;
+    let owner = team_founded(&server.url, "r").await;
     let before = server.log_len("r");
     let base = Baseline::take(server.pid(), &server.data);
     for _ in 0..3 {
@@ -319,7 +310,7 @@ async fn reconnecting_does_not_refill_the_push_budget() {
     let args = ["--push-rate", "1", "--push-burst", "2"];
     let server = Server::fresh_with("budget", &args);
     let url = server.url.clone();
-    let owner = founded(&url, "r").await; // one push of the burst
+    let owner = team_founded(&url, "r").await; // one push of the burst
     let empty = Message::Push {
         commits: vec![],
         seals: vec![],

@@ -303,6 +303,15 @@ pub async fn hello(ws: &mut Socket, repo: &str) -> u64 {
     }
 }
 
+/// Found `repo` as peer 1 of `Peer::team` (owner; the team's members may read): the owner, settled.
+pub async fn team_founded(url: &str, repo: &str) -> Peer {
+    let mut owner = Peer::team(repo, &[1]).remove(0);
+    owner.connect(url).await;
+    owner.push().await;
+    owner.settle(1).await;
+    owner
+}
+
 /// Found `repo` on the server as peer `n`, open to anyone (public read and write), so that
 /// anonymous sessions may subscribe to it; the founder, settled.
 pub async fn public_repo(url: &str, repo: &str, n: u8) -> Peer {
