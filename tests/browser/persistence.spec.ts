@@ -66,47 +66,122 @@ for (const storage of ['opfs', 'indexeddb'] as const) test(`close the browser, r
   }
 });
 
-test('a worker that opens a repository again reuses its file handles, and notices the files were removed meanwhile', async ({ page, watched }) => {
+/**
+ * Run `src` (a module that imports engine.js and storage.js as `E` and `S`, and the pool as `P`)
+ * in a worker of its own; `onMessage` answers its messages until it posts `{done: result}`.
+ */
+const RUN_WORKERS = `
+  window.__runWorker = (body, onMessage) => {
+    const src = "import * as E from '" + location.origin + "/www/lib/engine.js';" +
+      "import * as S from '" + location.origin + "/www/lib/storage.js';" +
+      "import * as P from '" + location.origin + "/www/lib/backends/opfs-pool.js';" +
+      "const next = () => new Promise((r) => { self.onmessage = (ev) => r(ev.data); });" + body;
+    const w = new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })), { type: 'module' });
+    const done = new Promise((resolve, reject) => {
+      w.onmessage = async (ev) => {
+        if (ev.data && 'done' in ev.data) resolve(ev.data.done);
+        else if (ev.data && 'error' in ev.data) reject(new Error(ev.data.error));
+        else w.postMessage(await onMessage(ev.data));
+      };
+      w.onerror = (ev) => reject(new Error(ev.message));
+    });
+    return { worker: w, done };
+  };`;
+
+test('a worker keeps a closed repository\'s file handles for its next open, and gives them up to a removal from another context', async ({ page, watched }) => {
   void watched;
   const name = uniqueName('reopen');
   await gotoPlayground(page);
+  await page.addScriptTag({ content: RUN_WORKERS });
   const out = await page.evaluate(async (name) => {
-    // engine.js in a worker of its own, opening the same repository several times: the second
-    // open acquires only the sync access handles (storage.js keeps the file handles); after the
-    // directory is removed behind storage.js's back, the next open re-resolves and creates it.
-    const src = `
-      import { openEngine } from '${location.origin}/www/lib/engine.js';
+    const { removeRepository } = await import(`${location.origin}/www/lib/storage.js`);
+    const body = `
       const name = ${JSON.stringify(name)};
       const r = {};
-      let eng = await openEngine(name);
+      try {
+        let eng = await E.openEngine(name);
+        eng.put('items/a', { n: 1 });
+        eng.flush();
+        await eng.close();
+        r.keptAfterClose = P.keptFiles(name);
+        eng = await E.openEngine(name);
+        r.keptWhileOpen = P.keptFiles(name);
+        r.reopened = eng.get('items/a');
+        eng.put('items/b', { n: 2 });
+        eng.flush();
+        await eng.close();
+        // Kept handles lock the files: removing them behind storage.js's back is refused.
+        const top = await (await navigator.storage.getDirectory()).getDirectoryHandle('ibexdb');
+        r.rawRemove = await top.removeEntry(name, { recursive: true }).then(() => 'removed', (e) => e.name);
+        await next(postMessage({ stage: 'kept' })); // the page removes the repository
+        r.keptAfterRemoval = P.keptFiles(name);
+        eng = await E.openEngine(name);
+        r.afterRemoval = [eng.get('items/a') ?? null, eng.get('items/b') ?? null];
+        eng.put('items/c', { n: 3 });
+        eng.flush();
+        await eng.close();
+        eng = await E.openEngine(name);
+        r.recreated = [eng.get('items/a') ?? null, eng.get('items/c') ?? null];
+        await eng.close();
+        postMessage({ done: r });
+      } catch (e) { postMessage({ error: String(e?.name) + ': ' + String(e?.message) }); }`;
+    const run = (window as any).__runWorker(body, async () => {
+      await removeRepository(name); // asks the worker for its handles (opfs-pool.js), then removes
+      return 'go';
+    });
+    try {
+      return await run.done;
+    } finally {
+      run.worker.terminate();
+    }
+  }, name);
+  expect(out).toEqual({
+    keptAfterClose: ['identity', 'log', 'snapshot'],
+    keptWhileOpen: ['identity'], // read at the open, then kept again
+    reopened: { n: 1 },
+    rawRemove: 'NoModificationAllowedError',
+    keptAfterRemoval: [],
+    afterRemoval: [null, null],
+    recreated: [null, { n: 3 }],
+  });
+});
+
+test('another worker opens a repository whose handles a live worker keeps: they are given up when asked', async ({ page, watched }) => {
+  void watched;
+  const name = uniqueName('handover');
+  await gotoPlayground(page);
+  await page.addScriptTag({ content: RUN_WORKERS });
+  const out = await page.evaluate(async (name) => {
+    const keeper = (window as any).__runWorker(`
+      const name = ${JSON.stringify(name)};
+      const eng = await E.openEngine(name);
       eng.put('items/a', { n: 1 });
       eng.flush();
       await eng.close();
-      eng = await openEngine(name);
-      r.reopened = eng.get('items/a');
-      eng.put('items/b', { n: 2 });
-      eng.flush();
-      await eng.close();
-      const top = await (await navigator.storage.getDirectory()).getDirectoryHandle('ibexdb');
-      await top.removeEntry(name, { recursive: true });
-      eng = await openEngine(name);
-      r.afterRemoval = [eng.get('items/a') ?? null, eng.get('items/b') ?? null];
-      eng.put('items/c', { n: 3 });
-      eng.flush();
-      await eng.close();
-      eng = await openEngine(name);
-      r.recreated = [eng.get('items/a') ?? null, eng.get('items/c') ?? null];
-      await eng.close();
-      postMessage(r);`;
-    const w = new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })), { type: 'module' });
+      const kept = P.keptFiles(name);
+      await next(postMessage({ kept })); // the page starts the second worker, then asks again
+      postMessage({ done: { kept, keptAfterOtherOpen: P.keptFiles(name) } });`, async () => {
+      const t0 = performance.now();
+      const other = (window as any).__runWorker(`
+        const eng = await E.openEngine(${JSON.stringify(name)});
+        const a = eng.get('items/a');
+        await eng.close();
+        postMessage({ done: a });`, async () => null);
+      try {
+        (window as any).__otherRead = await other.done;
+        (window as any).__otherMs = performance.now() - t0;
+      } finally {
+        other.worker.terminate();
+      }
+      return 'go';
+    });
     try {
-      return await new Promise((resolve, reject) => {
-        w.onmessage = (ev) => resolve(ev.data);
-        w.onerror = (ev) => reject(new Error(ev.message));
-      });
+      const r = await keeper.done;
+      return { ...r, otherRead: (window as any).__otherRead, otherMs: (window as any).__otherMs };
     } finally {
-      w.terminate();
+      keeper.worker.terminate();
     }
   }, name);
-  expect(out).toEqual({ reopened: { n: 1 }, afterRemoval: [null, null], recreated: [null, { n: 3 }] });
+  console.log(`another worker opened the kept repository in ${out.otherMs.toFixed(1)} ms`);
+  expect({ ...out, otherMs: undefined }).toEqual({ kept: ['identity', 'log', 'snapshot'], keptAfterOtherOpen: [], otherRead: { n: 1 }, otherMs: undefined });
 });

@@ -23,7 +23,7 @@ export { TxnBuilder };
 import { ClosedError, InvalidValueError, PanicError, QuotaExceededError } from './errors.js';
 import { formatIdentity, identityFile } from './identity-file.js';
 import { checkName, snapshotDue } from './policy.js';
-import { chooseBackend, closeAll } from './storage.js';
+import { chooseBackend, closeAll, releaseFiles } from './storage.js';
 import { engineError, isTrap, loadWasm, panicError } from './wasm-instance.js';
 export { preloadWasm, provideWasmModule } from './wasm-instance.js';
 
@@ -198,7 +198,7 @@ export class EngineHandle {
         try {
           ({ secret, publicKey } = identityFile(idh, opts.identity, glue));
         } finally {
-          idh.close();
+          releaseFiles(this.backend, this.name, [idh]);
         }
       }
       const [log, snap] = handles;
@@ -287,7 +287,7 @@ export class EngineHandle {
   }
 
   _release() {
-    closeAll(this._handles);
+    releaseFiles(this.backend, this.name, this._handles);
     this._handles = [];
     this._extraFiles.clear();
   }

@@ -14,9 +14,10 @@
 import { StorageUnavailableError } from './errors.js';
 import { indexedDbBackend } from './backends/indexeddb.js';
 import { memoryBackend } from './backends/memory.js';
-import { checkStorage, hasSyncHandles, opfsBackend } from './backends/opfs.js';
+import { checkStorage, closeAll, hasSyncHandles, opfsBackend } from './backends/opfs.js';
 
 export { checkStorage, checkStorageAccess, closeAll, openFiles, removeRepository, repositoryDir } from './backends/opfs.js';
+export { dropParked as closeKeptFiles } from './backends/opfs-pool.js';
 
 /** What `open()`'s `storage` option accepts. @typedef {'auto' | 'opfs' | 'indexeddb' | 'memory'} StorageOption */
 /** A backend's name (`db.storage`). @typedef {'opfs' | 'indexeddb' | 'memory'} StorageKind */
@@ -42,12 +43,26 @@ export { checkStorage, checkStorageAccess, closeAll, openFiles, removeRepository
  * @property {() => Promise<void>} checkAccess StorageUnavailableError unless the site may use it here
  * @property {(name: string, files: string[]) => Promise<any[]>} openFiles the files (created empty
  *   if absent), in the order of `files`; on failure none stays open
+ * @property {(name: string, files: any[]) => void} [release] a closed repository's files, which the
+ *   backend may keep for this context's next open of it (OPFS: backends/opfs-pool.js); closed when absent
  * @property {(name: string) => Promise<void>} removeRepository delete the repository (its files closed)
  * @property {(name: string) => Promise<void>} durable resolves when every flush of the repository so far
  *   is durable; rejects with the typed error (QuotaExceededError, StorageUnavailableError) of one that failed
  * @property {(name: string) => Error | null} failure the error that made the repository's open files
  *   unusable (they must be closed and opened again), if any
  */
+
+/**
+ * Give a closed repository's files back to its backend (kept for the next open where the backend
+ * keeps them, else closed).
+ * @param {StorageBackend} backend
+ * @param {string} name
+ * @param {any[]} files
+ */
+export function releaseFiles(backend, name, files) {
+  if (backend?.release) backend.release(name, files);
+  else closeAll(files);
+}
 
 /** @type {Record<StorageKind, StorageBackend>} */
 export const BACKENDS = { opfs: opfsBackend, indexeddb: indexedDbBackend, memory: memoryBackend };

@@ -5,6 +5,7 @@
 
 import { QuotaExceededError, StorageUnavailableError } from '../errors.js';
 import { ROOT_DIR } from '../policy.js';
+import { askRelease, dropParked, park, takeParked } from './opfs-pool.js';
 
 /** Whether this context has OPFS sync access handles (dedicated workers of most browsers). */
 export function hasSyncHandles() {
@@ -75,12 +76,21 @@ export async function repositoryDir(name, { create = false } = {}) {
  */
 export async function removeRepository(name) {
   directories.delete(name);
-  try {
-    const root = await opfsRoot();
-    const top = await root.getDirectoryHandle(ROOT_DIR);
-    await top.removeEntry(name, { recursive: true });
-  } catch (err) {
-    if (/** @type {any} */ (err)?.name !== 'NotFoundError') throw err;
+  dropParked(name);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const root = await opfsRoot();
+      const top = await root.getDirectoryHandle(ROOT_DIR);
+      await top.removeEntry(name, { recursive: true });
+      return;
+    } catch (err) {
+      const why = /** @type {any} */ (err)?.name;
+      if (why === 'NotFoundError') return;
+      // Another worker keeps the files' handles (opfs-pool.js): ask for them, then retry.
+      if (why !== 'NoModificationAllowedError' || attempt >= 50) throw err;
+      if (attempt % 10 === 0) askRelease(name);
+      await sleep(Math.min(10 * (attempt + 1), 100));
+    }
   }
 }
 
@@ -88,18 +98,21 @@ export async function removeRepository(name) {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * createSyncAccessHandle, retrying while another context still holds the file (a tab that
- * just closed releases its handles shortly after its lock).
+ * createSyncAccessHandle, retrying while another context still holds the file: a tab that just
+ * closed releases its handles shortly after its lock, and a worker that keeps them after a close
+ * (opfs-pool.js) lets them go when asked.
+ * @param {string} name the repository
  * @param {FileSystemFileHandle} fh
  * @returns {Promise<any>} a FileSystemSyncAccessHandle
  */
-async function syncHandle(fh) {
+async function syncHandle(name, fh) {
   for (let attempt = 0; ; attempt++) {
     try {
       return await /** @type {any} */ (fh).createSyncAccessHandle();
     } catch (e) {
       const err = /** @type {any} */ (e);
       if (err?.name === 'NoModificationAllowedError' && attempt < 50) {
+        if (attempt % 10 === 0) askRelease(name);
         await sleep(Math.min(10 * (attempt + 1), 100));
         continue;
       }
@@ -137,14 +150,27 @@ export function closeAll(handles) {
 const directories = new Map();
 
 /**
+ * The file name of each sync access handle this module gave out (`release` keeps it under it).
+ * @type {WeakMap<object, string>}
+ */
+const fileNames = new WeakMap();
+
+/**
  * Acquire the sync access handles of `files` in `dir` (created if absent); on failure none stays
  * open.
+ * @param {string} name the repository
  * @param {FileSystemDirectoryHandle} dir
  * @param {string[]} files
  * @returns {Promise<any[]>}
  */
-async function acquireAll(dir, files) {
-  const got = await Promise.allSettled(files.map(async (f) => syncHandle(await dir.getFileHandle(f, { create: true }))));
+async function acquireAll(name, dir, files) {
+  const got = await Promise.allSettled(
+    files.map(async (f) => {
+      const h = await syncHandle(name, await dir.getFileHandle(f, { create: true }));
+      fileNames.set(h, f);
+      return h;
+    }),
+  );
   const failed = got.find((r) => r.status === 'rejected');
   if (failed) {
     closeAll(got.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : [])));
@@ -161,10 +187,47 @@ async function acquireAll(dir, files) {
  * @returns {Promise<any[]>} FileSystemSyncAccessHandles, in the order of `files`
  */
 export async function openFiles(name, files) {
+  // Handles this worker kept after an earlier close: no browser round trip for them.
+  const kept = files.map((f) => usable(takeParked(name, f)));
+  const missing = files.filter((_, i) => kept[i] === undefined);
+  if (missing.length === 0) return kept;
+  let got;
+  try {
+    got = await acquireMissing(name, missing);
+  } catch (e) {
+    closeAll(kept.filter((h) => h !== undefined));
+    throw e;
+  }
+  return kept.map((h) => h ?? got.shift());
+}
+
+/**
+ * A kept handle if it still answers (the browser closes handles of a storage it clears), else
+ * undefined.
+ * @param {any} h
+ */
+function usable(h) {
+  if (h === undefined) return undefined;
+  try {
+    h.getSize();
+    return h;
+  } catch {
+    closeAll([h]);
+    return undefined;
+  }
+}
+
+/**
+ * Acquire `files` of repository `name`, from the directory this worker resolved before if any.
+ * @param {string} name
+ * @param {string[]} files
+ * @returns {Promise<any[]>}
+ */
+async function acquireMissing(name, files) {
   const known = directories.get(name);
   if (known) {
     try {
-      return await acquireAll(known, files);
+      return await acquireAll(name, known, files);
     } catch {
       // Resolved again on any error: a removed directory is NotFoundError in Chromium, but
       // `UnknownError: Unknown failure` in Firefox. A real failure recurs below and is thrown.
@@ -172,9 +235,26 @@ export async function openFiles(name, files) {
     }
   }
   const dir = await repositoryDir(name, { create: true });
-  const handles = await acquireAll(dir, files);
+  const handles = await acquireAll(name, dir, files);
   directories.set(name, dir);
   return handles;
+}
+
+/**
+ * A closed repository's files: their handles are kept for this worker's next open of it
+ * (opfs-pool.js), unless they did not come from `openFiles`.
+ * @param {string} name
+ * @param {any[]} handles
+ */
+export function release(name, handles) {
+  /** @type {Map<string, any>} */
+  const keep = new Map();
+  for (const h of handles) {
+    const f = fileNames.get(h);
+    if (f === undefined || keep.has(f)) closeAll([h]);
+    else keep.set(f, h);
+  }
+  park(name, keep);
 }
 
 /** @type {import('../storage.js').StorageBackend} */
@@ -184,6 +264,7 @@ export const opfsBackend = {
   available: hasSyncHandles,
   checkAccess: checkStorageAccess,
   openFiles,
+  release,
   removeRepository,
   // A sync access handle's flush() returns when the bytes are on disk: nothing is pending after it.
   async durable() {},

@@ -11,7 +11,7 @@
 import { openEngine, preloadWasm, provideWasmModule } from '../engine.js';
 import { ClosedError, StorageUnavailableError, toWire } from '../errors.js';
 import { ATTACH_TIMEOUT_MS, channelName, checkName, clientLockName, ownerLockName } from '../policy.js';
-import { BACKENDS, chooseBackend } from '../storage.js';
+import { BACKENDS, chooseBackend, closeKeptFiles } from '../storage.js';
 
 /** @typedef {import('../worker.js').Runtime} Runtime */
 /** @typedef {import('../worker.js').Op} Op */
@@ -169,6 +169,9 @@ export class Ownership {
       } catch (e) {
         error = toWire(e);
       }
+      // This worker is ending: the next owner (another tab) opens the files at once, without
+      // asking for handles kept for a reopen here (backends/opfs-pool.js).
+      closeKeptFiles(this.rt.name);
     } else {
       this.broadcast({ type: 'detach', from: this.rt.id });
     }
