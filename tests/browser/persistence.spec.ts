@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test, expect, gotoPlayground, launchProfile, uniqueName, watch } from './ibexdb.fixtures';
+import { installRunWorker } from './support/workers';
 
 test('write, reload the page, read back', async ({ page, watched }) => {
   void watched;
@@ -66,33 +67,11 @@ for (const storage of ['opfs', 'indexeddb'] as const) test(`close the browser, r
   }
 });
 
-/**
- * Run `src` (a module that imports engine.js and storage.js as `E` and `S`, and the pool as `P`)
- * in a worker of its own; `onMessage` answers its messages until it posts `{done: result}`.
- */
-const RUN_WORKERS = `
-  window.__runWorker = (body, onMessage) => {
-    const src = "import * as E from '" + location.origin + "/www/lib/engine.js';" +
-      "import * as S from '" + location.origin + "/www/lib/storage.js';" +
-      "import * as P from '" + location.origin + "/www/lib/backends/opfs-pool.js';" +
-      "const next = () => new Promise((r) => { self.onmessage = (ev) => r(ev.data); });" + body;
-    const w = new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })), { type: 'module' });
-    const done = new Promise((resolve, reject) => {
-      w.onmessage = async (ev) => {
-        if (ev.data && 'done' in ev.data) resolve(ev.data.done);
-        else if (ev.data && 'error' in ev.data) reject(new Error(ev.data.error));
-        else w.postMessage(await onMessage(ev.data));
-      };
-      w.onerror = (ev) => reject(new Error(ev.message));
-    });
-    return { worker: w, done };
-  };`;
-
 test('a worker keeps a closed repository\'s file handles for its next open, and gives them up to a removal from another context', async ({ page, watched }) => {
   void watched;
   const name = uniqueName('reopen');
   await gotoPlayground(page);
-  await page.addScriptTag({ content: RUN_WORKERS });
+  await installRunWorker(page);
   const out = await page.evaluate(async (name) => {
     const { removeRepository } = await import(`${location.origin}/www/lib/storage.js`);
     const body = `
@@ -150,7 +129,7 @@ test('another worker opens a repository whose handles a live worker keeps: they 
   void watched;
   const name = uniqueName('handover');
   await gotoPlayground(page);
-  await page.addScriptTag({ content: RUN_WORKERS });
+  await installRunWorker(page);
   const out = await page.evaluate(async (name) => {
     const keeper = (window as any).__runWorker(`
       const name = ${JSON.stringify(name)};

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CHROMIUM_ARGS } from '../../playwright.config';
 import { test, expect, gotoPlayground, uniqueName, watch } from './ibexdb.fixtures';
+import { installRunWorker } from './support/workers';
 
 /** The IndexedDB databases of the page's origin. */
 const idbNames = (page: Page) => page.evaluate(async () => (await indexedDB.databases()).map((d) => d.name));
@@ -339,4 +340,68 @@ test("storage: memory works where the browser keeps no site data (OPFS and Index
     await context.close();
     rmSync(profile, { recursive: true, force: true });
   }
+});
+
+test('storage: indexeddb: a reopen in the same worker takes the bytes it kept, unless another context wrote since', async ({ page, watched }) => {
+  void watched;
+  const name = uniqueName('idb-keep');
+  await gotoPlayground(page);
+  await installRunWorker(page);
+  const out = await page.evaluate(async (name) => {
+    const run = (window as any).__runWorker;
+    const keeper = run(`
+      const name = ${JSON.stringify(name)};
+      const o = { storage: 'indexeddb' };
+      const r = {};
+      try {
+        let eng = await E.openEngine(name, o);
+        for (let i = 0; i < 300; i++) eng.put('items/' + i, { i, text: 'x'.repeat(500) });
+        eng.flush();
+        await eng.close();
+        r.keptAfterClose = I.keptFiles(name);
+        eng = await E.openEngine(name, o);
+        r.keptWhileOpen = I.keptFiles(name);
+        r.reopened = eng.count('items');
+        eng.put('items/kept', { by: 'keeper' });
+        eng.flush();
+        await eng.close();
+        await next(postMessage({ stage: 'kept' })); // another worker writes to the repository
+        eng = await E.openEngine(name, o);
+        r.afterOtherWrote = [eng.count('items'), eng.get('items/kept') ?? null, eng.get('items/other') ?? null];
+        r.verify = JSON.parse(eng.verifyJson()).commits;
+        await eng.close();
+        await next(postMessage({ stage: 'closed' })); // the page removes the repository
+        eng = await E.openEngine(name, o);
+        r.afterRemoval = eng.count('items');
+        await eng.close();
+        postMessage({ done: r });
+      } catch (e) { postMessage({ error: String(e?.name) + ': ' + String(e?.message) }); }`, async (m: any) => {
+      if (m.stage === 'kept') {
+        const other = run(`
+          const eng = await E.openEngine(${JSON.stringify(name)}, { storage: 'indexeddb' });
+          eng.put('items/other', { by: 'other' });
+          eng.flush();
+          await eng.close();
+          postMessage({ done: true });`, async () => null);
+        await other.done;
+        other.worker.terminate();
+      } else {
+        await (await import(`${location.origin}/www/lib/storage.js`)).BACKENDS.indexeddb.removeRepository(name);
+      }
+      return 'go';
+    });
+    try {
+      return await keeper.done;
+    } finally {
+      keeper.worker.terminate();
+    }
+  }, name);
+  expect(out).toEqual({
+    keptAfterClose: ['identity', 'log', 'snapshot'],
+    keptWhileOpen: ['identity'], // read at the open, then kept again
+    reopened: 300,
+    afterOtherWrote: [302, { by: 'keeper' }, { by: 'other' }],
+    verify: 302, // every put a commit, all signed and checked
+    afterRemoval: 0,
+  });
 });

@@ -19,11 +19,25 @@
 // quota, the browser's IndexedDB failing), the repository is `failed`: that flush's waiters and
 // every later flush fail with the typed error (QuotaExceededError, StorageUnavailableError) until
 // the files are closed and opened again, which reloads them from what IndexedDB holds.
+//
+// Every flush transaction also counts the repository's `generation` (a number under the key
+// 'generation'). A context that closes a repository keeps its connection and the closed files'
+// bytes (at most KEPT_REPOSITORIES repositories and KEPT_BYTES in all, but always the last one
+// closed, whatever its size: it was in memory while open); its next open reads only
+// the generation and, when no other context wrote since (the same number), takes the kept bytes
+// instead of loading the files again — what OPFS's handle pool saves (opfs-pool.js), for a
+// backend whose open loads everything.
 
 import { QuotaExceededError, StorageUnavailableError } from '../errors.js';
 import { CHUNK, MemFile } from './mem-file.js';
 
 const STORE = 'files';
+/** The key of the repository's generation: flush transactions count it (not an array: no file's key). */
+const GEN_KEY = 'generation';
+/** Closed repositories whose connection and bytes a context keeps at most. */
+export const KEPT_REPOSITORIES = 8;
+/** Bytes of closed files a context keeps at most, in all. */
+export const KEPT_BYTES = 64 << 20;
 const dbName = (/** @type {string} */ name) => `ibexdb/${name}`;
 
 /**
@@ -34,6 +48,8 @@ const dbName = (/** @type {string} */ name) => `ibexdb/${name}`;
  * @property {Map<string, {size: number, chunks: [number, Uint8Array][], resized: boolean}>} queued flushed, not yet in a transaction (by file; later flushes merge in)
  * @property {Promise<void> | null} running the transaction in flight
  * @property {Error | null} failed the error of a failed transaction
+ * @property {number} gen the generation IndexedDB holds as of this context's last read or flush
+ * @property {Map<string, {buf: Uint8Array, size: number}>} kept closed files' bytes, as flushed
  */
 
 /** @type {Map<string, Repo>} */
@@ -81,8 +97,51 @@ async function connect(name) {
   req.onupgradeneeded = () => req.result.createObjectStore(STORE);
   const db = await request(req, 'open');
   // Another context deleting the database (removeRepository) waits for this connection: let go.
-  db.onversionchange = () => db.close();
+  db.onversionchange = () => {
+    db.close();
+    const r = repos.get(name);
+    if (r?.db === db) forget(name, r);
+  };
   return db;
+}
+
+/** Bytes of closed files kept in all (KEPT_BYTES at most). */
+let keptBytes = 0;
+
+/** @param {Repo} r */
+function dropKept(r) {
+  for (const k of r.kept.values()) keptBytes -= k.buf.length;
+  r.kept.clear();
+}
+
+/**
+ * Stop keeping repository `name` (its files closed): no longer in `repos`; its connection closes
+ * once its queued flushes are done.
+ * @param {string} name
+ * @param {Repo} r
+ */
+function forget(name, r) {
+  dropKept(r);
+  if (repos.get(name) === r) repos.delete(name);
+  const done = settle(r).finally(() => {
+    r.db.close();
+    if (draining.get(name) === done) draining.delete(name);
+  });
+  draining.set(name, done);
+  done.catch(() => {});
+}
+
+/**
+ * Keep at most KEPT_REPOSITORIES closed repositories and KEPT_BYTES of their files, the least
+ * recently closed going first; the last one closed is kept whatever its size (its bytes were in
+ * memory while it was open anyway).
+ */
+function trimKept() {
+  const idle = [...repos].filter(([, r]) => r.open === 0);
+  while (idle.length > 1 && (idle.length > KEPT_REPOSITORIES || keptBytes > KEPT_BYTES)) {
+    const [name, r] = /** @type {[string, Repo]} */ (idle.shift());
+    forget(name, r);
+  }
 }
 
 /** @param {string} name @returns {Promise<Repo>} */
@@ -92,7 +151,7 @@ async function repo(name) {
     const db = await connect(name);
     r = repos.get(name); // another open of the same repository may have won the race
     if (r) db.close();
-    else repos.set(name, (r = { db, open: 0, queued: new Map(), running: null, failed: null }));
+    else repos.set(name, (r = { db, open: 0, queued: new Map(), running: null, failed: null, gen: 0, kept: new Map() }));
   }
   return r;
 }
@@ -109,6 +168,7 @@ function pump(r) {
     const tx = r.db.transaction(STORE, 'readwrite', { durability: 'strict' });
     const done = completion(tx, 'flush');
     const store = tx.objectStore(STORE);
+    store.put(++r.gen, GEN_KEY);
     for (const [file, { size, chunks, resized }] of batch) {
       for (const [i, bytes] of chunks) store.put(bytes, [file, i]);
       if (resized) {
@@ -127,6 +187,7 @@ function pump(r) {
       r.running = null;
       r.failed = e;
       r.queued.clear();
+      dropKept(r);
     },
   );
 }
@@ -170,17 +231,26 @@ function sinkFor(r, name) {
       }
       pump(r);
     },
-    close() {
+    /** @param {MemFile} [m] the file (absent: an open that failed gives its count back) */
+    close(m) {
       r.open--;
+      // What it holds is what was flushed (the engine writes only when it flushes): kept for the
+      // next open here, unless a write was left unflushed (a panic between the two).
+      if (!r.failed && m && m.dirty.size === 0 && !m.resized) {
+        const old = r.kept.get(m.name);
+        if (old) keptBytes -= old.buf.length;
+        r.kept.set(m.name, { buf: m.buf, size: m.size });
+        keptBytes += m.buf.length;
+      }
       if (r.open === 0) {
-        // The connection closes once the queued flushes are done; a reopen meanwhile gets a new one.
-        repos.delete(name);
-        const done = settle(r).finally(() => {
-          r.db.close();
-          if (draining.get(name) === done) draining.delete(name);
-        });
-        draining.set(name, done);
-        done.catch(() => {});
+        // A failed repository is opened afresh (reloaded from what IndexedDB holds); another is
+        // kept, its connection and bytes, least recently closed last.
+        if (r.failed) forget(name, r);
+        else {
+          repos.delete(name);
+          repos.set(name, r);
+          trimKept();
+        }
       }
     },
   };
@@ -212,6 +282,23 @@ async function loadFile(store, file) {
   return bytes;
 }
 
+/**
+ * The closed files of repository `name` whose bytes this context keeps (tests).
+ * @param {string} name
+ * @returns {string[]}
+ */
+export const keptFiles = (name) => [...(repos.get(name)?.kept.keys() ?? [])].sort();
+
+/**
+ * Load `files` of a repository in a transaction of their own.
+ * @param {Repo} r
+ * @param {string[]} files
+ */
+function loadAll(r, files) {
+  const store = r.db.transaction(STORE, 'readonly').objectStore(STORE);
+  return Promise.all(files.map((f) => loadFile(store, f)));
+}
+
 /** @type {import('../storage.js').StorageBackend} */
 export const indexedDbBackend = {
   kind: 'indexeddb',
@@ -228,10 +315,24 @@ export const indexedDbBackend = {
     try {
       // Flushes of an earlier session of this context first (they run in order anyway).
       await settle(r).catch(() => {});
+      const sink = sinkFor(r, name);
       const tx = r.db.transaction(STORE, 'readonly');
       const store = tx.objectStore(STORE);
-      const contents = await Promise.all(files.map((f) => loadFile(store, f)));
-      const sink = sinkFor(r, name);
+      const gen = request(store.get(GEN_KEY), 'read');
+      const fromKept = files.every((f) => r.kept.has(f));
+      // Requested before the first await (the transaction ends when none is pending).
+      const loads = fromKept ? null : Promise.all(files.map((f) => loadFile(store, f)));
+      const stored = Number((await gen) ?? 0);
+      if (fromKept && stored === r.gen) {
+        const kept = files.map((f) => /** @type {{buf: Uint8Array, size: number}} */ (r.kept.get(f)));
+        for (const f of files) r.kept.delete(f);
+        for (const k of kept) keptBytes -= k.buf.length;
+        return files.map((f, i) => MemFile.adopt(f, kept[i].buf, kept[i].size, sink));
+      }
+      // Another context wrote since (or nothing was kept): what IndexedDB holds.
+      dropKept(r);
+      r.gen = stored;
+      const contents = await (loads ?? loadAll(r, files));
       return files.map((f, i) => new MemFile(f, contents[i], sink));
     } catch (e) {
       const sink = sinkFor(r, name);
@@ -244,6 +345,7 @@ export const indexedDbBackend = {
     const r = repos.get(name);
     if (r) {
       repos.delete(name);
+      dropKept(r);
       r.db.close();
     }
     await request(indexedDB.deleteDatabase(dbName(name)), 'delete');

@@ -29,6 +29,21 @@ export class MemFile {
     this.closed = false;
   }
 
+  /**
+   * A file over `buf` as it is (no copy): its first `size` bytes are the file.
+   * @param {string} name
+   * @param {Uint8Array} buf
+   * @param {number} size
+   * @param {{flush(file: MemFile): void, close(file: MemFile): void} | null} sink
+   */
+  static adopt(name, buf, size, sink) {
+    const m = new MemFile(name, new Uint8Array(0), sink);
+    m.buf = buf.length >= CHUNK ? /** @type {Uint8Array<ArrayBuffer>} */ (buf) : new Uint8Array(CHUNK);
+    if (m.buf !== buf) m.buf.set(buf.subarray(0, size));
+    m.size = size;
+    return m;
+  }
+
   _open() {
     if (this.closed) throw Object.assign(new Error(`file ${this.name} is closed`), { name: 'InvalidStateError' });
   }
