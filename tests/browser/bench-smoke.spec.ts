@@ -135,8 +135,9 @@ test('benchmark page: every available engine produces every row (tiny sizes, qui
       if (catalogue[rowId]?.page && !finiteSummary(entry.page)) problems.push(`${where}: row ${rowId}: page timing missing or not finite: ${JSON.stringify(entry.page)}`);
     }
   }
-  expect(problems, `${problems.join('\n')}\n${transcript()}`).toEqual([]);
-  expect(realErrors, `console errors:\n${realErrors.join('\n')}\n${transcript()}`).toEqual([]);
+  // The problems last, after the transcript: CI shows the tail of a failure message.
+  expect(problems, `${transcript()}\n${problems.length} problem(s):\n${problems.join('\n')}`).toEqual([]);
+  expect(realErrors, `${transcript()}\nconsole errors:\n${realErrors.join('\n')}`).toEqual([]);
   // verify()'s helper threads were started by the page (never inside the engine worker).
   if (pkgBuilt) expect(results.meta.verifyHelpersStartedByPage ?? 0, 'the page starts the verify helper of the signed ibexdb engines').toBeGreaterThan(0);
 });
