@@ -14,6 +14,7 @@ const COLORS = {
   'sqlite-default': '#8a8f98',
   'sqlite-tuned': '#2f6db5',
   'sqlite-tuned-off': '#7fb0e6',
+  'sqlite-best': '#173f73',
   ibexdb: '#d9731a',
   'ibexdb-relaxed': '#e8c330',
   'ibexdb-trusted': '#9c4a0c',

@@ -245,8 +245,8 @@ export const ROWS = [
     { id: 'fat-open-cycles', label: 'fat: open → read one → close (per cycle)', worker: 'a cycle: open the database, read one random record, close it; up to 1,000 cycles, or as many as fit in the row\'s time budget (the note says how many)' },
   ].map((r) => ({
     suite: 'fat', section: 'fat', scale: 'n', ...r,
-    engines: ['sqlite-default', 'sqlite-tuned', 'ibexdb'],
-    enginesWhy: 'the fat-record suite runs the durable engines (sqlite-default, sqlite-tuned, signed ibexdb) to bound the run time; the relaxed and trusted variants change only the load',
+    engines: ['sqlite-default', 'sqlite-tuned', 'sqlite-best', 'ibexdb'],
+    enginesWhy: 'the fat-record suite runs the durable engines (sqlite-default, sqlite-tuned, sqlite-best, signed ibexdb) to bound the run time; the relaxed and trusted variants change only the load',
   })),
   // --- OMGDB seed: its published rows -------------------------------------------------------------
   {
