@@ -682,6 +682,7 @@ export function renderReport(results, { summary = false } = {}) {
     + `<b>[page]</b> rows are timed on the page around one awaited call per operation (SQLite: an op message to its worker; ibexdb: the public API, www/ibexdb.js), every engine's client open at once and the engines taking turns, so that all of them meet the same page ↔ worker transits (cold starts: a fresh page per sample); other rows are timed inside the engine's worker. `
     + `Ratios = ibexdb / the best SQLite configuration doing the same work, on the p50 and on the mean (each against its own best); the cell shows the worse of the two first (below 1 = ibexdb faster). Read rows: the best of every SQLite engine; write rows: of the same durability; relaxed write rows: no ratio (${esc(RELAXED_NO_RATIO.replace(/^no ratio: /, ''))}). ${m.memoryMeasurement ? `Memory: ${esc(m.memoryMeasurement)}.` : ''}</div>`);
 
+  h.push('<p class="meta">The seeds\' published figures (GoatDB, OMGDB) next to this run\'s, and the rows mirroring go-sqlite-bench, go-persist and DBX: <a href="seeds.html">seeds.html</a>.</p>');
   const legend = results.engines.filter((e) => results.runs.some((r) => r.engine === e.id));
   h.push(`<p class="legend">${legend.map((e, i) => `<span><i style="background:${engineColor(e.id, i)}"></i><b>${esc(e.id)}</b> (${esc(e.durability)}) — ${esc(e.description ?? '')}</span>`).join('<br>')}</p>`);
 
