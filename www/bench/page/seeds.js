@@ -9,6 +9,7 @@
 // publish no figure in those sources: their rows are listed with ours, the published column empty.
 // Pure functions (page and Node), like report.js.
 
+import { ROWS } from '../shared/rows.js';
 import { fmtMs } from '../shared/stats.js';
 
 const esc = (/** @type {unknown} */ s) => String(s).replace(/[&<>"']/g, (c) => /** @type {Record<string, string>} */ ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
@@ -111,10 +112,15 @@ function ours(results, engine, r, section) {
   return { p50: c.p50, mean: c.mean, size: run.size };
 }
 
-/** Best SQLite (lowest p50) for the row, any configuration. @param {any} results @param {SeedRow} r @param {string | undefined} section */
+/**
+ * Best SQLite (lowest p50) for the row, as the report picks it: any configuration on a read row,
+ * the durable ones on a write row (ibexdb's figures here are durable).
+ * @param {any} results @param {SeedRow} r @param {string | undefined} section
+ */
 function bestSqlite(results, r, section) {
+  const write = !!ROWS.find((x) => x.id === r.row)?.write;
   let best = null;
-  for (const e of results.engines.filter((x) => x.family === 'sqlite')) {
+  for (const e of results.engines.filter((x) => x.family === 'sqlite' && (!write || x.durability === 'full'))) {
     const c = ours(results, e.id, r, section);
     if (c && (!best || c.p50 < best.p50)) best = { ...c, engine: e.id };
   }
