@@ -41,7 +41,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from './serve.mjs';
-import { markdownTables, renderReport, reportSections, textTable } from '../www/bench/page/report.js';
+import { markdownTables, noiseFloor, ratioSummary, renderReport, reportSections, textTable } from '../www/bench/page/report.js';
 import { ROWS } from '../www/bench/shared/rows.js';
 import { renderSeeds, seedsMarkdown } from '../www/bench/page/seeds.js';
 
@@ -366,6 +366,10 @@ async function main() {
     });
 
     await mkdir(outDir, { recursive: true });
+    // The report's ratios (p50 and mean, against the best SQLite doing the same work) and the
+    // run's noise floor, in the JSON too.
+    results.ratios = ratioSummary(results);
+    results.noiseFloor = noiseFloor(results);
     const html = renderReport(results);
     await writeFile(path.join(outDir, 'results.json'), JSON.stringify(results, null, 1));
     await writeFile(path.join(outDir, 'report.html'), html);

@@ -76,3 +76,12 @@ test('the seeds page quotes the published figures next to this run, in the same 
   assert.match(md, /> 2,500 writes\/s/);
   assert.match(md, /none in our sources/);
 });
+
+test('results.json carries every ratio (p50, mean, worse, or why none)', async () => {
+  const { ratioSummary } = await import('../../www/bench/page/report.js');
+  const r = results({ 'create-item': { 'sqlite-tuned': cell(1, 2), ibexdb: cell(0.5, 3), 'ibexdb-relaxed': cell(0.01) } });
+  const [sec] = ratioSummary(r);
+  const l = sec.lines.find((x) => x.row === 'create-item');
+  assert.deepEqual({ ratio: l.ratios.ibexdb.ratio, meanRatio: l.ratios.ibexdb.meanRatio, worse: l.ratios.ibexdb.worse }, { ratio: 0.5, meanRatio: 1.5, worse: 1.5 });
+  assert.ok(l.ratios['ibexdb-relaxed'].none);
+});

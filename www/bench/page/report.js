@@ -266,6 +266,18 @@ export function ratios(results, line) {
   return out;
 }
 
+/**
+ * Every ratio of the report, for results.json: per section and line, per ibexdb engine, the p50
+ * and mean ratios, the SQLite engine each is against, and the worse one (or why there is none).
+ * @param {any} results
+ */
+export function ratioSummary(results) {
+  return reportSections(results).map((sec) => ({
+    section: sec.title,
+    lines: sec.lines.filter((l) => l.side !== 'stat').map((l) => ({ row: l.rowId, side: l.side, label: l.label, ...(l.comparable === false ? { notSameWork: true } : { ratios: ratios(results, l) }) })),
+  }));
+}
+
 /** Two engines that do identical work on read rows: their spread is the run's noise floor. */
 export const NOISE_PAIR = ['sqlite-tuned', 'sqlite-tuned-off'];
 
