@@ -36,8 +36,8 @@ const PRESETS = {
 /** What each preset must read back after open (effective()). */
 const WANT = {
   default: {},
-  tuned: { journal_mode: 'wal', locking_mode: 'exclusive', page_size: 16384, cache_size: -65536 },
-  best: { journal_mode: 'wal', locking_mode: 'exclusive', page_size: 4096, cache_size: -65536 },
+  tuned: { journal_mode: 'wal', locking_mode: 'exclusive', page_size: 16384, cache_size: -65536, items_without_rowid: false },
+  best: { journal_mode: 'wal', locking_mode: 'exclusive', page_size: 4096, cache_size: -65536, items_without_rowid: true },
 };
 
 const SCHEMA = `
@@ -194,11 +194,13 @@ export class Items {
       page_size: this.pragma('page_size'),
       cache_size: this.pragma('cache_size'),
       synchronous: syncNames[this.pragma('synchronous')] ?? String(this.pragma('synchronous')),
+      // The items table as created (the best preset's is WITHOUT ROWID).
+      items_without_rowid: /WITHOUT ROWID/i.test(String(this.db.selectValue("SELECT sql FROM sqlite_schema WHERE name = 'items'"))),
     };
     /** @type {Record<string, unknown>} */
     const want = { synchronous: this.cfg.synchronous, ...WANT[this.cfg.preset] };
     for (const [k, v] of Object.entries(want)) {
-      if (/** @type {any} */ (eff)[k] !== v) throw new Error(`sqlite-worker: PRAGMA ${k} is ${/** @type {any} */ (eff)[k]}, expected ${v} (preset ${this.cfg.preset})`);
+      if (/** @type {any} */ (eff)[k] !== v) throw new Error(`sqlite-worker: ${k} is ${/** @type {any} */ (eff)[k]}, expected ${v} (preset ${this.cfg.preset})`);
     }
     return eff;
   }
