@@ -23,7 +23,7 @@ const port = Number(process.env.PORT ?? 8080);
  * with its own flags (host resolver, site-data blocking), the rest measure Chromium's machinery
  * (the benchmark harness, byte quotas through its profile, compression, the cluster).
  */
-export const FIREFOX_SPECS = ['api', 'persistence', 'crash', 'multitab', 'sync', 'app', 'startup', 'package', 'bench-verify'].map((s) => `**/${s}.spec.ts`);
+export const FIREFOX_SPECS = ['api', 'persistence', 'crash', 'multitab', 'sync', 'app', 'startup', 'package', 'bench-verify', 'settle'].map((s) => `**/${s}.spec.ts`);
 
 /** The Firefox Playwright launches (scripts/firefox-bidi.mjs starts FIREFOX_BIN, default Debian's firefox-esr). */
 export const FIREFOX_LAUNCH = { executablePath: path.resolve(import.meta.dirname ?? '.', 'scripts/firefox-bidi.mjs') };

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Browser benchmark runner (make bench): serves the repo with COOP/COEP, opens www/bench/page/ in
 // headless Debian Chromium, runs window.runBench(), prints the table and writes
-// bench-results/<YYYY-MM-DD>/{results.json, results.md, report.html, report.png}.
+// bench-results/<YYYY-MM-DD>/{results.json, results.md, report.html, report.png, seeds.html}.
 //
 // Environment:
 //   BENCH_SIZES    comma-separated item counts N for the core and writes rows (default 100000);
@@ -41,8 +41,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from './serve.mjs';
-import { markdownTables, renderReport, reportSections, textTable } from '../www/bench/page/report.js';
+import { markdownTables, noiseFloor, ratioSummary, renderReport, reportSections, textTable } from '../www/bench/page/report.js';
 import { ROWS } from '../www/bench/shared/rows.js';
+import { renderSeeds, seedsMarkdown } from '../www/bench/page/seeds.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CHROMIUM_ARGS = [
@@ -365,10 +366,16 @@ async function main() {
     });
 
     await mkdir(outDir, { recursive: true });
+    // The report's ratios (p50 and mean, against the best SQLite doing the same work) and the
+    // run's noise floor, in the JSON too.
+    results.ratios = ratioSummary(results);
+    results.noiseFloor = noiseFloor(results);
     const html = renderReport(results);
     await writeFile(path.join(outDir, 'results.json'), JSON.stringify(results, null, 1));
     await writeFile(path.join(outDir, 'report.html'), html);
-    await writeFile(path.join(outDir, 'results.md'), markdownTables(results));
+    await writeFile(path.join(outDir, 'results.md'), `${markdownTables(results)}\n${seedsMarkdown(results)}`);
+    // The seeds' published figures next to this run's (www/bench/page/seeds.js).
+    await writeFile(path.join(outDir, 'seeds.html'), renderSeeds(results));
     // report.png: the summary view (header, ratio overview, tables, scaling charts), readable as one image.
     const shot = await browser.newPage({ viewport: { width: 1360, height: 900 } });
     await shot.setContent(renderReport(results, { summary: true }), { waitUntil: 'load' });
@@ -378,7 +385,7 @@ async function main() {
     console.log(textTable(results));
     console.log(`machine: ${machine.os}, ${machine.cpus} × ${machine.cpuModel}, ${(machine.memoryBytes / 2 ** 30).toFixed(1)} GiB; load avg ${machine.loadAvgAtStart.map((x) => x.toFixed(2)).join(' ')} → ${machine.loadAvgAtEnd.map((x) => x.toFixed(2)).join(' ')}`);
     console.log(`browser: ${results.meta.browser}; sqlite-wasm ${sqlitePkg} (SQLite ${results.meta.sqliteVersion})`);
-    console.log(`wrote ${path.relative(ROOT, outDir)}/results.json, results.md, report.html, report.png (${results.meta.wallSeconds.toFixed(0)} s)`);
+    console.log(`wrote ${path.relative(ROOT, outDir)}/results.json, results.md, report.html, report.png, seeds.html (${results.meta.wallSeconds.toFixed(0)} s)`);
 
     if (pageErrors.length) console.log(`page console errors: ${pageErrors.length} (printed above)`);
     let failed = false;

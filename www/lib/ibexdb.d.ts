@@ -321,6 +321,8 @@ export declare class Database {
 
   defineSchema(collection: string, schema: Schema): Promise<void>;
   flush(): Promise<void>;
+  /** Seal, flush and snapshot (if due) now, what the worker's timers would do later; nothing left pending. */
+  settle(): Promise<void>;
   verify(): Promise<VerifyReport>;
   exportIdentity(): Promise<string | null>;
   exportCommits(): Promise<Uint8Array<ArrayBuffer>>;

@@ -500,6 +500,16 @@ export class Database {
     return this._send('flush', [], none);
   }
 
+  /**
+   * Do now the background work the worker's timers would do later (policy.js): seal the unsealed
+   * local commits, flush, write a snapshot if one is due; resolves when durable, with nothing
+   * left pending. For an app (or the benchmark) that wants that work inside its own time, not
+   * during whatever runs next. @returns {Promise<void>}
+   */
+  settle() {
+    return this._send('settle', [], none);
+  }
+
   /** Re-prove the repository: every hash, signature, snapshot and index. @returns {Promise<import('./ibexdb.js').VerifyReport>} */
   verify() {
     return this._send('verify', [], parseJson);

@@ -248,20 +248,29 @@ async function runBench(options = {}) {
       };
       const engineRuns = engines.map((engine) => new EngineRun(engine, rp.section, rp.n, plan, opts.seed, onRow));
       for (const er of engineRuns) {
-        log(`--- ${er.engine.id}, ${where}`);
         er.result.plannedRows = rp.rows;
         results.runs.push(er.result);
+      }
+      // Starts (and create-instance) in turns too: the first engine rotates from section to section.
+      const sectionIndex = runPlan.indexOf(rp);
+      for (const er of engineRuns.map((_, j) => engineRuns[(sectionIndex + j) % engineRuns.length])) {
+        log(`--- ${er.engine.id}, ${where}`);
         await er.start(rp.rows);
       }
-      // The rows up to each op-by-op [page] row, engine after engine; then that [page] row with
-      // every engine in the same minutes (page-ops.js); each engine ends after its last part.
+      // The rows up to each op-by-op [page] row; then that [page] row with every engine in the
+      // same minutes (page-ops.js); each engine ends after its last part. Worker rows take turns
+      // too: row by row, every engine runs the row before the next row starts, and the engine
+      // that goes first rotates from row to row (never SQLite first throughout), so that no
+      // engine has minutes of its own: a ratio of two engines compares them on the same minutes.
       const parts = splitAfter(rp.rows, isPageOpRow);
+      let turn = 0;
       for (const [i, part] of parts.entries()) {
-        for (const er of engineRuns) {
-          if (parts.length > 1) log(`--- ${er.engine.id}, ${where} (part ${i + 1} of ${parts.length})`);
-          await er.rows(part);
-          if (i === parts.length - 1 && !part.some(isPageOpRow)) await er.finish();
+        for (const rowId of part) {
+          const order = engineRuns.map((_, j) => engineRuns[(turn + j) % engineRuns.length]);
+          turn++;
+          for (const er of order) await er.rows([rowId]);
         }
+        if (i === parts.length - 1 && !part.some(isPageOpRow)) for (const er of engineRuns) await er.finish();
         if (part.some(isPageOpRow)) {
           log(`--- [page] ${part.filter(isPageOpRow).join(', ')}, ${where}: engines interleaved`);
           await pageOpRows(engineRuns, part, plan, rp.n, onRow);

@@ -74,6 +74,11 @@ export class IbexPageClient {
     return [];
   }
 
+  /** The worker's deferred work now (seal, relaxed flush, due snapshot: db.settle()), so none of it runs later, in another engine's turn. */
+  settle() {
+    return this.db.settle();
+  }
+
   /** Seal, flush, snapshot, release the files, stop the worker. */
   close() {
     return this.db.close();
@@ -177,6 +182,11 @@ export class SqlitePageClient {
     if (op === 'get') return v === undefined || v === null ? [] : [v];
     if (op === 'queryRange') return v;
     return [];
+  }
+
+  /** No deferred work: SQLite runs its WAL checkpoints inside COMMIT (wal_autocheckpoint), nothing on timers. */
+  settle() {
+    return Promise.resolve();
   }
 
   /** Close the database (a WAL checkpoint in WAL mode), give the files back, stop the worker. */

@@ -17,15 +17,17 @@ const ROUNDS = 20;
 
 /**
  * Page-side operation generators per row: each returns an op descriptor {op, args, per?}. Every
- * engine gets the same sequence (one generator per engine, the same seed).
- * @param {number} n @param {number} seed @param {any} plan
+ * engine gets the same sequence (one generator per engine, the same seed). The warm-up draws from
+ * its own generators (another seed, new items named `page-warm-…`), so that a warm-up of another
+ * length leaves the timed sequence the same for every engine.
+ * @param {number} n @param {number} seed @param {any} plan @param {string} [prefix] new items' id prefix
  */
-export function pageOpMakers(n, seed, plan) {
+export function pageOpMakers(n, seed, plan, prefix = 'page-item-') {
   const pageRng = rng(seed ^ 0x5eed);
   let pageNew = 0;
   const nextNew = () => n + pageNew++;
   const batch = plan.rows['writes-batched']?.pageBatch ?? 100;
-  const newItem = () => { const i = nextNew(); return { ...makeItem(i), id: `page-item-${i}` }; };
+  const newItem = () => { const i = nextNew(); return { ...makeItem(i), id: `${prefix}${i}` }; };
   return {
     'read-by-id': () => ({ op: 'get', args: { id: itemId(pageRng.int(n)) } }),
     'simple-query': () => { const lo = pageRng.int(Math.max(1, n - 1000 + 1)); return { op: 'queryRange', args: { lo, hi: lo + 1000 } }; },
@@ -72,11 +74,24 @@ function writtenBy(msgs) {
  * files to the page client and reads the writes back; `pageApi` says how the page reaches it.
  */
 class Side {
-  /** @param {any} owner @param {{op: string, args: any, per?: number}[]} msgs @param {number} warm */
-  constructor(owner, msgs, warm) {
+  /**
+   * @param {any} owner @param {{timed: () => {op: string, args: any, per?: number}, warm: () => {op: string, args: any, per?: number}}} maker the row's operations, in order (timed), and the warm-up's
+   * @param {number} samples timed operations @param {{ops: number, ms: number}} warm the warm-up: at least `ops` operations and `ms` ms
+   * @param {boolean} write whether the row writes (its deferred work is paid inside each turn)
+   */
+  constructor(owner, maker, samples, warm, write) {
     this.owner = owner;
-    this.msgs = msgs;
-    this.warm = warm;
+    this.maker = maker;
+    this.samples = samples;
+    this.warmRule = warm;
+    this.write = write;
+    /** @type {{op: string, args: any, per?: number}[]} every operation sent, the warm-up's first */
+    this.msgs = [];
+    /** warm-up operations done (discarded) */
+    this.warm = 0;
+    /** The engine's deferred work (ibexdb: the seal, the relaxed flush, a due snapshot; db.settle()), timed at the end of each turn of a write row. */
+    this.settleMs = 0;
+    this.settles = 0;
     /** @type {any[]} */
     this.answers = [];
     /** @type {number[]} */
@@ -89,15 +104,34 @@ class Side {
     this.next = 0;
   }
 
+  /**
+   * Open the client and warm it up the same way for every engine: at least `warm.ops` operations
+   * and `warm.ms` ms of them (JIT tier-up of the client, the worker and, for SQLite, its JS VFS
+   * glue), then settle untimed (the warm-up's deferred work is not the timed operations' cost).
+   */
   async open() {
     await this.owner.w.call({ type: 'release' });
     this.client = await pageClientClass(this.owner.engine).open(this.owner.engine);
     this.isOpen = true;
     await this.client.buildIndexes();
-    for (; this.next < this.warm; this.next++) this.answers.push(await this.client.op(this.msgs[this.next]));
+    const t0 = performance.now();
+    while (this.warm < this.warmRule.ops || (performance.now() - t0 < this.warmRule.ms && this.warm < 10_000)) {
+      const m = this.maker.warm();
+      this.msgs.push(m);
+      this.answers.push(await this.client.op(m));
+      this.warm++;
+    }
+    this.next = this.warm;
+    for (let i = 0; i < this.samples; i++) this.msgs.push(this.maker.timed());
+    await this.client.settle();
   }
 
-  /** Time the next `count` operations, one awaited call each. @param {number} count */
+  /**
+   * Time the next `count` operations, one awaited call each. A write row's turn ends with the
+   * engine's deferred work (`settle()`), timed into the turn's last operation: it falls in this
+   * engine's own turn, never in another's.
+   * @param {number} count
+   */
   async block(count) {
     const end = Math.min(this.msgs.length, this.next + count);
     for (; this.next < end; this.next++) {
@@ -107,6 +141,14 @@ class Side {
       const t1 = performance.now();
       this.answers.push(v);
       this.times.push((t1 - t0) / (m.per ?? 1));
+    }
+    if (this.write && this.times.length) {
+      const t0 = performance.now();
+      await this.client.settle();
+      const ms = performance.now() - t0;
+      this.settleMs += ms;
+      this.settles++;
+      this.times[this.times.length - 1] += ms / (this.msgs[this.msgs.length - 1].per ?? 1);
     }
   }
 
@@ -122,7 +164,7 @@ class Side {
     await this.client.close();
     if (write) {
       this.trailingMs = performance.now() - t0;
-      if (this.times.length) this.times[this.times.length - 1] += this.trailingMs / (this.msgs[0].per ?? 1);
+      if (this.times.length) this.times[this.times.length - 1] += this.trailingMs / (this.msgs[this.msgs.length - 1].per ?? 1);
     }
   }
 
@@ -182,9 +224,10 @@ export async function pageOpRows(runs, rowIds, plan, n, onRow) {
     if (!live.length) continue;
     const def = live[0].rowDef(rowId);
     const samples = live[0].planFor(rowId).pageSamples;
-    const warm = def.write ? 1 : plan.pageWarmup ?? 1;
+    // The same warm-up for every engine and every row, reads and writes alike.
+    const warm = { ops: plan.pageWarmup ?? 1, ms: plan.warmupMs ?? 0 };
     setStatus(`[page] ${def.label}: ${live.map((r) => r.engine.id).join(', ')} interleaved`);
-    const sides = live.map((r) => new Side(r, Array.from({ length: samples + warm }, r.pageMakers[rowId]), warm));
+    const sides = live.map((r) => new Side(r, { timed: r.pageMakers[rowId], warm: r.warmMakers[rowId] }, samples, warm, !!def.write));
     const { per, failed } = await interleave(sides, !!def.write, n, samples);
     for (const s of sides) {
       const entry = s.owner.result.rows[rowId];
@@ -193,7 +236,7 @@ export async function pageOpRows(runs, rowIds, plan, n, onRow) {
         entry.error = `[page] ${error}`;
         s.owner.result.errors.push(`${rowId} [page]: ${error}`);
       } else {
-        entry.page = sampleSummary(s.times, 1, { warmupSamples: warm, ...(s.trailingMs !== undefined ? { trailingMs: s.trailingMs } : {}) });
+        entry.page = sampleSummary(s.times, 1, { warmupSamples: s.warm, ...(s.trailingMs !== undefined ? { trailingMs: s.trailingMs } : {}), ...(s.settles ? { settleMs: s.settleMs, settles: s.settles } : {}) });
         entry.pageVia = s.owner.pageApi ? 'public API (www/ibexdb.js)' : 'lean page worker (workers/sqlite-page.js)';
         entry.pageInterleaved = `engines ${live.map((r) => r.engine.id).join(', ')} in turns of ${per} operation${per === 1 ? '' : 's'}`;
       }

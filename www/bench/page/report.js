@@ -14,6 +14,7 @@ const COLORS = {
   'sqlite-default': '#8a8f98',
   'sqlite-tuned': '#2f6db5',
   'sqlite-tuned-off': '#7fb0e6',
+  'sqlite-best': '#173f73',
   ibexdb: '#d9731a',
   'ibexdb-relaxed': '#e8c330',
   'ibexdb-trusted': '#9c4a0c',
@@ -45,11 +46,15 @@ export function fmtCell(line, c, { p95 = false } = {}) {
   let s = fmtMs(c.p50);
   if (p95 && Number.isFinite(c.p95)) s += ` / ${fmtMs(c.p95)}`;
   if (line.rate) s += ` (${fmtRate(1000 / c.p50)} ${line.rate})`;
-  // Write rows: the mean next to the median, so that amortized work (seals, snapshots, the
-  // trailing work in the last sample) shows.
-  if (line.write && c.n > 1 && Number.isFinite(c.mean)) s += ` (mean ${fmtMs(c.mean)})`;
+  // The mean next to the median on every row, so that amortized work (seals, snapshots, the
+  // trailing work in the last sample) shows: the ratios are taken on both.
+  if (c.n > 1 && Number.isFinite(c.mean)) s += ` (mean ${fmtMs(c.mean)})`;
+  if (Number.isFinite(c.gapMs)) s += ` (page−worker ${fmtGap(c.gapMs)})`;
   return s;
 }
+
+/** A signed duration: the page-minus-worker gap. @param {number} ms */
+export const fmtGap = (ms) => `${ms < 0 ? '−' : '+'}${fmtMs(Math.abs(ms))}`;
 
 /** A cell of the tails table: per-operation p95 / p99 / max of operations timed one by one. */
 export function fmtTail(c) {
@@ -84,7 +89,10 @@ function linesFor(results, runs, rowIds, labelSuffix = '') {
             any = true;
           }
         } else if (m[side]) {
-          cells[run.engine] = { ...m[side], note: m.note };
+          // [page] cells: the page-minus-worker gap of the same engine (what the page adds: the
+          // round trip, the client, the structured clone), on the p50.
+          const gap = side === 'page' && Number.isFinite(m.worker?.p50) && Number.isFinite(m.page?.p50) ? { gapMs: m.page.p50 - m.worker.p50 } : {};
+          cells[run.engine] = { ...m[side], note: m.note, ...gap };
           any = true;
         }
       }
@@ -209,27 +217,105 @@ export function reportSections(results) {
   return sections;
 }
 
+/** Why a relaxed write row has no ratio (PROTOCOL.md "Ratios"). */
+export const RELAXED_NO_RATIO = 'no ratio: not the same guarantee. ibexdb-relaxed returns with the write in wasm memory only (lost if the tab dies within 50 ms); SQLite synchronous=OFF has written the page to its OPFS file (survives a tab crash, not an OS crash)';
+
+/** A cell's value for the ratio on `stat` ('p50' or 'mean'; a one-sample cell has its p50 only). @param {any} c @param {'p50' | 'mean'} stat */
+const statOf = (c, stat) => (Number.isFinite(c?.[stat]) ? c[stat] : c?.p50);
+
 /**
- * Ratio of each ibexdb engine to the best SQLite engine of the same durability on this line
- * (p50 / p50; below 1 means ibexdb is faster or smaller). Returns { [ibexEngineId]: {ratio, vs} }.
- * Lines whose engines do different work (comparable: false) get no ratio.
+ * Ratio of each ibexdb engine to the best SQLite engine on this line, on the p50 and on the mean
+ * (below 1 means ibexdb is faster or smaller); `worse` is the larger of the two, the one a short
+ * reading quotes. The best SQLite is per statistic and among every SQLite configuration doing the
+ * same work: on a read row (and a footprint line) every SQLite engine, whatever its durability; on
+ * a write row those of the same durability. Relaxed write rows get no ratio (`none`: why):
+ * ibexdb-relaxed and synchronous=OFF do not give the same guarantee. Lines whose engines do
+ * different work (comparable: false) get no ratio.
+ * Returns { [ibexEngineId]: {ratio, vs, meanRatio, vsMean, worse} | {none} }.
  */
 export function ratios(results, line) {
   if (line.comparable === false) return {};
   const byId = Object.fromEntries(results.engines.map((e) => [e.id, e]));
+  /** @type {Record<string, any>} */
   const out = {};
   for (const [id, cell] of Object.entries(line.cells)) {
     const eng = byId[id];
     if (!eng || eng.family !== 'ibexdb' || !Number.isFinite(cell.p50)) continue;
-    let best = null;
-    for (const [sid, scell] of Object.entries(line.cells)) {
-      const s = byId[sid];
-      if (!s || s.family !== 'sqlite' || s.durability !== eng.durability || !Number.isFinite(scell.p50)) continue;
-      if (!best || scell.p50 < best.p50) best = { id: sid, p50: scell.p50 };
+    if (line.write && eng.durability === 'relaxed') {
+      out[id] = { none: RELAXED_NO_RATIO };
+      continue;
     }
-    if (best && best.p50 > 0) out[id] = { ratio: cell.p50 / best.p50, vs: best.id };
+    /** @param {'p50' | 'mean'} stat */
+    const best = (stat) => {
+      let b = null;
+      for (const [sid, scell] of Object.entries(line.cells)) {
+        const s = byId[sid];
+        const v = statOf(scell, stat);
+        if (!s || s.family !== 'sqlite' || (line.write && s.durability !== eng.durability) || !Number.isFinite(v) || v <= 0) continue;
+        if (!b || v < b.v) b = { id: sid, v };
+      }
+      return b;
+    };
+    const bp = best('p50');
+    const bm = best('mean');
+    if (!bp || !bm) continue;
+    const ratio = cell.p50 / bp.v;
+    const meanRatio = statOf(cell, 'mean') / bm.v;
+    out[id] = { ratio, vs: bp.id, meanRatio, vsMean: bm.id, worse: Math.max(ratio, meanRatio) };
   }
   return out;
+}
+
+/**
+ * Every ratio of the report, for results.json: per section and line, per ibexdb engine, the p50
+ * and mean ratios, the SQLite engine each is against, and the worse one (or why there is none).
+ * @param {any} results
+ */
+export function ratioSummary(results) {
+  return reportSections(results).map((sec) => ({
+    section: sec.title,
+    lines: sec.lines.filter((l) => l.side !== 'stat').map((l) => ({ row: l.rowId, side: l.side, label: l.label, ...(l.comparable === false ? { notSameWork: true } : { ratios: ratios(results, l) }) })),
+  }));
+}
+
+/** Two engines that do identical work on read rows: their spread is the run's noise floor. */
+export const NOISE_PAIR = ['sqlite-tuned', 'sqlite-tuned-off'];
+
+/**
+ * The run's noise floor: on every read line (worker and [page]) where both engines of NOISE_PAIR
+ * were timed, the spread max/min of their p50s (and of their means). They run the same SQLite
+ * with the same pages and the same reads (only synchronous differs, which reads never reach), so
+ * any spread is the machine's. Returns null when the pair was not run.
+ */
+export function noiseFloor(results) {
+  const spreads = [];
+  for (const sec of reportSections(results)) {
+    for (const line of sec.lines) {
+      if (line.write || line.side === 'stat' || line.comparable === false) continue;
+      const [a, b] = NOISE_PAIR.map((id) => line.cells[id]);
+      if (!Number.isFinite(a?.p50) || !Number.isFinite(b?.p50) || a.p50 <= 0 || b.p50 <= 0) continue;
+      const sp = (/** @type {number} */ x, /** @type {number} */ y) => Math.max(x, y) / Math.min(x, y);
+      spreads.push({ label: `${line.label}${sec.key.startsWith('n') ? ` (${sec.title.replace('Operations, ', '')})` : ''}`, p50: sp(a.p50, b.p50), mean: sp(statOf(a, 'mean'), statOf(b, 'mean')) });
+    }
+  }
+  if (!spreads.length) return null;
+  const med = (/** @type {number[]} */ xs) => [...xs].sort((x, y) => x - y)[Math.ceil(xs.length / 2) - 1];
+  const worst = spreads.reduce((w, x) => (Math.max(x.p50, x.mean) > Math.max(w.p50, w.mean) ? x : w));
+  return { pair: NOISE_PAIR, lines: spreads.length, medianP50: med(spreads.map((x) => x.p50)), medianMean: med(spreads.map((x) => x.mean)), worst, spreads };
+}
+
+/** The noise floor in one sentence. @param {ReturnType<typeof noiseFloor>} nf */
+export function noiseText(nf) {
+  if (!nf) return 'Noise floor: not measured (the run did not time both sqlite-tuned and sqlite-tuned-off on read rows).';
+  const pct = (/** @type {number} */ r) => `${((r - 1) * 100).toFixed(0)}%`;
+  return `Noise floor of this run: ${nf.pair.join(' and ')} do identical reads; over ${nf.lines} read lines their p50s differ by ${pct(nf.medianP50)} (median) and their means by ${pct(nf.medianMean)}; the widest: ${pct(Math.max(nf.worst.p50, nf.worst.mean))} on ${nf.worst.label}. A ratio within that distance of 1× is a tie.`;
+}
+
+/** A ratio cell's text: the worse of the two first, then both. @param {any} r */
+export function fmtRatios(r) {
+  if (!r) return '';
+  if (r.none) return 'no ratio';
+  return `${fmtRatio(r.worse)} (p50 ${fmtRatio(r.ratio)}, mean ${fmtRatio(r.meanRatio)})`;
 }
 
 function enginesIn(results, lines) {
@@ -246,7 +332,7 @@ export function textTable(results) {
   for (const sec of reportSections(results)) {
     const engines = enginesIn(results, sec.lines);
     const ibex = engines.filter((e) => isIbex(results, e));
-    const header = ['operation (p50)', ...engines, ...ibex.map((e) => `${e}/best-sqlite`), ...(sec.reference ? [sec.reference] : [])];
+    const header = ['operation (p50)', ...engines, ...ibex.map((e) => `${e}/best-sqlite p50|mean`), ...(sec.reference ? [sec.reference] : [])];
     const body = [];
     const notes = new Map();
     for (const line of sec.lines) {
@@ -262,7 +348,7 @@ export function textTable(results) {
           }
           return fmtCell(line, c);
         }),
-        ...ibex.map((e) => (line.comparable === false ? (line.cells[e] ? 'not same work' : '') : r[e] ? fmtRatio(r[e].ratio) : '')),
+        ...ibex.map((e) => (line.comparable === false ? (line.cells[e] ? 'not same work' : '') : !r[e] ? '' : r[e].none ? 'no ratio' : `${fmtRatio(r[e].ratio)}|${fmtRatio(r[e].meanRatio)}`)),
         ...(sec.reference ? [line.reference ?? ''] : []),
       ]);
     }
@@ -275,8 +361,10 @@ export function textTable(results) {
     for (const [reason, rows] of notes) {
       out.push(`  n/a — ${reason}: ${[...rows].map(([label, es]) => `${label} (${es.length === engines.length ? 'every engine' : es.join(', ')})`).join('; ')}`);
     }
+    if (sec.lines.some((l) => Object.values(ratios(results, l)).some((x) => x.none))) out.push(`  no ratio — ${RELAXED_NO_RATIO.replace(/^no ratio: /, '')}`);
     out.push('');
   }
+  if (out.length) out.push(noiseText(noiseFloor(results)), '');
   return out.join('\n');
 }
 
@@ -289,7 +377,7 @@ export function markdownTables(results) {
     out.push(`### ${sec.title}`, '');
     if (sec.subtitle) out.push(`${sec.subtitle}`, '');
     const ref = sec.reference ? [sec.reference] : [];
-    out.push(`| operation (p50) | ${engines.join(' | ')} | ${[...ibex.map((e) => `${e} ÷ best SQLite`), ...ref].join(' | ')} |`);
+    out.push(`| operation (p50) | ${engines.join(' | ')} | ${[...ibex.map((e) => `${e} ÷ best SQLite (worse of p50, mean)`), ...ref].join(' | ')} |`);
     out.push(`|---|${engines.map(() => '--:').join('|')}|${[...ibex, ...ref].map(() => '--:').join('|')}|`);
     const na = new Map();
     for (const line of sec.lines) {
@@ -302,12 +390,13 @@ export function markdownTables(results) {
         }
         return fmtCell(line, c).replace(/\|/g, '\\|');
       });
-      const rs = ibex.map((e) => (line.comparable === false ? (line.cells[e] ? 'not same work' : '') : r[e] ? `**${fmtRatio(r[e].ratio)}**` : ''));
+      const rs = ibex.map((e) => (line.comparable === false ? (line.cells[e] ? 'not same work' : '') : !r[e] ? '' : r[e].none ? 'no ratio' : `**${fmtRatio(r[e].worse)}** (p50 ${fmtRatio(r[e].ratio)}, mean ${fmtRatio(r[e].meanRatio)})`));
       if (sec.reference) rs.push(line.reference ?? '');
       out.push(`| ${line.label} | ${cells.join(' | ')} | ${rs.join(' | ')} |`);
     }
     // One mention per row, whatever the sizes (the fat suite lists each row at three sizes).
     for (const [reason, rows] of na) out.push('', `n/a — ${reason}: ${[...new Set([...rows].map((l) => l.replace(/ — N = .*/, '')))].join('; ')}.`);
+    if (sec.lines.some((l) => Object.values(ratios(results, l)).some((x) => x.none))) out.push('', `No ratio on the relaxed write rows: ${RELAXED_NO_RATIO.replace(/^no ratio: /, '')}.`);
     out.push('');
     // Tails: operations long enough to be timed one by one (>= 50 µs), per operation.
     const tails = sec.lines.filter((l) => Object.values(l.cells).some((c) => c.ops));
@@ -319,6 +408,7 @@ export function markdownTables(results) {
       out.push('');
     }
   }
+  if (out.length) out.push(noiseText(noiseFloor(results)), '');
   return out.join('\n');
 }
 
@@ -375,12 +465,15 @@ export function barChartSvg(results, line) {
 }
 
 /**
- * Ratio overview: one row per line, one dot per ibexdb engine at ibexdb p50 / best SQLite p50 of
- * the same durability, log scale 1/1000× … 1000×; left of the 1× line = ibexdb faster.
+ * Ratio overview: one row per line; per ibexdb engine a filled dot at its p50 ratio and a ring at
+ * its mean ratio (ratios() above), joined by a line; log scale 1/1000× … 1000×; left of the 1×
+ * line = ibexdb faster. The grey band around 1× is the run's noise floor (`nf`, noiseFloor()):
+ * the spread of two engines doing identical reads.
+ * @param {any} results @param {any[]} lines @param {ReturnType<typeof noiseFloor>} [nf]
  */
-export function ratioChartSvg(results, lines) {
+export function ratioChartSvg(results, lines, nf = null) {
   const ibex = results.engines.filter((e) => e.family === 'ibexdb').map((e) => e.id);
-  const rowsData = lines.map((l) => ({ l, r: ratios(results, l) })).filter((x) => Object.keys(x.r).length);
+  const rowsData = lines.map((l) => ({ l, r: Object.fromEntries(Object.entries(ratios(results, l)).filter(([, v]) => !v.none)) })).filter((x) => Object.keys(x.r).length);
   if (!rowsData.length) return '';
   const width = 860;
   const labelW = 330;
@@ -395,6 +488,10 @@ export function ratioChartSvg(results, lines) {
   p.push(`<svg width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" xmlns="http://www.w3.org/2000/svg" font-family="system-ui, sans-serif" font-size="11">`);
   p.push(`<rect x="${labelW}" y="${top - 4}" width="${(x(1) - labelW).toFixed(1)}" height="${height - top}" fill="#eef7ee"/>`);
   p.push(`<rect x="${x(1).toFixed(1)}" y="${top - 4}" width="${(labelW + plotW - x(1)).toFixed(1)}" height="${height - top}" fill="#fbefea"/>`);
+  if (nf) {
+    const f = Math.max(nf.medianP50, nf.medianMean);
+    p.push(`<rect x="${x(1 / f).toFixed(1)}" y="${top - 4}" width="${Math.max(1, x(f) - x(1 / f)).toFixed(1)}" height="${height - top}" fill="#bbb" opacity="0.45"><title>${esc(`noise floor: ×${f.toFixed(2)} either side of 1× (median spread of ${nf.pair.join(' / ')} on identical reads)`)}</title></rect>`);
+  }
   for (let d = lo; d <= hi; d++) {
     const gx = x(10 ** d).toFixed(1);
     p.push(`<line x1="${gx}" y1="${top - 4}" x2="${gx}" y2="${height - 4}" stroke="${d === 0 ? '#333' : '#d8d8d8'}" stroke-width="${d === 0 ? 1.5 : 1}"/>`);
@@ -410,7 +507,12 @@ export function ratioChartSvg(results, lines) {
       const v = r[id];
       if (!v) return;
       const cx = x(v.ratio);
-      p.push(`<circle cx="${cx.toFixed(1)}" cy="${(y + (j - 1) * 3).toFixed(1)}" r="4.5" fill="${engineColor(id, j)}" stroke="#fff" stroke-width="0.8"><title>${esc(`${id}: ${fmtRatio(v.ratio)} vs ${v.vs}`)}</title></circle>`);
+      const mx = x(v.meanRatio);
+      const cy = (y + (j - 1) * 3).toFixed(1);
+      const color = engineColor(id, j);
+      p.push(`<line x1="${cx.toFixed(1)}" y1="${cy}" x2="${mx.toFixed(1)}" y2="${cy}" stroke="${color}" stroke-width="1.5"/>`);
+      p.push(`<circle cx="${mx.toFixed(1)}" cy="${cy}" r="4" fill="#fff" stroke="${color}" stroke-width="2"><title>${esc(`${id}: mean ${fmtRatio(v.meanRatio)} vs ${v.vsMean}`)}</title></circle>`);
+      p.push(`<circle cx="${cx.toFixed(1)}" cy="${cy}" r="4.5" fill="${color}" stroke="#fff" stroke-width="0.8"><title>${esc(`${id}: p50 ${fmtRatio(v.ratio)} vs ${v.vs}`)}</title></circle>`);
     });
   });
   p.push('</svg>');
@@ -489,7 +591,7 @@ function sectionTable(results, sec) {
   const h = [];
   h.push('<table class="main"><tr><th>operation<br><span class="sub">p50; p95 · samples×K below</span></th>'
     + engines.map((e) => `<th><i class="sw" style="background:${engineColor(e)}"></i>${esc(e)}</th>`).join('')
-    + ibex.map((e) => `<th class="ratio"><i class="sw" style="background:${engineColor(e)};border-radius:6px"></i>${esc(e)}<br><span class="sub">÷ best SQLite</span></th>`).join('')
+    + ibex.map((e) => `<th class="ratio"><i class="sw" style="background:${engineColor(e)};border-radius:6px"></i>${esc(e)}<br><span class="sub">÷ best SQLite: the worse of p50, mean</span></th>`).join('')
     + (sec.reference ? `<th>${esc(sec.reference)}</th>` : '') + '</tr>');
   for (const line of sec.lines) {
     const r = ratios(results, line);
@@ -501,15 +603,16 @@ function sectionTable(results, sec) {
         if (c.na) return `<td class="na" title="${esc(c.na)}">n/a</td>`;
         if (line.unit === 'bytes') return `<td>${esc(fmtBytes(c.p50))}</td>`;
         const rate = line.rate ? ` <span class="rate">${esc(fmtRate(1000 / c.p50))}/s</span>` : '';
-        const mean = line.write && c.n > 1 ? ` <span class="p95">mean ${esc(fmtMs(c.mean))}</span>` : '';
-        const ops = c.ops ? ` · op p95 ${esc(fmtMs(c.ops.p95))}, max ${esc(fmtMs(c.ops.max))}` : '';
+        const mean = c.n > 1 && Number.isFinite(c.mean) ? ` <span class="p95">mean ${esc(fmtMs(c.mean))}</span>` : '';
+        const ops = (c.ops ? ` · op p95 ${esc(fmtMs(c.ops.p95))}, max ${esc(fmtMs(c.ops.max))}` : '') + (Number.isFinite(c.gapMs) ? ` · page−worker ${esc(fmtGap(c.gapMs))}` : '');
         return `<td title="${esc(c.note ?? '')}">${esc(fmtMs(c.p50))}${rate}${mean}<br><span class="p95">${esc(fmtMs(c.p95))} · ${c.n}×${c.k ?? 1}${ops}</span></td>`;
       }).join('')
       + ibex.map((e) => {
         if (line.comparable === false) return line.cells[e] ? '<td class="na" title="the engines do different work on this row">not same work</td>' : '<td></td>';
         if (!r[e]) return '<td></td>';
-        const cls = r[e].ratio <= 1 ? 'good' : 'bad';
-        return `<td class="${cls}" title="vs ${esc(r[e].vs)}">${fmtRatio(r[e].ratio)}</td>`;
+        if (r[e].none) return `<td class="na" title="${esc(r[e].none)}">no ratio</td>`;
+        const cls = r[e].worse <= 1 ? 'good' : 'bad';
+        return `<td class="${cls}" title="p50 vs ${esc(r[e].vs)}, mean vs ${esc(r[e].vsMean)}">${fmtRatio(r[e].worse)}<br><span class="p95">p50 ${fmtRatio(r[e].ratio)} · mean ${fmtRatio(r[e].meanRatio)}</span></td>`;
       }).join('')
       + (sec.reference ? `<td>${esc(line.reference ?? '')}</td>` : '')
       + '</tr>');
@@ -589,8 +692,9 @@ export function renderReport(results, { summary = false } = {}) {
     + (m.roundTripProbe ? `Page ↔ worker round trip of a small message, timed like a [page] operation (p50 / p95): ${esc(Object.values(m.roundTripProbe).map((v) => `${fmtMs(v.p50)} / ${fmtMs(v.p95)}`).join(' · '))}: the floor under every [page] row, for both engines.<br>` : '')
     + `Times are p50 (p95 after the slash). Percentiles by nearest rank over the recorded samples; micro-operations are timed as loops of K and divided by K. `
     + `<b>[page]</b> rows are timed on the page around one awaited call per operation (SQLite: an op message to its worker; ibexdb: the public API, www/ibexdb.js), every engine's client open at once and the engines taking turns, so that all of them meet the same page ↔ worker transits (cold starts: a fresh page per sample); other rows are timed inside the engine's worker. `
-    + `Ratio = ibexdb p50 / p50 of the best SQLite configuration with the same durability (below 1 = ibexdb faster). ${m.memoryMeasurement ? `Memory: ${esc(m.memoryMeasurement)}.` : ''}</div>`);
+    + `Ratios = ibexdb / the best SQLite configuration doing the same work, on the p50 and on the mean (each against its own best); the cell shows the worse of the two first (below 1 = ibexdb faster). Read rows: the best of every SQLite engine; write rows: of the same durability; relaxed write rows: no ratio (${esc(RELAXED_NO_RATIO.replace(/^no ratio: /, ''))}). ${m.memoryMeasurement ? `Memory: ${esc(m.memoryMeasurement)}.` : ''}</div>`);
 
+  h.push('<p class="meta">The seeds\' published figures (GoatDB, OMGDB) next to this run\'s, and the rows mirroring go-sqlite-bench, go-persist and DBX: <a href="seeds.html">seeds.html</a>.</p>');
   const legend = results.engines.filter((e) => results.runs.some((r) => r.engine === e.id));
   h.push(`<p class="legend">${legend.map((e, i) => `<span><i style="background:${engineColor(e.id, i)}"></i><b>${esc(e.id)}</b> (${esc(e.durability)}) — ${esc(e.description ?? '')}</span>`).join('<br>')}</p>`);
 
@@ -598,10 +702,12 @@ export function renderReport(results, { summary = false } = {}) {
   if (errs.length) h.push(`<div class="errors"><b>Errors:</b><ul>${errs.map((e) => `<li>${esc(e)}</li>`).join('')}</ul></div>`);
 
   // At a glance: every ratio of every section.
-  const glance = sections.map((sec) => ({ sec, svg: ratioChartSvg(results, sec.lines.filter((l) => l.side !== 'stat')) })).filter((x) => x.svg);
+  const nf = noiseFloor(results);
+  const glance = sections.map((sec) => ({ sec, svg: ratioChartSvg(results, sec.lines.filter((l) => l.side !== 'stat'), nf) })).filter((x) => x.svg);
   if (glance.length) {
-    h.push('<h2>At a glance: ibexdb / best SQLite of the same durability (p50)</h2>');
-    h.push(`<p class="legend">${results.engines.filter((e) => e.family === 'ibexdb' && results.runs.some((r) => r.engine === e.id)).map((e, i) => `<span><i style="background:${engineColor(e.id, i)};border-radius:6px"></i>${esc(e.id)} vs best ${e.durability === 'full' ? 'of sqlite-default / sqlite-tuned' : 'sqlite-tuned-off'}</span>`).join('')} — green side: ibexdb faster; red side: slower; ratios beyond 1000× are drawn at the edge. Rows marked n/a or "not same work" have no dot.</p>`);
+    h.push('<h2>At a glance: ibexdb / best SQLite, on the p50 (dot) and on the mean (ring)</h2>');
+    h.push(`<p class="legend">${results.engines.filter((e) => e.family === 'ibexdb' && results.runs.some((r) => r.engine === e.id)).map((e, i) => `<span><i style="background:${engineColor(e.id, i)};border-radius:6px"></i>${esc(e.id)}</span>`).join('')} — vs the best SQLite per row and per statistic: on read rows the best of every SQLite engine, on write rows the best of the same durability (relaxed write rows: no ratio, not the same guarantee). Green side: ibexdb faster; red side: slower; ratios beyond 1000× are drawn at the edge. Rows marked n/a or "not same work" have no dot. Grey band: the run's noise floor.</p>`);
+    h.push(`<p class="what">${esc(noiseText(nf))}</p>`);
     for (const { sec, svg } of glance) h.push(`<h3>${esc(sec.title)}</h3>${svg}`);
   }
 

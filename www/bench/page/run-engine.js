@@ -87,6 +87,8 @@ export class EngineRun {
     this.pendingPage = new Set();
     /** The operations of its op-by-op [page] rows: the same sequence for every engine of a section. */
     this.pageMakers = pageOpMakers(n, seed, plan);
+    /** The warm-up's operations (page-ops.js Side): another seed, new items of their own. */
+    this.warmMakers = pageOpMakers(n, seed ^ 0x77a4, plan, 'page-warm-');
     /** whether this engine's run ended (finished, or stopped by a failure) */
     this.stopped = false;
     this.result = {

@@ -4,6 +4,13 @@
 //
 //   preset 'default' : the build's defaults (rollback journal, 8 KiB pages, normal locking), synchronous=FULL
 //   preset 'tuned'   : locking_mode=EXCLUSIVE, page_size=16384, journal_mode=WAL, cache_size=-65536
+//   preset 'best'    : the best SQLite a tuned app would write (issue 24): locking_mode=EXCLUSIVE,
+//                      page_size=4096 (a one-row commit writes 4 KiB pages, not 16 KiB ones),
+//                      journal_mode=WAL, cache_size=-65536; `items` a WITHOUT ROWID table keyed by
+//                      the text id (two B-trees, not three); bulk reads as one
+//                      json_group_array(json_object(…)) and one JSON.parse; bulk inserts as one
+//                      INSERT … SELECT … FROM json_each(?); the complex query's tag test with instr
+//                      on the JSON text instead of a json_each per row
 //   synchronous      : 'FULL' (durable rows) or 'OFF' (relaxed rows)
 //
 // Data model, done the idiomatic SQLite way:
@@ -23,6 +30,14 @@ const PRESETS = {
   // WAL keeps its index in heap memory, which SQLite only allows in exclusive mode), and page_size
   // must be set before the first table is created (it cannot change once a database is in WAL mode).
   tuned: [['locking_mode', 'EXCLUSIVE'], ['page_size', 16384], ['journal_mode', 'WAL'], ['cache_size', -65536]],
+  best: [['locking_mode', 'EXCLUSIVE'], ['page_size', 4096], ['journal_mode', 'WAL'], ['cache_size', -65536]],
+};
+
+/** What each preset must read back after open (effective()). */
+const WANT = {
+  default: {},
+  tuned: { journal_mode: 'wal', locking_mode: 'exclusive', page_size: 16384, cache_size: -65536, items_without_rowid: false },
+  best: { journal_mode: 'wal', locking_mode: 'exclusive', page_size: 4096, cache_size: -65536, items_without_rowid: true },
 };
 
 const SCHEMA = `
@@ -30,7 +45,16 @@ const SCHEMA = `
   CREATE INDEX IF NOT EXISTS items_count ON items(count);
 `;
 
+const SCHEMA_BEST = `
+  CREATE TABLE IF NOT EXISTS items(id TEXT PRIMARY KEY, title TEXT, count INTEGER, tags TEXT) WITHOUT ROWID;
+  CREATE INDEX IF NOT EXISTS items_count ON items(count);
+`;
+
 const COLS = 'id, title, count, tags';
+/** One item as a JSON object (tags: the stored JSON array, embedded as JSON). */
+const JSON_ITEM = "json_object('id', id, 'title', title, 'count', count, 'tags', json(tags))";
+/** The rows of `from` (a subquery: its order is kept) as one JSON array of items: one parse on the JS side. @param {string} from */
+const jsonItems = (from) => `SELECT json_group_array(${JSON_ITEM}) FROM (${from})`;
 export const SQL = {
   get: 'SELECT title, count, tags FROM items WHERE id = ?',
   put: 'INSERT INTO items(id, title, count, tags) VALUES (?, ?, ?, ?)',
@@ -46,6 +70,20 @@ export const SQL = {
   scanAll: "SELECT count(*) FROM items WHERE title LIKE 'Item %'",
   keys: 'SELECT id FROM items ORDER BY id',
   aggregate: 'SELECT sum(count), min(count), max(count), avg(count) FROM items',
+};
+
+/** The 'best' preset's statements, in place of SQL's of the same key (`jsonRows`: one JSON text to parse). */
+export const SQL_BEST = {
+  ...SQL,
+  all: jsonItems(`SELECT ${COLS} FROM items`),
+  range: jsonItems(`SELECT ${COLS} FROM items WHERE count >= ? AND count < ? ORDER BY count`),
+  // The tag bound as its JSON text ("category 3" with its quotes): instr finds it in the stored
+  // array exactly (a longer tag such as "category 33" has no closing quote after the 3).
+  complex: jsonItems(`SELECT ${COLS} FROM items WHERE instr(tags, ?) > 0 AND title GLOB '*[0-9]*' ORDER BY count DESC LIMIT ?`),
+  getMany: jsonItems(`SELECT ${COLS} FROM items WHERE id IN (SELECT value FROM json_each(?))`),
+  keys: 'SELECT json_group_array(id) FROM (SELECT id FROM items ORDER BY id)',
+  putMany: `INSERT INTO items(id, title, count, tags)
+            SELECT json_extract(value, '$.id'), json_extract(value, '$.title'), json_extract(value, '$.count'), json_extract(value, '$.tags') FROM json_each(?)`,
 };
 
 /**
@@ -89,7 +127,7 @@ export async function openItems(pool, cfg) {
   const db = new pool.OpfsSAHPoolDb(DB_FILE);
   for (const [k, v] of PRESETS[cfg.preset]) db.exec(`PRAGMA ${k}=${v}`);
   db.exec(`PRAGMA synchronous=${cfg.synchronous}`);
-  db.exec(SCHEMA);
+  db.exec(cfg.preset === 'best' ? SCHEMA_BEST : SCHEMA);
   return new Items(db, cfg);
 }
 
@@ -132,8 +170,12 @@ export class Items {
   constructor(db, cfg) {
     this.db = db;
     this.cfg = cfg;
+    /** whether this is the 'best' preset: JSON bulk reads and inserts, instr (SQL_BEST) */
+    this.best = cfg.preset === 'best';
+    /** @type {Record<string, string>} the SQL of each statement */
+    this.sql = this.best ? SQL_BEST : SQL;
     /** @type {Record<string, any>} prepared statements, by SQL key */
-    this.st = Object.fromEntries(Object.entries(SQL).map(([k, sql]) => [k, db.prepare(sql)]));
+    this.st = Object.fromEntries(Object.entries(this.sql).map(([k, sql]) => [k, db.prepare(sql)]));
     /** "WHERE id IN (?,...)" statements by arity */
     this.inList = new Map();
   }
@@ -152,19 +194,20 @@ export class Items {
       page_size: this.pragma('page_size'),
       cache_size: this.pragma('cache_size'),
       synchronous: syncNames[this.pragma('synchronous')] ?? String(this.pragma('synchronous')),
+      // The items table as created (the best preset's is WITHOUT ROWID).
+      items_without_rowid: /WITHOUT ROWID/i.test(String(this.db.selectValue("SELECT sql FROM sqlite_schema WHERE name = 'items'"))),
     };
     /** @type {Record<string, unknown>} */
-    const want = { synchronous: this.cfg.synchronous };
-    if (this.cfg.preset === 'tuned') Object.assign(want, { journal_mode: 'wal', locking_mode: 'exclusive', page_size: 16384, cache_size: -65536 });
+    const want = { synchronous: this.cfg.synchronous, ...WANT[this.cfg.preset] };
     for (const [k, v] of Object.entries(want)) {
-      if (/** @type {any} */ (eff)[k] !== v) throw new Error(`sqlite-worker: PRAGMA ${k} is ${/** @type {any} */ (eff)[k]}, expected ${v} (preset ${this.cfg.preset})`);
+      if (/** @type {any} */ (eff)[k] !== v) throw new Error(`sqlite-worker: ${k} is ${/** @type {any} */ (eff)[k]}, expected ${v} (preset ${this.cfg.preset})`);
     }
     return eff;
   }
 
   /** What close would do with the writes so far: in WAL mode, checkpoint the WAL into the database. */
   checkpoint() {
-    if (this.cfg.preset === 'tuned') this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    if (this.cfg.preset !== 'default') this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
   }
 
   close() {
@@ -198,8 +241,19 @@ export class Items {
     }
   }
 
+  /** The one JSON text a 'best' statement returns, parsed (always resets it). @param {any} s */
+  json(s) {
+    try {
+      s.step();
+      return JSON.parse(s.getString(0));
+    } finally {
+      s.reset();
+    }
+  }
+
   /** @param {string[]} ids */
   getMany(ids) {
+    if (this.best) return this.json(this.st.getMany.bind([JSON.stringify(ids)]));
     let s = this.inList.get(ids.length);
     if (!s) {
       s = this.db.prepare(`SELECT ${COLS} FROM items WHERE id IN (${ids.map(() => '?').join(',')})`);
@@ -229,8 +283,23 @@ export class Items {
     }
   }
 
+  /**
+   * 'best': the items as one statement (INSERT … SELECT … FROM json_each(?)), inside the caller's
+   * transaction or as one of its own (one statement is one transaction).
+   * @param {{id: string, title: string, count: number, tags: string[]}[]} items
+   */
+  insertJson(items) {
+    const s = this.st.putMany;
+    try {
+      s.bind([JSON.stringify(items)]).stepReset();
+    } finally {
+      s.reset();
+    }
+  }
+
   /** One transaction. @param {{id: string, title: string, count: number, tags: string[]}[]} items */
   putMany(items) {
+    if (this.best) return this.insertJson(items);
     const s = this.st.put;
     try {
       this.inTransaction(() => {
@@ -242,17 +311,18 @@ export class Items {
   }
 
   all() {
-    return collect(this.st.all);
+    return this.best ? this.json(this.st.all) : collect(this.st.all);
   }
 
   /** @param {number} lo @param {number} hi */
   queryRange(lo, hi) {
     this.st.range.bind([lo, hi]);
-    return collect(this.st.range);
+    return this.best ? this.json(this.st.range) : collect(this.st.range);
   }
 
   /** @param {{tag: string, limit: number}} q */
   queryComplex({ tag, limit }) {
+    if (this.best) return this.json(this.st.complex.bind([JSON.stringify(tag), limit]));
     this.st.complex.bind([tag, limit]);
     return collect(this.st.complex);
   }
@@ -267,6 +337,7 @@ export class Items {
   }
 
   keys() {
+    if (this.best) return this.json(this.st.keys);
     const s = this.st.keys;
     const out = [];
     try {

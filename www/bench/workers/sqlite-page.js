@@ -24,6 +24,7 @@ function apply(op, a, inTxn) {
     case 'update': return items.update(a.id, a.fields);
     case 'putMany':
       if (!inTxn) return items.putMany(a.items);
+      if (items.best) return items.insertJson(a.items);
       for (const it of a.items) items.put(it);
       return undefined;
     default: throw new Error(`unknown op ${op}`);

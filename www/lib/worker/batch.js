@@ -134,7 +134,7 @@ export class Batches {
    */
   exec(name, args, origin) {
     if (!isOp(name)) throw new ProtocolError(`unknown operation ${JSON.stringify(name)}`);
-    const cx = { engine: this.rt.owned(), live: this.live, sync: this.sync, crypto: this.crypto, origin };
+    const cx = { engine: this.rt.owned(), live: this.live, sync: this.sync, maintenance: this.maintenance, crypto: this.crypto, origin };
     return /** @type {(cx: import('./ops.js').OpContext, ...a: any[]) => unknown} */ (OPS[name].run)(cx, ...args);
   }
 }

@@ -13,6 +13,7 @@ import { verifyRepository } from './verify.js';
  * @property {import('../engine.js').EngineHandle} engine
  * @property {import('./live.js').LiveQueries} live
  * @property {import('./sync.js').SyncManager} sync
+ * @property {import('./maintenance.js').Maintenance} maintenance the timers' work (settle runs it now)
  * @property {import('./crypto.js').HostCrypto | null} crypto WebCrypto for verify()'s seal signatures
  * @property {string} origin 'local' (this worker's page) or the client worker that sent the batch
  */
@@ -58,6 +59,13 @@ export const OPS = Object.freeze({
   defineSchema: op((cx, /** @type {string} */ collection, /** @type {string} */ schemaJson) => cx.engine.defineSchemaJson(collection, schemaJson)),
   flush: op(async (cx) => {
     cx.engine.flush();
+    await cx.engine.durable();
+  }),
+  // The timers' work done now (policy.js runMaintenance, every deadline due): nothing left pending.
+  settle: op(async (cx) => {
+    cx.maintenance.cancel();
+    if (cx.engine.seal() > 0 || cx.engine.hasUnflushed()) cx.engine.flush();
+    cx.engine.maybeSnapshot();
     await cx.engine.durable();
   }),
   // verify() awaits WebCrypto; the work chain stays held meanwhile, so nothing runs in between.

@@ -112,10 +112,12 @@ export function crudRows(s) {
 
   return {
     'read-by-id': readById,
+    // The first reads after the open, as the name says: no warm-up (a warm-up of >= 100 ms would
+    // load most blocks first), K = 1: every sample is one read, timed on its own.
     async 'read-by-id-after-open'(p) {
       await s.ensureClosed();
       await s.ensureOpen();
-      return readById(p);
+      return readById({ ...p, warmup: 0, warmupMs: 0, adaptive: false });
     },
     async 'bulk-read-100'(p) {
       await s.ensureOpen();
