@@ -321,6 +321,19 @@ serve({
     eng = null;
   },
 
+  /**
+   * Another context (the page API's worker) is about to open the same files: let go of the
+   * handles this worker keeps after its close (backends/opfs-pool.js), as the SQLite adapter
+   * pauses its VFS, so that the other open does not wait to ask for them.
+   */
+  release() {
+    storage.closeKeptFiles(repo);
+  },
+
+  shutdown() {
+    storage.closeKeptFiles(repo);
+  },
+
   async reset() {
     // `final` changes nothing here: the engine's directory (or IndexedDB database) is all there is.
     await (await storage.chooseBackend(cfg.storage)).removeRepository(repo);
@@ -399,7 +412,7 @@ serve({
       + '; count index maintained; trailing seal + flush + snapshot (what close would do) timed in the last sample';
     return {
       'create-instance': 'import engine.js, compile + instantiate wasm, create the OPFS files' + (signed ? ', generate the P-384 identity' : ''),
-      'open-empty': 'acquire the files\' sync access handles (their directory resolved once per worker, as storage.js keeps it), read the snapshot\'s meta section + replay the log tail (empty)',
+      'open-empty': 'takes the files\' sync access handles this worker kept at its last close (backends/opfs-pool.js; acquired once, as the sahpool VFS acquires its pool\'s at install), reads the snapshot\'s meta section + replays the log tail (empty)',
       'open-n': 'reads the snapshot\'s meta section (header, footer, block directory); the first read loads the one block that holds its item (4 KiB with >= 32 items; items load on first use); indexes stay in the file',
       'open-n-query': 'reads the snapshot\'s meta section; the query restores the count index from the snapshot\'s index blocks (the collection is unchanged since the snapshot), walks 1,000 entries and loads only the item blocks of those rows',
       'bulk-load': `one commit per 1,000 items, ${dur}; count index maintained; trailing seal + flush + snapshot timed`,

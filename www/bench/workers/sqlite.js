@@ -246,7 +246,7 @@ serve({
     const jsonBulk = best ? ' (one INSERT … SELECT … FROM json_each(?) per transaction)' : '';
     const jsonRead = best ? 'one json_group_array(json_object(…)) and one JSON.parse' : '';
     return {
-      'open-empty': 'opens the database on the opfs-sahpool VFS, whose files\' sync access handles were acquired when the worker installed the VFS (timed in create instance), not by this open; ibexdb\'s open acquires its files\' handles',
+      'open-empty': 'opens the database on the opfs-sahpool VFS, whose files\' sync access handles were acquired when the worker installed the VFS (timed in create instance), not by this open; ibexdb\'s worker keeps its files\' handles from one open to the next the same way',
       'open-n': 'opens the file (its handle held by the VFS since install, as in open empty); pages are read on demand (nothing loaded up front)',
       'open-n-query': 'opens the file; the query reads the items_count index and the rows it needs',
       'read-by-id': 'prepared SELECT by primary key',
