@@ -143,29 +143,36 @@ async fn refusals_to_a_client_that_does_not_read_stay_within_the_queue_and_the_l
     let f = raw_ws::frame(2, &bad.encode());
     let base = Baseline::take(server.pid(), &server.data);
     let log_before = server.log_text().len();
-    let mut raw = raw_ws::Raw::connect(&server.addr).await;
+    // A small receive buffer: fewer refusals fill the path to the client (the server's send
+    // buffer still holds megabytes of them). Pushed until the server drops the client: once
+    // its queue is full, its last message gets a second and the socket is closed. (This test
+    // flaked when the kernel's buffers had filled first: the last message then waited for the
+    // whole write timeout, a minute, and nothing was read meanwhile; see `outbox.rs`.)
+    let mut raw = raw_ws::Raw::connect_small(&server.addr, 4096).await;
     raw.hello("r").await;
     let mut sent = 0u64;
     let t = std::time::Instant::now();
     let mut closed = false;
-    while t.elapsed() < Duration::from_secs(5) {
+    while !closed && t.elapsed() < Duration::from_secs(60) {
         let burst: Vec<u8> = f.repeat(64);
         if let Ok(Ok(())) = tokio::time::timeout(Duration::from_secs(1), raw.tcp.writable()).await {
             match raw.tcp.try_write(&burst) {
                 Ok(n) => sent += n as u64,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(_) => {
-                    closed = true;
-                    break;
-                }
+                Err(_) => closed = true,
             }
         }
     }
+    let refused = server.metric("ibexdb_refusals_total");
     let (rss, disk) = base.grew(&server.data);
     let logged = server.log_text().len() - log_before;
     eprintln!(
         "sent {sent} bytes of refused pushes: RSS +{} KiB, disk +{disk}, log +{logged} bytes",
         rss >> 10
+    );
+    eprintln!(
+        "{refused} refusals before the server dropped the client ({:?})",
+        t.elapsed()
     );
     assert!(
         sent > 1 << 20,
