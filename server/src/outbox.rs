@@ -17,14 +17,6 @@ enum Out {
     Ping,
 }
 
-/// How long a dropped connection's last message (`abort`) may take to reach the socket, the
-/// write in flight when it was dropped included. A peer dropped because it did not read its
-/// queue does not read this either: waiting the whole write timeout (`--idle-timeout-ms`) for
-/// it kept the connection, its socket buffers and its unread input for a minute, during which
-/// nothing was read from it (`hostile_resources.rs` caught it as a flake: the client was
-/// dropped at once or a minute later, depending on whether the kernel's buffers had filled).
-const LAST_WORD: Duration = Duration::from_secs(1);
-
 #[derive(Default)]
 struct Queue {
     items: VecDeque<Out>,
@@ -190,19 +182,6 @@ impl Outbox {
         }
     }
 
-    /// Resolves once the connection is dropped (`abort`); a plain `close` sends what is queued.
-    async fn aborted(&self) {
-        loop {
-            let n = self.closed_notify.notified();
-            tokio::pin!(n);
-            n.as_mut().enable();
-            if self.lock().abort.is_some() {
-                return;
-            }
-            n.await;
-        }
-    }
-
     /// The socket is done: nothing more is queued or kept.
     fn discard(&self) {
         let mut q = self.lock();
@@ -248,7 +227,7 @@ impl Outbox {
             let ws = match self.next_step() {
                 Step::Send(ws) => ws,
                 Step::Last(b) => {
-                    let _ = tokio::time::timeout(LAST_WORD, sink.send(Ws::Binary(b))).await;
+                    let _ = tokio::time::timeout(timeout, sink.send(Ws::Binary(b))).await;
                     break;
                 }
                 Step::Close => break,
@@ -257,18 +236,13 @@ impl Outbox {
                     continue;
                 }
             };
-            // A write in flight when the connection is dropped waits no longer: the last
-            // message goes next (after this one's bytes, kept by the WebSocket layer).
-            tokio::select! {
-                r = tokio::time::timeout(timeout, sink.send(ws)) => match r {
-                    Ok(Ok(())) => {}
-                    _ => break,
-                },
-                _ = self.aborted() => {}
+            match tokio::time::timeout(timeout, sink.send(ws)).await {
+                Ok(Ok(())) => {}
+                _ => break,
             }
         }
         self.discard();
-        let _ = tokio::time::timeout(LAST_WORD, sink.close()).await;
+        let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
         sink
     }
 }
