@@ -81,6 +81,22 @@ fn access_only_receiver() -> Repo<MemStorage> {
     Repo::open(MemStorage::new(), None, opts).unwrap()
 }
 
+/// Issue 23 §5 (ignored until the server decoded access-only): a list of nulls, decoded and
+/// received the way a server does, within the bound.
+#[test]
+fn a_list_of_nulls_decodes_within_the_bound() {
+    let bytes = one_field(Value::List(vec![Value::Null; 200_000]));
+    check("nulls", 0, &bytes, &mut |b| {
+        Commit::decode_access_only(b).unwrap();
+    });
+    let (_, id) = Commit::decode_access_only(&bytes).unwrap();
+    let mut repo = access_only_receiver();
+    let commits = vec![(id, bytes.clone())];
+    check("receive nulls", 0, &bytes, &mut |_| {
+        repo.receive(&commits, &[]).unwrap();
+    });
+}
+
 #[test]
 fn what_a_server_decodes_and_receives_costs_at_most_the_factor_of_its_bytes() {
     for (what, bytes) in shapes() {
