@@ -349,6 +349,84 @@ mod tests {
         assert!(Value::decode(&mut Reader::new(&w.buf, "value")).is_err());
     }
 
+    /// `check_value` accepts what `Value::decode` + `validate` accept, refuses what either
+    /// refuses, and consumes the same bytes.
+    #[test]
+    fn checking_in_place_agrees_with_decoding() {
+        let deep = (0..MAX_DEPTH + 1).fold(Value::Null, |v, _| Value::List(vec![v]));
+        let good = [
+            map! { "a" => 1i64, "b" => "x", "s" => Value::set(["p", "q"]) },
+            Value::List(vec![
+                Value::Null,
+                Value::from(true),
+                Value::from(2.5),
+                map! {},
+            ]),
+            (0..MAX_DEPTH).fold(Value::Null, |v, _| Value::List(vec![v])),
+        ];
+        let raw = |f: &dyn Fn(&mut Writer)| {
+            let mut w = Writer::new();
+            f(&mut w);
+            w.into_inner()
+        };
+        let bad = [
+            deep.to_bytes(),
+            raw(&|w| {
+                w.u8(T_NUMBER);
+                w.u64((-0.0f64).to_bits());
+            }),
+            raw(&|w| {
+                w.u8(T_NUMBER);
+                w.u64(f64::NAN.to_bits());
+            }),
+            raw(&|w| {
+                w.u8(T_MAP);
+                w.varint(2);
+                w.lp(b"b");
+                w.u8(T_NULL);
+                w.lp(b"a");
+                w.u8(T_NULL);
+            }),
+            raw(&|w| {
+                w.u8(T_MAP);
+                w.varint(1);
+                w.lp(b"a.b");
+                w.u8(T_NULL);
+            }),
+            raw(&|w| {
+                w.u8(T_SET);
+                w.varint(2);
+                w.lp(b"x");
+                w.lp(b"x");
+            }),
+            raw(&|w| {
+                w.u8(T_LIST);
+                w.varint(3);
+                w.u8(T_NULL);
+            }),
+            raw(&|w| w.u8(9)),
+            raw(&|w| {
+                w.u8(T_STRING);
+                w.lp(&[0xff, 0xfe]);
+            }),
+        ];
+        let at = String::new;
+        for v in &good {
+            let b = v.to_bytes();
+            let mut r = Reader::new(&b, "value");
+            check_value(&mut r, 0, &at).unwrap();
+            r.finish().unwrap();
+        }
+        for b in &bad {
+            let decoded = Value::decode(&mut Reader::new(b, "value")).and_then(|v| v.validate(""));
+            assert!(decoded.is_err(), "{b:?} decodes");
+            assert!(
+                check_value(&mut Reader::new(b, "value"), 0, &at).is_err(),
+                "{b:?}"
+            );
+        }
+    }
+
     #[test]
     fn encoded_len_matches() {
         let v = map! { "a" => 1i64, "b" => "x".repeat(200), "s" => Value::set(["p", "q"]),
