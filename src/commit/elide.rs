@@ -1,25 +1,24 @@
-//! The access-only decode of a commit ([`Commit::decode_access_only`], docs/design.md §12.4):
+//! A commit decoded keeping one collection ([`Commit::decode_keeping`], docs/design.md §12.4):
 //! a sync server keeps the access list, not the items, so the changes to other collections
 //! are checked where they lie in the bytes (every rule of the decoder and of a received
 //! write) and never built. A stranger's commit then costs the server what the `_acl` changes
 //! cost, not one value per element of a list.
 //!
-//! [`Commit::decode_access_only`]: super::Commit::decode_access_only
+//! [`Commit::decode_keeping`]: super::Commit::decode_keeping
 
 use super::encode::{Decoder, COMMIT_FIELD_ASSIGN, COMMIT_FIELD_SET_EDIT, COMMIT_FIELD_UNSET};
 use super::encode::{COMMIT_OP_DELETE, COMMIT_OP_PATCH, COMMIT_OP_PUT};
 use super::{Change, Op, Stamp};
-use crate::access::{parse_change, ACL_COLLECTION};
 use crate::error::{Error, Result};
 use crate::value::{check_item_size, check_str_set, check_value, varint_bytes};
 
-/// Most encoded bytes of an `_acl` change's op: a member is `{"role": …}`, the public item two
-/// booleans. A longer one is malformed and refused before it is built.
-const MAX_ACL_OP_BYTES: usize = 256;
+/// Most encoded bytes of a kept change's op (an `_acl` member is `{"role": …}`, the public item
+/// two booleans): a longer one is refused before it is built.
+const MAX_KEPT_OP_BYTES: usize = 256;
 
 impl Change {
-    /// The marker that stands for the changes an access-only decode checked and did not
-    /// build: empty collection and id (no real change has them), never applied.
+    /// The marker that stands for the changes [`super::Commit::decode_keeping`] checked and did
+    /// not build: empty collection and id (no real change has them), never applied.
     pub fn elided() -> Change {
         Change {
             collection: String::new(),
@@ -35,10 +34,14 @@ impl Change {
 }
 
 impl<'a> Decoder<'a> {
-    /// The changes of an access-only decode: the `_acl` ones built (each checked by the
-    /// access-list rules at once, so malformed ones never pile up), the others checked in
+    /// The changes of [`super::Commit::decode_keeping`]: those of collection `keep` built
+    /// (each passed to `check` at once, so refused ones never pile up), the others checked in
     /// place, then one [`Change::elided`] if there were any.
-    pub(super) fn access_changes(&mut self) -> Result<Vec<Change>> {
+    pub(super) fn kept_changes(
+        &mut self,
+        keep: &str,
+        check: &dyn Fn(&Change) -> Result<()>,
+    ) -> Result<Vec<Change>> {
         let nc = self.r.count(3, usize::MAX)?;
         let mut changes = Vec::new();
         let mut last: Option<(&'a str, &'a str)> = None;
@@ -48,14 +51,14 @@ impl<'a> Decoder<'a> {
             last = Some((coll, id));
             let start = self.r.clone();
             self.check_op(coll, id)?;
-            if coll != ACL_COLLECTION {
+            if coll != keep {
                 data = true;
                 continue;
             }
-            if self.r.pos() - start.pos() > MAX_ACL_OP_BYTES {
+            if self.r.pos() - start.pos() > MAX_KEPT_OP_BYTES {
                 return Err(Error::invalid_value(
-                    &format!("{ACL_COLLECTION}/{id}"),
-                    format!("an access-list change takes at most {MAX_ACL_OP_BYTES} bytes"),
+                    &format!("{keep}/{id}"),
+                    format!("a change of {keep} takes at most {MAX_KEPT_OP_BYTES} bytes"),
                 ));
             }
             self.r = start;
@@ -64,7 +67,7 @@ impl<'a> Decoder<'a> {
                 id: id.to_owned(),
                 op: self.op()?,
             };
-            parse_change(&change)?;
+            check(&change)?;
             changes.push(change);
         }
         if data {

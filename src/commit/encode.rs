@@ -48,22 +48,30 @@ impl Commit {
 
     /// Decode and check canonical form. Returns the commit and its id.
     pub fn decode(bytes: &[u8]) -> Result<(Commit, CommitId)> {
-        Self::decode_with(bytes, false)
+        Self::decode_with(bytes, None)
     }
 
-    /// [`Commit::decode`] for a replica that keeps only the access list (a sync server,
-    /// `RepoOptions::access_only`, docs/design.md §12.4). Every rule of the decoder is checked,
-    /// and so are the rules a received commit's items obey (structure, field names, finite
-    /// numbers, `MAX_ITEM_BYTES` per change): but only the `_acl` changes are built. The
-    /// changes to other collections are checked in place and stand, if there are any, as one
-    /// [`Change::elided`] marker at the end (the permission rule sees that the commit writes
-    /// data). What it costs is the `_acl` changes plus a constant, whatever the commit's size.
-    /// The result must not be encoded again (its id is the id of `bytes`).
-    pub fn decode_access_only(bytes: &[u8]) -> Result<(Commit, CommitId)> {
-        Self::decode_with(bytes, true)
+    /// [`Commit::decode`] building only the changes of collection `keep` (each passed to
+    /// `check` as soon as it is built): the access-only decode of a sync server
+    /// (`Commit::decode_access_only`, in `access`, docs/design.md §12.4). Every rule of the
+    /// decoder is checked, and so are the rules a received commit's items obey (structure,
+    /// field names, finite numbers, `MAX_ITEM_BYTES` per change). The changes to other
+    /// collections are checked in place and stand, if there are any, as one
+    /// [`Change::elided`] marker at the end. What it costs is the kept changes plus a constant,
+    /// whatever the commit's size. The result must not be encoded again (its id is the id of
+    /// `bytes`).
+    pub fn decode_keeping(
+        bytes: &[u8],
+        keep: &str,
+        check: &dyn Fn(&Change) -> Result<()>,
+    ) -> Result<(Commit, CommitId)> {
+        Self::decode_with(bytes, Some((keep, check)))
     }
 
-    fn decode_with(bytes: &[u8], access_only: bool) -> Result<(Commit, CommitId)> {
+    fn decode_with(
+        bytes: &[u8],
+        keep: Option<(&str, CheckKept<'_>)>,
+    ) -> Result<(Commit, CommitId)> {
         if bytes.len() > MAX_COMMIT_BYTES {
             return Err(Error::TooLarge {
                 what: "commit".into(),
@@ -84,10 +92,9 @@ impl Commit {
         let hlc = r.u64()?;
         let parents = decode_parents(&mut r)?;
         let mut d = Decoder::new(r)?;
-        let changes = if access_only {
-            d.access_changes()?
-        } else {
-            d.changes()?
+        let changes = match keep {
+            Some((keep, check)) => d.kept_changes(keep, check)?,
+            None => d.changes()?,
         };
         d.finish()?;
         let commit = Commit {
@@ -100,6 +107,9 @@ impl Commit {
         Ok((commit, CommitId::of(bytes)))
     }
 }
+
+/// What `Commit::decode_keeping` does with each change it builds.
+type CheckKept<'f> = &'f dyn Fn(&Change) -> Result<()>;
 
 /// The collection and field-name tables of a commit: every name used, ascending, with its
 /// index.
