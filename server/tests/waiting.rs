@@ -220,6 +220,7 @@ async fn squatters_from_many_addresses_cannot_keep_an_invitee_from_waiting() {
     ));
     // A stranger from a new address takes a place from an address holding 8, not the invitee's.
     let _late = squat(&url, "127.0.0.21", "private").await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(displaced(&server, &mut squatters).await, [8]);
     assert!(still_open(&mut invitee, Duration::from_millis(300)).await);
 
