@@ -54,6 +54,7 @@ impl Writer {
 }
 
 /// A cursor over bytes being decoded. `what` names the structure for error messages.
+#[derive(Clone)]
 pub struct Reader<'a> {
     data: &'a [u8],
     pos: usize,

@@ -165,6 +165,14 @@ impl PartialEq for State {
 }
 
 impl State {
+    /// Whether the state holds no item outside `_acl` (an access-only repository's,
+    /// `RepoOptions::access_only`).
+    pub(crate) fn only_access_list(&self) -> bool {
+        self.collections
+            .keys()
+            .all(|c| c == crate::access::ACL_COLLECTION)
+    }
+
     /// A state made of decoded collections whose items refer to `stamps` (the snapshot).
     pub(crate) fn from_parts(
         collections: BTreeMap<String, Collection>,
@@ -256,7 +264,7 @@ impl State {
     pub fn apply(&mut self, commit: &Commit, id: &CommitId, index: u32, sink: &mut dyn ChangeSink) {
         let s = commit.stamp(id);
         let r = self.stamp_ref(index, s);
-        for ch in &commit.changes {
+        for ch in commit.changes.iter().filter(|c| !c.is_elided()) {
             let id = Cow::Borrowed(ch.id.as_str());
             self.apply_change(
                 &ch.collection,
@@ -280,7 +288,8 @@ impl State {
     ) {
         let s = commit.stamp(id);
         let r = self.stamp_ref(index, s);
-        for ch in commit.changes {
+        // The marker of changes an access-only decode did not build is not applied.
+        for ch in commit.changes.into_iter().filter(|c| !c.is_elided()) {
             let id = Cow::Owned(ch.id);
             self.apply_change(&ch.collection, id, OpIn::Owned(ch.op), (s, r), index, sink);
         }

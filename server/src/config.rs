@@ -46,6 +46,8 @@ pub struct Config {
     /// Sessions without read right that wait for a grant, per source address and per repository.
     pub max_waiting_per_ip: usize,
     pub max_waiting_per_repo: usize,
+    /// Longest a session waits for a grant.
+    pub max_waiting: Duration,
     pub repo_idle: Duration,
     pub repo_retry: Duration,
     pub handshake_timeout: Duration,
@@ -222,7 +224,13 @@ const FLAGS: &[Flag] = &[
         "--max-waiting-per-repo",
         "N",
         "64",
-        "sessions waiting for a grant in one repository at once",
+        "sessions waiting for a grant in one repository at once (when full, a session from an address holding fewer places takes one from the address holding the most)",
+    ),
+    (
+        "--max-waiting-ms",
+        "MS",
+        "600000",
+        "longest a session waits for a grant before it is refused and closed",
     ),
     (
         "--repo-idle-ms",
@@ -319,6 +327,7 @@ impl Config {
             creates_per_ip: 60,
             max_waiting_per_ip: 8,
             max_waiting_per_repo: 64,
+            max_waiting: Duration::from_secs(600),
             repo_idle: Duration::from_secs(60),
             repo_retry: Duration::from_secs(5),
             handshake_timeout: Duration::from_secs(10),
@@ -420,6 +429,7 @@ impl Config {
             "--creates-per-ip" => self.creates_per_ip = int(name, v)? as usize,
             "--max-waiting-per-ip" => self.max_waiting_per_ip = int(name, v)? as usize,
             "--max-waiting-per-repo" => self.max_waiting_per_repo = int(name, v)? as usize,
+            "--max-waiting-ms" => self.max_waiting = ms(name, v)?,
             "--repo-idle-ms" => self.repo_idle = ms(name, v)?,
             "--repo-retry-ms" => self.repo_retry = ms(name, v)?,
             "--handshake-timeout-ms" => self.handshake_timeout = ms(name, v)?,

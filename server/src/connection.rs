@@ -45,7 +45,7 @@ const LINGER: std::time::Duration = std::time::Duration::from_secs(1);
 /// TLS, then the HTTP request; `None` when it was plain HTTP (answered) or failed.
 async fn upgrade(server: &Server, tcp: TcpStream) -> Option<(Socket, Watch)> {
     let mut io: BoxIo = match &server.tls {
-        Some(acceptor) => Box::new(acceptor.accept(tcp).await.ok()?),
+        Some(acceptor) => crate::tls::accept(acceptor, tcp).await?,
         None => Box::new(tcp),
     };
     let (head, req) = http::read_head(&mut io).await.ok()?;

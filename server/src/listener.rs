@@ -79,9 +79,9 @@ fn admit(server: &Arc<Server>, tcp: TcpStream, peer: SocketAddr) {
 /// request (`GET /metrics`, `GET /healthz`) is answered: a full server is still observable.
 async fn refuse(server: &Server, tcp: TcpStream, refusal: Refusal) {
     let mut io: BoxIo = match &server.tls {
-        Some(acceptor) => match acceptor.accept(tcp).await {
-            Ok(tls) => Box::new(tls),
-            Err(_) => return,
+        Some(acceptor) => match crate::tls::accept(acceptor, tcp).await {
+            Some(tls) => tls,
+            None => return,
         },
         None => Box::new(tcp),
     };

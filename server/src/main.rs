@@ -20,7 +20,7 @@
 //! | `start`       | start, serve until a signal, graceful shutdown                         |
 //! | `server`      | what every connection shares                                           |
 //! | `listener`    | the accept loop: connection limits, back-off on accept errors          |
-//! | `tls`         | the rustls acceptor for `wss://`                                       |
+//! | `tls`         | the rustls acceptor for `wss://`; the bytes a handshake may read       |
 //! | `stream`      | TCP or TLS behind one type; replaying the request head                 |
 //! | `http`        | the request head: WebSocket upgrade, or `GET /healthz`, `GET /metrics` |
 //! | `connection`  | one connection: upgrade, session, pushes with back-pressure, idle pings |

@@ -16,14 +16,14 @@ use crate::pg::PgRepo;
 use crate::refusal::Refusal;
 use crate::session::Session;
 use crate::store::{RepoStore, StoreError};
-use crate::waiting::{WaitLimiter, Waiting};
+use crate::waiting::{Added, WaitLimiter, Waiter, Waiting};
 use crate::wakeup::Wakeup;
 use bytes::Bytes;
 use ibexdb::{Admission, CommitId, Error, Hub, Message, PermissionErrorKind, Storage};
 use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::oneshot;
@@ -164,7 +164,7 @@ impl<R: RepoStore> Actor<R> {
 
     fn serve(&mut self, rx: &Receiver<Cmd>) -> Exit {
         self.wakeup.set_exists(self.hub().head() > 0);
-        while let Ok(cmd) = rx.recv() {
+        while let Some(cmd) = self.next_cmd(rx) {
             if let Cmd::Close = cmd {
                 break;
             }
@@ -186,6 +186,39 @@ impl<R: RepoStore> Actor<R> {
         }
         self.close();
         Exit::Closed
+    }
+
+    /// The next command (`None`: the channel closed), ending the waits that reach
+    /// `--max-waiting-ms` meanwhile.
+    fn next_cmd(&mut self, rx: &Receiver<Cmd>) -> Option<Cmd> {
+        let max = self.cfg.max_waiting;
+        loop {
+            let Some(at) = self.waiting.next_deadline(max) else {
+                return rx.recv().ok();
+            };
+            match rx.recv_timeout(at.saturating_duration_since(Instant::now())) {
+                Ok(cmd) => return Some(cmd),
+                Err(RecvTimeoutError::Disconnected) => return None,
+                Err(RecvTimeoutError::Timeout) => {
+                    for w in self.waiting.expired(Instant::now(), max) {
+                        let ms = max.as_millis();
+                        let detail = format!(
+                            "waited {ms} ms for a grant to read repository {:?} (--max-waiting-ms); connect again to wait again",
+                            self.name
+                        );
+                        self.end_wait(w, "waiting time", detail);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Tell a waiting session it waits no more (`LimitError` `what`) and close it.
+    fn end_wait(&self, w: Waiter, what: &str, detail: String) {
+        let r = Refusal::limit(what, detail);
+        self.metrics.refusal(&r.what);
+        r.log(&w.session, Some(&self.name));
+        w.out.abort(Bytes::from(r.encode()));
     }
 
     /// One command; an error means this node's copy may differ from the store (the repository
@@ -384,8 +417,15 @@ impl<R: RepoStore> Actor<R> {
                 let max = self.cfg.max_waiting_per_repo;
                 let told = out.clone();
                 match self.waiting.add(&self.waits, max, session, cursor, out) {
-                    Ok(()) => told.force(Bytes::from(waiting_refusal(&self.name).encode())),
-                    Err(_) => told.abort(Bytes::from(r.encode())),
+                    Added::Waits(taken) => {
+                        told.force(Bytes::from(waiting_refusal(&self.name).encode()));
+                        if let Some(w) = taken {
+                            self.end_wait(w, "waiting places", format!(
+                                "the {max} waiting places of repository {:?} are full (--max-waiting-per-repo); this session's place went to one from an address holding fewer", self.name
+                            ));
+                        }
+                    }
+                    Added::Refused => told.abort(Bytes::from(r.encode())),
                 }
                 Ok(())
             }

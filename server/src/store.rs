@@ -8,13 +8,15 @@ use crate::config::Config;
 use ibexdb::{Admission, Clock, CommitId, Error, ErrorCode, Hub, RepoOptions, Storage};
 
 /// The options of a server's copy of repository `name`, in either store: trusted mode without
-/// an identity (the server writes no commits of its own), with the configured bounds.
+/// an identity (the server writes no commits of its own), with the configured bounds, keeping
+/// only the access list (commits are checked, not built: docs/design.md §12.4).
 pub fn server_options(cfg: &Config, name: &str, clock: Clock) -> RepoOptions {
     let mut opts = RepoOptions::new(name, None, clock);
     opts.trusted = true;
     opts.accept_trusted = cfg.accept_trusted;
     opts.max_pending_bytes = cfg.max_parked_bytes;
     opts.max_unknown_sealed = cfg.max_unknown_sealed;
+    opts.access_only = true;
     opts
 }
 

@@ -2,9 +2,18 @@
 //! repository is told `PermissionError` (`cannot-read`) at once, but its connection is kept,
 //! unsubscribed, and re-checked after every stored range; the moment the access list lets its
 //! key read, it gets its `Welcome` and catch-up like any new subscriber. Waiting is bounded:
-//! such a connection counts against the connection limits, and at most
-//! `--max-waiting-per-repo` sessions of one repository and `--max-waiting-per-ip` of one
-//! source address wait at once; past them the session is refused and closed as before.
+//! such a connection counts against the connection limits, at most `--max-waiting-per-ip`
+//! sessions of one source address wait at once (across repositories; past it the session is
+//! refused and closed as before), at most `--max-waiting-per-repo` in one repository, and each
+//! for at most `--max-waiting-ms`.
+//!
+//! A full repository is shared fairly between addresses (issue 23, squatting): a newcomer from
+//! an address holding `a` of its places takes the place of the longest-waiting session of the
+//! address holding the most, `b`, when `b ≥ a + 2` (the places of the two addresses come
+//! closer; at `b = a + 1` they would only swap). So strangers from a few addresses cannot keep
+//! an invitee from waiting: whatever they hold, a session from an address with no place gets
+//! one while any address holds two. The session that gives up its place is told `LimitError`
+//! (`waiting places`) and closed.
 
 use crate::addr::AddrKey;
 use crate::outbox::Outbox;
@@ -12,6 +21,7 @@ use crate::session::Session;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Counts waiting sessions per source address, across repositories.
 pub struct WaitLimiter {
@@ -66,6 +76,7 @@ pub struct Waiter {
     pub session: Session,
     pub cursor: u64,
     pub out: Arc<Outbox>,
+    since: Instant,
     _place: WaitGuard,
 }
 
@@ -75,9 +86,17 @@ pub struct Waiting {
     waiters: HashMap<u64, Waiter>,
 }
 
+/// What `Waiting::add` did with a newcomer.
+pub enum Added {
+    /// It waits; `Some` is the session whose place it took (to be told and closed).
+    Waits(Option<Waiter>),
+    /// No place.
+    Refused,
+}
+
 impl Waiting {
-    /// Keep `session` waiting if the repository (`max_per_repo`) and its address have room.
-    /// Gives the queue back when they have none.
+    /// Keep `session` waiting if its address has a place left (`limiter`) and the repository
+    /// has room (`max_per_repo`) or a place the fair share rule (above) lets it take.
     pub fn add(
         &mut self,
         limiter: &Arc<WaitLimiter>,
@@ -85,22 +104,49 @@ impl Waiting {
         session: Session,
         cursor: u64,
         out: Arc<Outbox>,
-    ) -> Result<(), (Session, Arc<Outbox>)> {
-        if self.waiters.len() >= max_per_repo {
-            return Err((session, out));
-        }
+    ) -> Added {
+        self.waiters.retain(|_, w| !w.out.is_closed());
         let Some(place) = limiter.take(session.peer.ip()) else {
-            return Err((session, out));
+            return Added::Refused;
         };
+        let mut taken = None;
+        if self.waiters.len() >= max_per_repo {
+            match self.place_to_take(AddrKey::of(session.peer.ip())) {
+                Some(conn) if max_per_repo > 0 => taken = self.waiters.remove(&conn),
+                _ => return Added::Refused,
+            }
+        }
         let conn = session.conn;
         let w = Waiter {
             session,
             cursor,
             out,
+            since: Instant::now(),
             _place: place,
         };
         self.waiters.insert(conn, w);
-        Ok(())
+        Added::Waits(taken)
+    }
+
+    /// The session whose place a newcomer from `from` takes in a full repository: the
+    /// longest-waiting of the address holding the most places, if it holds at least two more
+    /// than `from` (ties: the address whose session waited longest).
+    fn place_to_take(&self, from: AddrKey) -> Option<u64> {
+        let mut by_addr: HashMap<AddrKey, (usize, Instant, u64)> = HashMap::new();
+        for (&conn, w) in &self.waiters {
+            let e = by_addr
+                .entry(AddrKey::of(w.session.peer.ip()))
+                .or_insert((0, w.since, conn));
+            e.0 += 1;
+            if (w.since, conn) < (e.1, e.2) {
+                (e.1, e.2) = (w.since, conn);
+            }
+        }
+        let mine = by_addr.get(&from).map_or(0, |e| e.0);
+        let (most, _, conn) = by_addr
+            .into_values()
+            .max_by(|a, b| a.0.cmp(&b.0).then((b.1, b.2).cmp(&(a.1, a.2))))?;
+        (most >= mine + 2).then_some(conn)
     }
 
     pub fn remove(&mut self, conn: u64) -> Option<Waiter> {
@@ -118,6 +164,24 @@ impl Waiting {
             .collect();
         ready
             .into_iter()
+            .filter_map(|c| self.waiters.remove(&c))
+            .collect()
+    }
+
+    /// When the longest-waiting session has waited `max`.
+    pub fn next_deadline(&self, max: Duration) -> Option<Instant> {
+        self.waiters.values().map(|w| w.since + max).min()
+    }
+
+    /// Take out the sessions that have waited `max` by `now`.
+    pub fn expired(&mut self, now: Instant, max: Duration) -> Vec<Waiter> {
+        let late: Vec<u64> = self
+            .waiters
+            .iter()
+            .filter(|(_, w)| w.since + max <= now)
+            .map(|(&c, _)| c)
+            .collect();
+        late.into_iter()
             .filter_map(|c| self.waiters.remove(&c))
             .collect()
     }

@@ -26,6 +26,7 @@ fn help_documents_every_flag() {
         "--reserved-connections",
         "--max-parked-bytes",
         "--session-unknown-sealed-bytes",
+        "--max-waiting-ms",
     ] {
         assert!(text.contains(flag), "{flag} missing from --help:\n{text}");
     }

@@ -41,6 +41,18 @@ fn bad(id: &str, reason: &str) -> Error {
     Error::invalid_value(&format!("{ACL_COLLECTION}/{id}"), reason)
 }
 
+impl crate::commit::Commit {
+    /// [`Commit::decode`](crate::commit::Commit::decode) for a replica that keeps only the
+    /// access list (a sync server, `RepoOptions::access_only`, docs/design.md §12.4): every
+    /// rule of the decoder and of a received write is checked, only the `_acl` changes are
+    /// built (each a well-formed grant, revocation or public switch, or refused at once), and
+    /// the others stand as one [`Change::elided`] marker (the permission rule sees that the
+    /// commit writes data). See [`Commit::decode_keeping`](crate::commit::Commit::decode_keeping).
+    pub fn decode_access_only(bytes: &[u8]) -> Result<(Self, crate::commit::CommitId)> {
+        Self::decode_keeping(bytes, ACL_COLLECTION, &|c| parse_change(c).map(|_| ()))
+    }
+}
+
 /// The access-list meaning of a change; `None` for a change outside [`ACL_COLLECTION`]. A
 /// change inside it that is not a well-formed grant, revocation or public switch is
 /// `InvalidValueError`.

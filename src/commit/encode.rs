@@ -11,12 +11,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 // A change's op code and a patch's field-op codes (§4.1). The transaction bytes a host hands the
 // engine number their op kinds otherwise (`TXN_OP_*` in `txn_bytes.rs`, §3.3).
-const COMMIT_OP_PUT: u8 = 1;
-const COMMIT_OP_DELETE: u8 = 2;
-const COMMIT_OP_PATCH: u8 = 3;
-const COMMIT_FIELD_ASSIGN: u8 = 1;
-const COMMIT_FIELD_UNSET: u8 = 2;
-const COMMIT_FIELD_SET_EDIT: u8 = 3;
+pub(super) const COMMIT_OP_PUT: u8 = 1;
+pub(super) const COMMIT_OP_DELETE: u8 = 2;
+pub(super) const COMMIT_OP_PATCH: u8 = 3;
+pub(super) const COMMIT_FIELD_ASSIGN: u8 = 1;
+pub(super) const COMMIT_FIELD_UNSET: u8 = 2;
+pub(super) const COMMIT_FIELD_SET_EDIT: u8 = 3;
 
 impl Commit {
     /// Canonical encoding. Parents and changes are sorted here; callers need not pre-sort.
@@ -48,6 +48,30 @@ impl Commit {
 
     /// Decode and check canonical form. Returns the commit and its id.
     pub fn decode(bytes: &[u8]) -> Result<(Commit, CommitId)> {
+        Self::decode_with(bytes, None)
+    }
+
+    /// [`Commit::decode`] building only the changes of collection `keep` (each passed to
+    /// `check` as soon as it is built): the access-only decode of a sync server
+    /// (`Commit::decode_access_only`, in `access`, docs/design.md §12.4). Every rule of the
+    /// decoder is checked, and so are the rules a received commit's items obey (structure,
+    /// field names, finite numbers, `MAX_ITEM_BYTES` per change). The changes to other
+    /// collections are checked in place and stand, if there are any, as one
+    /// [`Change::elided`] marker at the end. What it costs is the kept changes plus a constant,
+    /// whatever the commit's size. The result must not be encoded again (its id is the id of
+    /// `bytes`).
+    pub fn decode_keeping(
+        bytes: &[u8],
+        keep: &str,
+        check: &dyn Fn(&Change) -> Result<()>,
+    ) -> Result<(Commit, CommitId)> {
+        Self::decode_with(bytes, Some((keep, check)))
+    }
+
+    fn decode_with(
+        bytes: &[u8],
+        keep: Option<(&str, CheckKept<'_>)>,
+    ) -> Result<(Commit, CommitId)> {
         if bytes.len() > MAX_COMMIT_BYTES {
             return Err(Error::TooLarge {
                 what: "commit".into(),
@@ -68,7 +92,10 @@ impl Commit {
         let hlc = r.u64()?;
         let parents = decode_parents(&mut r)?;
         let mut d = Decoder::new(r)?;
-        let changes = d.changes()?;
+        let changes = match keep {
+            Some((keep, check)) => d.kept_changes(keep, check)?,
+            None => d.changes()?,
+        };
         d.finish()?;
         let commit = Commit {
             trusted: flags & FLAG_TRUSTED != 0,
@@ -80,6 +107,9 @@ impl Commit {
         Ok((commit, CommitId::of(bytes)))
     }
 }
+
+/// What `Commit::decode_keeping` does with each change it builds.
+type CheckKept<'f> = &'f dyn Fn(&Change) -> Result<()>;
 
 /// The collection and field-name tables of a commit: every name used, ascending, with its
 /// index.
@@ -184,8 +214,8 @@ fn decode_parents(r: &mut Reader<'_>) -> Result<Vec<CommitId>> {
 
 /// Decodes the tables and the changes that index into them, tracking which table entries are
 /// used (every entry must be).
-struct Decoder<'a> {
-    r: Reader<'a>,
+pub(super) struct Decoder<'a> {
+    pub(super) r: Reader<'a>,
     colls: Vec<&'a str>,
     names: Vec<&'a str>,
     used_colls: Vec<bool>,
@@ -217,20 +247,10 @@ impl<'a> Decoder<'a> {
         let nc = self.r.count(3, usize::MAX)?;
         let mut changes: Vec<Change> = Vec::with_capacity(nc);
         for _ in 0..nc {
-            let ci = table_index(&mut self.r, self.colls.len())?;
-            self.used_colls[ci] = true;
-            let coll = self.colls[ci];
-            let id = self.r.str()?;
-            if !plain_id(id) {
-                // Let the key rules name the problem (collections were checked above).
-                let key = format!("{coll}/{id}");
-                crate::key::split_key(&key).map_err(|e| self.r.err(e.to_string()))?;
-            }
-            if let Some(last) = changes.last() {
-                if (last.collection.as_str(), last.id.as_str()) >= (coll, id) {
-                    return Err(self.r.err("changes not strictly ascending by key"));
-                }
-            }
+            let last = changes
+                .last()
+                .map(|l| (l.collection.as_str(), l.id.as_str()));
+            let (coll, id) = self.key(last)?;
             let op = self.op()?;
             changes.push(Change {
                 collection: coll.to_owned(),
@@ -241,7 +261,24 @@ impl<'a> Decoder<'a> {
         Ok(changes)
     }
 
-    fn op(&mut self) -> Result<Op> {
+    /// The next change's key: a valid one, after `last` (the previous change's).
+    pub(super) fn key(&mut self, last: Option<(&str, &str)>) -> Result<(&'a str, &'a str)> {
+        let ci = table_index(&mut self.r, self.colls.len())?;
+        self.used_colls[ci] = true;
+        let coll = self.colls[ci];
+        let id = self.r.str()?;
+        if !plain_id(id) {
+            // Let the key rules name the problem (collections were checked above).
+            let key = format!("{coll}/{id}");
+            crate::key::split_key(&key).map_err(|e| self.r.err(e.to_string()))?;
+        }
+        if last.is_some_and(|l| l >= (coll, id)) {
+            return Err(self.r.err("changes not strictly ascending by key"));
+        }
+        Ok((coll, id))
+    }
+
+    pub(super) fn op(&mut self) -> Result<Op> {
         Ok(match self.r.u8()? {
             COMMIT_OP_PUT => {
                 let n = self.r.count(2, usize::MAX)?;
@@ -273,7 +310,7 @@ impl<'a> Decoder<'a> {
 
     /// The next field name of a put or patch; `last` is the previous one's index (fields are
     /// strictly ascending).
-    fn field_name(&mut self, last: &mut Option<usize>) -> Result<&'a str> {
+    pub(super) fn field_name(&mut self, last: &mut Option<usize>) -> Result<&'a str> {
         let ni = table_index(&mut self.r, self.names.len())?;
         if last.is_some_and(|l| l >= ni) {
             return Err(self.r.err("fields not strictly ascending"));

@@ -4,6 +4,7 @@
 //! content unambiguously. Seals are in `seal.rs`, the keys that sign them in `crypto.rs`.
 
 mod crypto;
+mod elide;
 mod encode;
 mod id;
 mod seal;

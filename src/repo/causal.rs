@@ -30,6 +30,8 @@ struct Pending {
 /// Commits whose parents have not arrived yet, indexed by what they wait for.
 #[derive(Default)]
 pub(super) struct Waiting {
+    /// Commits are decoded access-only (`RepoOptions::access_only`): see [`Waiting::decode`].
+    access_only: bool,
     pending: HashMap<CommitId, Pending>,
     by_parent: HashMap<CommitId, Vec<CommitId>>,
     /// Bytes of the received commits waiting (`Stored::Bytes`).
@@ -37,6 +39,23 @@ pub(super) struct Waiting {
 }
 
 impl Waiting {
+    pub(super) fn new(access_only: bool) -> Waiting {
+        Waiting {
+            access_only,
+            ..Waiting::default()
+        }
+    }
+
+    /// Decode a commit of this repository, received or logged, as its options say (the one
+    /// place a repository decodes the commits it applies).
+    pub(super) fn decode(&self, bytes: &[u8]) -> Result<(Commit, CommitId)> {
+        if self.access_only {
+            Commit::decode_access_only(bytes)
+        } else {
+            Commit::decode(bytes)
+        }
+    }
+
     pub(super) fn contains(&self, id: &CommitId) -> bool {
         self.pending.contains_key(id)
     }
@@ -99,7 +118,7 @@ impl Waiting {
                 self.removed(&p);
                 let commit = match (p.commit, &p.stored) {
                     (Some(c), _) => c,
-                    (None, Stored::Bytes(b)) => Commit::decode(b)?.0,
+                    (None, Stored::Bytes(b)) => self.decode(b)?.0,
                     (None, Stored::InLog(_)) => unreachable!("logged commits wait decoded"),
                 };
                 out.push((commit, child, p.stored));

@@ -98,6 +98,13 @@ pub struct RepoOptions {
     /// `PermissionError` `wrong-founder` (received or written here), and nothing of the
     /// squatter's history is applied.
     pub expected_founder: Option<PublicKey>,
+    /// Keep only the access list (a sync server, docs/design.md §12.4): received and logged
+    /// commits are decoded by [`Commit::decode_access_only`], which checks every change and
+    /// builds only the `_acl` ones, so the state holds no other item and what a peer sends
+    /// costs a bounded multiple of its bytes. Reads of items find nothing.
+    ///
+    /// [`Commit::decode_access_only`]: crate::Commit::decode_access_only
+    pub access_only: bool,
 }
 
 impl RepoOptions {
@@ -115,6 +122,7 @@ impl RepoOptions {
             max_pending_bytes: usize::MAX,
             max_unknown_sealed: usize::MAX,
             expected_founder: None,
+            access_only: false,
         }
     }
 }
@@ -175,7 +183,9 @@ impl<S: Storage> Repo<S> {
         let snap_data = snapshot
             .as_ref()
             .and_then(|s| snapshot::read(s).ok())
-            .filter(|d| d.log_len <= log_len && snapshot::anchor_matches(d, &log));
+            .filter(|d| d.log_len <= log_len && snapshot::anchor_matches(d, &log))
+            // A snapshot with items, opened access-only (written before the option): replay.
+            .filter(|d| !opts.access_only || d.graph.state.only_access_list());
         let t1 = (opts.clock)();
         let (log, scan) = Log::open(log, snap_data.as_ref().map(|d| d.log_len), opts.recovery)?;
         let author = opts.identity.as_ref().map_or(ANONYMOUS, Identity::public);
@@ -185,7 +195,7 @@ impl<S: Storage> Repo<S> {
             graph: Graph::default(),
             query: QueryEngine::new(),
             schemas: BTreeMap::new(),
-            wait: Waiting::default(),
+            wait: Waiting::new(opts.access_only),
             unsealed: Vec::new(),
             hlc: 0,
             author,

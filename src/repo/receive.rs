@@ -97,7 +97,7 @@ impl<S: Storage> Repo<S> {
         let mut accepted: Vec<(Commit, CommitId, &Vec<u8>)> = Vec::new();
         let mut seen = HashSet::new();
         for (claimed, b) in commits {
-            let (commit, id) = Commit::decode(b)?;
+            let (commit, id) = self.wait.decode(b)?;
             check_claimed_id(&id, claimed)?;
             if self.graph.by_id.contains_key(&id) || self.wait.contains(&id) || !seen.insert(id) {
                 report.duplicates += 1;

@@ -113,7 +113,7 @@ fn replay_commit(
     verify: bool,
     warm: Warm<'_>,
 ) -> Result<()> {
-    let (commit, id) = Commit::decode(payload).map_err(|e| at(offset, e))?;
+    let (commit, id) = wait.decode(payload).map_err(|e| at(offset, e))?;
     if graph.by_id.contains_key(&id) || wait.contains(&id) {
         return Err(corrupt(offset, "duplicate commit in log"));
     }

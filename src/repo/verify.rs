@@ -92,7 +92,7 @@ impl<S: Storage> Repo<S> {
             _ => None,
         };
         let mut shadow = Graph::default();
-        let mut shadow_wait = Waiting::default();
+        let mut shadow_wait = Waiting::new(self.opts.access_only);
         let mut snap_done = false;
         let log_storage = self.log.storage();
         let check_snap = |shadow: &Graph, done: &mut bool, pos: u64| -> Result<()> {

@@ -143,7 +143,7 @@ impl<S: Storage> Repo<S> {
         self.log.write_pending()?;
         let scan = self.log.scan_all()?;
         let mut graph = Graph::default();
-        let mut wait = Waiting::default();
+        let mut wait = Waiting::new(self.opts.access_only);
         for f in scan.frames() {
             replay_frame(
                 &mut graph, &mut wait, f.kind, f.offset, f.payload, None, None,

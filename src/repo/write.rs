@@ -12,7 +12,7 @@ use crate::schema::{FieldType, Schema};
 use crate::store::log::{FRAME_COMMIT, FRAME_SEAL};
 use crate::store::Storage;
 use crate::txn::{FieldWrite, Txn, Write};
-use crate::value::{Map, Name, Value, MAX_ITEM_BYTES};
+use crate::value::{Map, Name, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A seal to be signed outside the core: see [`Repo::seal_request`].
@@ -349,14 +349,8 @@ fn set_edit_op(
     Ok(Some(FieldOp::SetEdit { add, remove }))
 }
 
-/// The size limit of one write ([`MAX_ITEM_BYTES`]), for local and received writes alike.
+/// The size limit of one write ([`crate::value::MAX_ITEM_BYTES`]), for local and received
+/// writes alike.
 pub(super) fn check_size(coll: &str, id: &str, size: usize) -> Result<()> {
-    if size > MAX_ITEM_BYTES {
-        return Err(Error::TooLarge {
-            what: format!("item {coll}/{id}"),
-            size: size as u64,
-            limit: MAX_ITEM_BYTES as u64,
-        });
-    }
-    Ok(())
+    crate::value::check_item_size(coll, id, size)
 }

@@ -1,7 +1,7 @@
 //! The canonical binary encoding of values (docs/design.md §3.2): one encoding per value, so
 //! equal values have equal bytes.
 
-use super::{Map, Name, Set, Value, MAX_DEPTH};
+use super::{validate_field_name, Map, Name, Set, Value, MAX_DEPTH};
 use crate::codec::{Reader, Writer};
 use crate::error::Result;
 
@@ -227,6 +227,71 @@ pub(crate) fn skip_value(r: &mut Reader<'_>, depth: usize) -> Result<()> {
     Ok(())
 }
 
+/// Check one value without building it, for a replica that does not keep it (a sync server's
+/// copy of the items outside `_acl`, docs/design.md §12.4): every rule of the canonical
+/// [`Value::decode`] and of [`Value::validate`] (field names of nested maps), with no
+/// allocation per element, so what it costs does not grow with the value. `at` names the
+/// field in an invalid-value error (built only then). The caller measures the value's bytes
+/// by the reader's position (its canonical encoding is what it read).
+pub(crate) fn check_value(r: &mut Reader<'_>, depth: usize, at: &dyn Fn() -> String) -> Result<()> {
+    if depth > MAX_DEPTH {
+        return Err(r.err("value nested too deeply"));
+    }
+    match r.u8()? {
+        T_NULL | T_FALSE | T_TRUE => {}
+        T_NUMBER => {
+            decode_number::<false>(r)?;
+        }
+        T_STRING => {
+            r.str()?;
+        }
+        T_LIST => {
+            for _ in 0..r.count(1, usize::MAX)? {
+                check_value(r, depth + 1, at)?;
+            }
+        }
+        T_MAP => {
+            let mut last: Option<&str> = None;
+            for _ in 0..r.count(2, usize::MAX)? {
+                let k = r.str()?;
+                if last.is_some_and(|l| l >= k) {
+                    return Err(r.err("map keys not strictly ascending"));
+                }
+                last = Some(k);
+                if validate_field_name(k, "").is_err() {
+                    validate_field_name(k, &at())?;
+                }
+                check_value(r, depth + 1, at)?;
+            }
+        }
+        T_SET => {
+            check_str_set(r, &mut |_| {})?;
+        }
+        t => return Err(r.err(format!("unknown value tag {t}"))),
+    }
+    Ok(())
+}
+
+/// Check a strictly ascending set of strings without building it; `each` sees every element.
+pub(crate) fn check_str_set<'a>(r: &mut Reader<'a>, each: &mut dyn FnMut(&'a str)) -> Result<()> {
+    let n = r.count(1, usize::MAX)?;
+    let mut last: Option<&str> = None;
+    for _ in 0..n {
+        let e = r.str()?;
+        if last.is_some_and(|l| l >= e) {
+            return Err(r.err("set elements not strictly ascending"));
+        }
+        last = Some(e);
+        each(e);
+    }
+    Ok(())
+}
+
+/// The length of the varint encoding of `v`.
+pub(crate) fn varint_bytes(v: u64) -> usize {
+    varint_len(v)
+}
+
 /// Decode a strictly ascending set of strings.
 pub(crate) fn decode_str_set(r: &mut Reader<'_>) -> Result<Set> {
     let n = r.count(1, usize::MAX)?;
@@ -282,6 +347,84 @@ mod tests {
         w.u8(T_NUMBER);
         w.u64((-0.0f64).to_bits());
         assert!(Value::decode(&mut Reader::new(&w.buf, "value")).is_err());
+    }
+
+    /// `check_value` accepts what `Value::decode` + `validate` accept, refuses what either
+    /// refuses, and consumes the same bytes.
+    #[test]
+    fn checking_in_place_agrees_with_decoding() {
+        let deep = (0..MAX_DEPTH + 1).fold(Value::Null, |v, _| Value::List(vec![v]));
+        let good = [
+            map! { "a" => 1i64, "b" => "x", "s" => Value::set(["p", "q"]) },
+            Value::List(vec![
+                Value::Null,
+                Value::from(true),
+                Value::from(2.5),
+                map! {},
+            ]),
+            (0..MAX_DEPTH).fold(Value::Null, |v, _| Value::List(vec![v])),
+        ];
+        let raw = |f: &dyn Fn(&mut Writer)| {
+            let mut w = Writer::new();
+            f(&mut w);
+            w.into_inner()
+        };
+        let bad = [
+            deep.to_bytes(),
+            raw(&|w| {
+                w.u8(T_NUMBER);
+                w.u64((-0.0f64).to_bits());
+            }),
+            raw(&|w| {
+                w.u8(T_NUMBER);
+                w.u64(f64::NAN.to_bits());
+            }),
+            raw(&|w| {
+                w.u8(T_MAP);
+                w.varint(2);
+                w.lp(b"b");
+                w.u8(T_NULL);
+                w.lp(b"a");
+                w.u8(T_NULL);
+            }),
+            raw(&|w| {
+                w.u8(T_MAP);
+                w.varint(1);
+                w.lp(b"a.b");
+                w.u8(T_NULL);
+            }),
+            raw(&|w| {
+                w.u8(T_SET);
+                w.varint(2);
+                w.lp(b"x");
+                w.lp(b"x");
+            }),
+            raw(&|w| {
+                w.u8(T_LIST);
+                w.varint(3);
+                w.u8(T_NULL);
+            }),
+            raw(&|w| w.u8(9)),
+            raw(&|w| {
+                w.u8(T_STRING);
+                w.lp(&[0xff, 0xfe]);
+            }),
+        ];
+        let at = String::new;
+        for v in &good {
+            let b = v.to_bytes();
+            let mut r = Reader::new(&b, "value");
+            check_value(&mut r, 0, &at).unwrap();
+            r.finish().unwrap();
+        }
+        for b in &bad {
+            let decoded = Value::decode(&mut Reader::new(b, "value")).and_then(|v| v.validate(""));
+            assert!(decoded.is_err(), "{b:?} decodes");
+            assert!(
+                check_value(&mut Reader::new(b, "value"), 0, &at).is_err(),
+                "{b:?}"
+            );
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ mod map;
 mod name;
 mod set;
 
-pub(crate) use encode::{decode_str_set, skip_value};
+pub(crate) use encode::{check_str_set, check_value, decode_str_set, skip_value, varint_bytes};
 #[cfg(test)]
 pub(crate) use encode::{T_FALSE, T_LIST, T_MAP, T_NULL, T_NUMBER, T_SET, T_STRING, T_TRUE};
 pub(crate) use json::{from_tree, to_tree};
@@ -167,6 +167,19 @@ impl Value {
         }
         Some(cur)
     }
+}
+
+/// The size limit of one write ([`MAX_ITEM_BYTES`]) of item `coll/id`, for local writes,
+/// received ones and those a sync server checks without building them alike.
+pub(crate) fn check_item_size(coll: &str, id: &str, size: usize) -> Result<()> {
+    if size > MAX_ITEM_BYTES {
+        return Err(Error::TooLarge {
+            what: format!("item {coll}/{id}"),
+            size: size as u64,
+            limit: MAX_ITEM_BYTES as u64,
+        });
+    }
+    Ok(())
 }
 
 /// Field names: non-empty, at most [`MAX_FIELD_NAME`] bytes, no control characters, and no

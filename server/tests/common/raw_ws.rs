@@ -53,7 +53,19 @@ pub enum Got {
 
 impl Raw {
     pub async fn connect(addr: &str) -> Raw {
-        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        Raw::upgrade(TcpStream::connect(addr).await.unwrap(), addr).await
+    }
+
+    /// [`Raw::connect`] with a receive buffer of `bytes` (the kernel's floor applies): a
+    /// client that does not read then fills the path to it after kilobytes, not megabytes.
+    pub async fn connect_small(addr: &str, bytes: u32) -> Raw {
+        let sock = tokio::net::TcpSocket::new_v4().unwrap();
+        sock.set_recv_buffer_size(bytes).unwrap();
+        let tcp = sock.connect(addr.parse().unwrap()).await.unwrap();
+        Raw::upgrade(tcp, addr).await
+    }
+
+    async fn upgrade(mut tcp: TcpStream, addr: &str) -> Raw {
         let req = format!(
             "GET / HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
              Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"

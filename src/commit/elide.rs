@@ -1,0 +1,151 @@
+//! A commit decoded keeping one collection ([`Commit::decode_keeping`], docs/design.md §12.4):
+//! a sync server keeps the access list, not the items, so the changes to other collections
+//! are checked where they lie in the bytes (every rule of the decoder and of a received
+//! write) and never built. A stranger's commit then costs the server what the `_acl` changes
+//! cost, not one value per element of a list.
+//!
+//! [`Commit::decode_keeping`]: super::Commit::decode_keeping
+
+use super::encode::{Decoder, COMMIT_FIELD_ASSIGN, COMMIT_FIELD_SET_EDIT, COMMIT_FIELD_UNSET};
+use super::encode::{COMMIT_OP_DELETE, COMMIT_OP_PATCH, COMMIT_OP_PUT};
+use super::{Change, Op, Stamp};
+use crate::error::{Error, Result};
+use crate::value::{check_item_size, check_str_set, check_value, varint_bytes};
+
+/// Most encoded bytes of a kept change's op (an `_acl` member is `{"role": …}`, the public item
+/// two booleans): a longer one is refused before it is built.
+const MAX_KEPT_OP_BYTES: usize = 256;
+
+impl Change {
+    /// The marker that stands for the changes [`super::Commit::decode_keeping`] checked and did
+    /// not build: empty collection and id (no real change has them), never applied.
+    pub fn elided() -> Change {
+        Change {
+            collection: String::new(),
+            id: String::new(),
+            op: Op::Delete,
+        }
+    }
+
+    /// Whether this is the [`Change::elided`] marker.
+    pub fn is_elided(&self) -> bool {
+        self.collection.is_empty()
+    }
+}
+
+impl<'a> Decoder<'a> {
+    /// The changes of [`super::Commit::decode_keeping`]: those of collection `keep` built
+    /// (each passed to `check` at once, so refused ones never pile up), the others checked in
+    /// place, then one [`Change::elided`] if there were any.
+    pub(super) fn kept_changes(
+        &mut self,
+        keep: &str,
+        check: &dyn Fn(&Change) -> Result<()>,
+    ) -> Result<Vec<Change>> {
+        let nc = self.r.count(3, usize::MAX)?;
+        let mut changes = Vec::new();
+        let mut last: Option<(&'a str, &'a str)> = None;
+        let mut data = false;
+        for _ in 0..nc {
+            let (coll, id) = self.key(last)?;
+            last = Some((coll, id));
+            let start = self.r.clone();
+            self.check_op(coll, id)?;
+            if coll != keep {
+                data = true;
+                continue;
+            }
+            if self.r.pos() - start.pos() > MAX_KEPT_OP_BYTES {
+                return Err(Error::invalid_value(
+                    &format!("{keep}/{id}"),
+                    format!("a change of {keep} takes at most {MAX_KEPT_OP_BYTES} bytes"),
+                ));
+            }
+            self.r = start;
+            let change = Change {
+                collection: coll.to_owned(),
+                id: id.to_owned(),
+                op: self.op()?,
+            };
+            check(&change)?;
+            changes.push(change);
+        }
+        if data {
+            changes.push(Change::elided());
+        }
+        Ok(changes)
+    }
+
+    /// Step over one change's op, checking what decoding it and receiving it would check:
+    /// the op's form, each value ([`check_value`]) and the item's size.
+    fn check_op(&mut self, coll: &str, id: &str) -> Result<()> {
+        let size = match self.r.u8()? {
+            COMMIT_OP_PUT => {
+                let n = self.r.count(2, usize::MAX)?;
+                // As `Value::map_encoded_len` counts the map the put writes.
+                let mut size = 1 + varint_bytes(n as u64);
+                let mut last = None;
+                for _ in 0..n {
+                    let name = self.field_name(&mut last)?;
+                    size += varint_bytes(name.len() as u64) + name.len();
+                    size += self.check_field(coll, id, name)?;
+                }
+                size
+            }
+            COMMIT_OP_DELETE => 0,
+            COMMIT_OP_PATCH => {
+                let n = self.r.count(2, usize::MAX)?;
+                if n == 0 {
+                    return Err(self.r.err("empty patch"));
+                }
+                let mut size = 0;
+                let mut last = None;
+                for _ in 0..n {
+                    let name = self.field_name(&mut last)?;
+                    size += match self.r.u8()? {
+                        COMMIT_FIELD_ASSIGN => self.check_field(coll, id, name)?,
+                        COMMIT_FIELD_UNSET => 0,
+                        COMMIT_FIELD_SET_EDIT => self.check_set_edit()?,
+                        t => return Err(self.r.err(format!("unknown field op {t}"))),
+                    };
+                }
+                size
+            }
+            t => return Err(self.r.err(format!("unknown op {t}"))),
+        };
+        check_item_size(coll, id, size)
+    }
+
+    /// One field's value, checked; its encoded length.
+    fn check_field(&mut self, coll: &str, id: &str, name: &str) -> Result<usize> {
+        let at = || format!("{coll}/{id}.{name}");
+        let from = self.r.pos();
+        check_value(&mut self.r, 0, &at)?;
+        Ok(self.r.pos() - from)
+    }
+
+    /// A set edit's form (as `Decoder::set_edit`); the size a received write counts for it.
+    fn check_set_edit(&mut self) -> Result<usize> {
+        let r = &mut self.r;
+        let mut size = 0;
+        check_str_set(r, &mut |e| size += e.len() + 5)?;
+        let nr = r.count(2, usize::MAX)?;
+        let mut last_e: Option<&str> = None;
+        for _ in 0..nr {
+            let e = r.str()?;
+            if last_e.is_some_and(|l| l >= e) {
+                return Err(r.err("removed elements not ascending"));
+            }
+            last_e = Some(e);
+            let mut prev: Option<Stamp> = None;
+            for _ in 0..r.count(24, usize::MAX)? {
+                let s = Stamp::decode(r)?;
+                if prev.is_some_and(|l| l >= s) {
+                    return Err(r.err("dots not strictly ascending"));
+                }
+                prev = Some(s);
+            }
+        }
+        Ok(size)
+    }
+}
