@@ -28,6 +28,7 @@ mod entry;
 mod eval;
 mod index;
 mod index_build;
+mod lazy;
 mod live;
 mod plan;
 
@@ -179,7 +180,7 @@ pub(crate) fn for_each_match<'a>(
             res
         }
         Choice::Ordered(ix) => {
-            for e in ix.values.keys() {
+            for e in ix.values.walk(false) {
                 if let Some(m) = items.get(e.id()) {
                     if matches(filter, m) && !f(e.id(), m)? {
                         break;
@@ -383,6 +384,59 @@ impl QueryEngine {
         all && d.built.get().is_none() && d.built.set(built).is_ok()
     }
 
+    /// The collection's built indexes, mutable.
+    fn built_mut(&mut self, collection: &str) -> Option<&mut BTreeMap<String, Index>> {
+        self.indexes.get_mut(collection)?.built.get_mut()
+    }
+
+    /// Whether a read of `collection`'s indexes noted blocks of the snapshot to read.
+    pub(crate) fn index_notes(&self, collection: &str) -> bool {
+        let built = self.indexes.get(collection).and_then(|d| d.built.get());
+        built.is_some_and(|m| m.values().any(Index::has_notes))
+    }
+
+    pub(crate) fn clear_index_notes(&self, collection: &str) {
+        if let Some(m) = self.indexes.get(collection).and_then(|d| d.built.get()) {
+            m.values().for_each(Index::clear_notes);
+        }
+    }
+
+    /// Whether `collection`'s indexes hold blocks of the snapshot not read yet.
+    pub(crate) fn indexes_lazy(&self, collection: &str) -> bool {
+        let built = self.indexes.get(collection).and_then(|d| d.built.get());
+        built.is_some_and(|m| m.values().any(|ix| !ix.is_hot()))
+    }
+
+    /// The collections whose indexes hold blocks of the snapshot not read yet.
+    pub(crate) fn lazy_collections(&self) -> Vec<String> {
+        let lazy = |c: &&String| self.indexes_lazy(c);
+        self.indexes.keys().filter(lazy).cloned().collect()
+    }
+
+    /// Read the blocks of `collection`'s indexes that reads noted (every one when `all`) with
+    /// `load`; whether any was read.
+    pub(crate) fn materialize_indexes(
+        &mut self,
+        collection: &str,
+        all: bool,
+        load: &mut lazy::BlockLoader<'_>,
+    ) -> Result<bool> {
+        let mut any = false;
+        if let Some(m) = self.built_mut(collection) {
+            for ix in m.values_mut() {
+                any |= ix.materialize(all, load)?;
+            }
+        }
+        Ok(any)
+    }
+
+    /// Forget `collection`'s indexes: they are built from the items on their next use.
+    pub(crate) fn drop_indexes(&mut self, collection: &str) {
+        if let Some(d) = self.indexes.get_mut(collection) {
+            d.built = OnceCell::new();
+        }
+    }
+
     /// Every built index: (collection, path, index).
     pub(crate) fn built_indexes(&self) -> impl Iterator<Item = (&str, &str, &Index)> {
         self.indexes
@@ -532,11 +586,7 @@ impl QueryEngine {
         let mut out: Vec<(&str, &Map)> = Vec::new();
         let mut group: Vec<(&str, &Map)> = Vec::new();
         let mut gkey: Option<&IKey> = None;
-        let iter: Box<dyn Iterator<Item = &Entry>> = if c.sort[0].desc {
-            Box::new(ix.values.keys().rev())
-        } else {
-            Box::new(ix.values.keys())
-        };
+        let iter = ix.values.walk(c.sort[0].desc);
         let flush = |group: &mut Vec<(&'a str, &'a Map)>, out: &mut Vec<(&'a str, &'a Map)>| {
             if group.len() > 1 {
                 group.sort_unstable_by(|a, b| cmp_items(rest, *a, *b));

@@ -9,16 +9,21 @@
 //! as without a snapshot.
 
 use super::Repo;
+use crate::cold::IndexBlock;
+use crate::commit::Change;
+use crate::error::Result;
 use crate::query::{Index, QueryEngine, Restorer};
 use crate::state::State;
-use crate::store::snapshot::{self, ColdIndexes, Persist};
+use crate::store::snapshot::{self, ColdIndexes, IndexSink, Persist};
 use crate::store::Storage;
 use std::collections::BTreeMap;
 
 impl<S: Storage> Repo<S> {
     /// Restore `collection`'s declared indexes from the snapshot when it holds every one of
-    /// them and the collection has not changed since. Anything that fails (a block damaged, a
-    /// path missing) leaves them to be built from the items on first use.
+    /// them and the collection has not changed since: lazily, no block read (`query/lazy.rs`;
+    /// a read notes the blocks it needs, [`Repo::with_indexes`] reads them). Anything that
+    /// fails (keys out of order, a path missing) leaves them to be built from the items on
+    /// first use.
     pub(super) fn restore_indexes(&mut self, collection: &str) {
         let Some(paths) = self
             .query
@@ -32,7 +37,7 @@ impl<S: Storage> Repo<S> {
             .state
             .collection(collection)
             .is_some_and(|c| !c.touched());
-        let (Some(list), Some(src)) = (self.snap_indexes.get(collection), &self.snap) else {
+        let (Some(list), Some(_)) = (self.snap_indexes.get(collection), &self.snap) else {
             return;
         };
         if !unchanged {
@@ -43,18 +48,76 @@ impl<S: Storage> Repo<S> {
             let Some(ci) = list.iter().find(|ci| ci.path == p) else {
                 return;
             };
-            let mut r = Restorer::new();
-            if snapshot::load_index(src, ci, &mut r).is_err() {
+            let Ok(ix) = Index::lazy(ci) else {
                 return;
-            }
-            built.insert(p.clone(), Index::restored(&p, r, ci.stats));
+            };
+            built.insert(p.clone(), ix);
         }
         self.query.install_indexes(collection, built);
     }
+
+    /// Run `f` (a read of `collection`) until it notes no block of a lazily restored index:
+    /// the blocks it noted are read and it runs again, so its answer saw every entry it
+    /// needed. Each round reads at least one block, or drops the indexes.
+    pub(super) fn with_indexes<T>(
+        &mut self,
+        collection: &str,
+        mut f: impl FnMut(&mut Self) -> Result<T>,
+    ) -> Result<T> {
+        loop {
+            self.query.clear_index_notes(collection);
+            let r = f(self);
+            if !self.query.index_notes(collection) {
+                return r;
+            }
+            self.materialize_indexes(collection, false);
+        }
+    }
+
+    /// Read the noted blocks (every block when `all`) of `collection`'s lazily restored
+    /// indexes. A block that fails its checks, or a round that reads nothing, leaves the
+    /// indexes to be built from the items (and the snapshot's indexes of the collection
+    /// unused), as a failed restore does.
+    pub(super) fn materialize_indexes(&mut self, collection: &str, all: bool) {
+        let read = match &self.snap {
+            Some(src) => {
+                let mut load = |b: &IndexBlock, values: bool, sink: &mut dyn IndexSink| {
+                    snapshot::load_index_block(src, b, values, sink)
+                };
+                self.query.materialize_indexes(collection, all, &mut load)
+            }
+            None => Ok(false),
+        };
+        if !matches!(read, Ok(true)) && self.query.indexes_lazy(collection) {
+            self.query.drop_indexes(collection);
+            self.snap_indexes.remove(collection);
+        }
+    }
+
+    /// Before a write: read the indexes of the collections `changes` touch whole (a write
+    /// updates them entry by entry).
+    pub(super) fn materialize_for(&mut self, changes: &[Change]) {
+        let mut last: Option<&str> = None;
+        for c in changes {
+            if last != Some(c.collection.as_str()) && self.query.indexes_lazy(&c.collection) {
+                self.materialize_indexes(&c.collection, true);
+            }
+            last = Some(&c.collection);
+        }
+    }
+
+    /// Read every lazily restored index whole: before the snapshot file is rewritten or
+    /// emptied, and before `verify()` compares them with the items.
+    pub(super) fn materialize_all_indexes(&mut self) {
+        for c in self.query.lazy_collections() {
+            self.materialize_indexes(&c, true);
+        }
+    }
 }
 
-/// What the next snapshot holds: every built index; appended, also the file's indexes (`kept`)
-/// of collections unchanged since and not built now (their blocks stay where they are).
+/// What the next snapshot holds: every built index read whole; appended, also the file's
+/// indexes (`kept`) of collections unchanged since and not built now or still partly in the
+/// file's blocks (their blocks stay where they are).
 pub(super) fn to_persist<'a>(
     query: &'a QueryEngine,
     state: &'a State,
@@ -63,6 +126,7 @@ pub(super) fn to_persist<'a>(
 ) -> Vec<Persist<'a>> {
     let mut out: Vec<Persist<'a>> = query
         .built_indexes()
+        .filter(|(_, _, index)| index.is_hot())
         .map(|(collection, path, index)| Persist::Built {
             collection,
             path,

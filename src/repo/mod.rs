@@ -339,6 +339,7 @@ impl<S: Storage> Repo<S> {
             return Ok(false);
         }
         self.warm_all()?;
+        self.materialize_all_indexes();
         let s = self.snap.as_mut().unwrap();
         s.truncate(0)?;
         s.flush()?;
@@ -378,6 +379,8 @@ impl<S: Storage> Repo<S> {
             .then_some(self.snapshot_len);
         if append.is_none() {
             self.warm_all()?;
+            // The file is rewritten: no index may keep blocks in it.
+            self.materialize_all_indexes();
         }
         let log_len = self.log.len();
         // Until the write completes, the file holds no snapshot of this log.

@@ -1,0 +1,436 @@
+//! An index's entries, some of which may still be in a snapshot's blocks (docs/design.md §8,
+//! "Indexes"): [`Entries`] holds the entries read so far (`hot`, a [`Chunked`] set) and, for
+//! each block not read yet, its first and last entries and where it is (`cold` runs). A read
+//! of the index that meets a cold run notes it instead of answering from it; the repository
+//! then reads, checks and decodes the noted blocks ([`Entries::materialize`]) and asks again
+//! (`Repo::with_indexes`). So the first query after an open reads the blocks of its ranges,
+//! not the whole index.
+//!
+//! Invariants: the cold runs are in order, their ranges `[first, last]` disjoint and strictly
+//! ascending, and no hot entry lies inside one (hot entries come from read blocks; a write
+//! reads every block first, `Repo::materialize_for`). Every read goes through the methods
+//! here, which note what they pass over; a read that noted nothing saw every entry it needed.
+
+use super::entry::{entry_bounds, Entry, IKey};
+use crate::chunked::{Builder, Chunked};
+use crate::cold::IndexBlock;
+use crate::error::{Error, Result};
+use crate::store::snapshot::{self, IndexSink};
+use crate::value::{Name, Value};
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::ops::Bound;
+
+/// A block of entries not read yet.
+#[derive(Debug, Clone)]
+struct Run {
+    first: Entry,
+    last: Entry,
+    block: IndexBlock,
+}
+
+/// Reads one index block into a sink: (block, value entries?, sink). The repository's reads
+/// of the snapshot file (`snapshot::load_index_block`).
+pub(crate) type BlockLoader<'a> =
+    dyn FnMut(&IndexBlock, bool, &mut dyn IndexSink) -> Result<()> + 'a;
+
+/// An index's value or element entries; see the module docs.
+#[derive(Clone, Default)]
+pub(crate) struct Entries {
+    hot: Chunked<Entry>,
+    cold: Vec<Run>,
+    /// Entries in the cold runs.
+    cold_len: usize,
+    /// Value entries (`true`) or element entries: how the blocks decode.
+    values: bool,
+    /// Cold runs a read passed over (indices into `cold`).
+    noted: RefCell<BTreeSet<usize>>,
+}
+
+impl std::fmt::Debug for Entries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entries")
+            .field("hot", &self.hot)
+            .field("cold", &self.cold.len())
+            .finish()
+    }
+}
+
+/// Equal when both are read whole and hold the same entries (lazy ones compare unequal: the
+/// caller reads them whole first, as `verify()` does).
+impl PartialEq for Entries {
+    fn eq(&self, other: &Self) -> bool {
+        self.cold.is_empty() && other.cold.is_empty() && self.hot == other.hot
+    }
+}
+
+/// Whether `e` sorts before the lower bound `l`.
+fn below(e: &Entry, l: &Bound<Entry>) -> bool {
+    match l {
+        Bound::Included(k) => e < k,
+        Bound::Excluded(k) => e <= k,
+        Bound::Unbounded => false,
+    }
+}
+
+/// Whether `e` sorts after the upper bound `h`.
+fn above(e: &Entry, h: &Bound<Entry>) -> bool {
+    match h {
+        Bound::Included(k) => e > k,
+        Bound::Excluded(k) => e >= k,
+        Bound::Unbounded => false,
+    }
+}
+
+/// Collects decoded entries in order, each checked to follow the one before.
+struct Collect {
+    values: bool,
+    out: Builder<Entry>,
+}
+
+impl Collect {
+    fn push(&mut self, e: Entry) -> Result<()> {
+        if self.out.last().is_some_and(|l| *l >= e) {
+            return Err(Error::decode(
+                "snapshot index",
+                "entries not strictly ascending",
+            ));
+        }
+        self.out.push(e, ());
+        Ok(())
+    }
+}
+
+impl IndexSink for Collect {
+    fn value(&mut self, v: Option<Value>, id: &str) -> Result<()> {
+        if !self.values {
+            return Err(Error::decode(
+                "snapshot index",
+                "a value entry among elements",
+            ));
+        }
+        self.push(Entry::new(v.map_or(IKey::Missing, IKey::Val), id))
+    }
+    fn elem(&mut self, e: &str, id: &str) -> Result<()> {
+        if self.values {
+            return Err(Error::decode(
+                "snapshot index",
+                "an element entry among values",
+            ));
+        }
+        self.push(Entry::new(IKey::Val(Value::String(Name::new(e))), id))
+    }
+}
+
+/// The one entry `bytes` encode (a block's first or last, from the directory).
+fn key_of(bytes: &[u8], values: bool) -> Result<Entry> {
+    let mut c = Collect {
+        values,
+        out: Builder::new(),
+    };
+    snapshot::decode_index_entry(bytes, values, &mut c)?;
+    let e = c.out.finish().first().cloned();
+    e.ok_or_else(|| Error::decode("snapshot index", "no key"))
+}
+
+impl Entries {
+    /// Entries read whole (built, or restored eagerly).
+    pub(crate) fn hot(hot: Chunked<Entry>) -> Entries {
+        Entries {
+            hot,
+            ..Entries::default()
+        }
+    }
+
+    /// Every entry still in `blocks` (value entries when `values`), none read: each block's
+    /// first and last entries decoded and checked to be in order within and across blocks.
+    pub(crate) fn cold(blocks: &[IndexBlock], values: bool) -> Result<Entries> {
+        let mut cold: Vec<Run> = Vec::with_capacity(blocks.len());
+        let mut cold_len = 0;
+        for b in blocks {
+            let first = key_of(&b.first, values)?;
+            let last = key_of(&b.last, values)?;
+            let ordered = match b.count {
+                0 => false,
+                1 => first == last,
+                _ => first < last,
+            };
+            if !ordered || cold.last().is_some_and(|r| r.last >= first) {
+                return Err(Error::decode("snapshot index", "block keys out of order"));
+            }
+            cold_len += b.count as usize;
+            cold.push(Run {
+                first,
+                last,
+                block: b.clone(),
+            });
+        }
+        Ok(Entries {
+            cold,
+            cold_len,
+            values,
+            ..Entries::default()
+        })
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.hot.len() + self.cold_len
+    }
+
+    /// Whether every entry is read (no block left in the snapshot).
+    pub(crate) fn is_hot(&self) -> bool {
+        self.cold.is_empty()
+    }
+
+    /// Whether a read passed over a cold run since the last [`Entries::materialize`].
+    pub(crate) fn has_notes(&self) -> bool {
+        !self.noted.borrow().is_empty()
+    }
+
+    pub(crate) fn clear_notes(&self) {
+        self.noted.borrow_mut().clear();
+    }
+
+    fn note(&self, i: usize) {
+        self.noted.borrow_mut().insert(i);
+    }
+
+    /// Every entry, in order: only when read whole (the snapshot encoder, `verify()`).
+    pub(crate) fn all(&self) -> impl DoubleEndedIterator<Item = &Entry> + '_ {
+        debug_assert!(self.is_hot());
+        self.hot.keys()
+    }
+
+    /// The cold runs `[a, b)` that may hold an entry inside `(l, h)`.
+    fn overlapping(&self, l: &Bound<Entry>, h: &Bound<Entry>) -> (usize, usize) {
+        let a = self.cold.partition_point(|r| below(&r.last, l));
+        let b = self.cold.partition_point(|r| !above(&r.first, h));
+        (a, b.max(a))
+    }
+
+    /// The entries with keys in `(lo, hi)`, in order both ways. A cold run inside the range
+    /// is noted when the iteration reaches it, and skipped.
+    pub(crate) fn range(
+        &self,
+        lo: &Bound<IKey>,
+        hi: &Bound<IKey>,
+    ) -> impl DoubleEndedIterator<Item = &Entry> + '_ {
+        let r = entry_bounds(lo, hi).map(|(l, h)| {
+            let (a, b) = self.overlapping(&l, &h);
+            self.pieces(l, h, a, b)
+        });
+        r.into_iter().flatten()
+    }
+
+    /// The entries from `(l, h)`, where cold runs `[a, b)` lie: the hot entries between them,
+    /// each run noted when reached.
+    fn pieces(
+        &self,
+        l: Bound<Entry>,
+        h: Bound<Entry>,
+        a: usize,
+        b: usize,
+    ) -> impl DoubleEndedIterator<Item = &Entry> + '_ {
+        let m = b - a;
+        (0..2 * m + 1)
+            .flat_map(move |p| {
+                if p % 2 == 1 {
+                    self.note(a + p / 2);
+                    return None;
+                }
+                let g = p / 2;
+                let lo = match g {
+                    0 => l.clone(),
+                    _ => Bound::Excluded(self.cold[a + g - 1].last.clone()),
+                };
+                let hi = match g {
+                    _ if g == m => h.clone(),
+                    _ => Bound::Excluded(self.cold[a + g].first.clone()),
+                };
+                Some(self.hot.range_keys((lo, hi)))
+            })
+            .flatten()
+    }
+
+    /// The string entries starting with `p`, in order (cold runs noted as by `range`).
+    pub(crate) fn prefix<'a>(&'a self, p: &str) -> impl Iterator<Item = &'a Entry> + 'a {
+        let (l, a, b) = self.prefix_runs(p);
+        let p = p.to_string();
+        self.pieces(l, Bound::Unbounded, a, b)
+            .take_while(move |e| matches!(&e.key, IKey::Val(Value::String(s)) if s.starts_with(&p)))
+    }
+
+    /// The lower bound of strings starting with `p`, and the cold runs `[a, b)` that may hold
+    /// one (they are contiguous in the order).
+    fn prefix_runs(&self, p: &str) -> (Bound<Entry>, usize, usize) {
+        let l = Bound::Included(Entry {
+            key: IKey::Val(Value::String(Name::new(p))),
+            id: super::entry::IdPos::Lo,
+        });
+        let a = self.cold.partition_point(|r| below(&r.last, &l));
+        let starts = |e: &Entry| matches!(&e.key, IKey::Val(Value::String(s)) if s.starts_with(p));
+        let b = a + self.cold[a..].partition_point(|r| below(&r.first, &l) || starts(&r.first));
+        (l, a, b)
+    }
+
+    /// Number of entries with keys in `(lo, hi)`, counting at most `cap`: a cold run wholly
+    /// inside counts its block's entries without reading it; one the range cuts is noted.
+    pub(crate) fn count_range(&self, lo: &Bound<IKey>, hi: &Bound<IKey>, cap: usize) -> usize {
+        let Some((l, h)) = entry_bounds(lo, hi) else {
+            return 0;
+        };
+        let (a, b) = self.overlapping(&l, &h);
+        let inside = |r: &Run| !below(&r.first, &l) && !above(&r.last, &h);
+        self.count_in(a, b, cap, inside, || {
+            self.hot.range_keys((l.clone(), h.clone())).count()
+        })
+    }
+
+    /// Number of string entries starting with `p`, counting at most `cap` (as `count_range`).
+    pub(crate) fn count_prefix(&self, p: &str, cap: usize) -> usize {
+        let (_, a, b) = self.prefix_runs(p);
+        let starts = |e: &Entry| matches!(&e.key, IKey::Val(Value::String(s)) if s.starts_with(p));
+        let inside = |r: &Run| starts(&r.first) && starts(&r.last);
+        self.count_in(a, b, cap, inside, || self.hot_prefix(p).take(cap).count())
+    }
+
+    /// The hot entries starting with `p` (cold runs are not noted: the count notes them).
+    fn hot_prefix<'a>(&'a self, p: &'a str) -> impl Iterator<Item = &'a Entry> + 'a {
+        let l = Bound::Included(Entry {
+            key: IKey::Val(Value::String(Name::new(p))),
+            id: super::entry::IdPos::Lo,
+        });
+        self.hot
+            .range_keys((l, Bound::Unbounded))
+            .take_while(move |e| matches!(&e.key, IKey::Val(Value::String(s)) if s.starts_with(p)))
+    }
+
+    /// The count over cold runs `[a, b)` (those `inside` by their blocks' counts, the others
+    /// noted) plus `hot()`, at most `cap`.
+    fn count_in(
+        &self,
+        a: usize,
+        b: usize,
+        cap: usize,
+        inside: impl Fn(&Run) -> bool,
+        hot: impl FnOnce() -> usize,
+    ) -> usize {
+        let mut n = 0usize;
+        for (i, r) in self.cold[a..b].iter().enumerate() {
+            if inside(r) {
+                n += r.block.count as usize;
+            } else {
+                self.note(a + i);
+            }
+        }
+        if n >= cap {
+            return cap;
+        }
+        (n + hot()).min(cap)
+    }
+
+    /// Every entry in order (`desc`: from the last), for a walk that stops once it has what it
+    /// needs: it ends at the first cold run, which is noted with the runs after it up to as many
+    /// entries as the walk had passed (so a long walk reads blocks in doubling batches).
+    pub(crate) fn walk(&self, desc: bool) -> Box<dyn Iterator<Item = &Entry> + '_> {
+        if self.cold.is_empty() {
+            return if desc {
+                Box::new(self.hot.keys().rev())
+            } else {
+                Box::new(self.hot.keys())
+            };
+        }
+        let walked = std::rc::Rc::new(std::cell::Cell::new(0usize));
+        let count = {
+            let w = walked.clone();
+            move |_: &&Entry| w.set(w.get() + 1)
+        };
+        let n = self.cold.len();
+        let end = move || {
+            let mut want = walked.get().max(1);
+            for k in 0..n {
+                let i = if desc { n - 1 - k } else { k };
+                self.note(i);
+                let c = self.cold[i].block.count as usize;
+                if c >= want {
+                    break;
+                }
+                want -= c;
+            }
+            None
+        };
+        if desc {
+            let l = Bound::Excluded(self.cold[n - 1].last.clone());
+            let hot = self.hot.range_keys((l, Bound::Unbounded)).rev();
+            Box::new(hot.inspect(count).chain(std::iter::from_fn(end)))
+        } else {
+            let h = Bound::Excluded(self.cold[0].first.clone());
+            let hot = self.hot.range_keys((Bound::Unbounded, h));
+            Box::new(hot.inspect(count).chain(std::iter::from_fn(end)))
+        }
+    }
+
+    /// Read the noted cold runs (every one when `all`) with `load`, each checked against its
+    /// block (CRC, count), its entries in order and equal at the ends to the directory's; then
+    /// they are hot. Whether any was read.
+    pub(crate) fn materialize(&mut self, all: bool, load: &mut BlockLoader<'_>) -> Result<bool> {
+        let noted = std::mem::take(self.noted.get_mut());
+        let pick: Vec<usize> = if all {
+            (0..self.cold.len()).collect()
+        } else {
+            noted.into_iter().filter(|&i| i < self.cold.len()).collect()
+        };
+        if pick.is_empty() {
+            return Ok(false);
+        }
+        let mut read = Chunked::new();
+        for &i in &pick {
+            let r = &self.cold[i];
+            let mut c = Collect {
+                values: self.values,
+                out: Builder::new(),
+            };
+            load(&r.block, self.values, &mut c)?;
+            let got = c.out.finish();
+            if got.len() != r.block.count as usize
+                || got.first() != Some(&r.first)
+                || got.last() != Some(&r.last)
+            {
+                return Err(Error::decode(
+                    "snapshot index",
+                    "a block's entries differ from its directory entry",
+                ));
+            }
+            // Runs are in order: their chunks follow each other.
+            read.append(got);
+        }
+        let n = read.len();
+        self.hot.merge_disjoint(read);
+        let mut k = 0;
+        let mut next = pick.iter().peekable();
+        self.cold.retain(|_| {
+            let take = next.next_if_eq(&&k).is_some();
+            k += 1;
+            !take
+        });
+        self.cold_len -= n;
+        Ok(true)
+    }
+
+    /// Insert `e` (every block read).
+    pub(crate) fn insert(&mut self, e: Entry) {
+        debug_assert!(self.is_hot(), "a write reads the index whole first");
+        self.hot.insert(e);
+    }
+
+    /// Remove `e` (every block read).
+    pub(crate) fn remove(&mut self, e: &Entry) {
+        debug_assert!(self.is_hot(), "a write reads the index whole first");
+        self.hot.remove(e);
+    }
+
+    /// Whether `e` is an entry (every block read).
+    pub(crate) fn contains(&self, e: &Entry) -> bool {
+        self.hot.contains(e)
+    }
+}
