@@ -7,8 +7,9 @@
 //! not the whole index.
 //!
 //! Invariants: the cold runs are in order, their ranges `[first, last]` disjoint and strictly
-//! ascending, and no hot entry lies inside one (hot entries come from read blocks; a write
-//! reads every block first, `Repo::materialize_for`). Every read goes through the methods
+//! ascending, and no hot entry lies inside one (hot entries come from read blocks, or were
+//! inserted outside every run; a write inside a run's range is kept with the run and applied
+//! when its block is read, so a write reads no block). Every read goes through the methods
 //! here, which note what they pass over; a read that noted nothing saw every entry it needed.
 
 use super::entry::{entry_bounds, Entry, IKey};
@@ -21,12 +22,17 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
-/// A block of entries not read yet.
+/// A block of entries not read yet, and the writes to its range since the open.
 #[derive(Debug, Clone)]
 struct Run {
     first: Entry,
     last: Entry,
     block: IndexBlock,
+    /// Entries inserted (`true`) or removed inside `[first, last]` since the open, in order:
+    /// applied when the block is read.
+    pending: Vec<(Entry, bool)>,
+    /// Entries it holds: the block's, plus inserts, minus removes.
+    len: usize,
 }
 
 /// Reads one index block into a sink: (block, value entries?, sink). The repository's reads
@@ -39,7 +45,7 @@ pub(crate) type BlockLoader<'a> =
 pub(crate) struct Entries {
     hot: Chunked<Entry>,
     cold: Vec<Run>,
-    /// Entries in the cold runs.
+    /// Entries in the cold runs (their `len`s).
     cold_len: usize,
     /// Value entries (`true`) or element entries: how the blocks decode.
     values: bool,
@@ -163,6 +169,8 @@ impl Entries {
                 first,
                 last,
                 block: b.clone(),
+                pending: Vec::new(),
+                len: b.count as usize,
             });
         }
         Ok(Entries {
@@ -318,7 +326,7 @@ impl Entries {
         let mut n = 0usize;
         for (i, r) in self.cold[a..b].iter().enumerate() {
             if inside(r) {
-                n += r.block.count as usize;
+                n += r.len;
             } else {
                 self.note(a + i);
             }
@@ -351,7 +359,7 @@ impl Entries {
             for k in 0..n {
                 let i = if desc { n - 1 - k } else { k };
                 self.note(i);
-                let c = self.cold[i].block.count as usize;
+                let c = self.cold[i].len.max(1);
                 if c >= want {
                     break;
                 }
@@ -372,7 +380,7 @@ impl Entries {
 
     /// Read the noted cold runs (every one when `all`) with `load`, each checked against its
     /// block (CRC, count), its entries in order and equal at the ends to the directory's; then
-    /// they are hot. Whether any was read.
+    /// the writes kept with it are applied and its entries are hot. Whether any was read.
     pub(crate) fn materialize(&mut self, all: bool, load: &mut BlockLoader<'_>) -> Result<bool> {
         let noted = std::mem::take(self.noted.get_mut());
         let pick: Vec<usize> = if all {
@@ -391,7 +399,7 @@ impl Entries {
                 out: Builder::new(),
             };
             load(&r.block, self.values, &mut c)?;
-            let got = c.out.finish();
+            let mut got = c.out.finish();
             if got.len() != r.block.count as usize
                 || got.first() != Some(&r.first)
                 || got.last() != Some(&r.last)
@@ -401,10 +409,17 @@ impl Entries {
                     "a block's entries differ from its directory entry",
                 ));
             }
-            // Runs are in order: their chunks follow each other.
+            for (e, insert) in &r.pending {
+                if *insert {
+                    got.insert(e.clone());
+                } else {
+                    got.remove(e);
+                }
+            }
+            // Runs are in order, and their entries stay inside their ranges: their chunks
+            // follow each other.
             read.append(got);
         }
-        let n = read.len();
         self.hot.merge_disjoint(read);
         let mut k = 0;
         let mut next = pick.iter().peekable();
@@ -413,20 +428,55 @@ impl Entries {
             k += 1;
             !take
         });
-        self.cold_len -= n;
+        self.cold_len = self.cold.iter().map(|r| r.len).sum();
         Ok(true)
     }
 
-    /// Insert `e` (every block read).
-    pub(crate) fn insert(&mut self, e: Entry) {
-        debug_assert!(self.is_hot(), "a write reads the index whole first");
-        self.hot.insert(e);
+    /// The cold run whose range holds `e`, if any.
+    fn run_of(&self, e: &Entry) -> Option<usize> {
+        let i = self.cold.partition_point(|r| r.last < *e);
+        self.cold.get(i).filter(|r| r.first <= *e).map(|_| i)
     }
 
-    /// Remove `e` (every block read).
+    /// Insert `e`; inside a cold run's range, kept with the run. The index's maintenance
+    /// removes an item's old entries before it inserts its new ones, so `e` is in a block only
+    /// if a write kept with its run says so (a list may name an element twice).
+    pub(crate) fn insert(&mut self, e: Entry) {
+        match self.run_of(&e) {
+            Some(i) => self.keep(i, e, true),
+            None => {
+                self.hot.insert(e);
+            }
+        }
+    }
+
+    /// Remove `e`; inside a cold run's range, kept with the run (an entry unless a write kept
+    /// with its run removed it, as `insert`).
     pub(crate) fn remove(&mut self, e: &Entry) {
-        debug_assert!(self.is_hot(), "a write reads the index whole first");
-        self.hot.remove(e);
+        match self.run_of(e) {
+            Some(i) => self.keep(i, e.clone(), false),
+            None => {
+                self.hot.remove(e);
+            }
+        }
+    }
+
+    /// Keep an insert or a removal of `e` with cold run `i`, unless a write kept with it left
+    /// `e` as this one would.
+    fn keep(&mut self, i: usize, e: Entry, insert: bool) {
+        let r = &mut self.cold[i];
+        let last = r.pending.iter().rev().find(|(x, _)| *x == e);
+        if last.is_some_and(|(_, ins)| *ins == insert) {
+            return;
+        }
+        r.pending.push((e, insert));
+        if insert {
+            r.len += 1;
+            self.cold_len += 1;
+        } else {
+            r.len -= 1;
+            self.cold_len -= 1;
+        }
     }
 
     /// Whether `e` is an entry (every block read).

@@ -10,7 +10,6 @@
 
 use super::Repo;
 use crate::cold::IndexBlock;
-use crate::commit::Change;
 use crate::error::Result;
 use crate::query::{Index, QueryEngine, Restorer};
 use crate::state::State;
@@ -94,23 +93,23 @@ impl<S: Storage> Repo<S> {
         }
     }
 
-    /// Before a write: read the indexes of the collections `changes` touch whole (a write
-    /// updates them entry by entry).
-    pub(super) fn materialize_for(&mut self, changes: &[Change]) {
-        let mut last: Option<&str> = None;
-        for c in changes {
-            if last != Some(c.collection.as_str()) && self.query.indexes_lazy(&c.collection) {
-                self.materialize_indexes(&c.collection, true);
-            }
-            last = Some(&c.collection);
-        }
-    }
-
     /// Read every lazily restored index whole: before the snapshot file is rewritten or
     /// emptied, and before `verify()` compares them with the items.
     pub(super) fn materialize_all_indexes(&mut self) {
         for c in self.query.lazy_collections() {
             self.materialize_indexes(&c, true);
+        }
+    }
+
+    /// Before a snapshot is appended: read whole the lazily restored indexes of collections
+    /// written since (the file's blocks no longer describe them; the snapshot holds them
+    /// built). Those of unchanged collections stay where they are in the file.
+    pub(super) fn materialize_touched_indexes(&mut self) {
+        for c in self.query.lazy_collections() {
+            let state = &self.graph.state;
+            if state.collection(&c).is_none_or(|x| x.touched()) {
+                self.materialize_indexes(&c, true);
+            }
         }
     }
 }

@@ -381,6 +381,8 @@ impl<S: Storage> Repo<S> {
             self.warm_all()?;
             // The file is rewritten: no index may keep blocks in it.
             self.materialize_all_indexes();
+        } else {
+            self.materialize_touched_indexes();
         }
         let log_len = self.log.len();
         // Until the write completes, the file holds no snapshot of this log.

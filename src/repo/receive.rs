@@ -277,7 +277,6 @@ impl<S: Storage> Repo<S> {
             }
             // Before the append: a failed load rebuilds the state from the log.
             self.warm_changes(&commit.changes)?;
-            self.materialize_for(&commit.changes);
             let offset = match stored {
                 Stored::InLog(o) => o,
                 Stored::Bytes(b) => self.log.append(FRAME_COMMIT, &b)?,

@@ -57,7 +57,6 @@ impl<S: Storage> Repo<S> {
             return Ok(None);
         }
         self.founding_claim(&mut changes);
-        self.materialize_for(&changes);
         let commit = Commit {
             trusted: self.opts.trusted,
             author: self.author,
