@@ -71,7 +71,10 @@ fn open_and_first_indexed_query() {
         assert_eq!(rows.len(), 1000.min(n as usize));
         if run == 0 {
             let c = r.state().collection(C).unwrap();
-            eprintln!("after the first query: {} item blocks still cold", c.cold().len());
+            eprintln!(
+                "after the first query: {} item blocks still cold",
+                c.cold().len()
+            );
         }
         let t = Instant::now();
         r.query(&range(lo / 3)).unwrap();
