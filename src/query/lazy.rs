@@ -13,12 +13,15 @@
 //! here, which note what they pass over; a read that noted nothing saw every entry it needed.
 
 use super::entry::{entry_bounds, Entry, IKey};
+use super::Index;
 use crate::chunked::{Builder, Chunked};
 use crate::cold::IndexBlock;
 use crate::error::{Error, Result};
 use crate::store::snapshot::{self, IndexSink};
 use crate::value::{Name, Value};
+use std::cell::OnceCell;
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
@@ -482,5 +485,275 @@ impl Entries {
     /// Whether `e` is an entry (every block read).
     pub(crate) fn contains(&self, e: &Entry) -> bool {
         self.hot.contains(e)
+    }
+}
+
+/// The repository's side: which collections' indexes noted blocks, reading them, dropping
+/// indexes that fail.
+impl super::QueryEngine {
+    /// The collection's built indexes, mutable.
+    fn built_mut(&mut self, collection: &str) -> Option<&mut BTreeMap<String, Index>> {
+        self.indexes.get_mut(collection)?.built.get_mut()
+    }
+
+    /// Whether a read of `collection`'s indexes noted blocks of the snapshot to read.
+    pub(crate) fn index_notes(&self, collection: &str) -> bool {
+        let built = self.indexes.get(collection).and_then(|d| d.built.get());
+        built.is_some_and(|m| m.values().any(Index::has_notes))
+    }
+
+    pub(crate) fn clear_index_notes(&self, collection: &str) {
+        if let Some(m) = self.indexes.get(collection).and_then(|d| d.built.get()) {
+            m.values().for_each(Index::clear_notes);
+        }
+    }
+
+    /// Whether `collection`'s indexes hold blocks of the snapshot not read yet.
+    pub(crate) fn indexes_lazy(&self, collection: &str) -> bool {
+        let built = self.indexes.get(collection).and_then(|d| d.built.get());
+        built.is_some_and(|m| m.values().any(|ix| !ix.is_hot()))
+    }
+
+    /// The collections whose indexes hold blocks of the snapshot not read yet.
+    pub(crate) fn lazy_collections(&self) -> Vec<String> {
+        let lazy = |c: &&String| self.indexes_lazy(c);
+        self.indexes.keys().filter(lazy).cloned().collect()
+    }
+
+    /// Read the blocks of `collection`'s indexes that reads noted (every one when `all`) with
+    /// `load`; whether any was read.
+    pub(crate) fn materialize_indexes(
+        &mut self,
+        collection: &str,
+        all: bool,
+        load: &mut BlockLoader<'_>,
+    ) -> Result<bool> {
+        let mut any = false;
+        if let Some(m) = self.built_mut(collection) {
+            for ix in m.values_mut() {
+                any |= ix.materialize(all, load)?;
+            }
+        }
+        Ok(any)
+    }
+
+    /// Forget `collection`'s indexes: they are built from the items on their next use.
+    pub(crate) fn drop_indexes(&mut self, collection: &str) {
+        if let Some(d) = self.indexes.get_mut(collection) {
+            d.built = OnceCell::new();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::Writer;
+    use crate::store::{MemStorage, Storage};
+    use std::collections::BTreeSet;
+
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            (z ^ (z >> 31)) % n
+        }
+    }
+
+    /// A random key: missing, a number, or a string of a small alphabet.
+    fn key(rng: &mut Rng) -> IKey {
+        match rng.below(8) {
+            0 => IKey::Missing,
+            1..=4 => IKey::Val(Value::Number(rng.below(300) as f64 / 2.0)),
+            _ => {
+                let s: String = (0..1 + rng.below(3))
+                    .map(|_| (b'a' + rng.below(4) as u8) as char)
+                    .collect();
+                IKey::Val(Value::String(Name::new(&s)))
+            }
+        }
+    }
+
+    fn entry(rng: &mut Rng) -> Entry {
+        Entry::new(key(rng), &format!("i{:04}", rng.below(2000)))
+    }
+
+    /// The value entries `set` encoded as blocks of 1 to 40 entries in one file.
+    fn file(set: &BTreeSet<Entry>, rng: &mut Rng) -> (MemStorage, Vec<IndexBlock>) {
+        let mut bytes = vec![0u8; 12];
+        let mut blocks = Vec::new();
+        let all: Vec<&Entry> = set.iter().collect();
+        let enc = |e: &Entry| {
+            let mut w = Writer::new();
+            match &e.key {
+                IKey::Missing => w.u8(0),
+                IKey::Val(v) => {
+                    w.u8(1);
+                    v.encode(&mut w);
+                }
+            }
+            w.lp(e.id().as_bytes());
+            w.into_inner()
+        };
+        let mut i = 0;
+        while i < all.len() {
+            let n = (1 + rng.below(40) as usize).min(all.len() - i);
+            let part = &all[i..i + n];
+            let body: Vec<u8> = part.iter().flat_map(|e| enc(e)).collect();
+            blocks.push(IndexBlock {
+                offset: bytes.len() as u64,
+                len: body.len() as u32,
+                count: n as u32,
+                crc: crate::hashing::crc32(&body),
+                first: enc(part[0]).into(),
+                last: enc(part[n - 1]).into(),
+            });
+            bytes.extend(body);
+            i += n;
+        }
+        (MemStorage::from_bytes(bytes), blocks)
+    }
+
+    /// Run `read` until it notes nothing, reading the noted blocks in between.
+    fn settle<T>(e: &mut Entries, src: &MemStorage, read: impl Fn(&Entries) -> T) -> T {
+        loop {
+            e.clear_notes();
+            let r = read(e);
+            if !e.has_notes() {
+                return r;
+            }
+            let mut load = |b: &IndexBlock, values: bool, sink: &mut dyn IndexSink| {
+                snapshot::load_index_block(src, b, values, sink)
+            };
+            assert!(
+                e.materialize(false, &mut load).unwrap(),
+                "a round reads a block"
+            );
+        }
+    }
+
+    fn bound(rng: &mut Rng) -> Bound<IKey> {
+        match rng.below(5) {
+            0 => Bound::Unbounded,
+            1 | 2 => Bound::Included(key(rng)),
+            _ => Bound::Excluded(key(rng)),
+        }
+    }
+
+    /// The model's entries with keys in `(lo, hi)`.
+    fn model_range(m: &BTreeSet<Entry>, lo: &Bound<IKey>, hi: &Bound<IKey>) -> Vec<Entry> {
+        let inside = |e: &Entry| {
+            let above = match lo {
+                Bound::Included(k) => e.key >= *k,
+                Bound::Excluded(k) => e.key > *k,
+                Bound::Unbounded => true,
+            };
+            let below = match hi {
+                Bound::Included(k) => e.key <= *k,
+                Bound::Excluded(k) => e.key < *k,
+                Bound::Unbounded => true,
+            };
+            above && below
+        };
+        m.iter().filter(|e| inside(e)).cloned().collect()
+    }
+
+    #[test]
+    fn cold_entries_read_on_demand_answer_like_a_set() {
+        for seed in 0..40 {
+            let mut rng = Rng(seed);
+            let mut model: BTreeSet<Entry> = (0..rng.below(600)).map(|_| entry(&mut rng)).collect();
+            let (src, blocks) = file(&model, &mut rng);
+            let mut e = Entries::cold(&blocks, true).unwrap();
+            assert_eq!(e.len(), model.len());
+            for step in 0..300 {
+                let what = format!("seed {seed} step {step}");
+                match rng.below(9) {
+                    0 => {
+                        let x = entry(&mut rng);
+                        if model.remove(&x) {
+                            e.remove(&x);
+                        } else {
+                            model.insert(x.clone());
+                            e.insert(x);
+                        }
+                    }
+                    1 | 2 => {
+                        let (lo, hi) = (bound(&mut rng), bound(&mut rng));
+                        let want = model_range(&model, &lo, &hi);
+                        let fwd: Vec<Entry> =
+                            settle(&mut e, &src, |e| e.range(&lo, &hi).cloned().collect());
+                        assert_eq!(fwd, want, "{what}");
+                        let mut back: Vec<Entry> =
+                            settle(&mut e, &src, |e| e.range(&lo, &hi).rev().cloned().collect());
+                        back.reverse();
+                        assert_eq!(back, want, "{what}");
+                    }
+                    3 | 4 => {
+                        let (lo, hi) = (bound(&mut rng), bound(&mut rng));
+                        let cap = 1 + rng.below(700) as usize;
+                        let want = model_range(&model, &lo, &hi).len().min(cap);
+                        let n = settle(&mut e, &src, |e| e.count_range(&lo, &hi, cap));
+                        assert_eq!(n, want, "{what}");
+                    }
+                    5 => {
+                        let p: String = (0..rng.below(3))
+                            .map(|_| (b'a' + rng.below(4) as u8) as char)
+                            .collect();
+                        let starts = |x: &Entry| matches!(&x.key, IKey::Val(Value::String(s)) if s.starts_with(&p));
+                        let want: Vec<Entry> =
+                            model.iter().filter(|x| starts(x)).cloned().collect();
+                        let got: Vec<Entry> =
+                            settle(&mut e, &src, |e| e.prefix(&p).cloned().collect());
+                        assert_eq!(got, want, "{what}");
+                        let cap = 1 + rng.below(300) as usize;
+                        let n = settle(&mut e, &src, |e| e.count_prefix(&p, cap));
+                        assert_eq!(n, want.len().min(cap), "{what}");
+                    }
+                    6 | 7 => {
+                        let (desc, k) = (rng.below(2) == 0, rng.below(120) as usize);
+                        let want: Vec<Entry> = if desc {
+                            model.iter().rev().take(k).cloned().collect()
+                        } else {
+                            model.iter().take(k).cloned().collect()
+                        };
+                        let got: Vec<Entry> =
+                            settle(&mut e, &src, |e| e.walk(desc).take(k).cloned().collect());
+                        assert_eq!(got, want, "{what}");
+                    }
+                    _ => assert_eq!(e.len(), model.len(), "{what}"),
+                }
+            }
+            let mut load = |b: &IndexBlock, values: bool, sink: &mut dyn IndexSink| {
+                snapshot::load_index_block(&src, b, values, sink)
+            };
+            e.materialize(true, &mut load).unwrap();
+            assert!(e.is_hot());
+            assert!(e.all().eq(model.iter()), "seed {seed}: read whole");
+        }
+    }
+
+    #[test]
+    fn a_damaged_block_fails_when_read() {
+        let mut rng = Rng(1);
+        let model: BTreeSet<Entry> = (0..400).map(|_| entry(&mut rng)).collect();
+        let (src, blocks) = file(&model, &mut rng);
+        let mut e = Entries::cold(&blocks, true).unwrap();
+        let mut bytes = vec![0u8; src.len().unwrap() as usize];
+        src.read_at(0, &mut bytes).unwrap();
+        let b = &blocks[blocks.len() / 2];
+        bytes[b.offset as usize + 1] ^= 0x40;
+        let bad = MemStorage::from_bytes(bytes);
+        let mut load = |b: &IndexBlock, values: bool, sink: &mut dyn IndexSink| {
+            snapshot::load_index_block(&bad, b, values, sink)
+        };
+        assert!(e.materialize(true, &mut load).is_err());
+        // Keys out of order in the directory are refused before any block is read.
+        let mut swapped = blocks.clone();
+        swapped.swap(0, 1);
+        assert!(Entries::cold(&swapped, true).is_err());
     }
 }

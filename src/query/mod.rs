@@ -17,6 +17,7 @@
 //! | `entry.rs`       | an index's entries and their order, its numeric stats             |
 //! | `index.rs`       | a sorted secondary index, kept current by the change feed         |
 //! | `index_build.rs` | building an index, or restoring it from a snapshot                |
+//! | `lazy.rs`        | an index's entries still in a snapshot's blocks, read on demand   |
 //! | `plan.rs`        | the planner: index candidates, costs, the [`Plan`]                |
 //! | `agg.rs`         | aggregates, and the running aggregates of unindexed paths         |
 //! | `live.rs`        | live queries: the match set in an order-statistics tree           |
@@ -382,59 +383,6 @@ impl QueryEngine {
         };
         let all = built.len() == d.paths.len() && d.paths.iter().all(|p| built.contains_key(p));
         all && d.built.get().is_none() && d.built.set(built).is_ok()
-    }
-
-    /// The collection's built indexes, mutable.
-    fn built_mut(&mut self, collection: &str) -> Option<&mut BTreeMap<String, Index>> {
-        self.indexes.get_mut(collection)?.built.get_mut()
-    }
-
-    /// Whether a read of `collection`'s indexes noted blocks of the snapshot to read.
-    pub(crate) fn index_notes(&self, collection: &str) -> bool {
-        let built = self.indexes.get(collection).and_then(|d| d.built.get());
-        built.is_some_and(|m| m.values().any(Index::has_notes))
-    }
-
-    pub(crate) fn clear_index_notes(&self, collection: &str) {
-        if let Some(m) = self.indexes.get(collection).and_then(|d| d.built.get()) {
-            m.values().for_each(Index::clear_notes);
-        }
-    }
-
-    /// Whether `collection`'s indexes hold blocks of the snapshot not read yet.
-    pub(crate) fn indexes_lazy(&self, collection: &str) -> bool {
-        let built = self.indexes.get(collection).and_then(|d| d.built.get());
-        built.is_some_and(|m| m.values().any(|ix| !ix.is_hot()))
-    }
-
-    /// The collections whose indexes hold blocks of the snapshot not read yet.
-    pub(crate) fn lazy_collections(&self) -> Vec<String> {
-        let lazy = |c: &&String| self.indexes_lazy(c);
-        self.indexes.keys().filter(lazy).cloned().collect()
-    }
-
-    /// Read the blocks of `collection`'s indexes that reads noted (every one when `all`) with
-    /// `load`; whether any was read.
-    pub(crate) fn materialize_indexes(
-        &mut self,
-        collection: &str,
-        all: bool,
-        load: &mut lazy::BlockLoader<'_>,
-    ) -> Result<bool> {
-        let mut any = false;
-        if let Some(m) = self.built_mut(collection) {
-            for ix in m.values_mut() {
-                any |= ix.materialize(all, load)?;
-            }
-        }
-        Ok(any)
-    }
-
-    /// Forget `collection`'s indexes: they are built from the items on their next use.
-    pub(crate) fn drop_indexes(&mut self, collection: &str) {
-        if let Some(d) = self.indexes.get_mut(collection) {
-            d.built = OnceCell::new();
-        }
     }
 
     /// Every built index: (collection, path, index).
