@@ -292,8 +292,11 @@ impl Entries {
         };
         let (a, b) = self.overlapping(&l, &h);
         let inside = |r: &Run| !below(&r.first, &l) && !above(&r.last, &h);
-        self.count_in(a, b, cap, inside, || {
-            self.hot.range_keys((l.clone(), h.clone())).count()
+        self.count_in(a, b, cap, inside, |cap| {
+            self.hot
+                .range_keys((l.clone(), h.clone()))
+                .take(cap)
+                .count()
         })
     }
 
@@ -302,7 +305,9 @@ impl Entries {
         let (_, a, b) = self.prefix_runs(p);
         let starts = |e: &Entry| matches!(&e.key, IKey::Val(Value::String(s)) if s.starts_with(p));
         let inside = |r: &Run| starts(&r.first) && starts(&r.last);
-        self.count_in(a, b, cap, inside, || self.hot_prefix(p).take(cap).count())
+        self.count_in(a, b, cap, inside, |cap| {
+            self.hot_prefix(p).take(cap).count()
+        })
     }
 
     /// The hot entries starting with `p` (cold runs are not noted: the count notes them).
@@ -316,28 +321,27 @@ impl Entries {
             .take_while(move |e| matches!(&e.key, IKey::Val(Value::String(s)) if s.starts_with(p)))
     }
 
-    /// The count over cold runs `[a, b)` (those `inside` by their blocks' counts, the others
-    /// noted) plus `hot()`, at most `cap`.
+    /// The count over cold runs `[a, b)` (those `inside` by their counts; the others are
+    /// noted, unless those inside reach `cap`) plus `hot(at most)`, at most `cap`.
     fn count_in(
         &self,
         a: usize,
         b: usize,
         cap: usize,
         inside: impl Fn(&Run) -> bool,
-        hot: impl FnOnce() -> usize,
+        hot: impl FnOnce(usize) -> usize,
     ) -> usize {
-        let mut n = 0usize;
-        for (i, r) in self.cold[a..b].iter().enumerate() {
-            if inside(r) {
-                n += r.len;
-            } else {
-                self.note(a + i);
-            }
-        }
+        let runs = &self.cold[a..b];
+        let n: usize = runs.iter().filter(|r| inside(r)).map(|r| r.len).sum();
         if n >= cap {
             return cap;
         }
-        (n + hot()).min(cap)
+        for (i, r) in runs.iter().enumerate() {
+            if !inside(r) {
+                self.note(a + i);
+            }
+        }
+        n + hot(cap - n)
     }
 
     /// Every entry in order (`desc`: from the last), for a walk that stops once it has what it
