@@ -13,15 +13,12 @@
 //! here, which note what they pass over; a read that noted nothing saw every entry it needed.
 
 use super::entry::{entry_bounds, Entry, IKey};
-use super::Index;
 use crate::chunked::{Builder, Chunked};
 use crate::cold::IndexBlock;
 use crate::error::{Error, Result};
 use crate::store::snapshot::{self, IndexSink};
 use crate::value::{Name, Value};
-use std::cell::OnceCell;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
@@ -489,63 +486,6 @@ impl Entries {
     /// Whether `e` is an entry (every block read).
     pub(crate) fn contains(&self, e: &Entry) -> bool {
         self.hot.contains(e)
-    }
-}
-
-/// The repository's side: which collections' indexes noted blocks, reading them, dropping
-/// indexes that fail.
-impl super::QueryEngine {
-    /// The collection's built indexes, mutable.
-    fn built_mut(&mut self, collection: &str) -> Option<&mut BTreeMap<String, Index>> {
-        self.indexes.get_mut(collection)?.built.get_mut()
-    }
-
-    /// Whether a read of `collection`'s indexes noted blocks of the snapshot to read.
-    pub(crate) fn index_notes(&self, collection: &str) -> bool {
-        let built = self.indexes.get(collection).and_then(|d| d.built.get());
-        built.is_some_and(|m| m.values().any(Index::has_notes))
-    }
-
-    pub(crate) fn clear_index_notes(&self, collection: &str) {
-        if let Some(m) = self.indexes.get(collection).and_then(|d| d.built.get()) {
-            m.values().for_each(Index::clear_notes);
-        }
-    }
-
-    /// Whether `collection`'s indexes hold blocks of the snapshot not read yet.
-    pub(crate) fn indexes_lazy(&self, collection: &str) -> bool {
-        let built = self.indexes.get(collection).and_then(|d| d.built.get());
-        built.is_some_and(|m| m.values().any(|ix| !ix.is_hot()))
-    }
-
-    /// The collections whose indexes hold blocks of the snapshot not read yet.
-    pub(crate) fn lazy_collections(&self) -> Vec<String> {
-        let lazy = |c: &&String| self.indexes_lazy(c);
-        self.indexes.keys().filter(lazy).cloned().collect()
-    }
-
-    /// Read the blocks of `collection`'s indexes that reads noted (every one when `all`) with
-    /// `load`; whether any was read.
-    pub(crate) fn materialize_indexes(
-        &mut self,
-        collection: &str,
-        all: bool,
-        load: &mut BlockLoader<'_>,
-    ) -> Result<bool> {
-        let mut any = false;
-        if let Some(m) = self.built_mut(collection) {
-            for ix in m.values_mut() {
-                any |= ix.materialize(all, load)?;
-            }
-        }
-        Ok(any)
-    }
-
-    /// Forget `collection`'s indexes: they are built from the items on their next use.
-    pub(crate) fn drop_indexes(&mut self, collection: &str) {
-        if let Some(d) = self.indexes.get_mut(collection) {
-            d.built = OnceCell::new();
-        }
     }
 }
 

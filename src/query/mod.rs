@@ -18,6 +18,7 @@
 //! | `index.rs`       | a sorted secondary index, kept current by the change feed         |
 //! | `index_build.rs` | building an index, or restoring it from a snapshot                |
 //! | `lazy.rs`        | an index's entries still in a snapshot's blocks, read on demand   |
+//! | `restored.rs`    | the engine's side of lazily restored indexes (notes, reads)       |
 //! | `plan.rs`        | the planner: index candidates, costs, the [`Plan`]                |
 //! | `agg.rs`         | aggregates, and the running aggregates of unindexed paths         |
 //! | `live.rs`        | live queries: the match set in an order-statistics tree           |
@@ -32,6 +33,7 @@ mod index_build;
 mod lazy;
 mod live;
 mod plan;
+mod restored;
 
 pub use ast::{AggOp, AggregateQuery, Filter, Pred, Query, SortKey, OPERATORS};
 pub use live::{LiveChange, LiveId};
