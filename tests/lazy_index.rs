@@ -365,6 +365,42 @@ fn writes_after_the_open_read_no_index_block() {
 }
 
 #[test]
+fn an_appended_snapshot_keeps_a_partly_read_index_where_it_is() {
+    let (log, snap) = build(4);
+    let mut full = full_replay(&log);
+    let mut lazy = open(&log, Some(&snap));
+    let qq = Query::from_json(
+        &serde_json::json!({"collection": C, "where": {"n": {"gte": 300, "lt": 400}}, "sort": [{"field": "v", "desc": true}], "limit": 20}),
+    )
+    .unwrap();
+    assert_eq!(lazy.query(&qq).unwrap(), full.query(&qq).unwrap());
+    let blocks = ibexdb::testing::snapshot_index_blocks(&snap).unwrap();
+    let size = snap.len_now();
+    // Another collection written: the snapshot is appended; this one's indexes are unchanged.
+    let mut t = Txn::new();
+    t.put("other/x", thing(0, 0)).unwrap();
+    lazy.commit(t.clone()).unwrap();
+    full.commit(t).unwrap();
+    lazy.seal().unwrap();
+    lazy.write_snapshot().unwrap();
+    assert!(snap.len_now() > size, "appended");
+    let after = ibexdb::testing::snapshot_index_blocks(&snap).unwrap();
+    assert_eq!(after, blocks, "the indexes' blocks stay where they were");
+    // The open repository and a reopened one answer from them.
+    let other = Query::from_json(
+        &serde_json::json!({"collection": C, "where": {"v": {"gte": 10, "lt": 20}}, "sort": ["n"]}),
+    )
+    .unwrap();
+    assert_eq!(lazy.query(&other).unwrap(), full.query(&other).unwrap());
+    lazy.close().unwrap();
+    let mut again = open(&log, Some(&snap));
+    for q in [&qq, &other] {
+        assert_eq!(again.query(q).unwrap(), full.query(q).unwrap());
+    }
+    again.verify().unwrap();
+}
+
+#[test]
 fn a_damaged_block_is_found_when_a_query_first_touches_it() {
     let (log, snap) = build(3);
     // Damage the last block of the `n` index (ids ascending: the highest `n`).

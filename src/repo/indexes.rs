@@ -93,6 +93,22 @@ impl<S: Storage> Repo<S> {
         }
     }
 
+    /// Bytes of the snapshot's index blocks that an appended snapshot would list where they
+    /// are (indexes of unchanged collections, not built or still partly in the file): they
+    /// count as cold, as items still in their blocks do, when choosing to append.
+    pub(super) fn kept_index_bytes(&self) -> u64 {
+        let state = &self.graph.state;
+        let mut n = 0;
+        for (c, list) in &self.snap_indexes {
+            let unchanged = state.collection(c).is_some_and(|x| !x.touched());
+            if unchanged && (!self.query.indexes_built(c) || self.query.indexes_lazy(c)) {
+                let blocks = list.iter().flat_map(|ix| ix.values.iter().chain(&ix.elems));
+                n += blocks.map(|b| u64::from(b.len)).sum::<u64>();
+            }
+        }
+        n
+    }
+
     /// Read every lazily restored index whole: before the snapshot file is rewritten or
     /// emptied, and before `verify()` compares them with the items.
     pub(super) fn materialize_all_indexes(&mut self) {

@@ -374,7 +374,7 @@ impl<S: Storage> Repo<S> {
             return Ok(false);
         }
         self.flush()?;
-        let cold = self.graph.state.cold_bytes();
+        let cold = self.graph.state.cold_bytes() + self.kept_index_bytes();
         let append = (cold > 0 && self.snapshot_len > 0 && 2 * cold >= self.snapshot_len)
             .then_some(self.snapshot_len);
         if append.is_none() {
