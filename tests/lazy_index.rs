@@ -401,6 +401,38 @@ fn an_appended_snapshot_keeps_a_partly_read_index_where_it_is() {
 }
 
 #[test]
+fn a_live_query_after_a_lazy_query_starts_and_follows_writes_like_a_built_index() {
+    let (log, snap) = build(6);
+    let mut full = full_replay(&log);
+    let mut lazy = open(&log, Some(&snap));
+    let first = Query::from_json(
+        &serde_json::json!({"collection": C, "where": {"n": {"gte": 100, "lt": 200}}}),
+    )
+    .unwrap();
+    assert_eq!(lazy.query(&first).unwrap(), full.query(&first).unwrap());
+    let live = Query::from_json(&serde_json::json!({"collection": C,
+        "where": {"v": {"gte": 100, "lt": 300}, "tags": {"contains": "u1"}},
+        "sort": [{"field": "n", "desc": true}], "limit": 25}))
+    .unwrap();
+    let (a, rows) = lazy.subscribe(live.clone()).unwrap();
+    let (b, want) = full.subscribe(live.clone()).unwrap();
+    assert_eq!(rows, want);
+    let mut rng = Rng(5);
+    for _ in 0..30 {
+        write(&mut rng, &mut lazy, &mut full);
+        let (x, y) = (lazy.take_live_changes(), full.take_live_changes());
+        let pick = |v: Vec<(ibexdb::LiveId, ibexdb::LiveChange)>, id| {
+            v.into_iter()
+                .find(|(l, _)| *l == id)
+                .map(|(_, c)| format!("{c:?}"))
+        };
+        assert_eq!(pick(x, a), pick(y, b));
+    }
+    assert_eq!(lazy.query(&live).unwrap(), full.query(&live).unwrap());
+    lazy.verify().unwrap();
+}
+
+#[test]
 fn a_damaged_block_is_found_when_a_query_first_touches_it() {
     let (log, snap) = build(3);
     // Damage the last block of the `n` index (ids ascending: the highest `n`).
