@@ -136,6 +136,10 @@ pub struct IndexBlock {
     /// Entries in the block.
     pub count: u32,
     pub crc: u32,
+    /// The block's first and last entries, encoded as in the block (since version 6): a
+    /// query reads only the blocks whose range it needs (`query/lazy.rs`).
+    pub first: Box<[u8]>,
+    pub last: Box<[u8]>,
 }
 
 /// A secondary index as a snapshot holds it: its path, its numeric stats and where its value

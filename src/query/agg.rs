@@ -1,7 +1,7 @@
 //! Aggregates: one pass over the matches, borrowing values (no clones until the output).
 
 use super::ast::{AggOp, AggregateQuery};
-use super::entry::{range, IKey, NumStats};
+use super::entry::{IKey, NumStats};
 use super::eval::{cmp_opt, CFilter, CPath};
 use super::index::Index;
 use super::plan::{candidates, choose, tighter, type_bounds, Source};
@@ -133,11 +133,10 @@ fn index_fast_path<'a>(
     // Present, non-null values: keys above null.
     let null = Bound::Excluded(IKey::Val(Value::Null));
     let nn_lo = tighter(lo.clone(), null, true);
-    let present = || range(&ix.values, &nn_lo, &hi);
+    let present = || ix.values.range(&nn_lo, &hi);
     let (num_lo, num_hi) = type_bounds(&Value::Number(0.0));
     let numbers = || {
-        range(
-            &ix.values,
+        ix.values.range(
             &tighter(lo.clone(), num_lo.clone(), true),
             &tighter(hi.clone(), num_hi.clone(), false),
         )
@@ -153,11 +152,11 @@ fn index_fast_path<'a>(
                     if whole {
                         ix.values.len() as u64
                     } else {
-                        range(&ix.values, &lo, &hi).count() as u64
+                        ix.values.count_range(&lo, &hi, usize::MAX) as u64
                     }
                 })
             }
-            AggOp::Count(Some(_)) => a.n = present().count() as u64,
+            AggOp::Count(Some(_)) => a.n = ix.values.count_range(&nn_lo, &hi, usize::MAX) as u64,
             AggOp::Sum(_) | AggOp::Avg(_) => {
                 let (sum, n) = *sums.get_or_insert_with(|| match ix.stats.sum() {
                     Some(s) if whole => s,

@@ -3,7 +3,6 @@
 //! an index keeps beside its entries. Building an index (`index_build.rs`) and reading one
 //! (`plan.rs`, `agg.rs`) share them.
 
-use crate::chunked::Chunked;
 use crate::item::ItemId;
 use crate::value::{Name, Value};
 use std::cmp::Ordering;
@@ -105,16 +104,6 @@ pub(crate) fn entry_bounds(
         }
     }
     Some((l, h))
-}
-
-/// Iterate the entries of `set` with keys in `(lo, hi)`.
-pub(crate) fn range<'a>(
-    set: &'a Chunked<Entry>,
-    lo: &Bound<IKey>,
-    hi: &Bound<IKey>,
-) -> impl DoubleEndedIterator<Item = &'a Entry> + 'a {
-    let r = entry_bounds(lo, hi).map(|b| set.range_keys(b));
-    r.into_iter().flatten()
 }
 
 /// Count and exact sum of the numbers at an index's path.

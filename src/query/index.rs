@@ -6,10 +6,12 @@
 //! `(element, id)` entry per string element, serving `contains`. The entries and their order
 //! are `entry.rs`; building an index is `index_build.rs`.
 
-use super::entry::{elements, range, Entry, IKey, NumStats};
+use super::entry::{elements, Entry, IKey, NumStats};
 use super::eval::CPath;
 use super::index_build;
-use crate::chunked::Chunked;
+use super::lazy::{BlockLoader, Entries};
+use crate::cold::ColdIndex;
+use crate::error::Result;
 use crate::state::Collection;
 use crate::store::snapshot::IndexEntries;
 use crate::value::{Map, Name, Value};
@@ -21,9 +23,9 @@ pub(crate) struct Index {
     pub path: String,
     cpath: CPath,
     /// One entry per visible item: the whole value (or missing) at the path.
-    pub values: Chunked<Entry>,
+    pub values: Entries,
     /// One entry per string element of a set or list at the path.
-    pub elems: Chunked<Entry>,
+    pub elems: Entries,
     /// Running numeric stats over the values (for aggregates without a scan).
     pub stats: NumStats,
 }
@@ -45,10 +47,49 @@ impl Index {
         Index {
             path: path.to_string(),
             cpath: CPath::new(path),
-            values,
-            elems,
+            values: Entries::hot(values),
+            elems: Entries::hot(elems),
             stats,
         }
+    }
+
+    /// The index `ci` of a snapshot, none of its blocks read yet: a read notes the blocks it
+    /// needs (`lazy.rs`). Fails when the directory's keys are not in order.
+    pub fn lazy(ci: &ColdIndex) -> Result<Index> {
+        let (nums, int_sum, non_int) = ci.stats;
+        Ok(Index {
+            path: ci.path.clone(),
+            cpath: CPath::new(&ci.path),
+            values: Entries::cold(&ci.values, true)?,
+            elems: Entries::cold(&ci.elems, false)?,
+            stats: NumStats {
+                nums,
+                int_sum,
+                non_int,
+            },
+        })
+    }
+
+    /// Whether every block is read.
+    pub fn is_hot(&self) -> bool {
+        self.values.is_hot() && self.elems.is_hot()
+    }
+
+    /// Whether a read noted blocks still to read.
+    pub fn has_notes(&self) -> bool {
+        self.values.has_notes() || self.elems.has_notes()
+    }
+
+    pub fn clear_notes(&self) {
+        self.values.clear_notes();
+        self.elems.clear_notes();
+    }
+
+    /// Read the noted blocks (all of them when `all`); whether any was read.
+    pub fn materialize(&mut self, all: bool, load: &mut BlockLoader<'_>) -> Result<bool> {
+        let v = self.values.materialize(all, load)?;
+        let e = self.elems.materialize(all, load)?;
+        Ok(v || e)
     }
 
     /// The index of `path` over the visible items of `coll` (`index_build.rs`).
@@ -61,8 +102,8 @@ impl Index {
         Index {
             path: path.to_string(),
             cpath,
-            values,
-            elems,
+            values: Entries::hot(values),
+            elems: Entries::hot(elems),
             stats,
         }
     }
@@ -112,8 +153,7 @@ impl Index {
 
     /// The value-entry range holding sets (they sort last).
     pub fn set_entries(&self) -> impl Iterator<Item = &Entry> {
-        range(
-            &self.values,
+        self.values.range(
             &Bound::Included(IKey::Val(Value::Set(Default::default()))),
             &Bound::Unbounded,
         )
@@ -126,8 +166,8 @@ impl Index {
             ("element", &self.elems, &other.elems),
         ] {
             if a != b {
-                let extra = a.keys().find(|e| !b.contains(e));
-                let missing = b.keys().find(|e| !a.contains(e));
+                let extra = a.all().find(|e| !b.contains(e));
+                let missing = b.all().find(|e| !a.contains(e));
                 return Some(format!(
                     "{} {what} entries maintained, {} expected; first extra: {:?}; first missing: {:?}",
                     a.len(),
@@ -153,11 +193,11 @@ impl IndexEntries for Index {
         (self.stats.nums, self.stats.int_sum, self.stats.non_int)
     }
     fn values(&self) -> Box<dyn Iterator<Item = (Option<&Value>, &str)> + '_> {
-        Box::new(self.values.keys().map(|e| (e.key.as_opt(), e.id())))
+        Box::new(self.values.all().map(|e| (e.key.as_opt(), e.id())))
     }
     fn elems(&self) -> Box<dyn Iterator<Item = (&str, &str)> + '_> {
         // Element entries hold strings (`Index::add`).
-        Box::new(self.elems.keys().filter_map(|e| match &e.key {
+        Box::new(self.elems.all().filter_map(|e| match &e.key {
             IKey::Val(Value::String(s)) => Some((s.as_str(), e.id())),
             _ => None,
         }))

@@ -17,6 +17,8 @@
 //! | `entry.rs`       | an index's entries and their order, its numeric stats             |
 //! | `index.rs`       | a sorted secondary index, kept current by the change feed         |
 //! | `index_build.rs` | building an index, or restoring it from a snapshot                |
+//! | `lazy.rs`        | an index's entries still in a snapshot's blocks, read on demand   |
+//! | `restored.rs`    | the engine's side of lazily restored indexes (notes, reads)       |
 //! | `plan.rs`        | the planner: index candidates, costs, the [`Plan`]                |
 //! | `agg.rs`         | aggregates, and the running aggregates of unindexed paths         |
 //! | `live.rs`        | live queries: the match set in an order-statistics tree           |
@@ -28,8 +30,10 @@ mod entry;
 mod eval;
 mod index;
 mod index_build;
+mod lazy;
 mod live;
 mod plan;
+mod restored;
 
 pub use ast::{AggOp, AggregateQuery, Filter, Pred, Query, SortKey, OPERATORS};
 pub use live::{LiveChange, LiveId};
@@ -179,7 +183,7 @@ pub(crate) fn for_each_match<'a>(
             res
         }
         Choice::Ordered(ix) => {
-            for e in ix.values.keys() {
+            for e in ix.values.walk(false) {
                 if let Some(m) = items.get(e.id()) {
                     if matches(filter, m) && !f(e.id(), m)? {
                         break;
@@ -532,11 +536,7 @@ impl QueryEngine {
         let mut out: Vec<(&str, &Map)> = Vec::new();
         let mut group: Vec<(&str, &Map)> = Vec::new();
         let mut gkey: Option<&IKey> = None;
-        let iter: Box<dyn Iterator<Item = &Entry>> = if c.sort[0].desc {
-            Box::new(ix.values.keys().rev())
-        } else {
-            Box::new(ix.values.keys())
-        };
+        let iter = ix.values.walk(c.sort[0].desc);
         let flush = |group: &mut Vec<(&'a str, &'a Map)>, out: &mut Vec<(&'a str, &'a Map)>| {
             if group.len() > 1 {
                 group.sort_unstable_by(|a, b| cmp_items(rest, *a, *b));

@@ -1,7 +1,7 @@
 //! The planner: pick an index (or a scan) for a query, and describe the choice.
 
 use super::ast::{Filter, Pred, SortKey};
-use super::entry::{range, Entry, IKey};
+use super::entry::{Entry, IKey};
 use super::index::Index;
 use crate::value::{Name, Value};
 use serde_json::{json, Value as J};
@@ -120,7 +120,7 @@ impl Source<'_> {
     pub fn for_each<'i>(&self, ix: &'i Index, mut f: impl FnMut(&'i Entry) -> bool) {
         match self {
             Source::Range { lo, hi } => {
-                for e in range(&ix.values, lo, hi) {
+                for e in ix.values.range(lo, hi) {
                     if !f(e) {
                         return;
                     }
@@ -129,7 +129,7 @@ impl Source<'_> {
             Source::In(keys) => {
                 for k in keys {
                     let b = Bound::Included(k.clone());
-                    for e in range(&ix.values, &b, &b) {
+                    for e in ix.values.range(&b, &b) {
                         if !f(e) {
                             return;
                         }
@@ -137,21 +137,15 @@ impl Source<'_> {
                 }
             }
             Source::Prefix(p) => {
-                let lo = Bound::Included(IKey::Val(Value::String(Name::new(p))));
-                for e in range(&ix.values, &lo, &Bound::Unbounded) {
-                    match &e.key {
-                        IKey::Val(Value::String(s)) if s.starts_with(p) => {
-                            if !f(e) {
-                                return;
-                            }
-                        }
-                        _ => return,
+                for e in ix.values.prefix(p) {
+                    if !f(e) {
+                        return;
                     }
                 }
             }
             Source::Contains(el) => {
                 let b = Bound::Included(IKey::Val(Value::String(Name::new(el))));
-                for e in range(&ix.elems, &b, &b) {
+                for e in ix.elems.range(&b, &b) {
                     if !f(e) {
                         return;
                     }
@@ -160,14 +154,28 @@ impl Source<'_> {
         }
     }
 
-    /// Number of entries, counting at most `cap`.
+    /// Number of entries, counting at most `cap` (a block of the snapshot wholly inside is
+    /// counted without being read, `lazy.rs`).
     pub fn count(&self, ix: &Index, cap: usize) -> usize {
-        let mut n = 0;
-        self.for_each(ix, |_| {
-            n += 1;
-            n < cap
-        });
-        n
+        match self {
+            Source::Range { lo, hi } => ix.values.count_range(lo, hi, cap),
+            Source::In(keys) => {
+                let mut n = 0;
+                for k in keys {
+                    let b = Bound::Included(k.clone());
+                    n += ix.values.count_range(&b, &b, cap - n);
+                    if n >= cap {
+                        break;
+                    }
+                }
+                n
+            }
+            Source::Prefix(p) => ix.values.count_prefix(p, cap),
+            Source::Contains(el) => {
+                let b = Bound::Included(IKey::Val(Value::String(Name::new(el))));
+                ix.elems.count_range(&b, &b, cap)
+            }
+        }
     }
 
     fn access(&self, path: &str) -> Access {

@@ -9,16 +9,20 @@
 //! as without a snapshot.
 
 use super::Repo;
+use crate::cold::IndexBlock;
+use crate::error::Result;
 use crate::query::{Index, QueryEngine, Restorer};
 use crate::state::State;
-use crate::store::snapshot::{self, ColdIndexes, Persist};
+use crate::store::snapshot::{self, ColdIndexes, IndexSink, Persist};
 use crate::store::Storage;
 use std::collections::BTreeMap;
 
 impl<S: Storage> Repo<S> {
     /// Restore `collection`'s declared indexes from the snapshot when it holds every one of
-    /// them and the collection has not changed since. Anything that fails (a block damaged, a
-    /// path missing) leaves them to be built from the items on first use.
+    /// them and the collection has not changed since: lazily, no block read (`query/lazy.rs`;
+    /// a read notes the blocks it needs, [`Repo::with_indexes`] reads them). Anything that
+    /// fails (keys out of order, a path missing) leaves them to be built from the items on
+    /// first use.
     pub(super) fn restore_indexes(&mut self, collection: &str) {
         let Some(paths) = self
             .query
@@ -32,7 +36,7 @@ impl<S: Storage> Repo<S> {
             .state
             .collection(collection)
             .is_some_and(|c| !c.touched());
-        let (Some(list), Some(src)) = (self.snap_indexes.get(collection), &self.snap) else {
+        let (Some(list), Some(_)) = (self.snap_indexes.get(collection), &self.snap) else {
             return;
         };
         if !unchanged {
@@ -43,18 +47,92 @@ impl<S: Storage> Repo<S> {
             let Some(ci) = list.iter().find(|ci| ci.path == p) else {
                 return;
             };
-            let mut r = Restorer::new();
-            if snapshot::load_index(src, ci, &mut r).is_err() {
+            let Ok(ix) = Index::lazy(ci) else {
                 return;
-            }
-            built.insert(p.clone(), Index::restored(&p, r, ci.stats));
+            };
+            built.insert(p.clone(), ix);
         }
         self.query.install_indexes(collection, built);
     }
+
+    /// Run `f` (a read of `collection`) until it notes no block of a lazily restored index:
+    /// the blocks it noted are read and it runs again, so its answer saw every entry it
+    /// needed. Each round reads at least one block, or drops the indexes.
+    pub(super) fn with_indexes<T>(
+        &mut self,
+        collection: &str,
+        mut f: impl FnMut(&mut Self) -> Result<T>,
+    ) -> Result<T> {
+        loop {
+            self.query.clear_index_notes(collection);
+            let r = f(self);
+            if !self.query.index_notes(collection) {
+                return r;
+            }
+            self.materialize_indexes(collection, false);
+        }
+    }
+
+    /// Read the noted blocks (every block when `all`) of `collection`'s lazily restored
+    /// indexes. A block that fails its checks, or a round that reads nothing, leaves the
+    /// indexes to be built from the items (and the snapshot's indexes of the collection
+    /// unused), as a failed restore does.
+    pub(super) fn materialize_indexes(&mut self, collection: &str, all: bool) {
+        let read = match &self.snap {
+            Some(src) => {
+                let mut load = |b: &IndexBlock, values: bool, sink: &mut dyn IndexSink| {
+                    snapshot::load_index_block(src, b, values, sink)
+                };
+                self.query.materialize_indexes(collection, all, &mut load)
+            }
+            None => Ok(false),
+        };
+        if !matches!(read, Ok(true)) && self.query.indexes_lazy(collection) {
+            self.query.drop_indexes(collection);
+            self.snap_indexes.remove(collection);
+        }
+    }
+
+    /// Bytes of the snapshot's index blocks that an appended snapshot would list where they
+    /// are (indexes of unchanged collections, not built or still partly in the file): they
+    /// count as cold, as items still in their blocks do, when choosing to append.
+    pub(super) fn kept_index_bytes(&self) -> u64 {
+        let state = &self.graph.state;
+        let mut n = 0;
+        for (c, list) in &self.snap_indexes {
+            let unchanged = state.collection(c).is_some_and(|x| !x.touched());
+            if unchanged && (!self.query.indexes_built(c) || self.query.indexes_lazy(c)) {
+                let blocks = list.iter().flat_map(|ix| ix.values.iter().chain(&ix.elems));
+                n += blocks.map(|b| u64::from(b.len)).sum::<u64>();
+            }
+        }
+        n
+    }
+
+    /// Read every lazily restored index whole: before the snapshot file is rewritten or
+    /// emptied, and before `verify()` compares them with the items.
+    pub(super) fn materialize_all_indexes(&mut self) {
+        for c in self.query.lazy_collections() {
+            self.materialize_indexes(&c, true);
+        }
+    }
+
+    /// Before a snapshot is appended: read whole the lazily restored indexes of collections
+    /// written since (the file's blocks no longer describe them; the snapshot holds them
+    /// built). Those of unchanged collections stay where they are in the file.
+    pub(super) fn materialize_touched_indexes(&mut self) {
+        for c in self.query.lazy_collections() {
+            let state = &self.graph.state;
+            if state.collection(&c).is_none_or(|x| x.touched()) {
+                self.materialize_indexes(&c, true);
+            }
+        }
+    }
 }
 
-/// What the next snapshot holds: every built index; appended, also the file's indexes (`kept`)
-/// of collections unchanged since and not built now (their blocks stay where they are).
+/// What the next snapshot holds: every built index read whole; appended, also the file's
+/// indexes (`kept`) of collections unchanged since and not built now or still partly in the
+/// file's blocks (their blocks stay where they are).
 pub(super) fn to_persist<'a>(
     query: &'a QueryEngine,
     state: &'a State,
@@ -63,6 +141,7 @@ pub(super) fn to_persist<'a>(
 ) -> Vec<Persist<'a>> {
     let mut out: Vec<Persist<'a>> = query
         .built_indexes()
+        .filter(|(_, _, index)| index.is_hot())
         .map(|(collection, path, index)| Persist::Built {
             collection,
             path,

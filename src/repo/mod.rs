@@ -349,6 +349,7 @@ impl<S: Storage> Repo<S> {
             return Ok(false);
         }
         self.warm_all()?;
+        self.materialize_all_indexes();
         let s = self.snap.as_mut().unwrap();
         s.truncate(0)?;
         s.flush()?;
@@ -383,11 +384,15 @@ impl<S: Storage> Repo<S> {
             return Ok(false);
         }
         self.flush()?;
-        let cold = self.graph.state.cold_bytes();
+        let cold = self.graph.state.cold_bytes() + self.kept_index_bytes();
         let append = (cold > 0 && self.snapshot_len > 0 && 2 * cold >= self.snapshot_len)
             .then_some(self.snapshot_len);
         if append.is_none() {
             self.warm_all()?;
+            // The file is rewritten: no index may keep blocks in it.
+            self.materialize_all_indexes();
+        } else {
+            self.materialize_touched_indexes();
         }
         let log_len = self.log.len();
         // Until the write completes, the file holds no snapshot of this log.

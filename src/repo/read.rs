@@ -98,12 +98,12 @@ impl<S: Storage> Repo<S> {
         // After an open, the indexes come from the snapshot and an index walk loads only the
         // blocks of its candidates: run, load what the answer needed, run again.
         self.restore_indexes(&q.collection);
-        loop {
-            if let Some(r) = self.query_partial(q)? {
-                return Ok(r);
+        self.with_indexes(&q.collection, |r| loop {
+            if let Some(res) = r.query_partial(q)? {
+                return Ok(res);
             }
-            self.warm_collection(&q.collection)?;
-        }
+            r.warm_collection(&q.collection)?;
+        })
     }
 
     /// Run `q` over the loaded items and the indexes, loading the blocks of the cold items an
@@ -126,7 +126,7 @@ impl<S: Storage> Repo<S> {
         if self.query.unbuilt_indexes(&q.collection).is_some() {
             self.warm_collection(&q.collection)?;
         }
-        self.query.explain(&self.graph.state, q)
+        self.with_indexes(&q.collection, |r| r.query.explain(&r.graph.state, q))
     }
 
     /// Number of items of `collection` matching `filter` (all of them without one).
@@ -140,6 +140,11 @@ impl<S: Storage> Repo<S> {
         // which loads only its candidates' blocks; a filter no index serves loads the collection
         // and counts without building rows.
         self.restore_indexes(collection);
+        self.with_indexes(collection, |r| r.count_restored(collection, f))
+    }
+
+    /// `count` with a filter, the collection's indexes restored if they can be.
+    fn count_restored(&mut self, collection: &str, f: &Filter) -> Result<usize> {
         if let Some(n) = self.query.count_partial(&self.graph.state, collection, f)? {
             return Ok(n);
         }
@@ -155,7 +160,7 @@ impl<S: Storage> Repo<S> {
             return Ok(r.rows.len());
         }
         self.warm_collection(collection)?;
-        self.query.count(&self.graph.state, collection, filter)
+        self.query.count(&self.graph.state, collection, Some(f))
     }
 
     /// The ids of `collection`, in order.
@@ -175,19 +180,21 @@ impl<S: Storage> Repo<S> {
         // After an open, an unfiltered aggregate reads its fields from the snapshot's blocks
         // without loading the items (docs/design.md §8, *Scans*).
         self.restore_indexes(&q.collection);
-        loop {
-            match self.query.aggregate_partial(&self.graph.state, q)? {
+        self.with_indexes(&q.collection, |r| loop {
+            match r.query.aggregate_partial(&r.graph.state, q)? {
                 AggPartial::Done(j) => return Ok(j),
-                AggPartial::NeedAll => self.warm_collection(&q.collection)?,
-                AggPartial::Scan(paths) => self.scan_fields(&q.collection, &paths)?,
+                AggPartial::NeedAll => r.warm_collection(&q.collection)?,
+                AggPartial::Scan(paths) => r.scan_fields(&q.collection, &paths)?,
             }
-        }
+        })
     }
 
     /// Start a live query: its id and current rows. Its changes are reported by
     /// [`Repo::take_live_changes`] after every write or receive that touches them.
     pub fn subscribe(&mut self, q: Query) -> Result<(LiveId, Vec<(String, Map)>)> {
         self.warm_collection(&q.collection)?;
+        // A live query registers itself: it reads its indexes whole first, not in rounds.
+        self.materialize_indexes(&q.collection, true);
         self.query.subscribe(&self.graph.state, q)
     }
 

@@ -77,6 +77,7 @@ impl<S: Storage> Repo<S> {
                 reason: format!("the state differs from a full replay of the log (first at {key})"),
             });
         }
+        self.materialize_all_indexes();
         self.query.verify_indexes(&self.graph.state)?;
         report.items = self.item_count();
         Ok(report)

@@ -12,8 +12,8 @@ use crate::store::Storage;
 use crate::value::Value;
 use std::collections::BTreeMap;
 
-/// A persisted index's entries are cut into blocks of about this many bytes (an index is
-/// restored whole).
+/// A persisted index's entries are cut into blocks of about this many bytes; a query reads
+/// the blocks of its ranges (`query/lazy.rs`).
 pub(super) const BLOCK_BYTES: usize = 32 << 10;
 
 /// A built index, as the snapshot encoder reads it.
@@ -116,9 +116,14 @@ fn blocks<T>(
     while entries.peek().is_some() {
         block.buf.clear();
         let mut count = 0u32;
+        let (mut first_end, mut last_start) = (0, 0);
         while block.buf.len() < BLOCK_BYTES {
             let Some(e) = entries.next() else { break };
+            last_start = block.buf.len();
             put(block, e);
+            if count == 0 {
+                first_end = block.buf.len();
+            }
             count += 1;
         }
         out.push(IndexBlock {
@@ -126,6 +131,8 @@ fn blocks<T>(
             len: block.buf.len() as u32,
             count,
             crc: crate::hashing::crc32(&block.buf),
+            first: block.buf[..first_end].into(),
+            last: block.buf[last_start..].into(),
         });
         f.block(&block.buf)?;
     }
@@ -149,6 +156,8 @@ pub(super) fn directory(w: &mut Writer, indexes: &[(String, ColdIndex)]) {
                 w.varint(u64::from(b.len));
                 w.varint(u64::from(b.count));
                 w.u32(b.crc);
+                w.lp(&b.first);
+                w.lp(&b.last);
             }
         }
     }
@@ -201,7 +210,7 @@ fn block_list(
     (head, meta_offset): (u64, u64),
     spans: &mut Vec<(u64, u64)>,
 ) -> Result<Vec<IndexBlock>> {
-    let nb = r.count(4 + 4, usize::MAX)?;
+    let nb = r.count(4 + 4 + 2 * MIN_ENTRY_BYTES as usize, usize::MAX)?;
     let mut out = Vec::with_capacity(nb);
     for _ in 0..nb {
         let b = IndexBlock {
@@ -209,6 +218,8 @@ fn block_list(
             len: u32::try_from(r.varint()?).map_err(|_| r.err("index block too long"))?,
             count: u32::try_from(r.varint()?).map_err(|_| r.err("bad index block count"))?,
             crc: r.u32()?,
+            first: r.lp()?.into(),
+            last: r.lp()?.into(),
         };
         let end = b.offset.checked_add(u64::from(b.len));
         let sane = b.count >= 1 && u64::from(b.count) * MIN_ENTRY_BYTES <= u64::from(b.len);
@@ -225,22 +236,45 @@ fn block_list(
 /// against its CRC and its count; the sink checks the order.
 pub fn load<S: Storage>(src: &S, ix: &ColdIndex, sink: &mut dyn IndexSink) -> Result<()> {
     for b in &ix.values {
-        read_block(src, b, &mut |r| {
-            let v = match r.u8()? {
-                0 => None,
-                1 => Some(Value::decode(r)?),
-                _ => return Err(r.err("bad index entry tag")),
-            };
-            sink.value(v, r.str()?)
-        })?;
+        load_block(src, b, true, sink)?;
     }
     for b in &ix.elems {
-        read_block(src, b, &mut |r| {
-            let e = r.str()?;
-            sink.elem(e, r.str()?)
-        })?;
+        load_block(src, b, false, sink)?;
     }
     Ok(())
+}
+
+/// Read one block of value entries (`values`) or element entries from `src` into `sink`,
+/// checked against its CRC and its count; the sink checks the order.
+pub fn load_block<S: Storage>(
+    src: &S,
+    b: &IndexBlock,
+    values: bool,
+    sink: &mut dyn IndexSink,
+) -> Result<()> {
+    read_block(src, b, &mut |r| entry(r, values, sink))
+}
+
+/// Decode one entry encoded alone (a block's first or last, from the directory) into `sink`.
+pub fn decode_entry(bytes: &[u8], values: bool, sink: &mut dyn IndexSink) -> Result<()> {
+    let mut r = Reader::new(bytes, "snapshot index key");
+    entry(&mut r, values, sink)?;
+    r.finish()
+}
+
+/// One value entry (`values`) or element entry.
+fn entry(r: &mut Reader<'_>, values: bool, sink: &mut dyn IndexSink) -> Result<()> {
+    if values {
+        let v = match r.u8()? {
+            0 => None,
+            1 => Some(Value::decode(r)?),
+            _ => return Err(r.err("bad index entry tag")),
+        };
+        sink.value(v, r.str()?)
+    } else {
+        let e = r.str()?;
+        sink.elem(e, r.str()?)
+    }
 }
 
 /// Read one block, check its CRC, decode its `count` entries with `entry`.

@@ -21,7 +21,10 @@ mod scan;
 use blocks::decode_cold;
 pub use blocks::{load_all, load_changes, load_collection, load_key};
 pub use decode::read;
-pub use indexes::{load as load_index, ColdIndexes, IndexEntries, IndexSink, Persist};
+pub use indexes::{
+    decode_entry as decode_index_entry, load as load_index, load_block as load_index_block,
+    ColdIndexes, IndexEntries, IndexSink, Persist,
+};
 pub use scan::{scan_field, scan_ids};
 
 use super::log::{probe_frame, HEADER_LEN};
@@ -33,11 +36,12 @@ use crate::item::{Item, ItemId};
 use crate::state::State;
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"IBEXSNP1";
-/// Version 5 changed the access lists (each entry keeps its uncovered writes by commit id, not
+/// Version 6 lists each index block's first and last entries in the index directory (a query
+/// reads only the index blocks it needs); version 5 changed the access lists (each entry keeps its uncovered writes by commit id, not
 /// a stamp; the founder's key) and marks the commits that do not count; version 4 added the persisted secondary indexes; version 3 cut the items into blocks read
 /// on demand; version 2 added the access lists (docs/design.md §8). A file of an older version
 /// is ignored (the log is replayed) and rewritten at the next snapshot.
-pub const SNAPSHOT_VERSION: u32 = 5;
+pub const SNAPSHOT_VERSION: u32 = 6;
 /// Commit flags.
 const F_TRUSTED: u8 = 1;
 const F_SEALED: u8 = 2;
