@@ -25,6 +25,14 @@ const port = Number(process.env.PORT ?? 8080);
  */
 export const FIREFOX_SPECS = ['api', 'persistence', 'crash', 'multitab', 'sync', 'app', 'startup', 'package', 'bench-verify'].map((s) => `**/${s}.spec.ts`);
 
+/**
+ * The specs the `webkit` project runs: Debian's WebKitGTK (MiniBrowser driven by WebKitWebDriver
+ * under Xvfb; scripts/webkit/run.mjs runs this project with IBEXDB_WEBKIT=1). Its `browser`,
+ * `context` and `page` are tests/browser/support/webkit.ts's, the same test bodies as in the other
+ * browsers; a test that cannot run there skips itself with the reason (`webkitSkip` in the fixtures).
+ */
+export const WEBKIT_SPECS = ['api', 'arguments', 'errors', 'persistence', 'crash', 'multitab', 'storage', 'sync', 'startup'].map((s) => `**/${s}.spec.ts`);
+
 /** The Firefox Playwright launches (scripts/firefox-bidi.mjs starts FIREFOX_BIN, default Debian's firefox-esr). */
 export const FIREFOX_LAUNCH = { executablePath: path.resolve(import.meta.dirname ?? '.', 'scripts/firefox-bidi.mjs') };
 
@@ -54,7 +62,8 @@ export default defineConfig({
     headless: true,
     trace: 'retain-on-failure',
   },
-  projects: [
+  // With IBEXDB_WEBKIT=1 the `webkit` project alone (its fixtures replace Playwright's browser).
+  projects: process.env.IBEXDB_WEBKIT === '1' ? [{ name: 'webkit', testMatch: WEBKIT_SPECS, use: { browserName: 'webkit' } }] : [
     {
       name: 'chromium',
       use: {

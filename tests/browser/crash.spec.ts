@@ -5,7 +5,7 @@ import { type BrowserContext } from '@playwright/test';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { test, expect, gotoPlayground, launchProfile, uniqueName, watch } from './ibexdb.fixtures';
+import { test, expect, gotoPlayground, launchProfile, uniqueName, watch, WEBKIT_CANNOT } from './ibexdb.fixtures';
 
 /**
  * The browser's main process on profile `dir` (not a renderer, GPU or utility process):
@@ -30,6 +30,7 @@ function browserPid(dir: string): number {
 }
 
 for (const storage of ['opfs', 'indexeddb'] as const) test(`acknowledged durable writes survive a browser kill (storage: ${storage})`, async ({ baseURL, playwright, browserName, launchOptions, channel }) => {
+  test.skip(browserName === 'webkit', WEBKIT_CANNOT.relaunch);
   const dir = mkdtempSync(path.join(tmpdir(), 'ibexdb-crash-'));
   const name = uniqueName('crash');
   const launch = () => launchProfile({ playwright, browserName, launchOptions, channel }, dir, baseURL);

@@ -2,7 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { test, expect, gotoPlayground, launchProfile, uniqueName, watch } from './ibexdb.fixtures';
+import { test, expect, gotoPlayground, launchProfile, uniqueName, watch, WEBKIT_CANNOT } from './ibexdb.fixtures';
 
 test('write, reload the page, read back', async ({ page, watched }) => {
   void watched;
@@ -27,6 +27,7 @@ test('write, reload the page, read back', async ({ page, watched }) => {
 });
 
 for (const storage of ['opfs', 'indexeddb'] as const) test(`close the browser, relaunch on the same profile, read back (storage: ${storage})`, async ({ baseURL, playwright, browserName, launchOptions, channel }) => {
+  test.skip(browserName === 'webkit', WEBKIT_CANNOT.relaunch);
   const dir = mkdtempSync(path.join(tmpdir(), 'ibexdb-profile-'));
   const name = uniqueName('restart');
   const launch = () => launchProfile({ playwright, browserName, launchOptions, channel }, dir, baseURL);
@@ -66,7 +67,8 @@ for (const storage of ['opfs', 'indexeddb'] as const) test(`close the browser, r
   }
 });
 
-test('a worker that opens a repository again reuses its file handles, and notices the files were removed meanwhile', async ({ page, watched }) => {
+test('a worker that opens a repository again reuses its file handles, and notices the files were removed meanwhile', async ({ page, watched, browserName }) => {
+  test.skip(browserName === 'webkit', WEBKIT_CANNOT.opfs);
   void watched;
   const name = uniqueName('reopen');
   await gotoPlayground(page);

@@ -1,0 +1,359 @@
+// The `webkit` project's browser, context and page (playwright.config.ts): Debian's WebKitGTK
+// (MiniBrowser, driven by WebKitWebDriver over plain W3C WebDriver). Playwright's WebKit is a
+// patched build that cannot be downloaded here, so the fixtures (ibexdb.fixtures.ts) hand the
+// specs these objects instead of Playwright's: they implement the part of Playwright's Page the
+// shared specs use (goto, evaluate, waitForFunction, waitForSelector, reload, close, url,
+// waitForTimeout, context().newPage()), so the SAME test bodies run in Chromium, Firefox and
+// WebKit. What they do not implement throws `WebKitUnsupported` naming it (a test needing it skips
+// itself in WebKit with its reason).
+//
+// A context is one MiniBrowser process with its own driver (separate processes: separate website
+// data, as Playwright's contexts). MiniBrowser's automation session keeps its data in an
+// ephemeral store: it lives as long as the process (a reload or a second window sees it), and
+// nothing survives the process. A page is one window of it; WebDriver talks to one window at a
+// time, so every command switches to its page's window first, one command at a time per context.
+// `evaluate` runs the function in the page (an async script) and carries its result, or its
+// error, as a tagged tree (undefined, NaN, ±Infinity, -0, bigint, Date, RegExp, Error, typed
+// arrays, cycles), as Playwright's evaluate does.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+// @ts-ignore: plain ES module of the repo's scripts
+import { MINIBROWSER, client, waitFor } from '../../../scripts/webkit/webdriver.mjs';
+
+/** What the WebKit page does not do; the message names the Playwright API. */
+export class WebKitUnsupported extends Error {
+  constructor(what: string) {
+    super(`not available in WebKitGTK over WebDriver (tests/browser/support/webkit.ts): ${what}`);
+    this.name = 'WebKitUnsupported';
+  }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as import('node:net').AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** One command at a time per WebDriver session (it has one current window). */
+class Queue {
+  private tail: Promise<unknown> = Promise.resolve();
+  run<T>(f: () => Promise<T>): Promise<T> {
+    const r = this.tail.then(f, f);
+    this.tail = r.catch(() => {});
+    return r;
+  }
+}
+
+// ----- values across the wire (the page side is serialized with toString) -------------------------
+
+/** Page side: a value as a JSON-safe tagged tree. */
+function encode(v: any, seen = new Map<any, number>()): any {
+  if (v === undefined) return { t: 'u' };
+  if (v === null || typeof v === 'boolean' || typeof v === 'string') return { t: 'p', v };
+  if (typeof v === 'number') {
+    if (Number.isNaN(v)) return { t: 'n', v: 'NaN' };
+    if (v === Infinity) return { t: 'n', v: 'Infinity' };
+    if (v === -Infinity) return { t: 'n', v: '-Infinity' };
+    if (Object.is(v, -0)) return { t: 'n', v: '-0' };
+    return { t: 'p', v };
+  }
+  if (typeof v === 'bigint') return { t: 'b', v: String(v) };
+  if (typeof v === 'function' || typeof v === 'symbol') return { t: 'u' };
+  if (seen.has(v)) return { t: 'ref', v: seen.get(v) };
+  const id = seen.size;
+  seen.set(v, id);
+  if (v instanceof Date) return { t: 'd', v: v.toISOString() };
+  if (v instanceof RegExp) return { t: 'r', v: v.source, f: v.flags };
+  if (v instanceof Error) return { t: 'e', name: v.name, message: v.message, stack: v.stack ?? '' };
+  if (ArrayBuffer.isView(v) && !(v instanceof DataView)) return { t: 'ta', k: v.constructor.name, v: Array.from(v as any, (x: any) => (typeof x === 'bigint' ? String(x) : x)), id };
+  if (Array.isArray(v)) return { t: 'a', id, v: v.map((x) => encode(x, seen)) };
+  if (typeof Window !== 'undefined' && v instanceof Window) return { t: 'p', v: 'ref: <Window>' };
+  if (typeof Node !== 'undefined' && v instanceof Node) return { t: 'p', v: `ref: <Node>` };
+  const o: Record<string, any> = {};
+  for (const k of Object.keys(v)) o[k] = encode(v[k], seen);
+  return { t: 'o', id, v: o };
+}
+
+/** Node side: the value of a tagged tree. */
+function decode(x: any, refs = new Map<number, any>()): any {
+  switch (x?.t) {
+    case 'u':
+      return undefined;
+    case 'p':
+      return x.v;
+    case 'n':
+      return x.v === '-0' ? -0 : Number(x.v);
+    case 'b':
+      return BigInt(x.v);
+    case 'd':
+      return new Date(x.v);
+    case 'r':
+      return new RegExp(x.v, x.f);
+    case 'e': {
+      const e = new Error(x.message);
+      e.name = x.name;
+      e.stack = `${x.name}: ${x.message}\n${x.stack}`;
+      return e;
+    }
+    case 'ta': {
+      const C = (globalThis as any)[x.k] ?? Uint8Array;
+      return C === BigInt64Array || C === BigUint64Array ? new C(x.v.map(BigInt)) : new C(x.v);
+    }
+    case 'ref':
+      return refs.get(x.v);
+    case 'a': {
+      const a: any[] = [];
+      refs.set(x.id, a);
+      for (const e of x.v) a.push(decode(e, refs));
+      return a;
+    }
+    case 'o': {
+      const o: Record<string, any> = {};
+      refs.set(x.id, o);
+      for (const k of Object.keys(x.v)) o[k] = decode(x.v[k], refs);
+      return o;
+    }
+    default:
+      throw new Error(`webkit: cannot decode ${JSON.stringify(x)}`);
+  }
+}
+
+/** Node side: an argument as a tagged tree (the same encoding, done here). */
+const encodeArg = (v: unknown) => JSON.stringify(encode(v));
+
+// ----- browser, context, page ----------------------------------------------------------------------
+
+/** A MiniBrowser process, its WebDriver and one session on it. */
+class MiniBrowserSession {
+  readonly queue = new Queue();
+  private current = '';
+  constructor(
+    readonly wd: ReturnType<typeof client>,
+    readonly sid: string,
+    private readonly procs: ChildProcess[],
+    readonly log: () => string,
+  ) {}
+
+  static async start(): Promise<MiniBrowserSession> {
+    if (!MINIBROWSER) throw new Error('webkit: MiniBrowser is not installed (make setup installs webkit2gtk-driver)');
+    const [driverPort, inspectorPort] = [await freePort(), await freePort()];
+    // The browser is started here with its remote inspector on a loopback port and the driver
+    // pointed at it (--target): a session whose browser the driver starts itself never came up here.
+    const browser = spawn(MINIBROWSER, ['--automation', '--features=+FileSystem,+AccessHandle,+StorageAPI'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, WEBKIT_INSPECTOR_SERVER: `127.0.0.1:${inspectorPort}` },
+    });
+    const driver = spawn('/usr/bin/WebKitWebDriver', [`--port=${driverPort}`, `--target=127.0.0.1:${inspectorPort}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    for (const p of [browser, driver]) p.stderr!.on('data', (d) => (log = (log + d).slice(-8000)));
+    const wd = client(`http://127.0.0.1:${driverPort}`);
+    let session: any = null;
+    try {
+      await waitFor(async () => (session = await wd.post('/session', { capabilities: { alwaysMatch: {} } })), 20_000, 'a WebDriver session with MiniBrowser');
+    } catch (e) {
+      driver.kill('SIGKILL');
+      browser.kill('SIGKILL');
+      throw new Error(`${(e as Error).message}\n${log}`);
+    }
+    const s = new MiniBrowserSession(wd, session.sessionId, [driver, browser], () => log);
+    await wd.post(`/session/${s.sid}/timeouts`, { script: 600_000, pageLoad: 60_000 });
+    s.current = await wd.get(`/session/${s.sid}/window`);
+    return s;
+  }
+
+  /** `path` under the session. */
+  p(path: string) {
+    return `/session/${this.sid}${path}`;
+  }
+
+  /** Run `f` with `handle` the current window, one at a time. */
+  on<T>(handle: string, f: () => Promise<T>): Promise<T> {
+    return this.queue.run(async () => {
+      if (this.current !== handle) {
+        await this.wd.post(this.p('/window'), { handle });
+        this.current = handle;
+      }
+      return f();
+    });
+  }
+
+  async newWindow(): Promise<string> {
+    return this.queue.run(async () => (await this.wd.post(this.p('/window/new'), { type: 'window' })).handle);
+  }
+
+  async closeWindow(handle: string) {
+    await this.on(handle, async () => {
+      await this.wd.del(this.p('/window'));
+      this.current = '';
+    });
+  }
+
+  /** Ends the browser and its driver (the data store is ephemeral: nothing to keep). */
+  async close() {
+    for (const p of this.procs) p.kill('SIGKILL');
+  }
+}
+
+type PageFunction = string | ((arg: any) => any);
+
+/** A window of a WebKit context, with the part of Playwright's Page the specs use. */
+export class WebKitPage {
+  private lastUrl = 'about:blank';
+  private closed = false;
+  constructor(
+    private readonly ctx: WebKitContext,
+    private readonly handle: string,
+  ) {}
+
+  context() {
+    return this.ctx;
+  }
+  url() {
+    return this.lastUrl;
+  }
+  isClosed() {
+    return this.closed;
+  }
+  /** Console and page errors are not reported over classic WebDriver: listeners are kept, never called. */
+  on(_event: string, _f: (...a: any[]) => void) {
+    return this;
+  }
+  off(_event: string, _f: (...a: any[]) => void) {
+    return this;
+  }
+
+  private cmd<T>(f: () => Promise<T>) {
+    if (this.closed) throw new Error('webkit: the page is closed');
+    return this.ctx.session.on(this.handle, f);
+  }
+
+  async goto(url: string) {
+    const abs = new URL(url, this.ctx.baseURL || undefined).href;
+    await this.cmd(() => this.ctx.session.wd.post(this.ctx.session.p('/url'), { url: abs }));
+    this.lastUrl = await this.cmd(() => this.ctx.session.wd.get(this.ctx.session.p('/url')));
+    return null;
+  }
+
+  async reload() {
+    await this.cmd(() => this.ctx.session.wd.post(this.ctx.session.p('/refresh'), {}));
+    return null;
+  }
+
+  /** Playwright's page.evaluate: a function (called with `arg`) or an expression. */
+  async evaluate<R = any>(fn: PageFunction, arg?: unknown): Promise<R> {
+    const body = typeof fn === 'function' ? `(${fn.toString()})(__decode(${JSON.stringify(encodeArg(arg))}))` : `(${fn})`;
+    const script = `const __done = arguments[arguments.length - 1];
+      const __encode = ${encode.toString()};
+      const __decode = (s) => (${decode.toString()})(JSON.parse(s));
+      Promise.resolve().then(() => ${body}).then(
+        (v) => __done(JSON.stringify({ ok: __encode(v) })),
+        (e) => __done(JSON.stringify({ error: __encode(e instanceof Error ? e : new Error(String(e))) })));`;
+    const raw = await this.cmd(() => this.ctx.session.wd.post(this.ctx.session.p('/execute/async'), { script, args: [] }));
+    const out = JSON.parse(raw);
+    if (out.error) {
+      const e = decode(out.error);
+      const err = new Error(`page.evaluate: ${e.name}: ${e.message}`);
+      err.stack = `${err.message}\n${e.stack}`;
+      throw err;
+    }
+    return decode(out.ok);
+  }
+
+  /** Polls `fn(arg)` until truthy; its value as a handle (jsonValue()). */
+  async waitForFunction(fn: PageFunction, arg?: unknown, opts: { timeout?: number; polling?: unknown } = {}) {
+    const end = Date.now() + (opts.timeout ?? 30_000);
+    for (;;) {
+      const v = await this.evaluate(fn, arg);
+      if (v) return { jsonValue: async () => v, dispose: async () => {} };
+      if (Date.now() > end) throw new Error(`page.waitForFunction: timed out after ${opts.timeout ?? 30_000} ms`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  async waitForSelector(selector: string, opts: { timeout?: number } = {}) {
+    await this.waitForFunction((s: string) => !!document.querySelector(s), selector, opts);
+    return null;
+  }
+
+  async waitForTimeout(ms: number) {
+    await new Promise((r) => setTimeout(r, ms));
+  }
+
+  async close() {
+    if (this.closed) return;
+    await this.ctx.session.closeWindow(this.handle);
+    this.closed = true;
+    this.ctx.forget(this);
+  }
+
+  addInitScript(): never {
+    throw new WebKitUnsupported('page.addInitScript');
+  }
+  route(): never {
+    throw new WebKitUnsupported('page.route');
+  }
+  locator(): never {
+    throw new WebKitUnsupported('page.locator (the UI is driven through Playwright locators)');
+  }
+}
+
+/** A MiniBrowser process of its own: its pages share its (ephemeral) website data. */
+export class WebKitContext {
+  private pages: WebKitPage[] = [];
+  private firstFree = true;
+  private constructor(
+    readonly session: MiniBrowserSession,
+    readonly baseURL: string | undefined,
+  ) {}
+
+  static async create(baseURL: string | undefined) {
+    return new WebKitContext(await MiniBrowserSession.start(), baseURL);
+  }
+
+  async newPage(): Promise<WebKitPage> {
+    // The session starts with one window: the first page is that one.
+    let handle: string;
+    if (this.firstFree) {
+      this.firstFree = false;
+      handle = await this.session.wd.get(this.session.p('/window'));
+    } else {
+      handle = await this.session.newWindow();
+    }
+    const page = new WebKitPage(this, handle);
+    this.pages.push(page);
+    return page;
+  }
+
+  forget(page: WebKitPage) {
+    this.pages = this.pages.filter((p) => p !== page);
+  }
+
+  async close() {
+    await this.session.close();
+  }
+}
+
+/** What the specs' `browser` fixture offers in WebKit: new contexts (MiniBrowser processes). */
+export class WebKitBrowser {
+  private contexts: WebKitContext[] = [];
+  constructor(readonly baseURL: string | undefined) {}
+  async newContext(opts: { baseURL?: string } = {}) {
+    const c = await WebKitContext.create(opts.baseURL ?? this.baseURL);
+    this.contexts.push(c);
+    return c;
+  }
+  async newPage() {
+    return (await this.newContext()).newPage();
+  }
+  version() {
+    return 'WebKitGTK';
+  }
+  async close() {
+    await Promise.all(this.contexts.map((c) => c.close()));
+  }
+}
