@@ -139,7 +139,20 @@ class MiniBrowserSession {
     readonly log: () => string,
   ) {}
 
+  /** Starts one; a browser that dies or hangs while starting (seen under load) is started again, twice at most. */
   static async start(): Promise<MiniBrowserSession> {
+    let last: Error | null = null;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        return await MiniBrowserSession.startOnce();
+      } catch (e) {
+        last = e as Error;
+      }
+    }
+    throw last;
+  }
+
+  private static async startOnce(): Promise<MiniBrowserSession> {
     if (!MINIBROWSER) throw new Error('webkit: MiniBrowser is not installed (make setup installs webkit2gtk-driver)');
     const [driverPort, inspectorPort] = [await freePort(), await freePort()];
     // The browser is started here with its remote inspector on a loopback port and the driver
@@ -151,14 +164,20 @@ class MiniBrowserSession {
     const driver = spawn('/usr/bin/WebKitWebDriver', [`--port=${driverPort}`, `--target=127.0.0.1:${inspectorPort}`], { stdio: ['ignore', 'ignore', 'pipe'] });
     let log = '';
     for (const p of [browser, driver]) p.stderr!.on('data', (d) => (log = (log + d).slice(-8000)));
+    const exited = new Promise<never>((_, reject) => {
+      browser.once('exit', (code, sig) => reject(new Error(`MiniBrowser exited (${code ?? sig}) while starting`)));
+      driver.once('exit', (code, sig) => reject(new Error(`WebKitWebDriver exited (${code ?? sig}) while starting`)));
+    });
+    exited.catch(() => {});
     const wd = client(`http://127.0.0.1:${driverPort}`);
     let session: any = null;
     try {
-      await waitFor(async () => (session = await wd.post('/session', { capabilities: { alwaysMatch: {} } })), 20_000, 'a WebDriver session with MiniBrowser');
+      const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no WebDriver session in 30 s')), 30_000));
+      await Promise.race([waitFor(async () => (session = await wd.post('/session', { capabilities: { alwaysMatch: {} } })), 20_000, 'a WebDriver session with MiniBrowser'), exited, timeout]);
     } catch (e) {
       driver.kill('SIGKILL');
       browser.kill('SIGKILL');
-      throw new Error(`${(e as Error).message}\n${log}`);
+      throw new Error(`webkit: ${(e as Error).message}\n${log}`);
     }
     const s = new MiniBrowserSession(wd, session.sessionId, [driver, browser], () => log);
     await wd.post(`/session/${s.sid}/timeouts`, { script: 600_000, pageLoad: 60_000 });
@@ -201,13 +220,18 @@ class MiniBrowserSession {
 
 type PageFunction = string | ((arg: any) => any);
 
-/** A window of a WebKit context, with the part of Playwright's Page the specs use. */
+/**
+ * A window of a WebKit context, with the part of Playwright's Page the specs use. Its window is
+ * made at its first command (a test that skips itself in WebKit starts no browser).
+ */
 export class WebKitPage {
   private lastUrl = 'about:blank';
   private closed = false;
+  private handle: Promise<string> | null = null;
+  private initScripts: [PageFunction, unknown][] = [];
   constructor(
     private readonly ctx: WebKitContext,
-    private readonly handle: string,
+    private readonly makeWindow: (s: MiniBrowserSession) => Promise<string>,
   ) {}
 
   context() {
@@ -227,33 +251,39 @@ export class WebKitPage {
     return this;
   }
 
-  private cmd<T>(f: () => Promise<T>) {
+  /** Run `f` on this page's window (made first if need be), one command at a time per context. */
+  private async cmd<T>(f: (s: MiniBrowserSession) => Promise<T>) {
     if (this.closed) throw new Error('webkit: the page is closed');
-    return this.ctx.session.on(this.handle, f);
+    const s = await this.ctx.session();
+    this.handle ??= this.makeWindow(s);
+    const handle = await this.handle;
+    return s.on(handle, () => f(s));
   }
 
   async goto(url: string) {
     const abs = new URL(url, this.ctx.baseURL || undefined).href;
-    await this.cmd(() => this.ctx.session.wd.post(this.ctx.session.p('/url'), { url: abs }));
-    this.lastUrl = await this.cmd(() => this.ctx.session.wd.get(this.ctx.session.p('/url')));
+    await this.cmd((s) => s.wd.post(s.p('/url'), { url: abs }));
+    this.lastUrl = await this.cmd((s) => s.wd.get(s.p('/url')));
+    await this.afterNavigation();
     return null;
   }
 
   async reload() {
-    await this.cmd(() => this.ctx.session.wd.post(this.ctx.session.p('/refresh'), {}));
+    await this.cmd((s) => s.wd.post(s.p('/refresh'), {}));
+    await this.afterNavigation();
     return null;
   }
 
-  /** Playwright's page.evaluate: a function (called with `arg`) or an expression. */
+  /** Playwright's page.evaluate: a function (called with `arg`) or a script's source. */
   async evaluate<R = any>(fn: PageFunction, arg?: unknown): Promise<R> {
-    const body = typeof fn === 'function' ? `(${fn.toString()})(__decode(${JSON.stringify(encodeArg(arg))}))` : `(${fn})`;
+    const body = typeof fn === 'function' ? `(${fn.toString()})(__decode(${JSON.stringify(encodeArg(arg))}))` : `(0, eval)(${JSON.stringify(fn)})`; // a string: run as a script, its completion value
     const script = `const __done = arguments[arguments.length - 1];
       const __encode = ${encode.toString()};
       const __decode = (s) => (${decode.toString()})(JSON.parse(s));
       Promise.resolve().then(() => ${body}).then(
         (v) => __done(JSON.stringify({ ok: __encode(v) })),
         (e) => __done(JSON.stringify({ error: __encode(e instanceof Error ? e : new Error(String(e))) })));`;
-    const raw = await this.cmd(() => this.ctx.session.wd.post(this.ctx.session.p('/execute/async'), { script, args: [] }));
+    const raw = await this.cmd((s) => s.wd.post(s.p('/execute/async'), { script, args: [] }));
     const out = JSON.parse(raw);
     if (out.error) {
       const e = decode(out.error);
@@ -276,7 +306,7 @@ export class WebKitPage {
   }
 
   async waitForSelector(selector: string, opts: { timeout?: number } = {}) {
-    await this.waitForFunction((s: string) => !!document.querySelector(s), selector, opts);
+    await this.waitForFunction((sel: string) => !!document.querySelector(sel), selector, opts);
     return null;
   }
 
@@ -286,13 +316,26 @@ export class WebKitPage {
 
   async close() {
     if (this.closed) return;
-    await this.ctx.session.closeWindow(this.handle);
+    if (this.handle) {
+      const s = await this.ctx.session();
+      await s.closeWindow(await this.handle);
+    }
     this.closed = true;
-    this.ctx.forget(this);
   }
 
-  addInitScript(): never {
-    throw new WebKitUnsupported('page.addInitScript');
+  /**
+   * Playwright runs an init script before the page's own scripts; classic WebDriver cannot, so here
+   * it runs right after each navigation (goto, reload) has loaded the page, before the test's next
+   * command. Enough for the specs' init scripts, which patch what open() and verify() use later
+   * (a script that must see the page's own start-up would not see it here).
+   */
+  async addInitScript(script: PageFunction, arg?: unknown) {
+    this.initScripts.push([script, arg]);
+    if (this.lastUrl !== 'about:blank') await this.evaluate(script, arg);
+  }
+
+  private async afterNavigation() {
+    for (const [script, arg] of this.initScripts) await this.evaluate(script, arg);
   }
   route(): never {
     throw new WebKitUnsupported('page.route');
@@ -302,39 +345,28 @@ export class WebKitPage {
   }
 }
 
-/** A MiniBrowser process of its own: its pages share its (ephemeral) website data. */
+/**
+ * A MiniBrowser process of its own (started at its pages' first command): its pages share its
+ * (ephemeral) website data.
+ */
 export class WebKitContext {
-  private pages: WebKitPage[] = [];
+  private started: Promise<MiniBrowserSession> | null = null;
   private firstFree = true;
-  private constructor(
-    readonly session: MiniBrowserSession,
-    readonly baseURL: string | undefined,
-  ) {}
+  constructor(readonly baseURL: string | undefined) {}
 
-  static async create(baseURL: string | undefined) {
-    return new WebKitContext(await MiniBrowserSession.start(), baseURL);
+  session(): Promise<MiniBrowserSession> {
+    return (this.started ??= MiniBrowserSession.start());
   }
 
   async newPage(): Promise<WebKitPage> {
     // The session starts with one window: the first page is that one.
-    let handle: string;
-    if (this.firstFree) {
-      this.firstFree = false;
-      handle = await this.session.wd.get(this.session.p('/window'));
-    } else {
-      handle = await this.session.newWindow();
-    }
-    const page = new WebKitPage(this, handle);
-    this.pages.push(page);
-    return page;
-  }
-
-  forget(page: WebKitPage) {
-    this.pages = this.pages.filter((p) => p !== page);
+    const first = this.firstFree;
+    this.firstFree = false;
+    return new WebKitPage(this, (s) => (first ? s.wd.get(s.p('/window')) : s.newWindow()));
   }
 
   async close() {
-    await this.session.close();
+    if (this.started) await (await this.started.catch(() => null))?.close();
   }
 }
 
@@ -343,7 +375,7 @@ export class WebKitBrowser {
   private contexts: WebKitContext[] = [];
   constructor(readonly baseURL: string | undefined) {}
   async newContext(opts: { baseURL?: string } = {}) {
-    const c = await WebKitContext.create(opts.baseURL ?? this.baseURL);
+    const c = new WebKitContext(opts.baseURL ?? this.baseURL);
     this.contexts.push(c);
     return c;
   }
