@@ -16,6 +16,7 @@
 // error, as a tagged tree (undefined, NaN, ±Infinity, -0, bigint, Date, RegExp, Error, typed
 // arrays, cycles), as Playwright's evaluate does.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 // @ts-ignore: plain ES module of the repo's scripts
 import { MINIBROWSER, client, waitFor } from '../../../scripts/webkit/webdriver.mjs';
@@ -134,7 +135,7 @@ class MiniBrowserSession {
   private current = '';
   constructor(
     readonly wd: ReturnType<typeof client>,
-    readonly sid: string,
+    public sid: string,
     private readonly procs: ChildProcess[],
     readonly log: () => string,
   ) {}
@@ -210,6 +211,47 @@ class MiniBrowserSession {
       await this.wd.del(this.p('/window'));
       this.current = '';
     });
+  }
+
+  /**
+   * Kill (SIGKILL) the browser's web content processes (pages and their workers), as a crash
+   * does; its network process, which keeps the website data (IndexedDB), lives on. WebKitWebDriver
+   * then deletes the session ("page crash or hang"): a new one is made on the same browser, its
+   * window the context's next page.
+   * @returns how many were killed
+   */
+  async killWebProcesses(): Promise<number> {
+    const browserPid = this.procs[1].pid;
+    let n = 0;
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      let stat: string;
+      try {
+        stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      } catch {
+        continue;
+      }
+      // pid (comm) state ppid ...: comm may hold spaces, so split after its closing parenthesis.
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === browserPid && comm.startsWith('WebKitWebProces')) {
+        process.kill(Number(entry), 'SIGKILL');
+        n++;
+      }
+    }
+    await this.queue.run(async () => {
+      let session: any = null;
+      // The driver lets go of the crashed session when a command on it finds the crash.
+      const old = this.p('/window/handles');
+      await waitFor(async () => {
+        await this.wd.get(old).catch(() => {});
+        return (session = await this.wd.post('/session', { capabilities: { alwaysMatch: {} } }));
+      }, 20_000, 'a new WebDriver session after the crash');
+      this.sid = session.sessionId;
+      await this.wd.post(this.p('/timeouts'), { script: 600_000, pageLoad: 60_000 });
+      this.current = await this.wd.get(this.p('/window'));
+    });
+    return n;
   }
 
   /** Ends the browser and its driver (the data store is ephemeral: nothing to keep). */
@@ -324,6 +366,14 @@ export class WebKitPage {
   }
 
   /**
+   * WebKit only (not Playwright's): kill the context's web content processes (crash.spec.ts).
+   * Its pages are gone with them; the context's next newPage() is a window of the new session.
+   */
+  async killWebProcesses() {
+    return this.ctx.killWebProcesses();
+  }
+
+  /**
    * Playwright runs an init script before the page's own scripts; classic WebDriver cannot, so here
    * it runs right after each navigation (goto, reload) has loaded the page, before the test's next
    * command. Enough for the specs' init scripts, which patch what open() and verify() use later
@@ -363,6 +413,12 @@ export class WebKitContext {
     const first = this.firstFree;
     this.firstFree = false;
     return new WebKitPage(this, (s) => (first ? s.wd.get(s.p('/window')) : s.newWindow()));
+  }
+
+  async killWebProcesses() {
+    const n = await (await this.session()).killWebProcesses();
+    this.firstFree = true;
+    return n;
   }
 
   async close() {
