@@ -11,7 +11,7 @@ import { useBoard, shoot, tmp, sync, openBoard, column, card, dialogOf, startBoa
 
 useBoard();
 
-test('create and edit tasks; reload; everything is there', async ({ page, watched }) => {
+test('create and edit tasks; reload; everything is there', async ({ page, watched, browserName }) => {
   void watched;
   await openBoard(page, uniqueName('board'), { local: true });
   await expect(page.getByText('This board has no lists yet')).toBeVisible();
@@ -35,7 +35,15 @@ test('create and edit tasks; reload; everything is there', async ({ page, watche
   await expect(fixed.locator('.due')).toHaveClass(/overdue/);
   await card(page, 'Buy milk').getByRole('checkbox').check();
   await expect(card(page, 'Buy milk')).toHaveClass(/done/);
-  await page.locator('.card', { hasText: 'Write the release notes' }).dragTo(column(page, 'Doing').locator('.cards'));
+  if (browserName === 'firefox') {
+    // Playwright's dragTo() over WebDriver BiDi starts no HTML drag and drop in Firefox: the card
+    // moves the other way a person can move it, its dialog's List.
+    d = await openTask(page, 'Write the release notes');
+    await d.getByLabel('List', { exact: true }).selectOption('Doing');
+    await d.getByRole('button', { name: 'Close' }).click();
+  } else {
+    await page.locator('.card', { hasText: 'Write the release notes' }).dragTo(column(page, 'Doing').locator('.cards'));
+  }
   await expect(column(page, 'Doing').locator('.card')).toHaveCount(2);
   await page.getByLabel('New list name').fill('Later');
   await page.getByRole('button', { name: 'Add list' }).click();
