@@ -131,6 +131,7 @@ export async function setField(d: Locator, label: string, value: string) {
   }
   await f.selectText();
   await f.pressSequentially(value);
+  await expect(f).toHaveValue(value);
   await f.press('Tab');
 }
 
