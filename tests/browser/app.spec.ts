@@ -61,6 +61,7 @@ test('create and edit tasks; reload; everything is there', async ({ page, watche
   await page.getByLabel('Hide done').check();
   await expect(column(page, 'To do').locator('.card')).toHaveCount(0);
   await page.getByLabel('Hide done').uncheck();
+  await expect(column(page, 'To do').locator('.card')).toHaveCount(1); // the done task is back
 
   const before = await page.locator('.column').evaluateAll((cols) => cols.map((c) => c.textContent));
   await page.reload();
