@@ -5,7 +5,9 @@
 // shared specs use (goto, evaluate, waitForFunction, waitForSelector, reload, close, url,
 // waitForTimeout, context().newPage()), so the SAME test bodies run in Chromium, Firefox and
 // WebKit. What they do not implement throws `WebKitUnsupported` naming it (a test needing it skips
-// itself in WebKit with its reason).
+// itself in WebKit with its reason). Console messages and uncaught errors are recorded in the page
+// from just after each navigation and handed to `page.on('console' | 'pageerror')` listeners after
+// each command (the fixtures' `watched` check); `addInitScript` runs after each navigation.
 //
 // A context is one MiniBrowser process with its own driver (separate processes: separate website
 // data, as Playwright's contexts). MiniBrowser's automation session keeps its data in an
@@ -172,13 +174,16 @@ class MiniBrowserSession {
     exited.catch(() => {});
     const wd = client(`http://127.0.0.1:${driverPort}`);
     let session: any = null;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no WebDriver session in 30 s')), 30_000));
+      const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('no WebDriver session in 30 s')), 30_000)));
       await Promise.race([waitFor(async () => (session = await wd.post('/session', { capabilities: { alwaysMatch: {} } })), 20_000, 'a WebDriver session with MiniBrowser'), exited, timeout]);
     } catch (e) {
       driver.kill('SIGKILL');
       browser.kill('SIGKILL');
       throw new Error(`webkit: ${(e as Error).message}\n${log}`);
+    } finally {
+      clearTimeout(timer);
     }
     const s = new MiniBrowserSession(wd, session.sessionId, [driver, browser], () => log);
     await wd.post(`/session/${s.sid}/timeouts`, { script: 600_000, pageLoad: 60_000 });
@@ -262,6 +267,23 @@ class MiniBrowserSession {
 
 type PageFunction = string | ((arg: any) => any);
 
+/** Page side, after each navigation: record console messages and uncaught errors in `__wkEvents`. */
+function WATCH_PAGE() {
+  const w = window as any;
+  if (w.__wkEvents) return;
+  const events: any[] = (w.__wkEvents = []);
+  const text = (a: unknown) => (a instanceof Error ? `${a.name}: ${a.message}` : typeof a === 'string' ? a : (() => { try { return JSON.stringify(a) ?? String(a); } catch { return String(a); } })());
+  addEventListener('error', (e) => events.push({ t: 'pageerror', m: e.message, s: e.error?.stack }));
+  addEventListener('unhandledrejection', (e) => events.push({ t: 'pageerror', m: String(e.reason?.message ?? e.reason), s: e.reason?.stack }));
+  for (const k of ['log', 'info', 'warn', 'error', 'debug'] as const) {
+    const orig = console[k].bind(console);
+    console[k] = (...a: unknown[]) => {
+      events.push({ t: 'console', k: k === 'warn' ? 'warning' : k, m: a.map(text).join(' ') });
+      orig(...a);
+    };
+  }
+}
+
 /**
  * A window of a WebKit context, with the part of Playwright's Page the specs use. Its window is
  * made at its first command (a test that skips itself in WebKit starts no browser).
@@ -270,6 +292,7 @@ export class WebKitPage {
   private lastUrl = 'about:blank';
   private closed = false;
   private handle: Promise<string> | null = null;
+  private listeners = new Map<string, Set<(...a: any[]) => void>>();
   private initScripts: [PageFunction, unknown][] = [];
   constructor(
     private readonly ctx: WebKitContext,
@@ -285,12 +308,32 @@ export class WebKitPage {
   isClosed() {
     return this.closed;
   }
-  /** Console and page errors are not reported over classic WebDriver: listeners are kept, never called. */
-  on(_event: string, _f: (...a: any[]) => void) {
+  /**
+   * 'console' and 'pageerror' listeners. Classic WebDriver reports neither: after each navigation
+   * the page's console, `error` and `unhandledrejection` are watched (what happens before, while
+   * the page loads, is not seen), and what was recorded is handed over after each command.
+   */
+  on(event: string, f: (...a: any[]) => void) {
+    if (!this.listeners.has(event)) this.listeners.set(event, new Set());
+    this.listeners.get(event)!.add(f);
     return this;
   }
-  off(_event: string, _f: (...a: any[]) => void) {
+  off(event: string, f: (...a: any[]) => void) {
+    this.listeners.get(event)?.delete(f);
     return this;
+  }
+
+  private emit(events: { t: string; k?: string; m: string; s?: string }[] | undefined) {
+    for (const ev of events ?? []) {
+      if (ev.t === 'console') {
+        const msg = { type: () => ev.k ?? 'log', text: () => ev.m };
+        for (const f of this.listeners.get('console') ?? []) f(msg);
+      } else {
+        const e = new Error(ev.m);
+        e.stack = ev.s || ev.m;
+        for (const f of this.listeners.get('pageerror') ?? []) f(e);
+      }
+    }
   }
 
   /** Run `f` on this page's window (made first if need be), one command at a time per context. */
@@ -323,10 +366,11 @@ export class WebKitPage {
       const __encode = ${encode.toString()};
       const __decode = (s) => (${decode.toString()})(JSON.parse(s));
       Promise.resolve().then(() => ${body}).then(
-        (v) => __done(JSON.stringify({ ok: __encode(v) })),
-        (e) => __done(JSON.stringify({ error: __encode(e instanceof Error ? e : new Error(String(e))) })));`;
+        (v) => __done(JSON.stringify({ ok: __encode(v), ev: (window.__wkEvents || []).splice(0) })),
+        (e) => __done(JSON.stringify({ error: __encode(e instanceof Error ? e : new Error(String(e))), ev: (window.__wkEvents || []).splice(0) })));`;
     const raw = await this.cmd((s) => s.wd.post(s.p('/execute/async'), { script, args: [] }));
     const out = JSON.parse(raw);
+    this.emit(out.ev);
     if (out.error) {
       const e = decode(out.error);
       const err = new Error(`page.evaluate: ${e.name}: ${e.message}`);
@@ -385,6 +429,7 @@ export class WebKitPage {
   }
 
   private async afterNavigation() {
+    await this.evaluate(WATCH_PAGE);
     for (const [script, arg] of this.initScripts) await this.evaluate(script, arg);
   }
   route(): never {
