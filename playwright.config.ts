@@ -23,7 +23,7 @@ const port = Number(process.env.PORT ?? 8080);
  * with its own flags (host resolver, site-data blocking), the rest measure Chromium's machinery
  * (the benchmark harness, byte quotas through its profile, compression, the cluster).
  */
-export const FIREFOX_SPECS = ['api', 'persistence', 'crash', 'multitab', 'sync', 'app', 'app-share', 'app-trouble', 'startup', 'package', 'bench-verify'].map((s) => `**/${s}.spec.ts`);
+export const FIREFOX_SPECS = ['api', 'persistence', 'crash', 'multitab', 'sync', 'app', 'app-share', 'app-trouble', 'startup', 'package', 'bench-verify', 'harness'].map((s) => `**/${s}.spec.ts`);
 
 /**
  * The specs the `webkit` project runs: Debian's WebKitGTK (MiniBrowser driven by WebKitWebDriver
@@ -35,7 +35,7 @@ export const FIREFOX_SPECS = ['api', 'persistence', 'crash', 'multitab', 'sync',
  * engine row; the benchmark runs in WebKitGTK through `make bench BENCH_BROWSER=webkit`), and the
  * Chromium-only specs the Firefox list leaves out too.
  */
-export const WEBKIT_SPECS = ['api', 'arguments', 'errors', 'persistence', 'crash', 'multitab', 'storage', 'sync', 'startup'].map((s) => `**/${s}.spec.ts`);
+export const WEBKIT_SPECS = ['api', 'arguments', 'errors', 'persistence', 'crash', 'multitab', 'storage', 'sync', 'startup', 'harness'].map((s) => `**/${s}.spec.ts`);
 
 /** The Firefox Playwright launches (scripts/firefox-bidi.mjs starts FIREFOX_BIN, default Debian's firefox-esr). */
 export const FIREFOX_LAUNCH = { executablePath: path.resolve(import.meta.dirname ?? '.', 'scripts/firefox-bidi.mjs') };

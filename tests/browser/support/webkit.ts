@@ -273,7 +273,7 @@ function WATCH_PAGE() {
   if (w.__wkEvents) return;
   const events: any[] = (w.__wkEvents = []);
   const text = (a: unknown) => (a instanceof Error ? `${a.name}: ${a.message}` : typeof a === 'string' ? a : (() => { try { return JSON.stringify(a) ?? String(a); } catch { return String(a); } })());
-  addEventListener('error', (e) => events.push({ t: 'pageerror', m: e.message, s: e.error?.stack }));
+  addEventListener('error', (e) => events.push({ t: 'pageerror', m: e.error?.message ?? e.message, s: e.error?.stack }));
   addEventListener('unhandledrejection', (e) => events.push({ t: 'pageerror', m: String(e.reason?.message ?? e.reason), s: e.reason?.stack }));
   for (const k of ['log', 'info', 'warn', 'error', 'debug'] as const) {
     const orig = console[k].bind(console);
@@ -330,7 +330,8 @@ export class WebKitPage {
         for (const f of this.listeners.get('console') ?? []) f(msg);
       } else {
         const e = new Error(ev.m);
-        e.stack = ev.s || ev.m;
+        // JavaScriptCore's stack lists the frames only: the message goes in front, as in V8's.
+        e.stack = ev.s?.includes(ev.m) ? ev.s : `Error: ${ev.m}\n${ev.s ?? ''}`;
         for (const f of this.listeners.get('pageerror') ?? []) f(e);
       }
     }
