@@ -67,7 +67,9 @@ export default defineConfig({
     trace: 'retain-on-failure',
   },
   // With IBEXDB_WEBKIT=1 the `webkit` project alone (its fixtures replace Playwright's browser).
-  projects: process.env.IBEXDB_WEBKIT === '1' ? [{ name: 'webkit', testMatch: WEBKIT_SPECS, use: { browserName: 'webkit' } }] : [
+  // Retried once there: sync's intermittents seen only in WebKitGTK's timing (docs/design.md
+  // §15.1a) are reported as "flaky" in the output, not hidden, and do not fail make test.
+  projects: process.env.IBEXDB_WEBKIT === '1' ? [{ name: 'webkit', testMatch: WEBKIT_SPECS, retries: 1, use: { browserName: 'webkit' } }] : [
     {
       name: 'chromium',
       use: {
