@@ -133,7 +133,7 @@ browser-test:
 	npx --no-install playwright test --project=chromium
 	$(call step,browser tests: Playwright in Debian Firefox ESR over WebDriver BiDi (the shared specs: playwright.config.ts FIREFOX_SPECS))
 	npx --no-install playwright test --project=firefox
-	$(call step,browser tests: WebKitGTK (MiniBrowser under Xvfb, WebKitWebDriver): probe and smoke (scripts/webkit/run.mjs))
+	$(call step,browser tests: WebKitGTK (MiniBrowser under Xvfb, WebKitWebDriver): probe, then the shared specs (Playwright project webkit: scripts/webkit/run.mjs))
 	xvfb-run -a node scripts/webkit/run.mjs
 
 # The READMEs kept true: their API lists name every Database member and open() option of

@@ -15,15 +15,27 @@ const port = Number(process.env.PORT ?? 8080);
 /**
  * The specs the `firefox` project runs (Debian's firefox-esr over WebDriver BiDi, through
  * scripts/firefox-bidi.mjs): the public API, persistence across reloads, crash recovery,
- * multi-tab ownership and failover, sync with the real server, the task board offline, the packed
- * npm package (unbundled, from a CDN, built by Vite), opening without a persistence prompt, and the
- * benchmark's verify row (its helper thread started by the page). A
- * test of these that cannot run in Firefox skips itself there with the reason (app.spec.ts:
- * `firefoxAppSkip`). The other specs run in Chromium only: environments.spec.ts launches Chromium
+ * multi-tab ownership and failover, sync with the real server, the task board's flows through its
+ * UI (app*.spec.ts), the packed npm package (unbundled, from a CDN, built by Vite), opening without
+ * a persistence prompt, the benchmark's verify row (its helper thread started by the page), and the
+ * harness itself (harness.spec.ts). A test of these that cannot run in Firefox skips itself there
+ * with the reason (the board's: `firefoxAppSkip` in the fixtures). The other specs run in Chromium only: environments.spec.ts launches Chromium
  * with its own flags (host resolver, site-data blocking), the rest measure Chromium's machinery
  * (the benchmark harness, byte quotas through its profile, compression, the cluster).
  */
-export const FIREFOX_SPECS = ['api', 'persistence', 'crash', 'multitab', 'sync', 'app', 'startup', 'package', 'bench-verify', 'settle'].map((s) => `**/${s}.spec.ts`);
+export const FIREFOX_SPECS = ['api', 'persistence', 'crash', 'multitab', 'sync', 'app', 'app-share', 'app-trouble', 'startup', 'package', 'bench-verify', 'settle', 'harness'].map((s) => `**/${s}.spec.ts`);
+
+/**
+ * The specs the `webkit` project runs: Debian's WebKitGTK (MiniBrowser driven by WebKitWebDriver
+ * under Xvfb; scripts/webkit/run.mjs runs this project with IBEXDB_WEBKIT=1). Its `browser`,
+ * `context` and `page` are tests/browser/support/webkit.ts's, the same test bodies as in the other
+ * browsers; a test that cannot run there skips itself with the reason (`WEBKIT_CANNOT` in the
+ * fixtures). Not run there: the task board and the packed package's notes page (driven through
+ * Playwright locators, which the WebDriver page has not), the benchmark's verify row (its OPFS
+ * engine row; the benchmark runs in WebKitGTK through `make bench BENCH_BROWSER=webkit`), and the
+ * Chromium-only specs the Firefox list leaves out too.
+ */
+export const WEBKIT_SPECS = ['api', 'arguments', 'errors', 'persistence', 'crash', 'multitab', 'storage', 'sync', 'startup', 'harness'].map((s) => `**/${s}.spec.ts`);
 
 /** The Firefox Playwright launches (scripts/firefox-bidi.mjs starts FIREFOX_BIN, default Debian's firefox-esr). */
 export const FIREFOX_LAUNCH = { executablePath: path.resolve(import.meta.dirname ?? '.', 'scripts/firefox-bidi.mjs') };
@@ -54,7 +66,10 @@ export default defineConfig({
     headless: true,
     trace: 'retain-on-failure',
   },
-  projects: [
+  // With IBEXDB_WEBKIT=1 the `webkit` project alone (its fixtures replace Playwright's browser).
+  // Retried once there: sync's intermittents seen only in WebKitGTK's timing (docs/design.md
+  // §15.1a) are reported as "flaky" in the output, not hidden, and do not fail make test.
+  projects: process.env.IBEXDB_WEBKIT === '1' ? [{ name: 'webkit', testMatch: WEBKIT_SPECS, retries: 1, use: { browserName: 'webkit' } }] : [
     {
       name: 'chromium',
       use: {

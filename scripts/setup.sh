@@ -12,7 +12,7 @@
 #   Debian firefox-esr (/usr/lib/firefox-esr/firefox-esr) - Playwright's `firefox` project drives it over
 #   WebDriver BiDi (scripts/firefox-bidi.mjs)
 #   Debian webkit2gtk-driver (WebKitWebDriver; MiniBrowser comes with libwebkit2gtk-4.1) and xvfb (xvfb-run,
-#   xauth): the WebKitGTK smoke run (scripts/webkit/) - MiniBrowser has no headless mode
+#   xauth): the WebKitGTK run of the shared specs (scripts/webkit/) - MiniBrowser has no headless mode
 #   openssl (Debian) - the https shipping spec makes a self-signed certificate
 #   postgresql (Debian) - the server's PostgreSQL-store tests start a throwaway PostgreSQL of their own
 #   npm devDependencies (npm ci): @playwright/test, @sqlite.org/sqlite-wasm, binaryen (wasm-opt), typescript, vite

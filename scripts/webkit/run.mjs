@@ -3,40 +3,35 @@
 // WebDriver; Playwright's WebKit is a patched build that cannot be downloaded here). Run under a
 // display: MiniBrowser has no headless mode.
 //
-//   xvfb-run -a node scripts/webkit/run.mjs      (make test runs it; WEBKIT_PORT, default 19510)
-//   WEBKIT_TREE=/path/to/checkout ...            serve another checkout (its www/ and built pkg/),
-//                                                e.g. a branch with the IndexedDB backend
+//   xvfb-run -a node scripts/webkit/run.mjs [playwright test args]   (make test runs it)
+//     WEBKIT_PORT   the probe's WebDriver port (default 19510; the inspector's is the next one)
+//     PORT          the static server's port of the Playwright run (playwright.config.ts)
 //
 // 1. probe: what this WebKit offers (navigator.storage, OPFS getDirectory(), sync access handles
 //    in a worker, Web Locks, BroadcastChannel, WebCrypto P-384, wasm), printed as a table.
-// 2. smoke: open (storage 'auto') / put / get / query / close, reload the page, open / get /
-//    count / verify. WebKitGTK has no sync access handles (WebKit implements them for its Cocoa
-//    ports only), so ibexdb needs its storage backend without them (IndexedDB, issue 28 §2):
-//    until that backend is in this tree (an OpenOptions `storage` field in www/lib/ibexdb.d.ts),
-//    the smoke run is skipped with that reason and the runner passes on the probe alone.
+// 2. the shared specs: Playwright's `webkit` project (IBEXDB_WEBKIT=1; playwright.config.ts
+//    WEBKIT_SPECS), whose browser, contexts and pages are tests/browser/support/webkit.ts's
+//    (a MiniBrowser process per context, a window per page): the same test bodies as in Chromium
+//    and Firefox, on the IndexedDB backend (WebKitGTK has no sync access handles: WebKit
+//    implements them for its Cocoa ports only). A test that cannot run there skips itself with
+//    its reason (`WEBKIT_CANNOT` in tests/browser/ibexdb.fixtures.ts).
 //
 // Why MiniBrowser's automation session keeps no data across browser restarts: WebKitWebDriver
 // starts it with --automation, and MiniBrowser then uses an ephemeral website data store (OPFS
 // getDirectory() fails there: "UnknownError … transient reason"; IndexedDB lives in memory).
-// A page reload keeps the store (it lives as long as the browser); that is what the smoke
-// reloads. Exit code: 0 passed or skipped, 1 failed, 3 cannot run here (no driver, no display).
+// A page reload or a second window keeps the store (it lives as long as the browser process);
+// persistence.spec.ts's reload test checks exactly that. Exit code: 0 passed, 1 failed, 3 cannot
+// run here (no driver, no display).
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../serve.mjs';
 import { MINIBROWSER, client, waitFor } from './webdriver.mjs';
 
-const ROOT = path.resolve(process.env.WEBKIT_TREE || path.join(path.dirname(fileURLToPath(import.meta.url)), '../..'));
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const DRIVER_PORT = Number(process.env.WEBKIT_PORT ?? 19510);
 const say = (s) => console.log(`webkit: ${s}`);
-
-/** Whether the storage backend without sync access handles is in this tree (the smoke needs it). */
-function hasStorageOption() {
-  const dts = readFileSync(path.join(ROOT, 'www/lib/ibexdb.d.ts'), 'utf8');
-  const open = dts.slice(dts.indexOf('export interface OpenOptions {'));
-  return /^\s+storage\?:/m.test(open.slice(0, open.indexOf('\n}')));
-}
 
 async function main() {
   if (!MINIBROWSER || !existsSync('/usr/bin/WebKitWebDriver')) {
@@ -82,22 +77,6 @@ async function main() {
     const probe = await run(PROBE.toString());
     say(`WebKitGTK ${version} (MiniBrowser, automation session)`);
     for (const k of Object.keys(probe).sort()) say(`  ${k.padEnd(24)} ${probe[k]}`);
-    if (!hasStorageOption()) {
-      say("smoke skipped: WebKitGTK has no sync access handles, and this tree has no storage backend without them yet (issue 28 §2: open(name, { storage: 'auto' }) falls back to IndexedDB)");
-      return 0;
-    }
-    const name = `webkit-smoke-${Date.now().toString(36)}`;
-    const first = await run(SMOKE_WRITE.toString(), name);
-    await load(); // a reload: the same (ephemeral) store
-    const second = await run(SMOKE_READ.toString(), name);
-    const want = { count: 50, seven: { i: 7, tag: 'odd' }, odd: 25, items: 50 };
-    const got = { count: second.count, seven: second.seven, odd: second.odd, items: second.verifyItems };
-    say(`smoke: wrote ${first.count} items (backend ${first.backend}); after a reload read ${JSON.stringify(got)}`);
-    if (JSON.stringify(got) !== JSON.stringify(want) || first.count !== 50) {
-      say(`FAILED: expected ${JSON.stringify(want)}`);
-      return 1;
-    }
-    say('smoke passed');
     return 0;
   } catch (e) {
     say(`FAILED: ${e.stack ?? e}`);
@@ -160,27 +139,19 @@ async function PROBE() {
   return r;
 }
 
-async function SMOKE_WRITE(name) {
-  const { open } = window.ibexdb;
-  const db = await open(name, { storage: 'auto' });
-  await db.transaction((tx) => {
-    for (let i = 0; i < 50; i++) tx.put(`items/${i}`, { i, tag: i % 2 ? 'odd' : 'even' });
-  });
-  const seven = await db.get('items/7');
-  const rows = await db.query({ collection: 'items', where: { tag: 'odd' } });
-  const count = await db.count('items');
-  const backend = db.storage ?? '?';
-  await db.close();
-  if (seven?.i !== 7 || rows.length !== 25) throw new Error(`read back ${JSON.stringify(seven)}, ${rows.length} odd rows`);
-  return { count, backend };
+/** The shared specs in WebKitGTK: Playwright's `webkit` project; its exit code. */
+function specs() {
+  const args = ['--no-install', 'playwright', 'test', '--project=webkit', ...process.argv.slice(2)];
+  say(`the shared specs: npx ${args.join(' ')} (IBEXDB_WEBKIT=1)`);
+  const t0 = Date.now();
+  const child = spawn('npx', args, { cwd: ROOT, stdio: 'inherit', env: { ...process.env, IBEXDB_WEBKIT: '1' } });
+  return new Promise((resolve) =>
+    child.on('exit', (code, signal) => {
+      say(`the shared specs ${code === 0 ? 'passed' : 'FAILED'} in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+      resolve(code ?? (signal ? 1 : 0));
+    }),
+  );
 }
 
-async function SMOKE_READ(name) {
-  const { open } = window.ibexdb;
-  const db = await open(name, { storage: 'auto' });
-  const r = { count: await db.count('items'), seven: await db.get('items/7'), odd: (await db.query({ collection: 'items', where: { tag: 'odd' } })).length, verifyItems: (await db.verify()).items };
-  await db.close();
-  return r;
-}
-
-process.exit(await main());
+const probed = await main();
+process.exit(probed !== 0 ? probed : await specs());

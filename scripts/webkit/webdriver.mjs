@@ -1,4 +1,4 @@
-// What the WebKitGTK runners share (run.mjs: probe and smoke; bench.mjs: the headline rows):
+// What the WebKitGTK runners share (run.mjs: the probe; tests/browser/support/webkit.ts: the specs; bench.mjs: the headline rows):
 // where MiniBrowser is, a W3C WebDriver client, and a poll.
 import { existsSync } from 'node:fs';
 

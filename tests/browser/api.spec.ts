@@ -1,6 +1,6 @@
 // The public API (www/ibexdb.js) end to end in Chromium with real OPFS: CRUD, transactions,
 // queries, live queries, schemas, identity, storage info, batching.
-import { test, expect, gotoPlayground, uniqueName } from './ibexdb.fixtures';
+import { test, expect, gotoPlayground, uniqueName, WEBKIT_CANNOT } from './ibexdb.fixtures';
 
 test.beforeEach(async ({ page, watched }) => {
   void watched;
@@ -342,7 +342,7 @@ test('live queries update after writes from the same page', async ({ page }) => 
   expect(out.calls).toEqual([1, 2, 2, 1]); // first results, then one call per change
 });
 
-test('calls in one tick are batched; relaxed durability; flush, verify, storageInfo', async ({ page }) => {
+test('calls in one tick are batched; relaxed durability; flush, verify, storageInfo', async ({ page, browserName }) => {
   const out = await page.evaluate(async (name) => {
     const { open } = (window as any).ibexdb;
     const db = await open(name, { durability: 'relaxed' });
@@ -359,7 +359,8 @@ test('calls in one tick are batched; relaxed durability; flush, verify, storageI
   expect(out.gets).toEqual([{ i: 0 }, { i: 199 }, 200]);
   expect(out.report.commits).toBe(200);
   expect(out.report.items).toBe(200);
-  expect(out.info.quota).toBeGreaterThan(0);
+  // WebKitGTK's automation session reports no quota (navigator.storage.estimate() has none): 0.
+  if (browserName !== 'webkit') expect(out.info.quota).toBeGreaterThan(0);
   expect(out.info.usage).toBeGreaterThanOrEqual(0);
   expect(typeof out.info.persisted).toBe('boolean');
   expect(out.info.repository.logBytes).toBeGreaterThan(200 * 20);
@@ -420,7 +421,8 @@ test('identity export and import; trusted mode; commit exchange', async ({ page,
   }
 });
 
-test('the identity file holds the public key; an old file is rewritten; a damaged one refuses writes', async ({ page }) => {
+test('the identity file holds the public key; an old file is rewritten; a damaged one refuses writes', async ({ page, browserName }) => {
+  test.skip(browserName === 'webkit', `reads and rewrites the identity file in OPFS; ${WEBKIT_CANNOT.opfs}`);
   const out = await page.evaluate(async ([name, other]) => {
     const { open } = (window as any).ibexdb;
     const file = async (n: string) => {

@@ -5,7 +5,7 @@ import { type BrowserContext } from '@playwright/test';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { test, expect, gotoPlayground, launchProfile, uniqueName, watch } from './ibexdb.fixtures';
+import { test, expect, gotoPlayground, launchProfile, uniqueName, watch, WEBKIT_CANNOT } from './ibexdb.fixtures';
 
 /**
  * The browser's main process on profile `dir` (not a renderer, GPU or utility process):
@@ -30,6 +30,7 @@ function browserPid(dir: string): number {
 }
 
 for (const storage of ['opfs', 'indexeddb'] as const) test(`acknowledged durable writes survive a browser kill (storage: ${storage})`, async ({ baseURL, playwright, browserName, launchOptions, channel }) => {
+  test.skip(browserName === 'webkit', WEBKIT_CANNOT.relaunch);
   const dir = mkdtempSync(path.join(tmpdir(), 'ibexdb-crash-'));
   const name = uniqueName('crash');
   const launch = () => launchProfile({ playwright, browserName, launchOptions, channel }, dir, baseURL);
@@ -92,4 +93,51 @@ for (const storage of ['opfs', 'indexeddb'] as const) test(`acknowledged durable
     await ctx?.close().catch(() => {});
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('acknowledged durable writes survive a killed web process (WebKitGTK; storage: indexeddb)', async ({ context, page, browserName }) => {
+  test.skip(browserName !== 'webkit', 'WebKitGTK only: there the browser cannot be relaunched on a profile (the test above), so its web process (the page and its workers) is killed instead; Chromium and Firefox run the browser kill above');
+  const name = uniqueName('crash-web');
+  await gotoPlayground(page);
+  // The stream of durable writes runs on in the page; this evaluate returns once it has started.
+  const storage = await page.evaluate(async (name) => {
+    const w = window as any;
+    w.acked = [];
+    const db = await w.ibexdb.open(name, { durability: 'flush' });
+    void (async () => {
+      for (let i = 0; ; i++) {
+        if (i % 2 === 0) {
+          await db.put(`items/s${i}`, { i, text: 'x'.repeat(i % 300) });
+          w.acked.push(`s${i}`);
+        } else {
+          const keys = [0, 1, 2, 3, 4].map((j) => `items/g${i}-${j}`);
+          await Promise.all(keys.map((k) => db.put(k, { i })));
+          w.acked.push(...keys.map((k) => k.slice(6)));
+        }
+      }
+    })();
+    return db.storage;
+  }, name);
+  expect(storage).toBe('indexeddb');
+  await expect.poll(() => page.evaluate(() => (window as any).acked.length), { timeout: 60_000 }).toBeGreaterThanOrEqual(400);
+  const acked: string[] = await page.evaluate(() => [...(window as any).acked]);
+  expect(await (page as any).killWebProcesses()).toBeGreaterThan(0);
+  // A new tab, as its user opens after the crash: a new web process; the network process kept
+  // the IndexedDB store (and the dead process's Web Lock is gone with it). WebKitWebDriver ends
+  // a session whose page crashed: the tab is a window of a new session on the same browser.
+  const page2 = await context.newPage();
+  await gotoPlayground(page2);
+  const keys = acked.map((k) => `items/${k}`);
+  const out = await page2.evaluate(async ([name, keys]) => {
+    const db = await (window as any).ibexdb.open(name as string);
+    const got = await db.getMany(keys);
+    const missing = (keys as string[]).filter((_, i) => got[i] === undefined);
+    const r = { storage: db.storage, missing, verify: await db.verify(), count: await db.count('items') };
+    await db.close();
+    return r;
+  }, [name, keys] as const);
+  expect(out.storage).toBe('indexeddb');
+  expect(out.missing).toEqual([]);
+  expect(out.count).toBeGreaterThanOrEqual(acked.length);
+  expect(out.verify.items).toBe(out.count);
 });

@@ -1,6 +1,7 @@
 // Shared fixtures for ibexdb's browser specs: every page fails its test on a console error or
 // an uncaught page error, printing everything the page logged.
-import { test as base, expect, type Page, type ConsoleMessage, type LaunchOptions } from '@playwright/test';
+import { test as playwrightTest, expect, type Page, type ConsoleMessage, type LaunchOptions } from '@playwright/test';
+import { WebKitBrowser } from './support/webkit';
 
 export { expect };
 
@@ -29,6 +30,31 @@ export function watch(page: Page, label = 'page') {
   return { log, problems };
 }
 
+/**
+ * The `webkit` project (IBEXDB_WEBKIT=1, run by scripts/webkit/run.mjs under Xvfb): `browser`,
+ * `context` and `page` are WebKitGTK's (support/webkit.ts: MiniBrowser over WebDriver, a page
+ * with the part of Playwright's Page the shared specs use), so the same test bodies run there.
+ */
+export const WEBKIT = process.env.IBEXDB_WEBKIT === '1';
+
+const base = WEBKIT
+  ? playwrightTest.extend<{}, {}>({
+      browser: [async ({}, use, workerInfo) => {
+        const b = new WebKitBrowser(workerInfo.project.use.baseURL);
+        await use(b as any);
+        await b.close();
+      }, { scope: 'worker' }] as any,
+      context: async ({ browser }, use) => {
+        const c = await (browser as any as WebKitBrowser).newContext();
+        await use(c as any);
+        await c.close();
+      },
+      page: async ({ context }, use) => {
+        await use((await context.newPage()) as any);
+      },
+    })
+  : playwrightTest;
+
 export const test = base.extend<{ watched: { log: string[]; problems: string[] } }>({
   watched: async ({ page }, use) => {
     const w = watch(page);
@@ -36,6 +62,15 @@ export const test = base.extend<{ watched: { log: string[]; problems: string[] }
     expect(w.problems, `the page logged errors:\n${w.log.join('\n')}`).toEqual([]);
   },
 });
+
+/**
+ * Why a test does not run in WebKitGTK (the `webkit` project); each test names its reason with
+ * `test.skip(browserName === 'webkit', WEBKIT_CANNOT.<reason>)`.
+ */
+export const WEBKIT_CANNOT = {
+  opfs: 'WebKitGTK has no OPFS sync access handles (its automation session cannot even get the OPFS directory): the test is about the OPFS backend; the IndexedDB backend runs there instead',
+  relaunch: "MiniBrowser's automation session keeps website data in an ephemeral store that dies with the process: no profile to relaunch the browser on (a reload within the session is tested instead)",
+} as const;
 
 /** Open the playground page (it puts the module on `window.ibexdb`). */
 export async function gotoPlayground(page: Page, base = '') {
@@ -61,14 +96,16 @@ export function launchProfile(
 }
 
 /**
- * Why a test of app.spec.ts does not run in Firefox (undefined: it runs). The `firefox` project runs
- * the board offline, the shared subset (playwright.config.ts).
+ * Why a test of the app*.spec.ts files does not run in Firefox (undefined: it runs).
  */
 export function firefoxAppSkip(title: string): string | undefined {
-  if (title.startsWith('offline:')) return undefined;
-  if (title.startsWith('create and edit tasks')) {
-    return "Firefox over WebDriver BiDi: after Playwright's fill(), a text field's change event fires neither on blur() nor on Tab (checked on a bare page; Chromium fires it), so the test's edits are not saved (the app saves on change)";
-  }
   if (title.startsWith('installable')) return "Chromium's installability checks, read over CDP";
-  return "not in Firefox's shared subset (playwright.config.ts): the board's UI flows run in Chromium, the board offline in both";
+  if (title.startsWith('backup:') || title.startsWith('identity: export')) {
+    return "the flow starts with a download (a backup file, a key file), and Playwright over WebDriver BiDi reports none in Firefox (waitForEvent('download') times out)";
+  }
+  if (title.startsWith('two devices edit the same task')) {
+    return "Firefox over WebDriver BiDi: in the task dialog of a board just taken offline, the Title field's selection is gone before the typed keys land (it reads 'Plan the offsite in MayPlan the offsite') and no change event fires; a race of the keystrokes with the dialog's re-render, not understood yet (the same typing passes in 'create and edit tasks')";
+  }
+  if (title.startsWith('storage full')) return "fills the origin's quota through Chromium's CDP (Storage.overrideQuotaForOrigin)";
+  return undefined;
 }

@@ -2,7 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { test, expect, gotoPlayground, launchProfile, uniqueName, watch } from './ibexdb.fixtures';
+import { test, expect, gotoPlayground, launchProfile, uniqueName, watch, WEBKIT_CANNOT } from './ibexdb.fixtures';
 import { installRunWorker } from './support/workers';
 
 test('write, reload the page, read back', async ({ page, watched }) => {
@@ -28,6 +28,7 @@ test('write, reload the page, read back', async ({ page, watched }) => {
 });
 
 for (const storage of ['opfs', 'indexeddb'] as const) test(`close the browser, relaunch on the same profile, read back (storage: ${storage})`, async ({ baseURL, playwright, browserName, launchOptions, channel }) => {
+  test.skip(browserName === 'webkit', WEBKIT_CANNOT.relaunch);
   const dir = mkdtempSync(path.join(tmpdir(), 'ibexdb-profile-'));
   const name = uniqueName('restart');
   const launch = () => launchProfile({ playwright, browserName, launchOptions, channel }, dir, baseURL);
@@ -67,7 +68,8 @@ for (const storage of ['opfs', 'indexeddb'] as const) test(`close the browser, r
   }
 });
 
-test('a worker keeps a closed repository\'s file handles for its next open, and gives them up to a removal from another context', async ({ page, watched }) => {
+test('a worker keeps a closed repository\'s file handles for its next open, and gives them up to a removal from another context', async ({ page, watched, browserName }) => {
+  test.skip(browserName === 'webkit', WEBKIT_CANNOT.opfs);
   void watched;
   const name = uniqueName('reopen');
   await gotoPlayground(page);
@@ -125,7 +127,8 @@ test('a worker keeps a closed repository\'s file handles for its next open, and 
   });
 });
 
-test('another worker opens a repository whose handles a live worker keeps: they are given up when asked', async ({ page, watched }) => {
+test('another worker opens a repository whose handles a live worker keeps: they are given up when asked', async ({ page, watched, browserName }) => {
+  test.skip(browserName === 'webkit', WEBKIT_CANNOT.opfs);
   void watched;
   const name = uniqueName('handover');
   await gotoPlayground(page);

@@ -716,7 +716,7 @@ export class EngineHandle {
 export async function openEngine(name, opts = {}, backend) {
   checkName(name);
   const eng = new EngineHandle(name, opts);
-  eng.backend = backend ?? (await chooseBackend(opts.storage, { probe: false }));
+  eng.backend = backend ?? (await chooseBackend(opts.storage));
   for (const [c, s] of Object.entries(opts.schemas ?? {})) eng._schemas.set(c, JSON.stringify(s));
   await eng._open(false);
   return eng;

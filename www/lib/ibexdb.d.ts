@@ -392,9 +392,15 @@ export declare class QuotaExceededError extends StorageError {}
  * URL), 'no-opfs', 'storage-denied' (the browser keeps no data for this site: blocked site data,
  * a private window without storage), 'opfs', 'no-worker', 'no-locks', 'csp' (the
  * Content-Security-Policy forbids the wasm or the worker), 'wasm-load', 'worker-load'; absent
- * when another tab holds the files and does not answer.
+ * when another tab holds the files and does not answer. In Node (`ibexdb/node`): 'disk', and
+ * 'locked' (another process has the repository open: its `pid`, the lock `file`).
  */
-export declare class StorageUnavailableError extends StorageError {}
+export declare class StorageUnavailableError extends StorageError {
+  /** kind 'locked' (Node): the process holding the repository (null: not known yet). */
+  readonly pid?: number | null;
+  /** kind 'locked' (Node): the lock file. */
+  readonly file?: string;
+}
 export declare class ClosedError extends IbexError {}
 export declare class CorruptError extends IbexError {
   readonly offset: number;

@@ -76,8 +76,8 @@ export const STORAGE_OPTIONS = ['auto', 'opfs', 'indexeddb', 'memory'];
  * here is a StorageUnavailableError naming what is missing.
  * @param {StorageOption} [option]
  * @param {{probe?: boolean}} [how] `probe: false`: 'auto' takes OPFS where sync access handles
- *   exist without asking for the OPFS root first (openEngine: its files are opened next anyway,
- *   and fail with the same typed errors)
+ *   exist without asking for the OPFS root first. openEngine probes: WebKitGTK has
+ *   `createSyncAccessHandle` but refuses the OPFS root, and 'auto' takes IndexedDB there
  * @returns {Promise<StorageBackend>}
  */
 export async function chooseBackend(option = 'auto', { probe = true } = {}) {

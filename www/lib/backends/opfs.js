@@ -54,8 +54,13 @@ async function opfsRoot() {
  * Web Locks then fail too, with a less helpful message, so this runs first).
  */
 export async function checkStorageAccess() {
+  if (opfsAllowed) return;
   await opfsRoot();
+  opfsAllowed = true;
 }
+
+/** This context got the OPFS root once: it is not asked again at every open (a browser round trip). */
+let opfsAllowed = false;
 
 /**
  * The directory of repository `name` (created with `create`; otherwise NotFoundError when absent).

@@ -5,8 +5,13 @@
 //
 // One process at a time: `<name>/lock` is created exclusively and holds the owner's pid; a lock
 // whose process is gone (a crash) is taken over. Two processes on one directory would corrupt it.
+// A second process is refused with StorageUnavailableError kind 'locked' naming the holder (`pid`,
+// `file`), at once or, with open()'s `lockTimeout`, once the holder has not let go in that time.
+// Taking over a dead process's lock goes through `<name>/lock.takeover` (created exclusively):
+// two processes that find the same dead pid cannot both take it (the second would remove the
+// first's new lock).
 
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, readSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, readSync, rmSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { StorageUnavailableError } from '../errors.js';
 
@@ -62,10 +67,70 @@ function alive(pid) {
   }
 }
 
+/** @param {string} file @returns {number} the pid a lock file holds (0: unreadable, being written) */
+function holderOf(file) {
+  try {
+    const pid = Number(readFileSync(file, 'utf8'));
+    return Number.isSafeInteger(pid) && pid > 0 ? pid : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Create lock `file` holding this process's pid, taking it over from a process that is gone.
+ * @param {string} file
+ * @returns {number | null} null: taken; else the live holder's pid (0: not known yet)
+ */
+function tryLock(file) {
+  try {
+    writeFileSync(file, String(process.pid), { flag: 'wx' });
+    return null;
+  } catch (e) {
+    if (/** @type {any} */ (e)?.code !== 'EEXIST') throw new StorageUnavailableError(`cannot create ${file}: ${/** @type {any} */ (e)?.message ?? e}`, { kind: 'disk' });
+  }
+  const pid = holderOf(file);
+  if (pid === 0) {
+    // Being written this instant, or left empty by a crash between create and write: gone after 2 s.
+    if (!stale(file, 2000)) return 0;
+  } else if (alive(pid)) {
+    return pid;
+  }
+  // Left by a process that is gone: one taker at a time, and only while it still names that pid.
+  const takeover = `${file}.takeover`;
+  try {
+    writeFileSync(takeover, String(process.pid), { flag: 'wx' });
+  } catch {
+    // Another process is taking it over (or crashed doing so: its file is removed after 2 s).
+    const other = holderOf(takeover);
+    if ((other > 0 && !alive(other)) || stale(takeover, 2000)) rmSync(takeover, { force: true });
+    return pid;
+  }
+  try {
+    if (holderOf(file) !== pid) return holderOf(file);
+    unlinkSync(file);
+    writeFileSync(file, String(process.pid), { flag: 'wx' });
+    return null;
+  } catch {
+    return holderOf(file);
+  } finally {
+    rmSync(takeover, { force: true });
+  }
+}
+
+/** @param {string} file @param {number} ms whether `file` was last changed over `ms` ago */
+function stale(file, ms) {
+  try {
+    return Date.now() - statSync(file).mtimeMs > ms;
+  } catch {
+    return true;
+  }
+}
+
 /**
  * The disk backend for repositories under `directory`.
  * @param {string} directory
- * @returns {import('../storage.js').StorageBackend & {lock(name: string): () => void}}
+ * @returns {import('../storage.js').StorageBackend & {lock(name: string, timeoutMs?: number): Promise<() => void>}}
  */
 export function diskBackend(directory) {
   const root = path.resolve(directory);
@@ -98,22 +163,25 @@ export function diskBackend(directory) {
     },
     async durable() {},
     failure: () => null,
-    /** Take the repository's lock file (StorageUnavailableError while a live process holds it); returns its release. */
-    lock(name) {
+    /**
+     * Take the repository's lock file; returns its release. While a live process holds it, wait
+     * up to `timeoutMs` (polling every 25 ms) for it to let go, then StorageUnavailableError kind
+     * 'locked' with the holder's `pid` and the lock `file`.
+     * @param {string} name
+     * @param {number} [timeoutMs]
+     */
+    async lock(name, timeoutMs = 0) {
       mkdirSync(dir(name), { recursive: true });
       const file = path.join(dir(name), 'lock');
-      for (let attempt = 0; ; attempt++) {
-        try {
-          writeFileSync(file, String(process.pid), { flag: 'wx' });
-          return () => rmSync(file, { force: true });
-        } catch (e) {
-          if (/** @type {any} */ (e)?.code !== 'EEXIST' || attempt > 0) throw new StorageUnavailableError(`repository ${name} in ${root} is open in another process (${file})`, { kind: 'locked' });
-          const pid = Number(readFileSync(file, 'utf8'));
-          if (Number.isSafeInteger(pid) && pid > 0 && alive(pid)) {
-            throw new StorageUnavailableError(`repository ${name} in ${root} is open in process ${pid} (${file})`, { kind: 'locked' });
-          }
-          unlinkSync(file); // left by a process that is gone
+      const end = Date.now() + timeoutMs;
+      for (;;) {
+        const holder = tryLock(file);
+        if (holder === null) return () => rmSync(file, { force: true });
+        if (Date.now() >= end) {
+          const waited = timeoutMs > 0 ? ` (waited ${timeoutMs} ms: options.lockTimeout)` : ' (options.lockTimeout waits for it)';
+          throw new StorageUnavailableError(`repository ${name} in ${root} is open in process ${holder || '?'}${waited}; one process at a time (${file})`, { kind: 'locked', pid: holder || null, file });
         }
+        await new Promise((r) => setTimeout(r, Math.min(25, Math.max(1, end - Date.now()))));
       }
     },
   };

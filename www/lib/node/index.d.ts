@@ -9,6 +9,12 @@ export interface NodeOpenOptions {
   storage?: 'memory' | 'disk';
   /** Where repositories are kept on disk (implies storage 'disk'); created if absent. */
   directory?: string;
+  /**
+   * One process at a time opens a repository on disk. While another process holds it, wait up to
+   * this many milliseconds for it to close (default 0: refuse at once); then a
+   * StorageUnavailableError with `kind: 'locked'` and the holder's `pid`.
+   */
+  lockTimeout?: number;
   /** 'flush' (default): a write resolves after fsync (the writes of one tick share it); 'relaxed': within ~50 ms. */
   durability?: 'flush' | 'relaxed';
   trusted?: boolean;

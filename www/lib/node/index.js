@@ -12,7 +12,9 @@
 // The methods are the browser Database's (ibexdb.d.ts) with the same arguments, results and
 // typed errors (live queries included: their changes are delivered when a write or a received
 // commit is applied, before the write resolves). Files on disk are the OPFS files byte for
-// byte (./disk.js); one process may open a repository at a time (a lock file). Durability as in
+// byte (./disk.js); one process may open a repository at a time (a lock file: another process
+// is refused with StorageUnavailableError kind 'locked' and the holder's `pid`, at once or after
+// waiting `lockTimeout` ms for the holder to close). Durability as in
 // the browser: 'flush' (default) resolves a write after fsync (the writes of one tick share it),
 // 'relaxed' within ~50 ms. Sync uses the `ws` package as its WebSocket where Node has none (Node
 // 20, 21). WebCrypto is Node's own (signatures on sync's critical path).
@@ -34,7 +36,7 @@ import { diskBackend } from './disk.js';
 
 export * from '../errors.js';
 
-const OPTIONS = ['storage', 'directory', 'durability', 'trusted', 'identity', 'schemas', 'recovery', 'quotaBytes', 'acceptTrusted', 'sync', 'onError'];
+const OPTIONS = ['storage', 'directory', 'lockTimeout', 'durability', 'trusted', 'identity', 'schemas', 'recovery', 'quotaBytes', 'acceptTrusted', 'sync', 'onError'];
 
 let wasmReady = false;
 async function prepare() {
@@ -67,10 +69,12 @@ export async function open(name, options = {}) {
   const durability = options.durability ?? 'flush';
   if (durability !== 'flush' && durability !== 'relaxed') throw bad('durability', "'flush' or 'relaxed'", durability);
   if (options.sync != null && !isSyncUrls(options.sync)) throw bad('sync', 'a ws:// or wss:// URL or a list of them', options.sync);
+  const lockTimeout = options.lockTimeout ?? 0;
+  if (typeof lockTimeout !== 'number' || !Number.isFinite(lockTimeout) || lockTimeout < 0) throw bad('lockTimeout', 'a number of milliseconds >= 0', lockTimeout);
   await prepare();
   const backend = storage === 'disk' ? diskBackend(/** @type {string} */ (options.directory)) : createMemoryBackend();
   await backend.checkAccess();
-  const release = 'lock' in backend ? /** @type {any} */ (backend).lock(name) : () => {};
+  const release = 'lock' in backend ? await /** @type {any} */ (backend).lock(name, lockTimeout) : () => {};
   try {
     const engine = await openEngine(name, {
       trusted: !!options.trusted,
