@@ -160,10 +160,13 @@ export class SyncManager {
    */
   retryRefused() {
     if (!this.url || !this._sessionRefused) return;
-    // The server keeps this refused session waiting and welcomes it itself once a grant
-    // lets it read: nothing to dial; it stays refused ('error') until then.
-    if (this._waiting) return;
+    // A session the server keeps waiting for a grant is dialed again too: the server welcomes
+    // a waiting session itself once a grant lets it read, but the app asking now (just after
+    // the owner's grant was acknowledged) must get the server's answer as of now, not the
+    // refusal still standing until that welcome arrives (`db.sync()` rejected with the old
+    // `cannot-read` when the welcome was slower than the call: seen in WebKit).
     this._sessionRefused = false;
+    this._waiting = false;
     // Dial the same node now (a socket still open is the refused one, or a slow retry not yet
     // answered: dropped, so that its close does not move on to the next node).
     this._drop();
