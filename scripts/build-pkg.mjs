@@ -5,6 +5,8 @@
 //   dist/npm/
 //     package.json  README.md           (README from www/lib/README.md)
 //     ibexdb.js  ibexdb.d.ts            the public module and its types
+//     react.js  react.d.ts              ibexdb/react: React hooks (imports only `react`)
+//     collection.js                     db.collection(name) handles
 //     worker.js  worker/*.js            the worker
 //     engine.js loader.js policy.js storage.js codec.js txn.js errors.js
 //     wasm/ibexdb.js  wasm/ibexdb_bg.wasm  wasm/ibexdb.d.ts   the wasm-bindgen glue and the engine
@@ -145,12 +147,17 @@ export async function buildPackage({ out = path.join(REPO, 'dist/npm') } = {}) {
       '.': { types: './ibexdb.d.ts', default: './ibexdb.js' },
       // The same engine in Node >= 20 (memory, or files in a directory; sync over `ws`).
       './node': { types: './node/index.d.ts', node: './node/index.js', default: './node/index.js' },
+      // React hooks (useLive, useItem, useSyncStatus); imports only `react`, an optional peer.
+      './react': { types: './react.d.ts', default: './react.js' },
       './package.json': './package.json',
     },
     files: ['*.js', '*.d.ts', 'worker/', 'backends/', 'node/', 'wasm/', 'README.md'],
     engines: { node: '>=20' },
     // Node's WebSocket for sync from `ibexdb/node` (Node 20 and 21 have none of their own); pinned.
     dependencies: { ws: DEV_DEPENDENCIES.ws },
+    // ibexdb/react needs React 18+ (useSyncExternalStore); apps without React need nothing.
+    peerDependencies: { react: '>=18' },
+    peerDependenciesMeta: { react: { optional: true } },
     sideEffects: SIDE_EFFECTS,
   };
   await fs.writeFile(path.join(out, 'package.json'), JSON.stringify(manifest, null, 2) + '\n');
