@@ -82,7 +82,7 @@ class LiveStore {
     this.db = db;
     this.query = query;
     /** @type {LiveState} */
-    this.state = db && query ? LOADING : IDLE;
+    this.state = query ? LOADING : IDLE; // no database yet (opening, or a server): loading
     /** @type {Set<() => void>} */
     this.listeners = new Set();
     /** @type {{close(): void} | null} */
