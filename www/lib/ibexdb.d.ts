@@ -239,7 +239,6 @@ export interface TypedQuery<T> extends CollectionQuery<T> {
  */
 export interface Collection<T extends ItemShape<T> = Item> {
   readonly name: string;
-  readonly db: Database;
   /** The key `name/id`. */
   key(id: string): Key;
   get(id: string): Promise<T | undefined>;
