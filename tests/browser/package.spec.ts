@@ -24,6 +24,12 @@ test('installed package, unbundled, from a sub-path without COOP/COEP', async ({
   void watched;
   const installed = JSON.parse(readFileSync(path.join(scratch.dir, 'node_modules/ibexdb/package.json'), 'utf8'));
   expect(installed.exports['.']).toEqual({ types: './ibexdb.d.ts', default: './ibexdb.js' });
+  // ibexdb/react ships as a sub-path; React is an optional peer (an app without React installs none).
+  expect(installed.exports['./react']).toEqual({ types: './react.d.ts', default: './react.js' });
+  expect(installed.peerDependencies).toEqual({ react: '>=18' });
+  expect(installed.peerDependenciesMeta).toEqual({ react: { optional: true } });
+  expect(readdirSync(path.join(scratch.dir, 'node_modules'))).not.toContain('react');
+  for (const f of ['react.js', 'react.d.ts', 'collection.js']) expect(readdirSync(path.join(scratch.dir, 'node_modules/ibexdb')), f).toContain(f);
   expect(readdirSync(path.join(scratch.dir, 'node_modules/ibexdb/wasm')).sort()).toEqual(['ibexdb.d.ts', 'ibexdb.js', 'ibexdb_bg.wasm', 'ibexdb_bg.wasm.br', 'ibexdb_bg.wasm.gz']);
   const site = await serve(scratch.dir, { mount: '/apps/notes/' });
   try {
