@@ -178,9 +178,47 @@ test('a refused query is the hook state\'s typed error; no database means loadin
   expect(out.noDb).toBe('true 0');
 });
 
-test('server rendering with react-dom/server in Node: the loading state, no Worker, OPFS, IndexedDB or database call', () => {
+function serverRender() {
   const script = path.join(import.meta.dirname, 'support/react/ssr.mjs');
-  const out = JSON.parse(execFileSync(process.execPath, [script], { encoding: 'utf8' }).trim().split('\n').pop()!);
+  return JSON.parse(execFileSync(process.execPath, [script], { encoding: 'utf8' }).trim().split('\n').pop()!);
+}
+
+test('server rendering with react-dom/server in Node: the loading state, no Worker, OPFS, IndexedDB or database call', () => {
+  const out = serverRender();
   const loading = '<p>live true 0 null; item true undefined; sync unknown</p>';
-  expect(out).toEqual({ withDb: loading, withoutDb: loading, touched: [] });
+  expect(out).toMatchObject({ withDb: loading, withoutDb: loading, touched: [] });
+  expect(out.board).toBe('<section id="board"><p id="state">loading</p><ul></ul><p id="sync">unknown</p></section>');
+});
+
+test('the server HTML hydrates without a mismatch, then shows the rows and the sync status', async ({ page, watched }) => {
+  void watched;
+  const { board } = serverRender();
+  await gotoReactPage(page);
+  const out = await page.evaluate(
+    async ([name, html]) => {
+      const { React, ReactDOM, ibexdb, hooks, countLive, h } = (window as any).t;
+      const { Board } = await import('./board.js' as string);
+      const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+      const db = await ibexdb.open(name, { storage: 'memory' });
+      await db.put('tasks/1', { title: 'b' });
+      await db.put('tasks/2', { title: 'a' });
+      const counts = countLive(db);
+      const el = document.getElementById('root')!;
+      el.innerHTML = html;
+      const recoverable: string[] = [];
+      const root = ReactDOM.hydrateRoot(el, h(React.StrictMode, null, h(hooks.IbexProvider, { db }, h(Board))), {
+        onRecoverableError: (e: Error) => recoverable.push(String(e)),
+      });
+      const text = (id: string) => document.getElementById(id)?.textContent;
+      for (let i = 0; i < 300 && text('state') !== '2 tasks'; i++) await sleep(10);
+      const shown = { state: text('state'), items: [...el.querySelectorAll('li')].map((li) => li.textContent), sync: text('sync') };
+      root.unmount();
+      for (let i = 0; i < 300 && counts.pending > 0; i++) await sleep(10);
+      const registered = counts.registered;
+      await db.close();
+      return { shown, recoverable, registered };
+    },
+    [uniqueName('react-hydrate'), board] as const,
+  );
+  expect(out).toEqual({ shown: { state: '2 tasks', items: ['a', 'b'], sync: 'off' }, recoverable: [], registered: 0 });
 });

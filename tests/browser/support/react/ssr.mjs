@@ -51,4 +51,7 @@ function App() {
 
 const withDb = renderToString(h(IbexProvider, { db }, h(App)));
 const withoutDb = renderToString(h(IbexProvider, { db: null }, h(App)));
-console.log(JSON.stringify({ withDb, withoutDb, touched }));
+// The board the browser hydrates (react.spec.ts).
+const { Board } = await import('./board.js');
+const board = renderToString(h(IbexProvider, { db }, h(Board)));
+console.log(JSON.stringify({ withDb, withoutDb, board, touched }));
