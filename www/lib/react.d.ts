@@ -35,7 +35,11 @@ export declare function useDatabase(): Database | null;
  */
 export declare function useLive<T = Item>(query: TypedQuery<T> | null | undefined, options?: HookOptions): LiveState<T>;
 
-/** One item (`collection/id`) kept current; the hooks of one collection share one live query of it. */
+/**
+ * One item (`collection/id`) kept current. The hooks of one collection share one live query of
+ * the whole collection (the engine has no live read by id): it keeps that collection's rows on
+ * the page, so for a large collection prefer `useLive` with a `where` that selects the item.
+ */
 export declare function useItem<T = Item>(key: Key | null | undefined, options?: HookOptions): ItemState<T>;
 
 /** Where sync stands, re-rendered at every change; null before it is known (and on a server). */
