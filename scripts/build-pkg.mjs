@@ -5,7 +5,7 @@
 //   dist/npm/
 //     package.json  README.md           (README from www/lib/README.md)
 //     ibexdb.js  ibexdb.d.ts            the public module and its types
-//     react.js  react.d.ts              ibexdb/react: React hooks (imports only `react`)
+//     react.js  react.d.ts              ibexdb/react: React hooks (imports `react` and errors.js)
 //     collection.js                     db.collection(name) handles
 //     worker.js  worker/*.js            the worker
 //     engine.js loader.js policy.js storage.js codec.js txn.js errors.js
@@ -147,7 +147,7 @@ export async function buildPackage({ out = path.join(REPO, 'dist/npm') } = {}) {
       '.': { types: './ibexdb.d.ts', default: './ibexdb.js' },
       // The same engine in Node >= 20 (memory, or files in a directory; sync over `ws`).
       './node': { types: './node/index.d.ts', node: './node/index.js', default: './node/index.js' },
-      // React hooks (useLive, useItem, useSyncStatus); imports only `react`, an optional peer.
+      // React hooks (useLive, useItem, useSyncStatus); `react` is an optional peer.
       './react': { types: './react.d.ts', default: './react.js' },
       './package.json': './package.json',
     },

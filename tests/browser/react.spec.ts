@@ -161,7 +161,7 @@ test('a refused query is the hook state\'s typed error; no database means loadin
       const noDb = hooks.useLive({ collection: 'tasks' }, { db: null });
       seen.bad = bad.error ? `${bad.error.name}` : bad.loading ? 'loading' : 'rows';
       seen.notAQuery = notAQuery.error ? `${notAQuery.error.name}: ${notAQuery.error.message}` : 'none';
-      seen.badKey = `${badKey.loading} ${badKey.value}`;
+      seen.badKey = `${badKey.loading} ${badKey.value} ${badKey.error?.name} [${badKey.error?.argument}]`;
       seen.noDb = `${noDb.loading} ${noDb.rows.length}`;
       return null;
     }
@@ -174,7 +174,7 @@ test('a refused query is the hook state\'s typed error; no database means loadin
   }, uniqueName('react-errors'));
   expect(out.bad).toBe('QueryError');
   expect(out.notAQuery).toMatch(/^QueryError: live\(query\): query.collection must be a collection name/);
-  expect(out.badKey).toBe('false undefined');
+  expect(out.badKey).toBe('false undefined InvalidKeyError [key]');
   expect(out.noDb).toBe('true 0');
 });
 

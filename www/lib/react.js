@@ -13,9 +13,11 @@
 // On a server (react-dom/server) the hooks render the loading state (getServerSnapshot) and
 // never call the database, so nothing touches a Worker, OPFS or IndexedDB.
 //
-// This module imports only `react`: importing it never loads the engine.
+// This module imports only `react` and the error classes: importing it never loads the engine.
 
 import { createContext, createElement, useContext, useMemo, useSyncExternalStore } from 'react';
+import { describe } from './args.js';
+import { InvalidKeyError } from './errors.js';
 
 /** @typedef {import('./ibexdb.js').Database} Database */
 /** @typedef {import('./ibexdb.js').Row} Row */
@@ -189,10 +191,18 @@ export function useItem(key, options) {
   const db = useDb(options);
   const view = useMemo(() => {
     const slash = typeof key === 'string' ? key.indexOf('/') : -1;
-    if (!db || slash <= 0) {
-      const idle = !key ? ITEM_IDLE : db ? ITEM_IDLE : ITEM_LOADING;
-      return { subscribe: () => () => {}, getSnapshot: () => idle };
+    if (key === null || key === undefined || key === '') return { subscribe: () => () => {}, getSnapshot: () => ITEM_IDLE };
+    if (slash <= 0) {
+      // Not a key: the error the database's get() gives such an argument, in the state.
+      /** @type {ItemState} */
+      const refused = Object.freeze({
+        value: undefined,
+        loading: false,
+        error: new InvalidKeyError(`useItem(key): key must be a string "collection/id", got ${describe(key)}`, { key: describe(key), argument: 'key' }),
+      });
+      return { subscribe: () => () => {}, getSnapshot: () => refused };
     }
+    if (!db) return { subscribe: () => () => {}, getSnapshot: () => ITEM_LOADING };
     const id = /** @type {string} */ (key).slice(slash + 1);
     const store = collectionStore(db, /** @type {string} */ (key).slice(0, slash));
     /** @type {LiveState | null} */
