@@ -16,15 +16,15 @@ const port = Number(process.env.PORT ?? 8080);
  * The specs the `firefox` project runs (Debian's firefox-esr over WebDriver BiDi, through
  * scripts/firefox-bidi.mjs): the public API, persistence across reloads, crash recovery,
  * multi-tab ownership and failover, sync with the real server, the task board offline, the packed
- * npm package (unbundled, from a CDN, built by Vite), collection handles, ibexdb/react with the real
- * React (StrictMode, pending unmounts, hydration), opening without a persistence prompt, and the
+ * npm package (unbundled, from a CDN, built by Vite), collection handles, ibexdb/react and ibexdb/vue with the real
+ * React and Vue (StrictMode, pending unmounts, hydration, server rendering), opening without a persistence prompt, and the
  * benchmark's verify row (its helper thread started by the page). A
  * test of these that cannot run in Firefox skips itself there with the reason (app.spec.ts:
  * `firefoxAppSkip`). The other specs run in Chromium only: environments.spec.ts launches Chromium
  * with its own flags (host resolver, site-data blocking), the rest measure Chromium's machinery
  * (the benchmark harness, byte quotas through its profile, compression, the cluster).
  */
-export const FIREFOX_SPECS = ['api', 'persistence', 'crash', 'multitab', 'sync', 'app', 'startup', 'package', 'bench-verify', 'settle', 'react', 'collection'].map((s) => `**/${s}.spec.ts`);
+export const FIREFOX_SPECS = ['api', 'persistence', 'crash', 'multitab', 'sync', 'app', 'startup', 'package', 'bench-verify', 'settle', 'react', 'vue', 'collection'].map((s) => `**/${s}.spec.ts`);
 
 /** The Firefox Playwright launches (scripts/firefox-bidi.mjs starts FIREFOX_BIN, default Debian's firefox-esr). */
 export const FIREFOX_LAUNCH = { executablePath: path.resolve(import.meta.dirname ?? '.', 'scripts/firefox-bidi.mjs') };
