@@ -5,6 +5,9 @@
 //   dist/npm/
 //     package.json  README.md           (README from www/lib/README.md)
 //     ibexdb.js  ibexdb.d.ts            the public module and its types
+//     react.js  react.d.ts              ibexdb/react: React hooks (imports `react` and errors.js)
+//     vue.js  vue.d.ts                  ibexdb/vue: Vue composables (imports `vue` and errors.js)
+//     collection.js                     db.collection(name) handles
 //     worker.js  worker/*.js            the worker
 //     engine.js loader.js policy.js storage.js codec.js txn.js errors.js
 //     wasm/ibexdb.js  wasm/ibexdb_bg.wasm  wasm/ibexdb.d.ts   the wasm-bindgen glue and the engine
@@ -145,12 +148,20 @@ export async function buildPackage({ out = path.join(REPO, 'dist/npm') } = {}) {
       '.': { types: './ibexdb.d.ts', default: './ibexdb.js' },
       // The same engine in Node >= 20 (memory, or files in a directory; sync over `ws`).
       './node': { types: './node/index.d.ts', node: './node/index.js', default: './node/index.js' },
+      // React hooks (useLive, useItem, useSyncStatus); `react` is an optional peer.
+      './react': { types: './react.d.ts', default: './react.js' },
+      // Vue 3 composables (useLive, useItem, useSyncStatus); `vue` is an optional peer.
+      './vue': { types: './vue.d.ts', default: './vue.js' },
       './package.json': './package.json',
     },
     files: ['*.js', '*.d.ts', 'worker/', 'backends/', 'node/', 'wasm/', 'README.md'],
     engines: { node: '>=20' },
     // Node's WebSocket for sync from `ibexdb/node` (Node 20 and 21 have none of their own); pinned.
     dependencies: { ws: DEV_DEPENDENCIES.ws },
+    // ibexdb/react needs React 18+ (useSyncExternalStore), ibexdb/vue Vue 3.3+ (toValue); apps
+    // without them need nothing.
+    peerDependencies: { react: '>=18', vue: '>=3.3' },
+    peerDependenciesMeta: { react: { optional: true }, vue: { optional: true } },
     sideEffects: SIDE_EFFECTS,
   };
   await fs.writeFile(path.join(out, 'package.json'), JSON.stringify(manifest, null, 2) + '\n');

@@ -158,3 +158,16 @@ test('sync: two Node clients through the real server', async () => {
     server.stop();
   }
 });
+
+test('collection handles in Node: ids for keys, the same typed errors', async () => {
+  const db = await open('handles', { storage: 'memory' });
+  const tasks = db.collection('tasks');
+  await tasks.put('1', { title: 'a', done: false });
+  await tasks.update('1', { done: true });
+  assert.deepEqual(await db.get('tasks/1'), { title: 'a', done: true });
+  assert.deepEqual((await tasks.query({ where: { done: true } })).map((r) => r.id), ['1']);
+  assert.equal(await tasks.count(), 1);
+  await assert.rejects(() => tasks.get(/** @type {any} */ (1)), { name: 'InvalidKeyError', argument: 'id' });
+  assert.throws(() => db.collection('a/b'), { name: 'InvalidKeyError', argument: 'name' });
+  await db.close();
+});

@@ -12,7 +12,7 @@ export type Item = { [field: string]: Value | undefined };
 export type Key = string;
 
 /** One row of a query or live query. */
-export interface Row<T extends Item = Item> {
+export interface Row<T = Item> {
   id: string;
   value: T;
 }
@@ -138,25 +138,119 @@ export type StorageOption = 'auto' | 'opfs' | 'indexeddb' | 'memory';
 /** Where an open database's files are (`Database.storage`). */
 export type StorageKind = 'opfs' | 'indexeddb' | 'memory';
 
-export interface LiveChangeRow<T extends Item = Item> {
+export interface LiveChangeRow<T = Item> {
   id: string;
   value: T;
   pos: number;
 }
 
 /** What changed in a live query's rows (positions index the new rows). */
-export interface LiveChange<T extends Item = Item> {
+export interface LiveChange<T = Item> {
   added: LiveChangeRow<T>[];
   removed: string[];
   changed: LiveChangeRow<T>[];
   moved: { id: string; from: number; to: number }[];
 }
 
-export interface LiveQuery<T extends Item = Item> {
+export interface LiveQuery<T = Item> {
   /** The latest rows; replaced (never mutated) on every change. */
   readonly results: Row<T>[];
   readonly closed: boolean;
   close(): void;
+}
+
+// ----- typed collections (`db.collection<T>(name)`) ------------------------------------------
+
+/**
+ * What an app's item type must be: an object whose fields are storable values (an interface
+ * qualifies; a field of type Date or a function does not).
+ */
+export type ItemShape<T> = { [K in keyof T]: Value | undefined };
+
+/** Depth limit of field paths (`a.b.c.d`). */
+type PathDepth = [never, 0, 1, 2, 3];
+
+/** The dotted field paths of an item type: `'title'`, `'meta.owner'`, ... (maps nested 4 deep). */
+export type FieldPath<T, D extends number = 4> = [D] extends [never]
+  ? never
+  : {
+      [K in keyof T & string]: NonNullable<T[K]> extends Value[] | Set<string>
+        ? K
+        : NonNullable<T[K]> extends object
+          ? K | `${K}.${FieldPath<NonNullable<T[K]>, PathDepth[D]>}`
+          : K;
+    }[keyof T & string];
+
+/** The type at a dotted field path of an item type. */
+export type PathValue<T, P extends string> = P extends keyof T
+  ? T[P]
+  : P extends `${infer K}.${infer R}`
+    ? K extends keyof T
+      ? PathValue<NonNullable<T[K]>, R>
+      : never
+    : never;
+
+/** What `contains` takes for a field: an element of a set or list. */
+type ElementOf<V> = V extends Set<infer E> ? E : V extends (infer E)[] ? E : never;
+
+/** A condition on a field of type V: a literal (eq) or operators over V. */
+export type FieldCondition<V> =
+  | NonNullable<V>
+  | null
+  | {
+      eq?: NonNullable<V> | null;
+      ne?: NonNullable<V> | null;
+      lt?: NonNullable<V>;
+      lte?: NonNullable<V>;
+      gt?: NonNullable<V>;
+      gte?: NonNullable<V>;
+      in?: (NonNullable<V> | null)[];
+      contains?: ElementOf<NonNullable<V>>;
+      prefix?: NonNullable<V> extends string ? string : never;
+      includes?: NonNullable<V> extends string ? string : never;
+    };
+
+/** A `where` over an item type's field paths (the untyped `Where` for an index-signature type). */
+export type TypedWhere<T> = string extends keyof T
+  ? Where
+  : { [P in FieldPath<T>]?: FieldCondition<PathValue<T, P>> } & { and?: TypedWhere<T>[]; or?: TypedWhere<T>[]; not?: TypedWhere<T> };
+
+/** A sort key over an item type's field paths. */
+export type TypedSortKey<T> = string extends keyof T ? SortKey | string : FieldPath<T> | { field: FieldPath<T>; desc?: boolean };
+
+/** A query of a collection handle: the collection is the handle's; whole items (no `select`). */
+export interface CollectionQuery<T> {
+  where?: TypedWhere<T>;
+  /** Sort keys; a bare path sorts ascending. Ties break by id. */
+  sort?: TypedSortKey<T>[];
+  limit?: number;
+  offset?: number;
+}
+
+/** A query of one collection typed by its item type (what `useLive` of `ibexdb/react` takes). */
+export interface TypedQuery<T> extends CollectionQuery<T> {
+  collection: string;
+}
+
+/**
+ * `db.collection<T>(name)`: one collection with ids instead of keys, typed by its item type.
+ * Every method checks its arguments as the database's do (InvalidKeyError for an id that is not
+ * a non-empty string, QueryError for a query that is not an object).
+ */
+export interface Collection<T extends ItemShape<T> = Item> {
+  readonly name: string;
+  /** The key `name/id`. */
+  key(id: string): Key;
+  get(id: string): Promise<T | undefined>;
+  getMany(ids: string[]): Promise<(T | undefined)[]>;
+  put(id: string, value: T): Promise<void>;
+  update(id: string, fields: Partial<T>): Promise<void>;
+  delete(id: string): Promise<void>;
+  query(q?: CollectionQuery<T>): Promise<Row<T>[]>;
+  live(q?: CollectionQuery<T>, onChange?: (results: Row<T>[], change: LiveChange<T> | null) => void): Promise<LiveQuery<T>>;
+  count(where?: TypedWhere<T>): Promise<number>;
+  /** Ids of the collection's items, in order. */
+  keys(): Promise<string[]>;
 }
 
 export interface HistoryEntry {
@@ -318,6 +412,8 @@ export declare class Database {
   /** `onChange` gets the first results (change null), then every update; `results` is the latest snapshot. */
   live<T extends Item = Item>(q: Query, onChange?: (results: Row<T>[], change: LiveChange<T> | null) => void): Promise<LiveQuery<T>>;
   history(key: Key): Promise<HistoryEntry[]>;
+  /** A handle on one collection, typed by its item type: `db.collection<Task>('tasks')`. */
+  collection<T extends ItemShape<T> = Item>(name: string): Collection<T>;
 
   defineSchema(collection: string, schema: Schema): Promise<void>;
   flush(): Promise<void>;

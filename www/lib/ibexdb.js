@@ -15,6 +15,7 @@ import { decode, decodeMany, decodeRows, encode, encodeObject } from './codec.js
 import { TxnBuilder } from './txn.js';
 import { ClosedError, IbexError, InvalidValueError, StorageUnavailableError, fromWire } from './errors.js';
 import { LiveQuery, applyChange, publicChange } from './live-query.js';
+import { Collection } from './collection.js';
 import { askPersist, checkEnvironment, compileWasm, persistedNow, startVerifyThread, startWorker, watchViolations, workerFailure } from './loader.js';
 import { MAX_SYNC_URLS, WASM_URL, checkName, isSyncUrls } from './policy.js';
 import { waitSynced } from './sync-wait.js';
@@ -368,6 +369,16 @@ export class Database {
   /** Ids of the items in `collection`, in order. @param {string} collection @returns {Promise<string[]>} */
   keys(collection) {
     return this._checked(() => argCollection('keys', collection), () => this._send('keys', [collection], parseJson));
+  }
+
+  /**
+   * A handle on one collection: ids instead of keys, queries without `collection`; typed by the
+   * app's item type in TypeScript (`db.collection<Task>('tasks')`). InvalidKeyError for a bad name.
+   * @param {string} name
+   * @returns {any}
+   */
+  collection(name) {
+    return new Collection(this, name);
   }
 
   /**

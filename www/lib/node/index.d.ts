@@ -1,6 +1,6 @@
 // Types of the Node entry `ibexdb/node` (./index.js): the browser Database's methods (ibexdb.d.ts)
 // over memory or files in a directory.
-import type { AggregateQuery, HistoryEntry, Item, Key, LiveChange, LiveQuery, Members, Query, ReceiveReport, Role, Row, Schema, SyncStatus, Transaction, Value, VerifyReport, Where } from '../ibexdb.js';
+import type { AggregateQuery, Collection, HistoryEntry, Item, ItemShape, Key, LiveChange, LiveQuery, Members, Query, ReceiveReport, Role, Row, Schema, SyncStatus, Transaction, Value, VerifyReport, Where } from '../ibexdb.js';
 
 export { IbexError, SchemaError, InvalidSchemaError, NotFoundError, InvalidKeyError, InvalidValueError, TooLargeError, StorageError, QuotaExceededError, StorageUnavailableError, ClosedError, CorruptError, SignatureError, QueryError, VerifyError, PanicError, DecodeError, ClockSkewError, ProtocolError, PermissionError, AuthError, LimitError, UnavailableError } from '../ibexdb.js';
 
@@ -45,6 +45,8 @@ export declare class NodeDatabase {
   explain(q: Query): Promise<Record<string, unknown>>;
   count(collection: string, where?: Where): Promise<number>;
   keys(collection: string): Promise<string[]>;
+  /** A handle on one collection, typed by its item type (as the browser's `db.collection`). */
+  collection<T extends ItemShape<T> = Item>(name: string): Collection<T>;
   aggregate(q: AggregateQuery): Promise<Record<string, Value>>;
   history(key: Key): Promise<HistoryEntry[]>;
   live<T extends Item = Item>(q: Query, onChange?: (results: Row<T>[], change: LiveChange<T> | null) => void): Promise<LiveQuery<T>>;

@@ -28,6 +28,7 @@ import { WASM_URL, isSyncUrls } from '../policy.js';
 import { createMemoryBackend } from '../backends/memory.js';
 import { LiveQuery, applyChange, publicChange } from '../live-query.js';
 import { TxnBuilder } from '../txn.js';
+import { Collection } from '../collection.js';
 import { Maintenance } from '../worker/maintenance.js';
 import { SyncManager } from '../worker/sync.js';
 import { verifyRepository } from '../worker/verify.js';
@@ -274,6 +275,10 @@ export class NodeDatabase {
   /** @param {string} collection */
   keys(collection) {
     return this._run(() => this._engine.keys(collection));
+  }
+  /** A handle on one collection (InvalidKeyError for a bad name). @param {string} name @returns {any} */
+  collection(name) {
+    return new Collection(this, name);
   }
   /** @param {any} q */
   aggregate(q) {
