@@ -179,6 +179,12 @@ const FLAGS: &[Flag] = &[
         "messages queued to one connection; a live reader past it is dropped",
     ),
     (
+        "--batch-bytes",
+        "N",
+        "65536",
+        "target bytes of one catch-up message (1024..=1048576)",
+    ),
+    (
         "--max-parked-bytes",
         "N",
         "67108864",
