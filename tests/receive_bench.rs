@@ -3,11 +3,14 @@
 //! (`Hub::batch` messages of `--batch-bytes`), vouched (the browser verified the seals with
 //! WebCrypto), and flushes. Ignored by default (a measurement, not a check); run it with
 //! `cargo test -p ibexdb --profile ci --test receive_bench -- --ignored --nocapture`.
-//! The non-ignored test checks what the measurement relies on: every item arrives.
+//! The non-ignored tests check what the measurement relies on (every item arrives) and what the
+//! browser's pipelined catch-up relies on (www/lib/worker/sync.js): a message's seal checks are
+//! a function of its bytes, so checking them all before any message is applied, as the worker
+//! does when each arrives, vouches for exactly what checking each just before its apply would.
 
 mod common;
 use common::*;
-use ibexdb::{Hub, MemStorage, Message, Repo, Txn};
+use ibexdb::{Error, Hub, MemStorage, Message, Repo, Seal, SealCheck, Txn};
 use std::collections::HashSet;
 use std::time::Instant;
 
@@ -86,4 +89,63 @@ fn receive_100_commits_of_1000_items() {
             );
         }
     }
+}
+
+/// Whether every seal signature of an encoded server message verifies, from its bytes alone
+/// (what the worker computes at arrival: `syncSealChecks` + WebCrypto).
+fn seals_verify(m: &[u8]) -> bool {
+    let Message::Commits { seals, .. } = Message::decode(m).unwrap() else {
+        unreachable!()
+    };
+    seals
+        .iter()
+        .all(|b| Seal::decode(b).is_ok_and(|s| SealCheck::of(&s).verify().is_ok()))
+}
+
+#[test]
+fn seal_checks_made_before_any_apply_vouch_for_the_same_outcome() {
+    let hub = source(4);
+    // One commit per message, so later messages are checked before earlier ones are applied.
+    let msgs = messages(&hub, 1024);
+    assert!(msgs.len() >= 4);
+    let early: Vec<bool> = msgs.iter().map(|m| seals_verify(m)).collect();
+    assert!(early.iter().all(|ok| *ok));
+    let open = || Repo::open(MemStorage::new(), Some(MemStorage::new()), signed(2)).unwrap();
+    let (mut vouched, mut checked) = (open(), open());
+    for (m, ok) in msgs.iter().zip(&early) {
+        let Message::Commits { commits, seals, .. } = Message::decode(m).unwrap() else {
+            unreachable!()
+        };
+        assert!(*ok);
+        vouched.receive_vouched(&commits, &seals).unwrap();
+        checked.receive(&commits, &seals).unwrap();
+    }
+    assert_eq!(vouched.heads(), checked.heads());
+    assert_eq!(vouched.count("items", None).unwrap(), (4 * PER) as usize);
+    assert_eq!(checked.count("items", None).unwrap(), (4 * PER) as usize);
+
+    // A forged signature fails the early check; the worker then hands the message over
+    // unvouched and the engine refuses it with the SignatureError.
+    let Message::Commits {
+        commits, mut seals, ..
+    } = Message::decode(&msgs[0]).unwrap()
+    else {
+        unreachable!()
+    };
+    let last = seals[0].len() - 1;
+    seals[0][last] ^= 1;
+    let forged = Message::Commits {
+        from: 0,
+        to: 1,
+        commits: commits.clone(),
+        seals: seals.clone(),
+    }
+    .encode();
+    assert!(!seals_verify(&forged));
+    let mut fresh = open();
+    assert!(matches!(
+        fresh.receive(&commits, &seals),
+        Err(Error::Signature { .. })
+    ));
+    assert_eq!(fresh.count("items", None).unwrap(), 0);
 }
