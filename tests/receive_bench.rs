@@ -77,8 +77,13 @@ fn every_item_arrives() {
 fn receive_100_commits_of_1000_items() {
     let hub = source(COMMITS);
     for batch in [64 << 10, 256 << 10, 1 << 20] {
+        let t = Instant::now();
         let msgs = messages(&hub, batch);
+        let built = t.elapsed().as_secs_f64() * 1e3;
         let bytes: usize = msgs.iter().map(Vec::len).sum();
+        println!(
+            "batch {batch:>7} B: the server's side (Hub::batch + encode, in memory) {built:.1} ms"
+        );
         for _ in 0..3 {
             let (dec, rec, flush, mut b) = receive_all(&msgs);
             assert_eq!(b.count("items", None).unwrap(), (COMMITS * PER) as usize);
