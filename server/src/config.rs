@@ -179,6 +179,12 @@ const FLAGS: &[Flag] = &[
         "messages queued to one connection; a live reader past it is dropped",
     ),
     (
+        "--batch-bytes",
+        "N",
+        "65536",
+        "target bytes of one catch-up message (1024..=1048576)",
+    ),
+    (
         "--max-parked-bytes",
         "N",
         "67108864",
@@ -533,6 +539,15 @@ mod tests {
         assert!(Config::parse(args("--data d --max-repos x")).is_err());
         assert!(Config::parse(args("--data d --tls-cert c")).is_err());
         assert!(Config::parse(args("--data d --max-message-bytes 999999999")).is_err());
+        // --batch-bytes is a flag (it was validated but missing from FLAGS: refused as unknown).
+        let b = Config::parse(args("--data d --batch-bytes 262144"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(b.batch_bytes, 262144);
+        assert!(Config::parse(args("--data d --batch-bytes 512")).is_err());
+        assert!(
+            Config::parse(args("--data d --batch-bytes 1048576 --queue-bytes 2000000")).is_err()
+        );
         for f in FLAGS {
             assert!(help().contains(f.0), "{} documented", f.0);
         }

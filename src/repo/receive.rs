@@ -317,12 +317,17 @@ fn check_received(commit: &Commit) -> Result<()> {
     for ch in &commit.changes {
         // A malformed `_acl` change is refused whatever the access list says.
         crate::access::parse_change(ch)?;
-        let path = |field: &str| format!("{}/{}.{field}", ch.collection, ch.id);
+        // The path names a refused value in the error; it is built only then (a string per
+        // field of every received item cost ~10% of the initial sync).
+        let valid = |field: &str, v: &Value| match v.validate("") {
+            Ok(()) => Ok(()),
+            Err(_) => v.validate(&format!("{}/{}.{field}", ch.collection, ch.id)),
+        };
         let size = match &ch.op {
             Op::Delete => 0,
             Op::Put(m) => {
                 for (name, v) in m {
-                    v.validate(&path(name))?;
+                    valid(name, v)?;
                 }
                 Value::map_encoded_len(m)
             }
@@ -331,7 +336,7 @@ fn check_received(commit: &Commit) -> Result<()> {
                 for (name, fop) in ops {
                     match fop {
                         FieldOp::Assign(v) => {
-                            v.validate(&path(name))?;
+                            valid(name, v)?;
                             size += v.encoded_len();
                         }
                         FieldOp::Unset => {}

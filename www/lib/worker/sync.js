@@ -15,7 +15,14 @@
 // - Seal signatures on this critical path use WebCrypto (./crypto.js: under 1 ms instead of
 //   2-3 ms of P-384 in wasm): the push seals with a WebCrypto signature; a received message's
 //   seals are verified before the engine receives it as vouched. Without WebCrypto the engine
-//   does both.
+//   does both. The verification starts when the message arrives, not when the work chain
+//   reaches it: the chain no longer waits for WebCrypto between messages of a catch-up
+//   (docs/benchmarks.md: 40-50 ms of waits for 100 seals gone; the verifying itself is still
+//   done on this thread). That is sound: a signature's validity is a
+//   function of the message's bytes alone (`syncSealChecks` is a static function of them: the
+//   author key, the signed message and the signature come from the seal), and `vouched` skips
+//   only those checks; everything that depends on state (ids, parents, whether the author may
+//   write) is checked by `syncHandle` when the message is applied, in arrival order.
 // - The position (cursor, pushFrom) is captured right after every engine flush, and after an
 //   acknowledgement when nothing waits to be flushed (so it claims only what is durable), and
 //   written to the repository's `sync` file SYNC_SAVE_MS later, on close and on pagehide; a
@@ -251,6 +258,27 @@ export class SyncManager {
 
   // ----- internals ----------------------------------------------------------------------
 
+  /**
+   * Start checking the seal signatures of a server message as it arrives (see the header).
+   * @param {Uint8Array} bytes
+   * @returns {Promise<boolean> | null} whether every seal verified; null: nothing to vouch for
+   *   (no WebCrypto, no seals, or a seal that does not decode: the engine reports it)
+   */
+  _verifyEarly(bytes) {
+    const host = this._crypto;
+    const engine = this.hooks.engine();
+    if (!host || !engine || engine.dead || engine.generation === 0) return null;
+    try {
+      const checks = engine.syncSealChecks(bytes);
+      if (!checks || checks.length === 0) return null;
+      const verified = host.verifyAll(engine, checks);
+      verified.catch(() => {});
+      return verified;
+    } catch {
+      return null;
+    }
+  }
+
   /** @returns {SyncStatus['state']} */
   _state() {
     if (!this.url) return 'off';
@@ -378,7 +406,8 @@ export class SyncManager {
         .catch((e) => this._fail(e));
     ws.onmessage = (ev) => {
       const bytes = new Uint8Array(ev.data);
-      this.hooks.run(() => this._onMessage(ws, bytes)).catch((e) => this._fail(e));
+      const sealsVerified = this._verifyEarly(bytes);
+      this.hooks.run(() => this._onMessage(ws, bytes, sealsVerified)).catch((e) => this._fail(e));
     };
     ws.onclose = () => {
       if (this.ws === ws) {
@@ -390,21 +419,20 @@ export class SyncManager {
   }
 
   /**
-   * One message from the server, on the work chain (held while WebCrypto verifies its seals).
+   * One message from the server, on the work chain (held until WebCrypto has verified its
+   * seals: the check started when it arrived).
    * @param {WebSocket} ws the connection it came on @param {Uint8Array} bytes
+   * @param {Promise<boolean> | null} sealsVerified `_verifyEarly`'s answer
    */
-  async _onMessage(ws, bytes) {
+  async _onMessage(ws, bytes, sealsVerified) {
     if (this.ws !== ws || !this.open || this._reopened()) return;
-    const engine = /** @type {import('../engine.js').EngineHandle} */ (this.hooks.engine());
     let vouched = false;
-    if (this._crypto) {
-      const checks = engine.syncSealChecks(bytes);
-      if (checks && checks.length > 0) {
-        vouched = await this._crypto.verifyAll(engine, checks);
-        // Dropped meanwhile: the next connection resumes from the cursor.
-        if (this.ws !== ws || this._reopened()) return;
-      }
+    if (sealsVerified) {
+      vouched = await sealsVerified.catch(() => false);
+      // Dropped meanwhile: the next connection resumes from the cursor.
+      if (this.ws !== ws || this._reopened()) return;
     }
+    const engine = /** @type {import('../engine.js').EngineHandle} */ (this.hooks.engine());
     const ev = engine.syncHandle(bytes, vouched);
     this.cursor = ev.cursor;
     this.pushFrom = ev.pushFrom;
