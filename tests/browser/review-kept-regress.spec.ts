@@ -88,3 +88,36 @@ test('review: opfs: a removal while another worker has the repository open is re
   }, name);
   expect(out).toEqual({ parkedWhileOpen: ['identity'], removal: 'NoModificationAllowedError', parkedAfterAsk: [], reopened: 2, sameIdentity: true, verify: 2 });
 });
+
+test('review: indexeddb: a worker keeps at most KEPT_REPOSITORIES closed repositories, the least recently closed going first', async ({ page, watched, browserName }) => {
+  void watched;
+  test.skip(browserName !== 'chromium', 'Chromium only (the review ran there)');
+  const base = uniqueName('kept-bound');
+  await gotoPlayground(page);
+  await installRunWorker(page);
+  const out = await page.evaluate(async (base) => {
+    const w = (window as any).__runWorker(`
+      const o = { storage: 'indexeddb' };
+      try {
+        const names = [];
+        for (let i = 0; i < I.KEPT_REPOSITORIES + 2; i++) {
+          const name = ${JSON.stringify(base)} + '-' + i;
+          names.push(name);
+          const eng = await E.openEngine(name, o);
+          eng.put('items/x', { i });
+          await eng.close();
+        }
+        // Reopening the oldest kept one makes it the most recently closed.
+        const eng = await E.openEngine(names[2], o);
+        await eng.close();
+        postMessage({ done: { bound: I.KEPT_REPOSITORIES, kept: names.map((n) => I.keptFiles(n).length > 0) } });
+      } catch (e) { postMessage({ error: String(e?.name) + ': ' + String(e?.message) }); }`, async () => null);
+    try {
+      return await w.done;
+    } finally {
+      w.worker.terminate();
+    }
+  }, base);
+  expect(out.bound).toBe(8);
+  expect(out.kept).toEqual([false, false, true, true, true, true, true, true, true, true]);
+});
