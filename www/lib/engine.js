@@ -693,6 +693,9 @@ export class EngineHandle {
         this._raw = null;
       }
     } else {
+      // A dead engine's flushes already queued (IndexedDB) land before the files (and the lock)
+      // go to the next owner; a failed one was reported when it failed.
+      await this.durable().catch(() => {});
       this._release();
       this._raw = null;
     }

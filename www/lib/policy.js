@@ -115,6 +115,11 @@ export const RECONNECT_MIN_MS = 100;
 export const RECONNECT_MAX_MS = 10_000;
 /** A connection without the server's Welcome this long after it was dialed is dropped and dialed again. */
 export const HANDSHAKE_TIMEOUT_MS = 10_000;
+/**
+ * An explicit `db.sync()` re-dials a session the server keeps waiting for a grant (to get its
+ * answer as of now) at most this often: an app asking in a loop does not churn the server.
+ */
+export const WAITING_REDIAL_MS = 1000;
 /** The sync position (cursor, pushFrom) is written to the repository's `sync` file at most this long after it changed. */
 export const SYNC_SAVE_MS = 250;
 

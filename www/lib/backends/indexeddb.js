@@ -50,6 +50,7 @@ const dbName = (/** @type {string} */ name) => `ibexdb/${name}`;
  * @property {Error | null} failed the error of a failed transaction
  * @property {number} gen the generation IndexedDB holds as of this context's last read or flush
  * @property {Map<string, {buf: Uint8Array, size: number}>} kept closed files' bytes, as flushed
+ * @property {boolean} dead its connection was closed (for a deletion, or by the browser): never kept again
  */
 
 /** @type {Map<string, Repo>} */
@@ -99,11 +100,34 @@ async function connect(name) {
   // Another context deleting the database (removeRepository) waits for this connection: let go.
   db.onversionchange = () => {
     db.close();
-    const r = repos.get(name);
-    if (r?.db === db) forget(name, r);
+    dropConnection(name, db);
   };
+  // The browser closed it (the site's data cleared, storage evicted): no `versionchange`.
+  db.onclose = () => dropConnection(name, db);
   return db;
 }
+
+/**
+ * Connection `db` of repository `name` is closed (for a deletion, or by the browser): its entry is
+ * not used again (open files see it fail; the next open connects afresh).
+ * @param {string} name
+ * @param {IDBDatabase} db
+ */
+function dropConnection(name, db) {
+  const r = repos.get(name);
+  if (r?.db !== db) return;
+  r.dead = true;
+  if (r.open > 0) {
+    // Files still open here: nothing they flush can land any more. The repository is failed
+    // (typed), and `durable`/`failure` still find it until its files are closed.
+    r.failed ??= new StorageUnavailableError(`IndexedDB closed repository ${name}'s connection (the site's data was cleared, or another context deleted the database): reopen it`, { kind: 'indexeddb' });
+    closedUnder.set(name, r);
+  }
+  forget(name, r);
+}
+
+/** Repositories whose connection was closed under their open files, until those are closed. @type {Map<string, Repo>} */
+const closedUnder = new Map();
 
 /** Bytes of closed files kept in all (KEPT_BYTES at most). */
 let keptBytes = 0;
@@ -122,7 +146,8 @@ function dropKept(r) {
  */
 function forget(name, r) {
   dropKept(r);
-  if (repos.get(name) === r) repos.delete(name);
+  if (repos.get(name) !== r) return; // forgotten before (its connection closes once)
+  repos.delete(name);
   const done = settle(r).finally(() => {
     r.db.close();
     if (draining.get(name) === done) draining.delete(name);
@@ -151,7 +176,7 @@ async function repo(name) {
     const db = await connect(name);
     r = repos.get(name); // another open of the same repository may have won the race
     if (r) db.close();
-    else repos.set(name, (r = { db, open: 0, queued: new Map(), running: null, failed: null, gen: 0, kept: new Map() }));
+    else repos.set(name, (r = { db, open: 0, queued: new Map(), running: null, failed: null, gen: 0, kept: new Map(), dead: false }));
   }
   return r;
 }
@@ -185,7 +210,8 @@ function pump(r) {
     },
     (e) => {
       r.running = null;
-      r.failed = e;
+      // `db.transaction()` itself throws raw DOMExceptions (a connection the browser closed).
+      r.failed = e instanceof StorageUnavailableError || e instanceof QuotaExceededError ? e : mapError(e, 'flush');
       r.queued.clear();
       dropKept(r);
     },
@@ -236,16 +262,17 @@ function sinkFor(r, name) {
       r.open--;
       // What it holds is what was flushed (the engine writes only when it flushes): kept for the
       // next open here, unless a write was left unflushed (a panic between the two).
-      if (!r.failed && m && m.dirty.size === 0 && !m.resized) {
+      if (!r.failed && !r.dead && m && m.dirty.size === 0 && !m.resized) {
         const old = r.kept.get(m.name);
         if (old) keptBytes -= old.buf.length;
         r.kept.set(m.name, { buf: m.buf, size: m.size });
         keptBytes += m.buf.length;
       }
       if (r.open === 0) {
+        if (closedUnder.get(name) === r) closedUnder.delete(name);
         // A failed repository is opened afresh (reloaded from what IndexedDB holds); another is
         // kept, its connection and bytes, least recently closed last.
-        if (r.failed) forget(name, r);
+        if (r.failed || r.dead) forget(name, r);
         else {
           repos.delete(name);
           repos.set(name, r);
@@ -299,6 +326,53 @@ function loadAll(r, files) {
   return Promise.all(files.map((f) => loadFile(store, f)));
 }
 
+/**
+ * Open `files` of repository `name` (the backend's `openFiles`).
+ * @param {string} name
+ * @param {string[]} files
+ * @param {boolean} [again] a second try, after a kept connection turned out closed
+ * @returns {Promise<MemFile[]>}
+ */
+async function openIdbFiles(name, files, again) {
+  // An earlier session's flushes first: they must land before this one reads.
+  await draining.get(name)?.catch(() => {});
+  const r = await repo(name);
+  r.open += files.length;
+  try {
+    // Flushes of an earlier session of this context first (they run in order anyway).
+    await settle(r).catch(() => {});
+    const sink = sinkFor(r, name);
+    const tx = r.db.transaction(STORE, 'readonly');
+    const store = tx.objectStore(STORE);
+    const gen = request(store.get(GEN_KEY), 'read');
+    const fromKept = files.every((f) => r.kept.has(f));
+    // Requested before the first await (the transaction ends when none is pending).
+    const loads = fromKept ? null : Promise.all(files.map((f) => loadFile(store, f)));
+    const stored = Number((await gen) ?? 0);
+    if (fromKept && stored === r.gen) {
+      const kept = files.map((f) => /** @type {{buf: Uint8Array, size: number}} */ (r.kept.get(f)));
+      for (const f of files) r.kept.delete(f);
+      for (const k of kept) keptBytes -= k.buf.length;
+      return files.map((f, i) => MemFile.adopt(f, kept[i].buf, kept[i].size, sink));
+    }
+    // Another context wrote since (or nothing was kept): what IndexedDB holds.
+    dropKept(r);
+    r.gen = stored;
+    const contents = await (loads ?? loadAll(r, files));
+    return files.map((f, i) => new MemFile(f, contents[i], sink));
+  } catch (e) {
+    const sink = sinkFor(r, name);
+    for (let i = 0; i < files.length; i++) sink.close();
+    // A kept connection the browser closed without telling (its `close` event not yet seen):
+    // connect again, once.
+    if (!again && /** @type {any} */ (e)?.name === 'InvalidStateError') {
+      dropConnection(name, r.db);
+      return openIdbFiles(name, files, true);
+    }
+    throw e instanceof StorageUnavailableError || e instanceof QuotaExceededError ? e : mapError(e, 'read');
+  }
+}
+
 /** @type {import('../storage.js').StorageBackend} */
 export const indexedDbBackend = {
   kind: 'indexeddb',
@@ -307,39 +381,7 @@ export const indexedDbBackend = {
   async checkAccess() {
     if (!this.available()) throw new StorageUnavailableError('IndexedDB is not available here', { kind: 'no-indexeddb' });
   },
-  async openFiles(name, files) {
-    // An earlier session's flushes first: they must land before this one reads.
-    await draining.get(name)?.catch(() => {});
-    const r = await repo(name);
-    r.open += files.length;
-    try {
-      // Flushes of an earlier session of this context first (they run in order anyway).
-      await settle(r).catch(() => {});
-      const sink = sinkFor(r, name);
-      const tx = r.db.transaction(STORE, 'readonly');
-      const store = tx.objectStore(STORE);
-      const gen = request(store.get(GEN_KEY), 'read');
-      const fromKept = files.every((f) => r.kept.has(f));
-      // Requested before the first await (the transaction ends when none is pending).
-      const loads = fromKept ? null : Promise.all(files.map((f) => loadFile(store, f)));
-      const stored = Number((await gen) ?? 0);
-      if (fromKept && stored === r.gen) {
-        const kept = files.map((f) => /** @type {{buf: Uint8Array, size: number}} */ (r.kept.get(f)));
-        for (const f of files) r.kept.delete(f);
-        for (const k of kept) keptBytes -= k.buf.length;
-        return files.map((f, i) => MemFile.adopt(f, kept[i].buf, kept[i].size, sink));
-      }
-      // Another context wrote since (or nothing was kept): what IndexedDB holds.
-      dropKept(r);
-      r.gen = stored;
-      const contents = await (loads ?? loadAll(r, files));
-      return files.map((f, i) => new MemFile(f, contents[i], sink));
-    } catch (e) {
-      const sink = sinkFor(r, name);
-      for (let i = 0; i < files.length; i++) sink.close();
-      throw e instanceof StorageUnavailableError || e instanceof QuotaExceededError ? e : mapError(e, 'read');
-    }
-  },
+  openFiles: (name, files) => openIdbFiles(name, files, false),
   async removeRepository(name) {
     await draining.get(name)?.catch(() => {});
     const r = repos.get(name);
@@ -351,11 +393,11 @@ export const indexedDbBackend = {
     await request(indexedDB.deleteDatabase(dbName(name)), 'delete');
   },
   async durable(name) {
-    const r = repos.get(name);
+    const r = repos.get(name) ?? closedUnder.get(name);
     if (r) await settle(r);
     else await draining.get(name);
   },
   failure(name) {
-    return repos.get(name)?.failed ?? null;
+    return (repos.get(name) ?? closedUnder.get(name))?.failed ?? null;
   },
 };

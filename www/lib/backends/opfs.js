@@ -207,14 +207,16 @@ export async function openFiles(name, files) {
 }
 
 /**
- * A kept handle if it still answers (the browser closes handles of a storage it clears), else
- * undefined.
+ * A kept handle if it still answers and reads (the browser clears storage under kept handles),
+ * else undefined.
  * @param {any} h
  */
 function usable(h) {
   if (h === undefined) return undefined;
   try {
-    h.getSize();
+    // Chromium keeps the handles of a cleared storage answering getSize(); their reads return a
+    // negative count (an error code). One byte read tells.
+    if (h.getSize() > 0 && h.read(new Uint8Array(1), { at: 0 }) !== 1) throw new Error('stale handle');
     return h;
   } catch {
     closeAll([h]);

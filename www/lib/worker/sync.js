@@ -48,7 +48,7 @@
 import { syncErrorToWire, toWire } from '../errors.js';
 import { HostCrypto } from './crypto.js';
 import { loadPosition, savePosition } from './sync-position.js';
-import { HANDSHAKE_TIMEOUT_MS, RECONNECT_MAX_MS, RECONNECT_MIN_MS, SYNC_SAVE_MS, isSyncUrls, normalizeSyncUrls, reconnectWait, syncUrlsKey } from '../policy.js';
+import { HANDSHAKE_TIMEOUT_MS, WAITING_REDIAL_MS, RECONNECT_MAX_MS, RECONNECT_MIN_MS, SYNC_SAVE_MS, isSyncUrls, normalizeSyncUrls, reconnectWait, syncUrlsKey } from '../policy.js';
 
 /** @typedef {import('../ibexdb.js').SyncStatus} SyncStatus */
 /** @typedef {import('./sync-position.js').SyncPosition} SyncPosition */
@@ -117,6 +117,8 @@ export class SyncManager {
     this._delay = RECONNECT_MIN_MS;
     /** Refused before a Welcome but still connected: the server keeps the session waiting for a grant. */
     this._waiting = false;
+    /** When the last connection was dialed (performance.now()). */
+    this._dialedAt = 0;
     /** @type {ReturnType<typeof setTimeout> | 0} */
     this._timer = 0;
     /** @type {ReturnType<typeof setTimeout> | 0} */
@@ -172,6 +174,24 @@ export class SyncManager {
     // the owner's grant was acknowledged) must get the server's answer as of now, not the
     // refusal still standing until that welcome arrives (`db.sync()` rejected with the old
     // `cannot-read` when the welcome was slower than the call: seen in WebKit).
+    // An app asking in a loop (from a status listener) re-dials a waiting session at most once
+    // per WAITING_REDIAL_MS, so the server is not churned: sooner, the session keeps its place
+    // (reported `online`: the call waits) and is re-dialed when that time is up, unless the
+    // server welcomed it meanwhile.
+    const since = performance.now() - this._dialedAt;
+    if (this._waiting && since < WAITING_REDIAL_MS) {
+      const ws = this.ws;
+      this._sessionRefused = false;
+      clearTimeout(this._timer);
+      this._timer = setTimeout(() => {
+        if (this.ws !== ws || this.welcomed) return;
+        this._drop();
+        this._connect();
+        this._report();
+      }, WAITING_REDIAL_MS - since);
+      this._report();
+      return;
+    }
     this._sessionRefused = false;
     this._waiting = false;
     // Dial the same node now (a socket still open is the refused one, or a slow retry not yet
@@ -378,6 +398,7 @@ export class SyncManager {
     if (!this.url) return;
     clearTimeout(this._timer);
     this.connects++;
+    this._dialedAt = performance.now();
     let ws;
     try {
       ws = new WebSocket(this.url);

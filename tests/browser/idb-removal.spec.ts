@@ -1,13 +1,13 @@
-// Review findings on backends/indexeddb.js's versionchange handling (another context deleting the
+// Review findings (fixed) on backends/indexeddb.js's versionchange handling (another context deleting the
 // repository's database): the worker that let its connection go must still be able to open the
 // repository afterwards.
 import { test, expect, gotoPlayground, uniqueName } from './ibexdb.fixtures';
 import { installRunWorker } from './support/workers';
 
-test('review: indexeddb: a worker whose open repository was removed by another context can open it again after its close', async ({ page, watched, browserName }) => {
+test('indexeddb: a worker whose open repository was removed by another context can open it again after its close', async ({ page, watched, browserName }) => {
   void watched;
   test.skip(browserName !== 'chromium', 'Chromium only (the review ran there)');
-  // BUG: the versionchange handler closes the connection and forget()s the Repo while its files
+  // Found in review, fixed: the versionchange handler closes the connection and forget()s the Repo while its files
   // are still open here (the removal succeeds: IndexedDB, unlike OPFS, does not refuse it). When
   // the engine then closes without a flush (nothing written since), sinkFor().close() sees
   // r.open === 0 and no failure, and puts the forgotten Repo — its connection closed — back into
@@ -15,7 +15,6 @@ test('review: indexeddb: a worker whose open repository was removed by another c
   // this worker then throws "InvalidStateError: The database connection is closing" (mapped to
   // StorageUnavailableError), for the worker's lifetime. The same re-insertion follows an open
   // that loses the race with a removal (its catch gives the count back through sink.close()).
-  test.fail();
   const name = uniqueName('idb-removed-open');
   await gotoPlayground(page);
   await installRunWorker(page);

@@ -1,4 +1,4 @@
-// Review findings on the kept files of a closed repository (backends/indexeddb.js's kept
+// Review findings (fixed) on the kept files of a closed repository (backends/indexeddb.js's kept
 // connection and bytes, backends/opfs-pool.js's kept handles): what happens when the browser
 // takes the storage away (the user clears the site's data) while a worker keeps them.
 import { test, expect, gotoPlayground, uniqueName } from './ibexdb.fixtures';
@@ -13,22 +13,21 @@ async function clearSiteData(page: any, types: string) {
 }
 
 for (const storage of ['indexeddb', 'opfs'] as const) {
-  const title = `review: ${storage}: a worker that kept a closed repository opens it again after the site's data was cleared`;
+  const title = `${storage}: a worker that kept a closed repository opens it again after the site's data was cleared`;
   test(title, async ({ page, watched, browserName }) => {
     void watched;
     test.skip(browserName !== 'chromium', 'clears site data through CDP');
-    // BUG (indexeddb): the kept IDBDatabase is force-closed by the browser when the site's data
+    // Found in review, fixed (indexeddb): the kept IDBDatabase is force-closed by the browser when the site's data
     // is cleared (a `close` event, not `versionchange`); indexeddb.js listens only for
     // versionchange, so the Repo stays in `repos` with a dead connection, and every later
     // openFiles of that repository in this worker throws InvalidStateError (mapped to
     // StorageUnavailableError "IndexedDB read failed") — the worker can never open it again.
     // opfs.js's usable() handles the same case for kept sync access handles.
-    // BUG (opfs): Chromium does not close the kept sync access handles when the site's data is
+    // Found in review, fixed (opfs): Chromium does not close the kept sync access handles when the site's data is
     // cleared: usable()'s getSize() answers, so the pool hands them out, and the engine's first
     // read fails with an untyped StorageError "storage error (OutOfBounds): short read:
     // 4294967292 of 16 bytes at 0" (a negative read count taken as unsigned). The open fails
     // once; the second open (handles closed by the failed open) works.
-    test.fail();
     const name = uniqueName(`kept-clear-${storage}`);
     await gotoPlayground(page);
     await installRunWorker(page);
@@ -71,16 +70,15 @@ for (const storage of ['indexeddb', 'opfs'] as const) {
 }
 
 for (const storage of ['indexeddb', 'opfs'] as const) {
-  const title = `review: ${storage}: a write after the site's data was cleared under an open engine is refused or kept, never acknowledged and lost`;
+  const title = `${storage}: a write after the site's data was cleared under an open engine is refused or kept, never acknowledged and lost`;
   test(title, async ({ page, watched, browserName }) => {
     void watched;
     test.skip(browserName !== 'chromium', 'clears site data through CDP');
-    // BUG (indexeddb): pump() sets `r.failed` to the raw exception of `db.transaction()` (here
+    // Found in review, fixed (indexeddb): pump() sets `r.failed` to the raw exception of `db.transaction()` (here
     // InvalidStateError: "The database connection is closing", the browser having force-closed
     // the connection), not mapError()'s typed error: durable() and every later flush reject with
     // a DOMException that is no StorageError, against the header's promise (QuotaExceededError,
     // StorageUnavailableError). The write is refused (nothing acknowledged is lost), but untyped.
-    if (storage === 'indexeddb') test.fail();
     const name = uniqueName(`open-clear-${storage}`);
     await gotoPlayground(page);
     await installRunWorker(page);

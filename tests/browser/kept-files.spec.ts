@@ -4,7 +4,7 @@ import { test, expect, gotoPlayground, uniqueName } from './ibexdb.fixtures';
 import { installRunWorker } from './support/workers';
 
 for (const storage of ['indexeddb', 'opfs'] as const) {
-  test(`review: ${storage}: recover() after a panic and a reopen from kept files see only what was flushed`, async ({ page, watched, browserName }) => {
+  test(`${storage}: recover() after a panic and a reopen from kept files see only what was flushed`, async ({ page, watched, browserName }) => {
     void watched;
     test.skip(browserName !== 'chromium', 'Chromium only (the review ran there)');
     const name = uniqueName(`kept-recover-${storage}`);
@@ -42,7 +42,7 @@ for (const storage of ['indexeddb', 'opfs'] as const) {
   });
 }
 
-test('review: opfs: a removal while another worker has the repository open is refused; the open engine goes on, and reopens', async ({ page, watched, browserName }) => {
+test('opfs: a removal while another worker has the repository open is refused; the open engine goes on, and reopens', async ({ page, watched, browserName }) => {
   void watched;
   test.skip(browserName !== 'chromium', 'Chromium only (the review ran there)');
   const name = uniqueName('opfs-remove-open');
@@ -89,7 +89,7 @@ test('review: opfs: a removal while another worker has the repository open is re
   expect(out).toEqual({ parkedWhileOpen: ['identity'], removal: 'NoModificationAllowedError', parkedAfterAsk: [], reopened: 2, sameIdentity: true, verify: 2 });
 });
 
-test('review: indexeddb: a worker keeps at most KEPT_REPOSITORIES closed repositories, the least recently closed going first', async ({ page, watched, browserName }) => {
+test('indexeddb: a worker keeps at most KEPT_REPOSITORIES closed repositories, the least recently closed going first', async ({ page, watched, browserName }) => {
   void watched;
   test.skip(browserName !== 'chromium', 'Chromium only (the review ran there)');
   const base = uniqueName('kept-bound');
