@@ -179,7 +179,12 @@ test('transactions travel as bytes: every value reads back as put() stores it; b
       for (const [k, v] of Object.entries(values)) tx.put(`b/${k}`, v);
     });
     const same: Record<string, boolean> = {};
-    for (const k of Object.keys(values)) same[k] = JSON.stringify(show(await db.get(`a/${k}`))) === JSON.stringify(show(await db.get(`b/${k}`)));
+    const differ: Record<string, [string, string]> = {}; // what read back differently (the failure's message)
+    for (const k of Object.keys(values)) {
+      const [a, b] = [JSON.stringify(show(await db.get(`a/${k}`))), JSON.stringify(show(await db.get(`b/${k}`)))];
+      same[k] = a === b;
+      if (a !== b) differ[k] = [a, b];
+    }
     const sets = show(await db.get('b/sets'));
     const plain = await db.get('b/plain');
     // Bad values: the whole transaction fails with the path, and nothing of it is written.
@@ -204,9 +209,9 @@ test('transactions travel as bytes: every value reads back as put() stores it; b
     };
     const leaked = await db.get('c/first');
     await db.close();
-    return { same, sets, plain, errors, leaked };
+    return { same, differ, sets, plain, errors, leaked };
   }, uniqueName('txnbytes'));
-  expect(out.same).toEqual({ plain: true, sets: true, lookalike: true, unicode: true, skipped: true, wide: true, bare: true });
+  expect(out.same, `put() and a transaction read back differently: ${JSON.stringify(out.differ)}`).toEqual({ plain: true, sets: true, lookalike: true, unicode: true, skipped: true, wide: true, bare: true });
   expect(out.sets).toEqual({ s: { set: ['a', 'b'] }, lone: { set: ['x', 'y'] }, empty: { set: [] }, l: [{ s: { set: ['q'] } }] });
   expect(Object.is(out.plain.neg, 0)).toBe(true);
   expect(out.plain.big).toBe(2 ** 60);
