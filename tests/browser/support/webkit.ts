@@ -28,8 +28,9 @@ import { MINIBROWSER, client, waitFor } from '../../../scripts/webkit/webdriver.
  * 2.50.6's optimizing wasm tier (OMG) intermittently computes P-384 wrong: with it, 10 of 7,428
  * public keys derived or decompressed in fresh workers right after a compile were not points of
  * the curve (`open()` failed with "public key is not a P-384 point"; WebCrypto could not import
- * a seal's key, so verify() fell back to the core); with `useOMGJIT=0`, 0 of 7,056. A browser
- * bug ibexdb cannot work around from JavaScript; the specs test ibexdb on the other tiers.
+ * a seal's key, so verify() fell back to the core); with `useOMGJIT=0`, 0 of 7,056 in that
+ * measure, though 4 bad keys were seen in one later run: rarer, not gone. A browser bug ibexdb
+ * cannot work around from JavaScript; the specs test ibexdb on the other tiers.
  * `JSC_useOMGJIT=1` in the environment turns it back on.
  */
 export const JSC_ENV = { JSC_useOMGJIT: process.env.JSC_useOMGJIT ?? '0' };
