@@ -47,7 +47,8 @@ async function main() {
   // it (--target): a session whose browser the driver starts itself never came up here.
   const browser = spawn(MINIBROWSER, ['--automation', '--features=+FileSystem,+AccessHandle,+StorageAPI'], {
     stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, WEBKIT_INSPECTOR_SERVER: `127.0.0.1:${DRIVER_PORT + 1}` },
+    // Without JavaScriptCore's OMG wasm tier, as the specs' browsers (tests/browser/support/webkit.ts JSC_ENV).
+    env: { ...process.env, JSC_useOMGJIT: process.env.JSC_useOMGJIT ?? '0', WEBKIT_INSPECTOR_SERVER: `127.0.0.1:${DRIVER_PORT + 1}` },
   });
   const driver = spawn('/usr/bin/WebKitWebDriver', [`--port=${DRIVER_PORT}`, `--target=127.0.0.1:${DRIVER_PORT + 1}`], { stdio: ['ignore', 'ignore', 'pipe'] });
   let driverLog = '';

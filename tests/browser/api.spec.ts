@@ -179,7 +179,12 @@ test('transactions travel as bytes: every value reads back as put() stores it; b
       for (const [k, v] of Object.entries(values)) tx.put(`b/${k}`, v);
     });
     const same: Record<string, boolean> = {};
-    for (const k of Object.keys(values)) same[k] = JSON.stringify(show(await db.get(`a/${k}`))) === JSON.stringify(show(await db.get(`b/${k}`)));
+    const differ: Record<string, [string, string]> = {}; // what read back differently (the failure's message)
+    for (const k of Object.keys(values)) {
+      const [a, b] = [JSON.stringify(show(await db.get(`a/${k}`))), JSON.stringify(show(await db.get(`b/${k}`)))];
+      same[k] = a === b;
+      if (a !== b) differ[k] = [a, b];
+    }
     const sets = show(await db.get('b/sets'));
     const plain = await db.get('b/plain');
     // Bad values: the whole transaction fails with the path, and nothing of it is written.
@@ -204,9 +209,9 @@ test('transactions travel as bytes: every value reads back as put() stores it; b
     };
     const leaked = await db.get('c/first');
     await db.close();
-    return { same, sets, plain, errors, leaked };
+    return { same, differ, sets, plain, errors, leaked };
   }, uniqueName('txnbytes'));
-  expect(out.same).toEqual({ plain: true, sets: true, lookalike: true, unicode: true, skipped: true, wide: true, bare: true });
+  expect(out.same, `put() and a transaction read back differently: ${JSON.stringify(out.differ)}`).toEqual({ plain: true, sets: true, lookalike: true, unicode: true, skipped: true, wide: true, bare: true });
   expect(out.sets).toEqual({ s: { set: ['a', 'b'] }, lone: { set: ['x', 'y'] }, empty: { set: [] }, l: [{ s: { set: ['q'] } }] });
   expect(Object.is(out.plain.neg, 0)).toBe(true);
   expect(out.plain.big).toBe(2 ** 60);
@@ -471,4 +476,47 @@ test('the identity file holds the public key; an old file is rewritten; a damage
   expect(out.read).toEqual({ t: 1 });
   expect(out.badIsOther).toBe(true);
   expect(out.write).toBe('SignatureError');
+});
+
+test('P-384 in wasm holds in fresh workers right after a compile: every derived public key is a point of the curve, the same twice', async ({ page, browserName }) => {
+  // WebKitGTK 2.50.6's JavaScriptCore gets this wrong at times (open() failed with "public key is
+  // not a P-384 point"): about 1 key in 700 with its OMG wasm tier, rarer without it, which is how
+  // its specs run (docs/design.md §15.1a, JSC_ENV in support/webkit.ts). A browser fault ibexdb
+  // cannot fix: in WebKit this measures it only when asked (IBEXDB_WEBKIT_P384=1).
+  test.skip(browserName === 'webkit' && process.env.IBEXDB_WEBKIT_P384 !== '1', 'WebKitGTK computes P-384 in wasm wrong at times (docs/design.md §15.1a): IBEXDB_WEBKIT_P384=1 runs it');
+  // Each round compiles the module afresh (a fresh tier-up) and three workers derive at once, as
+  // open() does with the module the page compiled.
+  await gotoPlayground(page);
+  const out = await page.evaluate(async () => {
+    const bytes = await (await fetch('/pkg/ibexdb_bg.wasm')).arrayBuffer();
+    const src = `onmessage = async (ev) => { try {
+      const g = await import(ev.data.base + '/pkg/ibexdb.js');
+      await g.default({ module_or_path: ev.data.mod });
+      const hex = (h) => Uint8Array.from(h.match(/../g), (x) => parseInt(x, 16));
+      const bad = [];
+      for (let i = 0; i < 4; i++) {
+        const s = g.Engine.identityFromEntropy(crypto.getRandomValues(new Uint8Array(48)));
+        const pk = g.Engine.publicKeyOf(s);
+        try { g.Engine.uncompressedKey(hex(pk)); } catch (e) { bad.push(String(e.message)); }
+        if (g.Engine.publicKeyOf(s) !== pk) bad.push('derived differently the second time');
+      }
+      postMessage({ bad });
+    } catch (e) { postMessage({ bad: ['worker: ' + e] }); } };`;
+    const url = URL.createObjectURL(new Blob([src], { type: 'text/javascript' }));
+    const bad: string[] = [];
+    let rounds = 0;
+    for (const t0 = performance.now(); rounds < 150 && performance.now() - t0 < 25_000; rounds++) {
+      const mod = await WebAssembly.compile(bytes);
+      const answers = await Promise.all([0, 1, 2].map(() => new Promise<any>((resolve) => {
+        const w = new Worker(url, { type: 'module' });
+        w.onmessage = (e) => { resolve(e.data); w.terminate(); };
+        w.onerror = (e) => resolve({ bad: [`worker error: ${e.message}`] });
+        w.postMessage({ mod, base: location.origin });
+      })));
+      for (const a of answers) bad.push(...a.bad);
+    }
+    return { rounds, bad };
+  });
+  expect(out.bad).toEqual([]);
+  expect(out.rounds).toBeGreaterThanOrEqual(30);
 });
