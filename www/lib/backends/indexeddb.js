@@ -89,14 +89,7 @@ const completion = (tx, what) =>
 
 /** @param {string} name @returns {Promise<IDBDatabase>} */
 async function connect(name) {
-  let req;
-  try {
-    req = indexedDB.open(dbName(name), 1);
-  } catch (e) {
-    throw mapError(e, 'open');
-  }
-  req.onupgradeneeded = () => req.result.createObjectStore(STORE);
-  const db = await request(req, 'open');
+  const db = await openConnection(name);
   // Another context deleting the database (removeRepository) waits for this connection: let go.
   db.onversionchange = () => {
     db.close();
@@ -105,6 +98,34 @@ async function connect(name) {
   // The browser closed it (the site's data cleared, storage evicted): no `versionchange`.
   db.onclose = () => dropConnection(name, db);
   return db;
+}
+
+/**
+ * `indexedDB.open` of repository `name`. An open the browser aborts while it is clearing the
+ * site's data ("The connection was closed") is tried again a few times, 10–50 ms apart.
+ * @param {string} name
+ * @returns {Promise<IDBDatabase>}
+ */
+async function openConnection(name) {
+  for (let attempt = 0; ; attempt++) {
+    /** @type {IDBOpenDBRequest} */
+    let req;
+    try {
+      req = indexedDB.open(dbName(name), 1);
+    } catch (e) {
+      throw mapError(e, 'open');
+    }
+    req.onupgradeneeded = () => req.result.createObjectStore(STORE);
+    try {
+      return await new Promise((resolve, reject) => {
+        req.onsuccess = () => resolve(req.result);
+        req.onerror = () => reject(req.error);
+      });
+    } catch (e) {
+      if (/** @type {any} */ (e)?.name !== 'AbortError' || attempt >= 5) throw mapError(e, 'open');
+      await new Promise((r) => setTimeout(r, 10 * (attempt + 1)));
+    }
+  }
 }
 
 /**
