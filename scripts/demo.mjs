@@ -91,6 +91,9 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   demo.exited.then(async (code) => {
+    // Ctrl-C reaches the whole process group: ibexdb-server may end on it before this process's
+    // own SIGINT handler runs. Give that handler a moment before calling the exit unexpected.
+    await new Promise((r) => setTimeout(r, 300));
     if (demo.stopping) return;
     console.error(`ibexdb-server exited (${code})`);
     await demo.stop();
