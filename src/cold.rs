@@ -7,9 +7,16 @@
 //! Invariant: the ranges `[first, last]` of a collection's cold blocks are disjoint, ascending,
 //! and hold no key of the collection's loaded items; an item of the collection is either loaded
 //! or inside exactly one cold block's range.
+//!
+//! A loaded block stays listed as *clean* ([`CleanBlocks`]) until a change touches a key in its
+//! range: an appended snapshot lists a clean block where it is instead of writing its items
+//! again, so a snapshot's cost follows what changed, not what was read (docs/design.md §8,
+//! "When written").
 
 use crate::item::ItemId;
 use crate::value::Name;
+use std::collections::BTreeMap;
+use std::ops::Bound;
 
 /// Where one block of a collection's items is in the snapshot file, and what it holds.
 #[derive(Debug, Clone, PartialEq)]
@@ -125,6 +132,55 @@ impl ColdBlocks {
 impl PartialEq for ColdBlocks {
     fn eq(&self, other: &ColdBlocks) -> bool {
         self.left == other.left && self.iter().eq(other.iter())
+    }
+}
+
+/// A collection's loaded blocks whose items no change has touched since they were loaded or
+/// written: their bytes in the snapshot file still hold exactly those items. Keyed by first id;
+/// ranges disjoint, and disjoint from the cold blocks'.
+#[derive(Debug, Clone, Default)]
+pub struct CleanBlocks(BTreeMap<ItemId, ColdBlock>);
+
+impl CleanBlocks {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// A block was loaded: its items are in memory and in the file alike.
+    pub fn insert(&mut self, b: ColdBlock) {
+        self.0.insert(b.first.clone(), b);
+    }
+
+    /// A change is about to touch `id`: the block whose range covers it (if any) no longer
+    /// holds what is in memory (a new key inside a block's range counts as a change of it).
+    pub fn dirty(&mut self, id: &str) {
+        if self.0.is_empty() {
+            return;
+        }
+        let upto = (Bound::Unbounded, Bound::Included(id));
+        let hit = self
+            .0
+            .range::<str, (Bound<&str>, Bound<&str>)>(upto)
+            .next_back();
+        if let Some((first, _)) = hit.filter(|(_, b)| b.covers(id)) {
+            let first = first.clone();
+            self.0.remove(&first);
+        }
+    }
+
+    /// The clean blocks, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = &ColdBlock> {
+        self.0.values()
+    }
+
+    /// Bytes of the snapshot file they occupy.
+    pub fn bytes(&self) -> u64 {
+        self.0.values().map(|b| u64::from(b.len)).sum()
+    }
+
+    /// After a snapshot was written: exactly `blocks` hold loaded items unchanged.
+    pub fn replace(&mut self, blocks: impl IntoIterator<Item = ColdBlock>) {
+        self.0 = blocks.into_iter().map(|b| (b.first.clone(), b)).collect();
     }
 }
 

@@ -3,7 +3,7 @@
 //! by the merge rules (`merge.rs`).
 
 use crate::chunked::Slot;
-use crate::cold::{BlockAt, ColdBlock, ColdBlocks, ColdTables};
+use crate::cold::{BlockAt, CleanBlocks, ColdBlock, ColdBlocks, ColdTables};
 use crate::commit::{Commit, CommitId, Stamp};
 use crate::item::{Item, ItemId, StampRef};
 use crate::item_map::ItemMap;
@@ -47,13 +47,16 @@ pub struct Collection {
     /// Visible items, loaded or cold.
     live: usize,
     cold: ColdBlocks,
+    /// Loaded blocks no change has touched (an appended snapshot lists them where they are).
+    clean: CleanBlocks,
     /// Whether a commit changed the collection since the snapshot the state was opened from,
     /// or since the last snapshot written (`State::untouch`): while it has not, the
     /// snapshot's persisted indexes describe it (docs/design.md §8).
     touched: bool,
 }
 
-/// Equal when the items (and cold blocks) are: `touched` is bookkeeping of this replica.
+/// Equal when the items (and cold blocks) are: `touched` and the clean blocks are bookkeeping
+/// of this replica.
 impl PartialEq for Collection {
     fn eq(&self, other: &Collection) -> bool {
         self.items == other.items && self.live == other.live && self.cold == other.cold
@@ -99,6 +102,7 @@ impl Collection {
             items: ItemMap::new(),
             live: blocks.iter().map(|b| b.live as usize).sum(),
             cold: ColdBlocks::new(blocks),
+            clean: CleanBlocks::default(),
             touched: false,
         }
     }
@@ -128,14 +132,24 @@ impl Collection {
         self.cold.of(id)
     }
 
-    /// Block `at` is loaded (its items are added next): it leaves the cold blocks.
+    /// Block `at` is loaded (its items are added next): it leaves the cold blocks for the
+    /// clean ones.
     pub(crate) fn take_cold(&mut self, at: BlockAt) {
+        self.clean.insert(self.cold.get(at).clone());
         self.cold.take(at);
     }
 
     /// Every cold block is loaded (their items are added next).
     pub(crate) fn take_all_cold(&mut self) {
+        for b in self.cold.iter() {
+            self.clean.insert(b.clone());
+        }
         self.cold.take_all();
+    }
+
+    /// The loaded blocks no change has touched.
+    pub fn clean(&self) -> &CleanBlocks {
+        &self.clean
     }
 
     /// Add the items of blocks taken out of the index (ids ascending, none loaded yet; their
@@ -196,13 +210,48 @@ impl State {
 
     /// Whether any item is still cold.
     pub fn has_cold(&self) -> bool {
-        self.cold.is_some()
+        self.collections.values().any(|c| !c.cold.is_empty())
     }
 
-    /// Bytes of the snapshot file the cold blocks occupy.
-    pub(crate) fn cold_bytes(&self) -> u64 {
-        let blocks = self.collections.values().flat_map(|c| c.cold.iter());
-        blocks.map(|b| u64::from(b.len)).sum()
+    /// Bytes of the snapshot file the cold and the clean blocks occupy: what an appended
+    /// snapshot keeps where it is.
+    pub(crate) fn kept_block_bytes(&self) -> u64 {
+        let cold = self.collections.values().flat_map(|c| c.cold.iter());
+        let cold: u64 = cold.map(|b| u64::from(b.len)).sum();
+        cold + self
+            .collections
+            .values()
+            .map(|c| c.clean.bytes())
+            .sum::<u64>()
+    }
+
+    /// A snapshot was written whose directory lists, per collection, `written` (every block
+    /// that is not cold: their items are loaded and unchanged), and whose items refer to
+    /// `tables`. Without a snapshot file left (`written` empty everywhere and nothing cold),
+    /// the tables are dropped.
+    pub(crate) fn snapshot_written(
+        &mut self,
+        written: BTreeMap<String, Vec<ColdBlock>>,
+        tables: ColdTables,
+    ) {
+        for (name, c) in &mut self.collections {
+            c.clean
+                .replace(written.get(name).into_iter().flatten().cloned());
+        }
+        let kept = self
+            .collections
+            .values()
+            .any(|c| !c.cold.is_empty() || !c.clean.is_empty());
+        self.cold = kept.then(|| Box::new(tables));
+    }
+
+    /// The snapshot file no longer holds the loaded items (it was emptied, or its write
+    /// failed): no block is clean.
+    pub(crate) fn forget_clean(&mut self) {
+        for c in self.collections.values_mut() {
+            c.clean = CleanBlocks::default();
+        }
+        self.drop_cold_tables_if_done();
     }
 
     /// Forget the cold tables once the last cold block is loaded.
@@ -214,7 +263,8 @@ impl State {
     }
 
     pub(crate) fn drop_cold_tables_if_done(&mut self) {
-        if self.collections.values().all(|c| c.cold.is_empty()) {
+        let done = |c: &Collection| c.cold.is_empty() && c.clean.is_empty();
+        if self.collections.values().all(done) {
             self.cold = None;
         }
     }
@@ -318,6 +368,7 @@ impl State {
         let watch = sink.watches(collection);
         debug_assert!(coll.cold_block_of(&id).is_none(), "a write to a cold key");
         coll.touched = true;
+        coll.clean.dirty(&id);
         let item = match coll.items.search(&id) {
             Ok(p) => coll.items.at_mut(p),
             Err(p) => {

@@ -353,6 +353,7 @@ impl<S: Storage> Repo<S> {
         let s = self.snap.as_mut().unwrap();
         s.truncate(0)?;
         s.flush()?;
+        self.graph.state.forget_clean();
         self.snapshot_log_len = 0;
         self.snapshot_len = 0;
         self.snap_indexes.clear();
@@ -375,22 +376,24 @@ impl<S: Storage> Repo<S> {
     }
 
     /// Flush, then write a snapshot of the whole state (if a snapshot file was given). While
-    /// cold blocks are at least half of the file, the snapshot is appended to it: the loaded
-    /// items as new blocks and a new meta section (the cold ones stay where they are, so the
-    /// cost follows what was loaded, not the repository's size). Otherwise every item is
-    /// loaded and the file rewritten.
+    /// the blocks it can keep (cold ones, and loaded ones no change touched since) are at
+    /// least half of the file, the snapshot is appended to it: the changed items as new blocks
+    /// and a new meta section (the kept blocks stay where they are, so the cost follows what
+    /// changed, not the repository's size). Otherwise every item is loaded and the file
+    /// rewritten.
     pub fn write_snapshot(&mut self) -> Result<bool> {
         if self.snap.is_none() {
             return Ok(false);
         }
         self.flush()?;
-        let cold = self.graph.state.cold_bytes() + self.kept_index_bytes();
+        let cold = self.graph.state.kept_block_bytes() + self.kept_index_bytes();
         let append = (cold > 0 && self.snapshot_len > 0 && 2 * cold >= self.snapshot_len)
             .then_some(self.snapshot_len);
         if append.is_none() {
             self.warm_all()?;
-            // The file is rewritten: no index may keep blocks in it.
+            // The file is rewritten: no index and no loaded block may stay listed in it.
             self.materialize_all_indexes();
+            self.graph.state.forget_clean();
         } else {
             self.materialize_touched_indexes();
         }
@@ -404,26 +407,34 @@ impl<S: Storage> Repo<S> {
         let persist = indexes::to_persist(&self.query, &self.graph.state, kept, append.is_some());
         let s = self.snap.as_mut().unwrap();
         let log = (log_len, self.log.storage());
-        let (end, indexes) = match snapshot::write_for(&self.graph, log, s, append, &persist) {
-            Ok(done) => done,
-            Err(e) => {
-                // A snapshot that did not fit takes no room: cut the file back to what it held
-                // before, the previous snapshot when appending (its blocks still hold the cold
-                // items), nothing when rewriting (every item was loaded). Best effort: the
-                // error reported is the write's.
-                let keep = append.unwrap_or(0);
-                if is_quota(&e)
-                    && s.truncate(keep).and_then(|()| s.flush()).is_ok()
-                    && append.is_none()
-                {
-                    self.snap_indexes.clear();
+        let (end, indexes, blocks) =
+            match snapshot::write_for(&self.graph, log, s, append, &persist) {
+                Ok(done) => done,
+                Err(e) => {
+                    // A snapshot that did not fit takes no room: cut the file back to what it held
+                    // before, the previous snapshot when appending (its blocks still hold the cold
+                    // items), nothing when rewriting (every item was loaded). Best effort: the
+                    // error reported is the write's.
+                    let keep = append.unwrap_or(0);
+                    if is_quota(&e)
+                        && s.truncate(keep).and_then(|()| s.flush()).is_ok()
+                        && append.is_none()
+                    {
+                        self.snap_indexes.clear();
+                    }
+                    if append.is_none() {
+                        // The file no longer holds the blocks loaded from it.
+                        self.graph.state.forget_clean();
+                    }
+                    return Err(e);
                 }
-                return Err(e);
-            }
-        };
+            };
         self.snapshot_len = end;
         self.snapshot_log_len = log_len;
         self.snap_indexes = indexes;
+        self.graph
+            .state
+            .snapshot_written(blocks.blocks, blocks.tables);
         self.graph.state.untouch();
         Ok(true)
     }

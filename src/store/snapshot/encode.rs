@@ -6,11 +6,12 @@ use super::{commit_stamps, F_SEALED, F_TRUSTED, F_VOID, I_DELETE, I_META, M_SET,
 use super::{SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
 use crate::access::{Acl, Register, Role};
 use crate::codec::Writer;
-use crate::cold::{ColdBlock, ColdIndex};
+use crate::cold::{ColdBlock, ColdIndex, ColdTables};
 use crate::commit::{CommitId, PublicKey, Stamp};
 use crate::error::Result;
 use crate::graph::Graph;
 use crate::item::{FieldMeta, Item, ItemId, StampRef};
+use crate::state::Collection;
 use crate::value::{Map, Name};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -22,22 +23,41 @@ pub(super) const ITEM_BLOCK_BYTES: usize = 4 << 10;
 pub(super) const ITEM_BLOCK_ITEMS: u32 = 32;
 pub(super) const ITEM_BLOCK_MAX: usize = 32 << 10;
 
+/// What a written snapshot's directory lists besides the cold blocks (every other block holds
+/// loaded items, unchanged since: the state's clean blocks), and the tables its items refer to.
+pub struct Written {
+    pub blocks: BTreeMap<String, Vec<ColdBlock>>,
+    pub tables: ColdTables,
+}
+
 /// Encode `graph` as the snapshot of the first `log_len` log bytes, whose last frame is at
 /// `anchor` = (offset, crc) (None when the log holds no frame), handing the bytes to `out` in
 /// order, a chunk at a time: the file is never in memory whole.
 ///
 /// Without `append`, every item must be loaded and the whole file is written. With `append`
-/// = the length of the snapshot file the graph's cold blocks are in, only what follows it is
-/// written: the loaded items as new blocks, then a new meta section whose directory lists the
-/// cold blocks where they are (docs/design.md §8, "When written").
+/// = the length of the snapshot file the graph's cold and clean blocks are in, only what
+/// follows it is written: the loaded items outside clean blocks as new blocks, then a new meta
+/// section whose directory lists the cold and clean blocks where they are (docs/design.md §8,
+/// "When written").
 pub(super) fn encode(
     graph: &Graph,
     (log_len, anchor): (u64, Option<(u64, u32)>),
     append: Option<u64>,
     persist: &[Persist<'_>],
     out: &mut dyn FnMut(&[u8]) -> Result<()>,
-) -> Result<Vec<(String, ColdIndex)>> {
-    debug_assert!(append.is_some() || !graph.state.has_cold());
+) -> Result<(Vec<(String, ColdIndex)>, Written)> {
+    let rewrite = append.is_none();
+    let clean = || {
+        graph
+            .state
+            .collections
+            .values()
+            .any(|c| !c.clean().is_empty())
+    };
+    debug_assert!(
+        !rewrite || (!graph.state.has_cold() && !clean()),
+        "a rewrite keeps no block"
+    );
     let mut f = Out::new(append.unwrap_or(0), CHUNK_BYTES + BLOCK_BYTES, out);
     if append.is_none() {
         f.w.bytes(SNAPSHOT_MAGIC);
@@ -59,7 +79,18 @@ pub(super) fn encode(
     f.w.u64(meta_offset);
     f.w.u32(crc);
     f.flush()?;
-    Ok(written)
+    let tables = ColdTables {
+        names: table.iter().map(|n| Name::from(*n)).collect(),
+        commits: graph.commits.len(),
+    };
+    let blocks = dir
+        .iter()
+        .map(|(c, bs)| {
+            let kept = bs.iter().filter(|b| !b.cold).map(BlockEntry::to_block);
+            ((*c).to_owned(), kept.collect())
+        })
+        .collect();
+    Ok((written, Written { blocks, tables }))
 }
 
 /// One directory entry: where a block is and what it holds (docs/design.md §8).
@@ -71,11 +102,14 @@ struct BlockEntry<'g> {
     count: u32,
     live: u32,
     crc: u32,
+    /// A cold block (its items are not loaded).
+    cold: bool,
 }
 
 impl<'g> BlockEntry<'g> {
-    /// A cold block, listed where it is.
-    fn cold(b: &'g ColdBlock) -> BlockEntry<'g> {
+    /// A block already in the file, listed where it is: a cold one, or a clean one (loaded,
+    /// unchanged).
+    fn kept(b: &'g ColdBlock, cold: bool) -> BlockEntry<'g> {
         BlockEntry {
             first: b.first.as_str(),
             last: b.last.as_str(),
@@ -84,6 +118,19 @@ impl<'g> BlockEntry<'g> {
             count: b.count,
             live: b.live,
             crc: b.crc,
+            cold,
+        }
+    }
+
+    fn to_block(&self) -> ColdBlock {
+        ColdBlock {
+            first: ItemId::from(self.first),
+            last: ItemId::from(self.last),
+            offset: self.offset,
+            len: self.len as u32,
+            count: self.count,
+            live: self.live,
+            crc: self.crc,
         }
     }
 }
@@ -91,8 +138,9 @@ impl<'g> BlockEntry<'g> {
 /// Each collection's name and blocks.
 type Directory<'g> = Vec<(&'g str, Vec<BlockEntry<'g>>)>;
 
-/// Write every collection's loaded items as blocks, between its cold blocks (which stay where
-/// they are); returns the directory.
+/// Write every collection's loaded items as blocks, between the blocks kept where they are:
+/// the cold ones, and the clean ones, whose items (loaded, unchanged) are skipped; returns the
+/// directory.
 fn collections<'g>(
     f: &mut Out<'_>,
     graph: &'g Graph,
@@ -104,18 +152,34 @@ fn collections<'g>(
     for (cname, c) in &graph.state.collections {
         let mut blocks = Vec::new();
         let mut items = c.items.iter().peekable();
-        for cold in c.cold().iter().map(Some).chain([None]) {
-            // The loaded items before this cold block (all that remain after the last one).
-            let before = |id: &ItemId| cold.is_none_or(|b| *id < b.first);
+        for kept in kept_blocks(c).map(Some).chain([None]) {
+            // The loaded items before this kept block (all that remain after the last one).
+            let before = |id: &ItemId| kept.is_none_or(|(b, _)| *id < b.first);
             while items.peek().is_some_and(|(id, _)| before(id)) {
                 let b = new_block(f, &mut block, &mut items, before, stamps, names)?;
                 blocks.push(b);
             }
-            blocks.extend(cold.map(BlockEntry::cold));
+            if let Some((b, cold)) = kept {
+                // A clean block's items are loaded: they are in the block already.
+                while items.next_if(|(id, _)| !cold && **id <= b.last).is_some() {}
+                blocks.push(BlockEntry::kept(b, cold));
+            }
         }
         dir.push((cname.as_str(), blocks));
     }
     Ok(dir)
+}
+
+/// A collection's cold and clean blocks merged in id order, each with whether it is cold.
+fn kept_blocks(c: &Collection) -> impl Iterator<Item = (&ColdBlock, bool)> {
+    let mut cold = c.cold().iter().peekable();
+    let mut clean = c.clean().iter().peekable();
+    std::iter::from_fn(move || match (cold.peek(), clean.peek()) {
+        (Some(a), Some(b)) if a.first < b.first => cold.next().map(|x| (x, true)),
+        (Some(_), Some(_)) | (None, Some(_)) => clean.next().map(|x| (x, false)),
+        (Some(_), None) => cold.next().map(|x| (x, true)),
+        (None, None) => None,
+    })
 }
 
 /// Encode the next block from `items` (those `before` allows, up to the block size) into
@@ -153,6 +217,7 @@ fn new_block<'g, I: Iterator<Item = (&'g ItemId, &'g Item)>>(
         count,
         live,
         crc: crate::hashing::crc32(&block.buf),
+        cold: false,
     };
     f.block(&block.buf)?;
     Ok(entry)

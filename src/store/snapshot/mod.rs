@@ -21,6 +21,7 @@ mod scan;
 use blocks::decode_cold;
 pub use blocks::{load_all, load_changes, load_collection, load_key};
 pub use decode::read;
+pub use encode::Written;
 pub use indexes::{
     decode_entry as decode_index_entry, load as load_index, load_block as load_index_block,
     ColdIndexes, IndexEntries, IndexSink, Persist,
@@ -77,13 +78,13 @@ pub fn write_for<S: Storage, D: Storage>(
     dst: &mut D,
     append: Option<u64>,
     persist: &[Persist<'_>],
-) -> Result<(u64, ColdIndexes)> {
+) -> Result<(u64, ColdIndexes, Written)> {
     let at = (log_len, anchor_of(graph, log)?);
     if append.is_none() {
         dst.truncate(0)?;
     }
     let mut end = append.unwrap_or(0);
-    let written = encode::encode(graph, at, append, persist, &mut |b| {
+    let (written, blocks) = encode::encode(graph, at, append, persist, &mut |b| {
         dst.write_at(end, b)?;
         end += b.len() as u64;
         Ok(())
@@ -97,7 +98,7 @@ pub fn write_for<S: Storage, D: Storage>(
     for (c, ix) in written {
         indexes.entry(c).or_default().push(ix);
     }
-    Ok((end, indexes))
+    Ok((end, indexes, blocks))
 }
 
 /// Whether the snapshot in `src` (whose meta section is `d`) holds exactly `graph` (every
