@@ -56,6 +56,17 @@ fn sink_push(b: &Arc<[u8]>) -> Option<usize> {
 
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
+/// Each byte's value as a base64 digit, 0xff for a byte that is not one.
+const B64_VALUE: [u8; 256] = {
+    let mut t = [0xff; 256];
+    let mut i = 0;
+    while i < 64 {
+        t[B64[i] as usize] = i as u8;
+        i += 1;
+    }
+    t
+};
+
 /// Standard base64 with padding.
 pub(crate) fn base64(b: &[u8]) -> String {
     let mut out = String::with_capacity(b.len().div_ceil(3) * 4);
@@ -80,7 +91,10 @@ pub(crate) fn unbase64(s: &str) -> Option<Vec<u8>> {
     if s.len() % 4 != 0 {
         return None;
     }
-    let val = |c: u8| B64.iter().position(|&x| x == c).map(|p| p as u32);
+    let val = |c: u8| match B64_VALUE[c as usize] {
+        0xff => None,
+        v => Some(u32::from(v)),
+    };
     let mut out = Vec::with_capacity(s.len() / 4 * 3);
     for (i, q) in s.chunks(4).enumerate() {
         let last = i == s.len() / 4 - 1;

@@ -12,7 +12,7 @@
 
 import { argBoolean, argCollection, argFunction, argKey, argKeys, argObject, argPublicKey, argQuery, argString, argWhere, describe, isPlainObject } from './args.js';
 import { decode, decodeMany, decodeRows, encode, encodeObject } from './codec.js';
-import { TxnBuilder } from './txn.js';
+import { TxnBuilder, txnBytes } from './txn.js';
 import { ClosedError, IbexError, InvalidValueError, StorageUnavailableError, fromWire } from './errors.js';
 import { LiveQuery, applyChange, publicChange } from './live-query.js';
 import { Collection } from './collection.js';
@@ -726,18 +726,6 @@ export class Database {
     }
     return then(t);
   }
-}
-
-/**
- * The bytes of a one-op transaction (a put or an update holding bytes values).
- * @param {(tx: TxnBuilder) => void} fn
- * @returns {Uint8Array<ArrayBuffer>}
- */
-function txnBytes(fn) {
-  const tx = new TxnBuilder();
-  fn(tx);
-  // The builder is dropped here: its own buffer can be transferred (no copy of large bytes).
-  return tx.view();
 }
 
 /**

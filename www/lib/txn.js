@@ -364,6 +364,18 @@ export class TxnBuilder {
   }
 }
 
+/**
+ * The bytes of a one-op transaction (a put or an update holding bytes values, ibexdb.js). The
+ * builder is dropped: its own buffer is returned, to be transferred (no copy of large bytes).
+ * @param {(tx: TxnBuilder) => void} fn
+ * @returns {Uint8Array<ArrayBuffer>}
+ */
+export function txnBytes(fn) {
+  const tx = new TxnBuilder();
+  fn(tx);
+  return tx.view();
+}
+
 /** The body of an op that has none (a delete). */
 function noBody() {}
 
