@@ -45,7 +45,7 @@ pub enum Pred {
     Eq(Value),
     /// Not `Eq` (also true when the field is missing).
     Ne(Value),
-    /// Same type as the operand (number, string or boolean) and less.
+    /// Same type as the operand (number, string, boolean or bytes) and less.
     Lt(Value),
     Lte(Value),
     Gt(Value),
@@ -110,8 +110,9 @@ impl Pred {
             "eq" => Pred::Eq(value(operand)?),
             "ne" => Pred::Ne(value(operand)?),
             "lt" | "lte" | "gt" | "gte" => {
-                if !matches!(operand, J::Number(_) | J::String(_) | J::Bool(_)) {
-                    return Err(want("a number, string or boolean"));
+                let bytes = matches!(operand, J::Object(o) if o.len() == 1 && o.contains_key("$bytes"));
+                if !bytes && !matches!(operand, J::Number(_) | J::String(_) | J::Bool(_)) {
+                    return Err(want("a number, string, boolean or bytes"));
                 }
                 let v = value(operand)?;
                 match op {
