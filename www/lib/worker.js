@@ -93,7 +93,7 @@ const rt = {
     return p;
   },
   // Bytes in results and live changes are transferred to the page, not copied (codec.js).
-  post: (msg) => self.postMessage(msg, transferables(msg)),
+  post: (msg) => self.postMessage(msg, { transfer: transferables(msg) }),
   broadcast: (msg) => ownership.broadcast(msg),
   isOwner: () => ownership.role === 'owner',
   syncUrl: null,
