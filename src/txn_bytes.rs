@@ -88,7 +88,9 @@ mod tests {
     use crate::codec::Writer;
     use crate::error::Error;
     use crate::txn::{FieldWrite, Write};
-    use crate::value::{MAX_DEPTH, MAX_ITEM_BYTES, T_BYTES, T_MAP, T_NULL, T_NUMBER, T_SET, T_STRING};
+    use crate::value::{
+        MAX_DEPTH, MAX_ITEM_BYTES, T_BYTES, T_MAP, T_NULL, T_NUMBER, T_SET, T_STRING,
+    };
 
     fn lp(w: &mut Writer, s: &str) {
         w.lp(s.as_bytes());

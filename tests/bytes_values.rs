@@ -35,7 +35,12 @@ fn payloads() -> Vec<(&'static str, Vec<u8>)> {
 
 fn ids(r: &mut Repo<MemStorage>, q: serde_json::Value) -> Vec<String> {
     let q = Query::from_json(&q).unwrap();
-    r.query(&q).unwrap().rows.into_iter().map(|(id, _)| id).collect()
+    r.query(&q)
+        .unwrap()
+        .rows
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect()
 }
 
 #[test]
@@ -43,8 +48,12 @@ fn bytes_survive_the_log_and_the_snapshot() {
     for snapshot in [false, true] {
         let mut r = open(1);
         for (name, data) in payloads() {
-            put(&mut r, &format!("files/{name}"), map! {"data" => Value::from(data), "n" => name}.as_map())
-                .unwrap();
+            put(
+                &mut r,
+                &format!("files/{name}"),
+                map! {"data" => Value::from(data), "n" => name}.as_map(),
+            )
+            .unwrap();
         }
         let mut t = Txn::new();
         t.update("files/one", map! {"data" => bytes(&[1, 2])}.as_map())
@@ -77,7 +86,11 @@ fn bytes_survive_the_log_and_the_snapshot() {
 fn the_item_limit_counts_bytes() {
     let mut r = open(1);
     let over = vec![0u8; MAX_ITEM_BYTES];
-    match put(&mut r, "files/big", map! {"d" => Value::from(over)}.as_map()) {
+    match put(
+        &mut r,
+        "files/big",
+        map! {"d" => Value::from(over)}.as_map(),
+    ) {
         Err(Error::TooLarge { size, limit, .. }) => {
             assert_eq!(limit, MAX_ITEM_BYTES as u64);
             assert!(size > limit);
@@ -87,11 +100,19 @@ fn the_item_limit_counts_bytes() {
     assert_eq!(r.get("files/big").unwrap(), None);
     // Just under: the item's encoding (map header, field name, tag, 4-byte length) fits.
     let fits = vec![7u8; MAX_ITEM_BYTES - 16];
-    put(&mut r, "files/big", map! {"d" => Value::from(fits)}.as_map()).unwrap();
+    put(
+        &mut r,
+        "files/big",
+        map! {"d" => Value::from(fits)}.as_map(),
+    )
+    .unwrap();
     // Set elements are strings: bytes in a set's JSON form are refused, typed.
     let j = serde_json::json!({"s": {"$set": [{"$bytes": "AA=="}]}});
     let err = serde_json::from_str::<Value>(&j.to_string()).unwrap_err();
-    assert!(err.to_string().contains("set elements must be strings"), "{err}");
+    assert!(
+        err.to_string().contains("set elements must be strings"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -109,10 +130,7 @@ fn schemas_type_bytes_fields() {
         other => panic!("{other:?}"),
     }
     put(&mut r, "files/a", map! {"data" => bytes(&[])}.as_map()).unwrap();
-    assert_eq!(
-        r.get("files/a").unwrap().unwrap()["thumb"],
-        bytes(&[0, 1])
-    );
+    assert_eq!(r.get("files/a").unwrap().unwrap()["thumb"], bytes(&[0, 1]));
 }
 
 #[test]
@@ -145,14 +163,39 @@ fn queries_compare_bytes_bytewise_with_and_without_an_index() {
         };
         assert_eq!(s(&mut r, b(&[1])), ["a"], "indexed: {indexed}");
         assert_eq!(s(&mut r, serde_json::json!({"eq": b(&[])})), ["e"]);
-        assert_eq!(s(&mut r, serde_json::json!({"in": [b(&[0]), b(&[0xff]), "\u{1}"]})), ["ff", "s", "z"]);
+        assert_eq!(
+            s(
+                &mut r,
+                serde_json::json!({"in": [b(&[0]), b(&[0xff]), "\u{1}"]})
+            ),
+            ["ff", "s", "z"]
+        );
         // Ranges select bytes only: not the string, number or list around them.
-        assert_eq!(s(&mut r, serde_json::json!({"lt": b(&[1])})), ["e", "z", "za"]);
-        assert_eq!(s(&mut r, serde_json::json!({"gt": b(&[0]), "lte": b(&[0xff])})), ["a", "ff", "za"]);
-        assert_eq!(s(&mut r, serde_json::json!({"gte": b(&[])})), ["a", "e", "ff", "z", "za"]);
+        assert_eq!(
+            s(&mut r, serde_json::json!({"lt": b(&[1])})),
+            ["e", "z", "za"]
+        );
+        assert_eq!(
+            s(
+                &mut r,
+                serde_json::json!({"gt": b(&[0]), "lte": b(&[0xff])})
+            ),
+            ["a", "ff", "za"]
+        );
+        assert_eq!(
+            s(&mut r, serde_json::json!({"gte": b(&[])})),
+            ["a", "e", "ff", "z", "za"]
+        );
         // Sorted: numbers < strings < bytes (byte-wise, a prefix first) < lists.
-        let sorted = ids(&mut r, serde_json::json!({"collection": "f", "sort": ["d"]}));
-        assert_eq!(sorted, ["n", "s", "e", "z", "za", "a", "ff", "l"], "indexed: {indexed}");
+        let sorted = ids(
+            &mut r,
+            serde_json::json!({"collection": "f", "sort": ["d"]}),
+        );
+        assert_eq!(
+            sorted,
+            ["n", "s", "e", "z", "za", "a", "ff", "l"],
+            "indexed: {indexed}"
+        );
         // verify() rebuilds the indexes and compares: the bytes entries agree.
         r.verify().unwrap();
     }
@@ -168,7 +211,8 @@ fn replicas_merge_bytes_like_a_register() {
     // Concurrent assigns of the same field: one wins, the same on both.
     for (r, v) in [(&mut a, 2u8), (&mut b, 3u8)] {
         let mut t = Txn::new();
-        t.update("f/x", map! {"d" => bytes(&[v; 3])}.as_map()).unwrap();
+        t.update("f/x", map! {"d" => bytes(&[v; 3])}.as_map())
+            .unwrap();
         r.commit(t).unwrap();
     }
     let (ca, sa) = a.export().unwrap();

@@ -9,8 +9,15 @@ use ibexdb::{Map, Txn, Value};
 
 /// The values the test writes: 0 B, 1 B, bytes that are not UTF-8, and 5 MB.
 fn payloads() -> Vec<(&'static str, Vec<u8>)> {
-    let big: Vec<u8> = (0..5_000_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
-    vec![("empty", vec![]), ("one", vec![0xff]), ("odd", vec![0xc3, 0x28, 0, 0x80]), ("big", big)]
+    let big: Vec<u8> = (0..5_000_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    vec![
+        ("empty", vec![]),
+        ("one", vec![0xff]),
+        ("odd", vec![0xc3, 0x28, 0, 0x80]),
+        ("big", big),
+    ]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -28,8 +35,11 @@ async fn bytes_values_sync_through_the_server_and_survive_a_restart() {
     }
     // b writes bytes of its own meanwhile.
     let mut t = Txn::new();
-    t.put("files/from-b", Map::from([("data", Value::from(vec![7u8; 3]))]))
-        .unwrap();
+    t.put(
+        "files/from-b",
+        Map::from([("data", Value::from(vec![7u8; 3]))]),
+    )
+    .unwrap();
     b.repo.commit(t).unwrap();
     let total = 1 + payloads().len() + 1;
     a.connect(&server.url).await;

@@ -110,7 +110,8 @@ impl Pred {
             "eq" => Pred::Eq(value(operand)?),
             "ne" => Pred::Ne(value(operand)?),
             "lt" | "lte" | "gt" | "gte" => {
-                let bytes = matches!(operand, J::Object(o) if o.len() == 1 && o.contains_key("$bytes"));
+                let bytes =
+                    matches!(operand, J::Object(o) if o.len() == 1 && o.contains_key("$bytes"));
                 if !bytes && !matches!(operand, J::Number(_) | J::String(_) | J::Bool(_)) {
                     return Err(want("a number, string, boolean or bytes"));
                 }

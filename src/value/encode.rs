@@ -481,8 +481,11 @@ mod tests {
                 any::<bool>().prop_map(Value::Bool),
                 (-3i64..4).prop_map(|n| Value::from(n as f64 / 2.0)),
                 "[ab\\x00é]{0,3}".prop_map(Value::from),
-                proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(0x7f), Just(0xff)], 0..4)
-                    .prop_map(Value::from),
+                proptest::collection::vec(
+                    prop_oneof![Just(0u8), Just(1), Just(0x7f), Just(0xff)],
+                    0..4
+                )
+                .prop_map(Value::from),
                 proptest::collection::vec("[ab]{0,2}", 0..3).prop_map(Value::set),
             ]
         }

@@ -272,7 +272,9 @@ fn bytes_of<E: de::Error>(v: &Value) -> Result<Value, E> {
     match v {
         Value::String(s) => match unbase64(s) {
             Some(b) => Ok(Value::Bytes(b.into())),
-            None => Err(E::custom(format!("$bytes: {BYTES_FORM} (not valid base64)"))),
+            None => Err(E::custom(format!(
+                "$bytes: {BYTES_FORM} (not valid base64)"
+            ))),
         },
         _ => Err(E::custom(format!("$bytes: {BYTES_FORM}"))),
     }
@@ -408,8 +410,16 @@ mod tests {
         );
         assert_eq!(sink.len(), 3);
         assert_eq!(&sink[1][..], &[0, 1, 255]);
-        assert_eq!(serde_json::to_string(&v).unwrap().matches("$bytes").count(), 3);
-        for bad in [r#"{"$bytes":1}"#, r#"{"$bytes":"AAH"}"#, r#"{"$bytes":"YR=="}"#, r#"{"$bytes":"Y==="}"#] {
+        assert_eq!(
+            serde_json::to_string(&v).unwrap().matches("$bytes").count(),
+            3
+        );
+        for bad in [
+            r#"{"$bytes":1}"#,
+            r#"{"$bytes":"AAH"}"#,
+            r#"{"$bytes":"YR=="}"#,
+            r#"{"$bytes":"Y==="}"#,
+        ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
         match from_tree(&serde_json::json!({"$bytes": [1]})) {

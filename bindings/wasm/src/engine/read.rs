@@ -101,7 +101,11 @@ impl Engine {
         if out.is_empty() {
             return None;
         }
-        Some(out.iter().map(|b| js_sys::Uint8Array::from(&b[..])).collect())
+        Some(
+            out.iter()
+                .map(|b| js_sys::Uint8Array::from(&b[..]))
+                .collect(),
+        )
     }
 
     /// JSON array of items (null where missing) for a JSON array of keys.
@@ -164,7 +168,7 @@ impl Engine {
         let r = self.repo_mut()?;
         let q = AggregateQuery::from_json(&parse_json(q).js()?).js()?;
         // The result is built as a JSON tree: bytes (a min or max) go to the sink then.
-        Ok(crate::json::collecting(|| r.aggregate(&q).map(|v| v.to_string())).js()?)
+        crate::json::collecting(|| r.aggregate(&q).map(|v| v.to_string())).js()
     }
 
     /// The commits that changed `key`, oldest first (JSON).
