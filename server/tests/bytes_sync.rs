@@ -6,6 +6,7 @@
 mod common;
 use common::*;
 use ibexdb::{Map, Txn, Value};
+use std::time::{Duration, Instant};
 
 /// The values the test writes: 0 B, 1 B, bytes that are not UTF-8, and 5 MB.
 fn payloads() -> Vec<(&'static str, Vec<u8>)> {
@@ -43,9 +44,17 @@ async fn bytes_values_sync_through_the_server_and_survive_a_restart() {
     b.repo.commit(t).unwrap();
     let total = 1 + payloads().len() + 1;
     a.connect(&server.url).await;
-    a.push().await;
     b.connect(&server.url).await;
-    b.push().await;
+    // Both answer their challenge and push; each waits for the other's commits.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while a.repo.commit_count() < total || b.repo.commit_count() < total {
+        assert!(
+            Instant::now() < deadline,
+            "a and b did not exchange their commits"
+        );
+        a.step(Duration::from_millis(20)).await;
+        b.step(Duration::from_millis(20)).await;
+    }
     a.settle(total).await;
     b.settle(total).await;
     assert_eq!(a.repo.state_hash().unwrap(), b.repo.state_hash().unwrap());
