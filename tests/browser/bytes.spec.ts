@@ -105,6 +105,36 @@ test('bytes of 0 B, 1 B and 5 MB round-trip through put, get, query, live, histo
   });
 });
 
+test('bytes between two tabs: a client tab writes and reads them through the owner, its live query gets the owner tab\'s', async ({ context, page, watched }) => {
+  void watched;
+  const name = uniqueName('bytes-tabs');
+  await gotoPlayground(page);
+  const pageB = await context.newPage();
+  await gotoPlayground(pageB);
+  const roleA = await page.evaluate(async (name) => {
+    const w = window as any;
+    w.db = await w.ibexdb.open(name);
+    await w.db.put('f/a', { d: new Uint8Array([1, 2, 3]) });
+    return w.db.role;
+  }, name);
+  const b = await pageB.evaluate(async (name) => {
+    const w = window as any;
+    w.db = await w.ibexdb.open(name);
+    w.lq = await w.db.live({ collection: 'f', sort: ['d'] });
+    const big = new Uint8Array(1 << 20).map((_, i) => i & 0xff);
+    await w.db.put('f/b', { d: big });
+    const got = await w.db.get('f/b');
+    const a = await w.db.get('f/a');
+    return { role: w.db.role, big: got.d instanceof Uint8Array && got.d.length === big.length && got.d.every((x: number, i: number) => x === big[i]), a: [...a.d] };
+  }, name);
+  expect([roleA, b.role]).toEqual(['owner', 'client']);
+  expect(b.big).toBe(true);
+  expect(b.a).toEqual([1, 2, 3]);
+  await page.evaluate(() => (window as any).db.put('f/c', { d: new Uint8Array([0]) }));
+  await expect.poll(() => pageB.evaluate(() => (window as any).lq.results.map((r: any) => `${r.id}:${r.value.d instanceof Uint8Array ? r.value.d.length : 'not bytes'}`))).toEqual(['c:1', 'b:1048576', 'a:3']);
+  expect(await page.evaluate(async () => ((await (window as any).db.get('f/b')).d as Uint8Array).length)).toBe(1 << 20);
+});
+
 test('bad bytes are typed errors and store nothing: detached, shared, other views, oversized, in a set, the reserved $bytes form', async ({ page, watched }) => {
   void watched;
   const name = uniqueName('bytes-bad');
@@ -120,7 +150,10 @@ test('bad bytes are typed errors and store nothing: detached, shared, other view
     const r: Record<string, unknown> = {};
     r.detached = await err(db.put('bad/1', { d: detached }));
     r.detachedBuffer = await err(db.put('bad/2', { d: detachedBuf }));
+    // The playground is served cross-origin isolated (scripts/serve.mjs): SharedArrayBuffer exists.
+    r.isolated = crossOriginIsolated;
     r.shared = typeof SharedArrayBuffer === 'undefined' ? 'no SharedArrayBuffer' : await err(db.put('bad/3', { d: new Uint8Array(new SharedArrayBuffer(4)) }));
+    r.sharedBuffer = typeof SharedArrayBuffer === 'undefined' ? 'no SharedArrayBuffer' : await err(db.put('bad/3', { d: new SharedArrayBuffer(4) }));
     r.int16 = await err(db.put('bad/4', { d: new Int16Array(2) }));
     r.dataView = await err(db.put('bad/5', { d: new DataView(new ArrayBuffer(2)) }));
     r.tooLarge = await err(db.put('bad/6', { d: new Uint8Array((16 << 20) + 1) }));
@@ -142,7 +175,9 @@ test('bad bytes are typed errors and store nothing: detached, shared, other view
   expect(out).toEqual({
     detached: 'InvalidValueError',
     detachedBuffer: 'InvalidValueError',
-    shared: out.shared === 'no SharedArrayBuffer' ? 'no SharedArrayBuffer' : 'InvalidValueError',
+    isolated: true,
+    shared: 'InvalidValueError',
+    sharedBuffer: 'InvalidValueError',
     int16: 'InvalidValueError',
     dataView: 'InvalidValueError',
     tooLarge: 'TooLargeError',
