@@ -102,6 +102,32 @@ mod tests {
         }
     }
 
+    /// Results put bytes beside the text; indices count on until the bytes are taken.
+    #[test]
+    fn bytes_wait_beside_the_text_until_taken() {
+        OUT.with(|o| o.borrow_mut().clear());
+        let v = parse_value(r#"{"a":{"$bytes":"AAE="},"l":[{"$bytes":""}],"s":"x"}"#).unwrap();
+        assert!(!has_bytes());
+        assert_eq!(
+            to_string(&v),
+            r#"{"a":{"$bytes":0},"l":[{"$bytes":1}],"s":"x"}"#
+        );
+        assert!(has_bytes());
+        let mut out = Vec::new();
+        write(&mut out, &v);
+        assert_eq!(out, br#"{"a":{"$bytes":2},"l":[{"$bytes":3}],"s":"x"}"#);
+        let taken = OUT.with(|o| std::mem::take(&mut *o.borrow_mut()));
+        let lens: Vec<usize> = taken.iter().map(|b| b.len()).collect();
+        assert_eq!(lens, [2, 0, 2, 0]);
+        assert_eq!(&taken[0][..], &[0, 1]);
+        // Outside `collecting`, the core's JSON form.
+        assert_eq!(
+            serde_json::to_string(&v).unwrap(),
+            r#"{"a":{"$bytes":"AAE="},"l":[{"$bytes":""}],"s":"x"}"#
+        );
+        assert!(!has_bytes());
+    }
+
     #[test]
     fn malformed_text_names_the_page() {
         for text in [r#"{"$set":[1]}"#, r#"{"a":1"#, r#"{"a":1} x"#] {
