@@ -41,7 +41,9 @@ pub use key::{MAX_COLLECTION, MAX_ID};
 pub use schema::{FieldSpec, FieldType, Schema};
 pub use txn::Txn;
 pub use txn_bytes::TXN_BYTES_VERSION;
-pub use value::{Map, Name, Set, Value, MAX_DEPTH, MAX_FIELD_NAME, MAX_ITEM_BYTES};
+pub use value::{
+    with_bytes_sink, Map, Name, Set, Value, MAX_DEPTH, MAX_FIELD_NAME, MAX_ITEM_BYTES,
+};
 
 // §4-5 Commits and seals.
 pub use commit::{

@@ -15,6 +15,8 @@ pub enum FieldType {
     /// A number with no fractional part.
     Integer,
     String,
+    /// Binary data (`Value::Bytes`).
+    Bytes,
     List,
     Map,
     Set,
@@ -29,6 +31,7 @@ impl FieldType {
             "number" => FieldType::Number,
             "integer" => FieldType::Integer,
             "string" => FieldType::String,
+            "bytes" => FieldType::Bytes,
             "list" => FieldType::List,
             "map" => FieldType::Map,
             "set" => FieldType::Set,
@@ -44,6 +47,7 @@ impl FieldType {
             FieldType::Number => "number",
             FieldType::Integer => "integer",
             FieldType::String => "string",
+            FieldType::Bytes => "bytes",
             FieldType::List => "list",
             FieldType::Map => "map",
             FieldType::Set => "set",
@@ -58,6 +62,7 @@ impl FieldType {
                 | (FieldType::Boolean, Value::Bool(_))
                 | (FieldType::Number, Value::Number(_))
                 | (FieldType::String, Value::String(_))
+                | (FieldType::Bytes, Value::Bytes(_))
                 | (FieldType::List, Value::List(_))
                 | (FieldType::Map, Value::Map(_))
                 | (FieldType::Set, Value::Set(_))

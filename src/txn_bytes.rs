@@ -88,7 +88,9 @@ mod tests {
     use crate::codec::Writer;
     use crate::error::Error;
     use crate::txn::{FieldWrite, Write};
-    use crate::value::{MAX_DEPTH, T_MAP, T_NULL, T_NUMBER, T_SET, T_STRING};
+    use crate::value::{
+        MAX_DEPTH, MAX_ITEM_BYTES, T_BYTES, T_MAP, T_NULL, T_NUMBER, T_SET, T_STRING,
+    };
 
     fn lp(w: &mut Writer, s: &str) {
         w.lp(s.as_bytes());
@@ -138,6 +140,7 @@ mod tests {
             ("T_LIST", T_LIST),
             ("T_MAP", T_MAP),
             ("T_SET", T_SET),
+            ("T_BYTES", T_BYTES),
             ("MAX_DEPTH", MAX_DEPTH as u8),
         ];
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/www/lib/txn.js");
@@ -160,6 +163,37 @@ mod tests {
             found, want,
             "www/lib/txn.js against src/txn_bytes.rs and value/encode.rs"
         );
+        // The page refuses bytes an item cannot hold before copying them anywhere.
+        let codec = std::fs::read_to_string(path.replace("txn.js", "codec.js")).unwrap();
+        assert_eq!(MAX_ITEM_BYTES, 16 << 20);
+        assert!(codec.contains("export const MAX_ITEM_BYTES = 16 << 20;"));
+    }
+
+    #[test]
+    fn decodes_bytes_values() {
+        let mut w = Writer::new();
+        w.u8(TXN_BYTES_VERSION);
+        w.u8(TXN_OP_PUT);
+        lp(&mut w, "files/a");
+        w.u8(T_MAP);
+        w.varint(2);
+        lp(&mut w, "empty");
+        w.u8(T_BYTES);
+        w.varint(0);
+        lp(&mut w, "data");
+        w.u8(T_BYTES);
+        w.lp(&[0, 0xff, 0x80]);
+        let txn = Txn::from_bytes(&w.into_inner()).unwrap();
+        let mut want = Txn::new();
+        let item = Map::from([
+            ("data", Value::from(&[0u8, 0xff, 0x80][..])),
+            ("empty", Value::from(Vec::new())),
+        ]);
+        want.put("files/a", item).unwrap();
+        assert_eq!(txn.writes, want.writes);
+        // Cut inside the bytes: a decode error.
+        let cut = [1, TXN_OP_PUT, 1, b'k', T_MAP, 1, 1, b'b', T_BYTES, 3, 1, 2];
+        assert!(matches!(Txn::from_bytes(&cut), Err(Error::Decode { .. })));
     }
 
     #[test]

@@ -18,6 +18,7 @@ const T_STRING: u8 = 4;
 const T_LIST: u8 = 5;
 const T_MAP: u8 = 6;
 const T_SET: u8 = 7;
+const T_BYTES: u8 = 8;
 const TXN_OP_PUT: u8 = 1;
 
 /// A host's writer: `lp`, varints, and values with map fields and set elements shuffled.
@@ -50,6 +51,11 @@ impl HostWriter<'_> {
             Value::String(s) => {
                 self.out.push(T_STRING);
                 self.lp(s);
+            }
+            Value::Bytes(b) => {
+                self.out.push(T_BYTES);
+                self.varint(b.len());
+                self.out.extend_from_slice(b);
             }
             Value::List(l) => {
                 self.out.push(T_LIST);
@@ -94,6 +100,11 @@ fn random_value(rng: &mut Rng, depth: u32) -> Value {
         0 => Value::Null,
         1 => Value::Bool(rng.chance(50)),
         2 => Value::Number((rng.below(2_000_001) as f64 - 1e6) / 8.0),
+        3 if rng.chance(25) => Value::from(
+            (0..rng.below(5))
+                .map(|_| rng.below(256) as u8)
+                .collect::<Vec<u8>>(),
+        ),
         3 => Value::from(random_string(rng).as_str()),
         4 => Value::List(
             (0..rng.below(4))

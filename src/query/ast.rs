@@ -45,7 +45,7 @@ pub enum Pred {
     Eq(Value),
     /// Not `Eq` (also true when the field is missing).
     Ne(Value),
-    /// Same type as the operand (number, string or boolean) and less.
+    /// Same type as the operand (number, string, boolean or bytes) and less.
     Lt(Value),
     Lte(Value),
     Gt(Value),
@@ -110,8 +110,10 @@ impl Pred {
             "eq" => Pred::Eq(value(operand)?),
             "ne" => Pred::Ne(value(operand)?),
             "lt" | "lte" | "gt" | "gte" => {
-                if !matches!(operand, J::Number(_) | J::String(_) | J::Bool(_)) {
-                    return Err(want("a number, string or boolean"));
+                let bytes =
+                    matches!(operand, J::Object(o) if o.len() == 1 && o.contains_key("$bytes"));
+                if !bytes && !matches!(operand, J::Number(_) | J::String(_) | J::Bool(_)) {
+                    return Err(want("a number, string, boolean or bytes"));
                 }
                 let v = value(operand)?;
                 match op {
@@ -141,10 +143,13 @@ impl Pred {
     pub(crate) fn validate(&self, path: &str) -> Result<()> {
         match self {
             Pred::Lt(v) | Pred::Lte(v) | Pred::Gt(v) | Pred::Gte(v) => {
-                if !matches!(v, Value::Number(_) | Value::String(_) | Value::Bool(_)) {
+                if !matches!(
+                    v,
+                    Value::Number(_) | Value::String(_) | Value::Bool(_) | Value::Bytes(_)
+                ) {
                     return Err(bad(format!(
-                        "operator {:?} on field {path:?} needs a number, string or boolean \
-                         operand, got {} {}",
+                        "operator {:?} on field {path:?} needs a number, string, boolean or \
+                         bytes operand, got {} {}",
                         self.op_name(),
                         article(v.type_name()),
                         v.type_name()
@@ -228,7 +233,7 @@ impl Filter {
                 path => {
                     check_path(path, "where")?;
                     match v {
-                        J::Object(ops) if !is_set_literal(v) => {
+                        J::Object(ops) if !is_literal(v) => {
                             if ops.is_empty() {
                                 return Err(bad(format!(
                                     "empty operator object for field {path:?}"
@@ -302,11 +307,13 @@ impl Filter {
     }
 }
 
-fn is_set_literal(j: &J) -> bool {
-    matches!(j, J::Object(o) if o.len() == 1 && o.get("$set").is_some_and(J::is_array))
+/// A set `{"$set": [...]}` or bytes `{"$bytes": "<base64>"}`: a value, not operators.
+fn is_literal(j: &J) -> bool {
+    matches!(j, J::Object(o) if o.len() == 1
+        && (o.get("$set").is_some_and(J::is_array) || o.get("$bytes").is_some_and(J::is_string)))
 }
 
-/// One sort key. Order: missing < null < booleans < numbers < strings < lists < maps (the
+/// One sort key. Order: missing < null < booleans < numbers < strings < bytes < lists < maps (the
 /// [`Value::total_cmp`] order, with a missing field first); `desc` reverses it. Ties are broken
 /// by item id ascending, whatever the direction.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -199,6 +199,10 @@ pub(crate) fn type_bounds(v: &Value) -> (Bound<IKey>, Bound<IKey>) {
         ),
         Value::String(_) => (
             Bound::Included(k(Value::String(Name::default()))),
+            Bound::Excluded(k(Value::Bytes(Default::default()))),
+        ),
+        Value::Bytes(_) => (
+            Bound::Included(k(Value::Bytes(Default::default()))),
             Bound::Excluded(k(Value::List(Vec::new()))),
         ),
         Value::Bool(_) => (

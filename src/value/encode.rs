@@ -13,6 +13,8 @@ pub(crate) const T_STRING: u8 = 4;
 pub(crate) const T_LIST: u8 = 5;
 pub(crate) const T_MAP: u8 = 6;
 pub(crate) const T_SET: u8 = 7;
+/// Added after the others (old data never holds it): `lp(bytes)`.
+pub(crate) const T_BYTES: u8 = 8;
 
 impl Value {
     /// Append the canonical encoding.
@@ -28,6 +30,10 @@ impl Value {
             Value::String(s) => {
                 w.u8(T_STRING);
                 w.lp(s.as_bytes());
+            }
+            Value::Bytes(b) => {
+                w.u8(T_BYTES);
+                w.lp(b);
             }
             Value::List(l) => {
                 w.u8(T_LIST);
@@ -63,6 +69,7 @@ impl Value {
             Value::Null | Value::Bool(_) => 1,
             Value::Number(_) => 9,
             Value::String(s) => 1 + lp(s.len()),
+            Value::Bytes(b) => 1 + lp(b.len()),
             Value::List(l) => {
                 1 + varint_len(l.len() as u64) + l.iter().map(Value::encoded_len).sum::<usize>()
             }
@@ -112,6 +119,7 @@ impl Value {
             T_TRUE => Value::Bool(true),
             T_NUMBER => Value::Number(decode_number::<HOST>(r)?),
             T_STRING => Value::String(Name::new(r.str()?)),
+            T_BYTES => Value::Bytes(r.lp()?.into()),
             T_LIST => {
                 let n = r.count(1, usize::MAX)?;
                 let mut l = Vec::with_capacity(n);
@@ -203,7 +211,7 @@ pub(crate) fn skip_value(r: &mut Reader<'_>, depth: usize) -> Result<()> {
         T_NUMBER => {
             r.take(8)?;
         }
-        T_STRING => {
+        T_STRING | T_BYTES => {
             r.lp()?;
         }
         T_LIST => {
@@ -244,6 +252,9 @@ pub(crate) fn check_value(r: &mut Reader<'_>, depth: usize, at: &dyn Fn() -> Str
         }
         T_STRING => {
             r.str()?;
+        }
+        T_BYTES => {
+            r.lp()?;
         }
         T_LIST => {
             for _ in 0..r.count(1, usize::MAX)? {
@@ -432,5 +443,99 @@ mod tests {
         let v = map! { "a" => 1i64, "b" => "x".repeat(200), "s" => Value::set(["p", "q"]),
         "l" => Value::List(vec![Value::Null, Value::from(true)]) };
         assert_eq!(v.encoded_len(), v.to_bytes().len());
+    }
+
+    /// Bytes: tag 8, any bytes (not UTF-8 checked); skipping and checking step over them.
+    #[test]
+    fn bytes_encode_as_tag_8() {
+        let v = Value::from(&[0xff, 0, 0xc3][..]);
+        assert_eq!(v.to_bytes(), [T_BYTES, 3, 0xff, 0, 0xc3]);
+        assert_eq!(Value::from(Vec::new()).to_bytes(), [T_BYTES, 0]);
+        assert_eq!(v.encoded_len(), 5);
+        for bad in [&[T_BYTES][..], &[T_BYTES, 2, 0], &[T_BYTES, 0x80]] {
+            assert!(Value::decode(&mut Reader::new(bad, "value")).is_err());
+            assert!(check_value(&mut Reader::new(bad, "value"), 0, &String::new).is_err());
+            assert!(skip_value(&mut Reader::new(bad, "value"), 0).is_err());
+        }
+    }
+
+    /// Values written before bytes existed encode as they did (commit ids of old data stay).
+    #[test]
+    fn old_values_encode_unchanged() {
+        let v = map! { "a" => 1i64, "b" => "x", "s" => Value::set(["p"]), "l" => Value::List(vec![Value::Null]) };
+        let want: &[u8] = &[
+            T_MAP, 4, 1, b'a', T_NUMBER, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 1, b'b', T_STRING, 1, b'x',
+            1, b'l', T_LIST, 1, T_NULL, 1, b's', T_SET, 1, 1, b'p',
+        ];
+        assert_eq!(v.to_bytes(), want);
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+        use std::cmp::Ordering;
+
+        fn scalar() -> impl Strategy<Value = Value> {
+            prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                (-3i64..4).prop_map(|n| Value::from(n as f64 / 2.0)),
+                "[ab\\x00é]{0,3}".prop_map(Value::from),
+                proptest::collection::vec(
+                    prop_oneof![Just(0u8), Just(1), Just(0x7f), Just(0xff)],
+                    0..4
+                )
+                .prop_map(Value::from),
+                proptest::collection::vec("[ab]{0,2}", 0..3).prop_map(Value::set),
+            ]
+        }
+
+        fn value() -> impl Strategy<Value = Value> {
+            scalar().prop_recursive(3, 24, 4, |inner| {
+                prop_oneof![
+                    proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::List),
+                    proptest::collection::btree_map("[a-c]{1,2}", inner, 0..4).prop_map(|m| {
+                        Value::Map(m.into_iter().map(|(k, v)| (Name::from(k), v)).collect())
+                    }),
+                ]
+            })
+        }
+
+        proptest! {
+            /// Every value decodes to itself from its encoding, which `encoded_len` measures
+            /// and `check_value` and `skip_value` step over exactly; JSON (base64) too.
+            #[test]
+            fn encoding_round_trips(v in value()) {
+                let b = v.to_bytes();
+                prop_assert_eq!(v.encoded_len(), b.len());
+                let mut r = Reader::new(&b, "value");
+                prop_assert_eq!(&Value::decode(&mut r).unwrap(), &v);
+                r.finish().unwrap();
+                let mut r = Reader::new(&b, "value");
+                check_value(&mut r, 0, &String::new).unwrap();
+                r.finish().unwrap();
+                let mut r = Reader::new(&b, "value");
+                skip_value(&mut r, 0).unwrap();
+                r.finish().unwrap();
+                let text = serde_json::to_string(&v).unwrap();
+                let back: Value = serde_json::from_str(&text).unwrap();
+                prop_assert_eq!(back, v);
+            }
+
+            /// `total_cmp` is a total order that agrees with the encoding's equality, and
+            /// orders bytes as their slices do.
+            #[test]
+            fn order_is_consistent(a in value(), b in value(), c in value()) {
+                let ab = a.total_cmp(&b);
+                prop_assert_eq!(ab, b.total_cmp(&a).reverse());
+                prop_assert_eq!(ab == Ordering::Equal, a.to_bytes() == b.to_bytes());
+                if ab != Ordering::Greater && b.total_cmp(&c) != Ordering::Greater {
+                    prop_assert_ne!(a.total_cmp(&c), Ordering::Greater);
+                }
+                if let (Value::Bytes(x), Value::Bytes(y)) = (&a, &b) {
+                    prop_assert_eq!(ab, x[..].cmp(&y[..]));
+                }
+            }
+        }
     }
 }

@@ -3,7 +3,11 @@
 //! straight from it.
 //!
 //! JSON maps one to one, except that an object with exactly one key `"$set"` whose value is an
-//! array is a set (its elements must be strings; duplicates collapse). Numbers must be finite;
+//! array is a set (its elements must be strings; duplicates collapse), and an object with
+//! exactly one key `"$bytes"` is bytes: its value is their standard base64 (with padding), or,
+//! in output written inside [`with_bytes_sink`], the index of the bytes in the sink (the
+//! page↔worker path, docs/design.md §2.2: no base64 there). A lone `"$bytes"` holding anything
+//! else is refused (the form is reserved). Numbers must be finite;
 //! they are written as integers when integral and below 2^53 in magnitude, else as floats.
 //! Nesting is bounded by the parser (serde_json stops at 128 levels); [`Value::validate`]
 //! applies the data model's own limit later.
@@ -12,12 +16,109 @@ use super::{Map, Name, Set, Value};
 use crate::error::{Error, Result};
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use std::cell::RefCell;
 use std::fmt;
+use std::sync::Arc;
 
 /// The reason given when a `{"$set": [...]}` holds something other than a string.
 const SET_ELEMENTS: &str = "set elements must be strings";
 /// The reason given for NaN or an infinity.
 const FINITE: &str = "numbers must be finite";
+/// The reason given for a lone `"$bytes"` key that is not base64 text.
+const BYTES_FORM: &str = "a lone \"$bytes\" key must hold the base64 of the bytes";
+
+thread_local! {
+    /// Where [`with_bytes_sink`] collects the bytes values serialized meanwhile.
+    static SINK: RefCell<Option<Vec<Arc<[u8]>>>> = const { RefCell::new(None) };
+}
+
+/// Run `f` with bytes values serialized to JSON as `{"$bytes": i}`: `i` is the index of their
+/// bytes in `sink`, where they are appended (shared with the value, not copied). For a host
+/// that carries bytes beside the JSON text (the wasm bindings: the worker transfers them to the
+/// page as `Uint8Array`s). Indices continue from what `sink` held, so several results can share
+/// one sink. Outside `f` (and in other threads), bytes serialize as base64 text.
+pub fn with_bytes_sink<R>(sink: &mut Vec<Arc<[u8]>>, f: impl FnOnce() -> R) -> R {
+    let prev = SINK.with(|s| s.replace(Some(std::mem::take(sink))));
+    let r = f();
+    *sink = SINK.with(|s| s.replace(prev)).unwrap_or_default();
+    r
+}
+
+/// The index `b` takes in the active sink, if there is one.
+fn sink_push(b: &Arc<[u8]>) -> Option<usize> {
+    SINK.with(|s| {
+        let mut s = s.borrow_mut();
+        let v = s.as_mut()?;
+        v.push(b.clone());
+        Some(v.len() - 1)
+    })
+}
+
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// Each byte's value as a base64 digit, 0xff for a byte that is not one.
+const B64_VALUE: [u8; 256] = {
+    let mut t = [0xff; 256];
+    let mut i = 0;
+    while i < 64 {
+        t[B64[i] as usize] = i as u8;
+        i += 1;
+    }
+    t
+};
+
+/// Standard base64 with padding.
+pub(crate) fn base64(b: &[u8]) -> String {
+    let mut out = String::with_capacity(b.len().div_ceil(3) * 4);
+    for c in b.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(B64[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Decode standard base64 with padding (canonical only: unused bits must be zero).
+pub(crate) fn unbase64(s: &str) -> Option<Vec<u8>> {
+    let s = s.as_bytes();
+    if s.len() % 4 != 0 {
+        return None;
+    }
+    let val = |c: u8| match B64_VALUE[c as usize] {
+        0xff => None,
+        v => Some(u32::from(v)),
+    };
+    let mut out = Vec::with_capacity(s.len() / 4 * 3);
+    for (i, q) in s.chunks(4).enumerate() {
+        let last = i == s.len() / 4 - 1;
+        let pad = if last {
+            q.iter().rev().take_while(|&&c| c == b'=').count()
+        } else {
+            0
+        };
+        if pad > 2 {
+            return None;
+        }
+        let mut n = 0u32;
+        for &c in &q[..4 - pad] {
+            n = (n << 6) | val(c)?;
+        }
+        n <<= 6 * pad as u32;
+        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        if n & ((1 << (8 * pad)) - 1) != 0 {
+            return None;
+        }
+        out.extend_from_slice(&bytes[..3 - pad]);
+    }
+    Some(out)
+}
 
 impl<'de> Deserialize<'de> for Value {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
@@ -30,10 +131,12 @@ impl<'de> Deserialize<'de> for Value {
 pub(crate) fn from_tree(j: &serde_json::Value) -> Result<Value> {
     Value::deserialize(j).map_err(|e| {
         let msg = e.to_string();
-        match msg.strip_prefix("$set: ") {
-            Some(reason) => Error::invalid_value("$set", reason),
-            None => Error::invalid_value("", msg),
+        for form in ["$set", "$bytes"] {
+            if let Some(reason) = msg.strip_prefix(form).and_then(|m| m.strip_prefix(": ")) {
+                return Error::invalid_value(form, reason);
+            }
         }
+        Error::invalid_value("", msg)
     })
 }
 
@@ -99,6 +202,15 @@ impl<'de> Visitor<'de> for ValueVisitor {
             return Ok(Value::Map(Map::new()));
         };
         let v = map.next_value_seed(ValueSeed)?;
+        if first == "$bytes" {
+            let Some(k2) = map.next_key_seed(NameSeed)? else {
+                return bytes_of(&v);
+            };
+            m.push((first, v));
+            let v2 = map.next_value_seed(ValueSeed)?;
+            m.push((k2, v2));
+            return rest_of_map(map, m);
+        }
         if first == "$set" {
             if let Value::List(elems) = &v {
                 // A lone "$set" key holding an array is a set.
@@ -155,6 +267,19 @@ fn set_of<E: de::Error>(elems: &[Value]) -> Result<Value, E> {
     Ok(Value::Set(s.into_iter().collect::<Set>()))
 }
 
+/// The bytes written `{"$bytes": "<base64>"}`.
+fn bytes_of<E: de::Error>(v: &Value) -> Result<Value, E> {
+    match v {
+        Value::String(s) => match unbase64(s) {
+            Some(b) => Ok(Value::Bytes(b.into())),
+            None => Err(E::custom(format!(
+                "$bytes: {BYTES_FORM} (not valid base64)"
+            ))),
+        },
+        _ => Err(E::custom(format!("$bytes: {BYTES_FORM}"))),
+    }
+}
+
 /// Read the remaining entries of an object after those in `m`.
 fn rest_of_map<'de, A: MapAccess<'de>>(
     mut map: A,
@@ -180,6 +305,14 @@ impl Serialize for Value {
                 }
             }
             Value::String(x) => s.serialize_str(x),
+            Value::Bytes(b) => {
+                let mut o = s.serialize_map(Some(1))?;
+                match sink_push(b) {
+                    Some(i) => o.serialize_entry("$bytes", &i)?,
+                    None => o.serialize_entry("$bytes", &base64(b))?,
+                }
+                o.end()
+            }
             Value::List(l) => {
                 let mut seq = s.serialize_seq(Some(l.len()))?;
                 for v in l {
@@ -256,6 +389,56 @@ mod tests {
         assert!(parse(r#"{"a":1"#).is_err());
         assert!(parse(r#"{"a":1} x"#).is_err());
         assert_eq!(parse("-0.0").unwrap(), Value::Number(0.0));
+    }
+
+    #[test]
+    fn bytes_as_base64_and_through_a_sink() {
+        let v = parse(r#"{"b":{"$bytes":"AAH/"},"e":{"$bytes":""},"x":{"$bytes":"YQ==","y":1}}"#)
+            .unwrap();
+        assert_eq!(v.get_path("b"), Some(&Value::from(&[0u8, 1, 255][..])));
+        assert_eq!(v.get_path("e"), Some(&Value::from(Vec::new())));
+        assert!(matches!(v.get_path("x"), Some(Value::Map(m)) if m.len() == 2));
+        assert_eq!(
+            serde_json::to_string(&v).unwrap(),
+            r#"{"b":{"$bytes":"AAH/"},"e":{"$bytes":""},"x":{"$bytes":"YQ==","y":1}}"#
+        );
+        let mut sink = vec![Arc::from(&b"first"[..])];
+        let text = with_bytes_sink(&mut sink, || serde_json::to_string(&v).unwrap());
+        assert_eq!(
+            text,
+            r#"{"b":{"$bytes":1},"e":{"$bytes":2},"x":{"$bytes":"YQ==","y":1}}"#
+        );
+        assert_eq!(sink.len(), 3);
+        assert_eq!(&sink[1][..], &[0, 1, 255]);
+        assert_eq!(
+            serde_json::to_string(&v).unwrap().matches("$bytes").count(),
+            3
+        );
+        for bad in [
+            r#"{"$bytes":1}"#,
+            r#"{"$bytes":"AAH"}"#,
+            r#"{"$bytes":"YR=="}"#,
+            r#"{"$bytes":"Y==="}"#,
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        match from_tree(&serde_json::json!({"$bytes": [1]})) {
+            Err(Error::InvalidValue { path, .. }) => assert_eq!(path, "$bytes"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn base64_round_trips() {
+        for n in 0..70usize {
+            let b: Vec<u8> = (0..n).map(|i| (i * 37 + n) as u8).collect();
+            let t = base64(&b);
+            assert_eq!(unbase64(&t).as_deref(), Some(&b[..]), "{t}");
+        }
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(unbase64("Zm8"), None);
+        assert_eq!(unbase64("Z=8="), None);
     }
 
     #[test]

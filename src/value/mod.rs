@@ -11,7 +11,10 @@ mod set;
 
 pub(crate) use encode::{check_str_set, check_value, decode_str_set, skip_value, varint_bytes};
 #[cfg(test)]
-pub(crate) use encode::{T_FALSE, T_LIST, T_MAP, T_NULL, T_NUMBER, T_SET, T_STRING, T_TRUE};
+pub(crate) use encode::{
+    T_BYTES, T_FALSE, T_LIST, T_MAP, T_NULL, T_NUMBER, T_SET, T_STRING, T_TRUE,
+};
+pub use json::with_bytes_sink;
 pub(crate) use json::{from_tree, to_tree};
 pub use map::Map;
 pub use name::Name;
@@ -19,6 +22,7 @@ pub use set::Set;
 
 use crate::error::{Error, Result};
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 /// Deepest nesting of lists and maps accepted.
 pub const MAX_DEPTH: usize = 32;
@@ -36,6 +40,9 @@ pub enum Value {
     Number(f64),
     /// Held inline up to [`Name::INLINE`] bytes (22, 14 on wasm32): short strings cost no allocation.
     String(Name),
+    /// Binary data, compared byte-wise; a register like a string (merged whole). Shared: cloning
+    /// the value (a live query's row, a merge) does not copy the bytes.
+    Bytes(Arc<[u8]>),
     List(Vec<Value>),
     Map(Map),
     /// A set of strings that merges element-wise (add-wins).
@@ -62,6 +69,7 @@ impl Value {
             Value::Bool(_) => "boolean",
             Value::Number(_) => "number",
             Value::String(_) => "string",
+            Value::Bytes(_) => "bytes",
             Value::List(_) => "list",
             Value::Map(_) => "map",
             Value::Set(_) => "set",
@@ -74,19 +82,22 @@ impl Value {
             Value::Bool(_) => 1,
             Value::Number(_) => 2,
             Value::String(_) => 3,
-            Value::List(_) => 4,
-            Value::Map(_) => 5,
-            Value::Set(_) => 6,
+            Value::Bytes(_) => 4,
+            Value::List(_) => 5,
+            Value::Map(_) => 6,
+            Value::Set(_) => 7,
         }
     }
 
     /// The total order used by sorts and indexes: null < booleans < numbers < strings
-    /// (bytewise UTF-8) < lists < maps < sets; containers compare element by element.
+    /// (bytewise UTF-8) < bytes (byte-wise) < lists < maps < sets; containers compare element
+    /// by element.
     pub fn total_cmp(&self, other: &Value) -> Ordering {
         match (self, other) {
             (Value::Bool(a), Value::Bool(b)) => a.cmp(b),
             (Value::Number(a), Value::Number(b)) => a.total_cmp(b),
             (Value::String(a), Value::String(b)) => a.as_bytes().cmp(b.as_bytes()),
+            (Value::Bytes(a), Value::Bytes(b)) => a[..].cmp(&b[..]),
             (Value::List(a), Value::List(b)) => {
                 for (x, y) in a.iter().zip(b) {
                     let o = x.total_cmp(y);
@@ -216,6 +227,16 @@ impl From<String> for Value {
         Value::String(Name::from_string(s))
     }
 }
+impl From<Vec<u8>> for Value {
+    fn from(b: Vec<u8>) -> Self {
+        Value::Bytes(b.into())
+    }
+}
+impl From<&[u8]> for Value {
+    fn from(b: &[u8]) -> Self {
+        Value::Bytes(b.into())
+    }
+}
 impl From<bool> for Value {
     fn from(b: bool) -> Self {
         Value::Bool(b)
@@ -269,6 +290,10 @@ mod tests {
             Value::Number(2.0),
             Value::from("a"),
             Value::from("b"),
+            Value::from(&b""[..]),
+            Value::from(&b"\0"[..]),
+            Value::from(&b"\xff"[..]),
+            Value::from(&b"\xff\0"[..]),
             Value::List(vec![]),
             map! {},
             Value::set(["x"]),

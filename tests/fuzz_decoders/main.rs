@@ -50,7 +50,9 @@ fn make_corpus() -> Vec<(String, Vec<u8>)> {
     .unwrap();
     repo.commit(t).unwrap();
     let mut t = Txn::new();
-    t.put("items/b", map! { "n" => 2.5 }.as_map()).unwrap();
+    let bytes = ibexdb::Value::from(&[0u8, 1, 0xff][..]);
+    t.put("items/b", map! { "n" => 2.5, "b" => bytes }.as_map())
+        .unwrap();
     repo.commit(t).unwrap();
     repo.seal().unwrap();
     let (commits, seals) = repo.export().unwrap();

@@ -97,6 +97,27 @@ test('disk: the files in a directory, reopened; one process at a time', async ()
   console.log(`node disk: open ${openMs.toFixed(1)} ms, reopen ${reopenMs.toFixed(1)} ms; put ${putMs.toFixed(2)} ms each awaited (an fsync each), ${N} in one tick ${groupMs.toFixed(1)} ms`);
 });
 
+test('bytes: a Buffer and a Uint8Array stored on disk, read back as Uint8Array after a reopen; queries compare them', async () => {
+  const dir = tmp('ibexdb-node-bytes-');
+  let db = await open('files', { directory: dir });
+  const big = new Uint8Array(1 << 20).map((_, i) => (i * 31) & 0xff);
+  await db.put('files/buf', { data: Buffer.from([0, 1, 2]) });
+  await db.put('files/big', { data: big });
+  await db.transaction((tx) => tx.put('files/empty', { data: new Uint8Array(0) }));
+  await db.update('files/buf', { extra: new Uint8Array([9]).buffer });
+  await assert.rejects(db.put('files/bad', { data: new Float64Array(1) }), (e) => e instanceof InvalidValueError && e.path === 'data');
+  await db.close();
+  db = await open('files', { directory: dir });
+  const buf = await db.get('files/buf');
+  assert.ok(buf.data instanceof Uint8Array && !Buffer.isBuffer(buf.data));
+  assert.deepEqual([...buf.data], [0, 1, 2]);
+  assert.deepEqual([...buf.extra], [9]);
+  assert.ok(Buffer.from((await db.get('files/big')).data).equals(Buffer.from(big)));
+  const rows = await db.query({ collection: 'files', where: { data: { lt: new Uint8Array([0, 1, 3]) } }, sort: ['data'] });
+  assert.deepEqual(rows.map((r) => r.id), ['empty', 'buf']);
+  await db.close();
+});
+
 test('options are checked: typed errors naming the option', async () => {
   await assert.rejects(open('x', { storage: 'opfs' }), (e) => e instanceof InvalidValueError && e.path === 'options.storage');
   await assert.rejects(open('x', { storage: 'disk' }), (e) => e instanceof InvalidValueError && e.path === 'options.directory');

@@ -12,12 +12,15 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub const STRS: [&str; 9] = ["", "a", "ab", "abc", "b", "ba", "x7", "7", "Ab"];
 pub const ELEMS: [&str; 5] = ["a", "b", "c", "x", "ab"];
+/// Bytes values: byte-wise order, a prefix first, bytes that are not UTF-8.
+pub const BYTES: [&[u8]; 6] = [b"", b"\0", b"\0\x01", b"\x01", b"\xff", b"\0\xff"];
 
 pub fn rnd_scalar(r: &mut StdRng) -> Value {
     match r.random_range(0..10) {
         0 => Value::Null,
         1 => Value::Bool(r.random_bool(0.5)),
         2..=5 => Value::from([-1.0, 0.0, 1.0, 2.0, 2.5, 3.0, 10.0][r.random_range(0..7)]),
+        6 => Value::from(BYTES[r.random_range(0..BYTES.len())]),
         _ => Value::from(STRS[r.random_range(0..STRS.len())]),
     }
 }
@@ -185,9 +188,10 @@ pub fn rnd_operand_for(r: &mut StdRng, path: &str) -> Value {
 }
 
 pub fn rnd_range_operand(r: &mut StdRng, path: &str) -> J {
-    match (path, r.random_range(0..5)) {
+    match (path, r.random_range(0..6)) {
         (_, 0) => json!(STRS[r.random_range(0..STRS.len())]),
         (_, 1) => json!(r.random_bool(0.5)),
+        (_, 5) => json!(Value::from(BYTES[r.random_range(0..BYTES.len())])),
         ("b", _) => json!(STRS[r.random_range(0..STRS.len())]),
         _ => json!(r.random_range(-3..8) as f64 / 2.0),
     }

@@ -8,69 +8,155 @@
 //
 // `encode` validates first (JSON.stringify would silently turn NaN into null, drop a Map's
 // contents, or turn a Date into a string): only plain objects, arrays, strings, finite numbers,
-// booleans, null and Sets of strings are accepted. `undefined` object properties are skipped,
-// as in JSON. The object form `{"$set": [...]}` (a lone "$set" key holding an array) is
-// reserved: it reads back as a Set.
+// booleans, null, Sets of strings and bytes are accepted. `undefined` object properties are
+// skipped, as in JSON. The object form `{"$set": [...]}` (a lone "$set" key holding an array) is
+// reserved: it reads back as a Set; so is a lone "$bytes" key (refused).
+//
+// Bytes (docs/design.md §2.2): a `Uint8Array` (a Node `Buffer` is one) or an `ArrayBuffer`;
+// they read back as `Uint8Array`. Other views (`Int16Array`, `DataView`, ...) are refused
+// rather than read back as another type: pass `new Uint8Array(v.buffer, v.byteOffset,
+// v.byteLength)`. Neither detached buffers nor views of a SharedArrayBuffer (another thread may
+// change it while it is copied) are accepted. Item writes holding bytes go as a transaction's
+// bytes (txn.js: `encodeObject` says so by returning undefined); results carry them beside the
+// text (`EngineText`: `{"$bytes": i}` in the JSON, `bytes[i]` the Uint8Array, transferred
+// from the worker). Only where a value is a query operand or a schema default, which are JSON
+// text, are bytes written as base64 (`{"$bytes": "<base64>"}`, the core's JSON form): those
+// are short.
 
-import { InvalidValueError } from './errors.js';
+import { InvalidValueError, TooLargeError } from './errors.js';
 
 const MAX_DEPTH = 32;
+/** The largest item (src/value/mod.rs MAX_ITEM_BYTES): bytes longer than this cannot be stored. */
+export const MAX_ITEM_BYTES = 16 << 20;
 const objectProto = Object.prototype;
+/** `check` found a Set. */
+const HAS_SET = 1;
+/** `check` found bytes. */
+const HAS_BYTES = 2;
 
 /**
- * Check `v` and report whether it holds a Set somewhere (so a replacer is needed).
+ * A result from the engine: JSON text, or JSON text whose `{"$bytes": i}` objects stand for
+ * `bytes[i]` (what the engine took out of wasm memory for it; the worker transfers them).
+ * @typedef {string | {json: string, bytes: Uint8Array[]}} EngineText
+ */
+
+/**
+ * The bytes of a value that can be stored as bytes, or null when `v` is not bytes; throws the
+ * InvalidValueError (or TooLargeError) for bytes that cannot be.
+ * @param {object} v
+ * @param {string} path
+ * @returns {Uint8Array | null}
+ */
+export function bytesOf(v, path) {
+  /** @type {ArrayBufferLike} */
+  let buf;
+  if (v instanceof Uint8Array) buf = v.buffer;
+  else if (v instanceof ArrayBuffer) buf = v;
+  else if (ArrayBuffer.isView(v)) {
+    const what = /** @type {any} */ (v).constructor?.name ?? 'view';
+    throw new InvalidValueError(`invalid value at ${path}: a ${what} cannot be stored (bytes are a Uint8Array or an ArrayBuffer: pass new Uint8Array(v.buffer, v.byteOffset, v.byteLength))`, { path });
+  } else if (typeof SharedArrayBuffer !== 'undefined' && v instanceof SharedArrayBuffer) {
+    buf = v;
+  } else return null;
+  if (typeof SharedArrayBuffer !== 'undefined' && buf instanceof SharedArrayBuffer) {
+    throw new InvalidValueError(`invalid value at ${path}: bytes in a SharedArrayBuffer cannot be stored (another thread may change them while they are copied): copy them first, new Uint8Array(v)`, { path });
+  }
+  if (/** @type {any} */ (buf).detached === true) {
+    throw new InvalidValueError(`invalid value at ${path}: the bytes' ArrayBuffer is detached (it was transferred)`, { path });
+  }
+  const bytes = v instanceof Uint8Array ? v : new Uint8Array(/** @type {ArrayBuffer} */ (v));
+  if (bytes.length > MAX_ITEM_BYTES) {
+    throw new TooLargeError(`invalid value at ${path}: ${bytes.length} bytes, more than an item may hold (${MAX_ITEM_BYTES})`, { path, size: bytes.length, limit: MAX_ITEM_BYTES });
+  }
+  return bytes;
+}
+
+/** Whether `v` is an object whose only key (with a value) is `$bytes` (a reserved form). @param {object} v */
+function isLoneBytes(v) {
+  if (!Object.hasOwn(v, '$bytes')) return false;
+  for (const k in v) if (k !== '$bytes' && /** @type {any} */ (v)[k] !== undefined) return false;
+  return true;
+}
+
+/**
+ * Check `v` and report whether it holds a Set (HAS_SET: a replacer is needed) or bytes
+ * (HAS_BYTES) somewhere.
  * @param {unknown} v
  * @param {string} path
  * @param {number} depth
- * @returns {boolean}
+ * @returns {number}
  */
 function check(v, path, depth) {
   switch (typeof v) {
     case 'string':
     case 'boolean':
-      return false;
+      return 0;
     case 'number':
       if (!Number.isFinite(v)) throw new InvalidValueError(`invalid value at ${path}: numbers must be finite, got ${v}`, { path });
-      return false;
+      return 0;
     case 'object': {
-      if (v === null) return false;
+      if (v === null) return 0;
       if (depth > MAX_DEPTH) throw new InvalidValueError(`invalid value at ${path}: nesting deeper than ${MAX_DEPTH} (or a cycle)`, { path });
       if (Array.isArray(v)) {
-        let sets = false;
+        let found = 0;
         for (let i = 0; i < v.length; i++) {
           const x = v[i];
           if (x === undefined) throw new InvalidValueError(`invalid value at ${path}[${i}]: undefined in an array`, { path: `${path}[${i}]` });
-          if (check(x, `${path}[${i}]`, depth + 1)) sets = true;
+          found |= check(x, `${path}[${i}]`, depth + 1);
         }
-        return sets;
+        return found;
       }
       if (v instanceof Set) {
         for (const e of v) {
-          if (typeof e !== 'string') throw new InvalidValueError(`invalid value at ${path}: set elements must be strings, got ${typeof e}`, { path });
+          if (typeof e !== 'string') throw new InvalidValueError(`invalid value at ${path}: set elements must be strings, got ${describeElement(e)}`, { path });
         }
-        return true;
+        return HAS_SET;
       }
       const proto = Object.getPrototypeOf(v);
       if (proto !== objectProto && proto !== null) {
+        if (bytesOf(v, path)) return HAS_BYTES;
         const what = /** @type {any} */ (v).constructor?.name ?? 'object';
-        throw new InvalidValueError(`invalid value at ${path}: a ${what} cannot be stored (use plain objects, arrays and Sets of strings)`, { path });
+        throw new InvalidValueError(`invalid value at ${path}: a ${what} cannot be stored (use plain objects, arrays, Sets of strings and Uint8Arrays)`, { path });
       }
-      let sets = false;
+      if (isLoneBytes(v)) {
+        throw new InvalidValueError(`invalid value at ${path || 'top level'}: an object whose only key is "$bytes" is reserved (it is how bytes are written): store bytes as a Uint8Array`, { path });
+      }
+      let found = 0;
       for (const k in v) {
         const x = /** @type {any} */ (v)[k];
         if (x === undefined) continue;
-        if (check(x, path ? `${path}.${k}` : k, depth + 1)) sets = true;
+        found |= check(x, path ? `${path}.${k}` : k, depth + 1);
       }
-      return sets;
+      return found;
     }
     default:
       throw new InvalidValueError(`invalid value at ${path}: a ${typeof v} cannot be stored`, { path });
   }
 }
 
+/** What a set element that is not a string is, for messages. @param {unknown} e */
+function describeElement(e) {
+  if (e !== null && typeof e === 'object' && (e instanceof ArrayBuffer || ArrayBuffer.isView(e))) return 'bytes (sets hold strings only)';
+  return typeof e;
+}
+
 /** @param {string} _k @param {unknown} x */
 function setReplacer(_k, x) {
   return x instanceof Set ? { $set: Array.from(x) } : x;
+}
+
+/** @param {string} _k @param {unknown} x */
+function bytesReplacer(_k, x) {
+  if (x instanceof Set) return { $set: Array.from(x) };
+  if (x instanceof Uint8Array || x instanceof ArrayBuffer) return { $bytes: toBase64(x instanceof Uint8Array ? x : new Uint8Array(x)) };
+  return x;
+}
+
+/** Standard base64 of `b` (query operands and schema defaults only). @param {Uint8Array} b */
+export function toBase64(b) {
+  let s = '';
+  for (let i = 0; i < b.length; i += 0x8000) s += String.fromCharCode.apply(null, /** @type {any} */ (b.subarray(i, i + 0x8000)));
+  return btoa(s);
 }
 
 /**
@@ -81,7 +167,9 @@ function setReplacer(_k, x) {
  */
 export function encode(v, path = '') {
   if (v === undefined) throw new InvalidValueError(`invalid value at ${path || 'top level'}: undefined`, { path });
-  return check(v, path, 0) ? JSON.stringify(v, setReplacer) : JSON.stringify(v);
+  const found = check(v, path, 0);
+  if (found & HAS_BYTES) return JSON.stringify(v, bytesReplacer);
+  return found ? JSON.stringify(v, setReplacer) : JSON.stringify(v);
 }
 
 /**
@@ -103,26 +191,32 @@ function checkItemShape(v, what) {
 }
 
 /**
- * Encode an object (an item, or fields to update).
+ * Encode an object (an item, or fields to update) as JSON text; undefined when it holds bytes
+ * (then the caller writes it with a TxnBuilder: bytes travel as bytes).
  * @param {unknown} v
  * @param {string} what
+ * @returns {string | undefined}
  */
 export function encodeObject(v, what) {
   checkItemShape(v, what);
-  return encode(v, '');
+  const found = check(v, '', 0);
+  if (found & HAS_BYTES) return undefined;
+  return found ? JSON.stringify(v, setReplacer) : JSON.stringify(v);
 }
 
 /**
- * Turn `{"$set": [...]}` objects back into Sets, in place where possible.
+ * Turn `{"$set": [...]}` objects back into Sets and `{"$bytes": i}` into `bytes[i]`, in place
+ * where possible.
  * @param {any} v
+ * @param {Uint8Array[]} [bytes]
  * @returns {any}
  */
-export function revive(v) {
+export function revive(v, bytes) {
   if (v === null || typeof v !== 'object') return v;
   if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) {
       const x = v[i];
-      if (x !== null && typeof x === 'object') v[i] = revive(x);
+      if (x !== null && typeof x === 'object') v[i] = revive(x, bytes);
     }
     return v;
   }
@@ -130,26 +224,63 @@ export function revive(v) {
   for (const k in v) {
     n++;
     const x = v[k];
-    if (x !== null && typeof x === 'object') v[k] = revive(x);
+    if (x !== null && typeof x === 'object') v[k] = revive(x, bytes);
   }
-  if (n === 1 && Array.isArray(v.$set)) return new Set(v.$set);
+  if (n === 1) {
+    if (Array.isArray(v.$set)) return new Set(v.$set);
+    if (bytes && typeof v.$bytes === 'number') return bytes[v.$bytes];
+  }
   return v;
 }
 
 /**
- * Decode JSON text from the engine (undefined stays undefined).
- * @param {string | undefined | null} text
+ * Decode a result from the engine (undefined stays undefined).
+ * @param {EngineText | undefined | null} text
  * @returns {any}
  */
 export function decode(text) {
   if (text === undefined || text === null) return undefined;
+  if (typeof text !== 'string') return revive(JSON.parse(text.json), text.bytes);
   const v = JSON.parse(text);
   return text.includes('"$set"') ? revive(v) : v;
 }
 
 /**
+ * The ArrayBuffers of the bytes in the engine results of `msg` (a message the worker posts:
+ * results, live changes and resets), to transfer with it. A walk of its arrays and objects,
+ * a few levels deep; texts are not read.
+ * @param {unknown} msg
+ * @returns {ArrayBuffer[]}
+ */
+export function transferables(msg) {
+  /** @type {Set<ArrayBuffer>} */
+  const out = new Set();
+  walkTransferables(msg, out, 0);
+  return out.size === 0 ? [] : [...out];
+}
+
+/** @param {unknown} v @param {Set<ArrayBuffer>} out @param {number} depth */
+function walkTransferables(v, out, depth) {
+  if (v === null || typeof v !== 'object' || depth > 5) return;
+  if (Array.isArray(v)) {
+    for (const x of v) if (x !== null && typeof x === 'object') walkTransferables(x, out, depth + 1);
+    return;
+  }
+  const m = /** @type {any} */ (v);
+  if (typeof m.json === 'string' && Array.isArray(m.bytes)) {
+    for (const b of m.bytes) if (b instanceof Uint8Array && b.buffer instanceof ArrayBuffer) out.add(b.buffer);
+    return;
+  }
+  if (Object.getPrototypeOf(m) !== objectProto) return;
+  for (const k in m) {
+    const x = m[k];
+    if (x !== null && typeof x === 'object') walkTransferables(x, out, depth + 1);
+  }
+}
+
+/**
  * Decode `[[id, value], ...]` into `[{id, value}, ...]`.
- * @param {string} text
+ * @param {EngineText} text
  * @returns {{id: string, value: any}[]}
  */
 export function decodeRows(text) {
@@ -161,7 +292,7 @@ export function decodeRows(text) {
 
 /**
  * Decode a list of values where null means missing (getMany).
- * @param {string} text
+ * @param {EngineText} text
  * @returns {any[]}
  */
 export function decodeMany(text) {

@@ -32,6 +32,17 @@ export { preloadWasm, provideWasmModule } from './wasm-instance.js';
 
 const utf8 = new TextDecoder();
 
+/** @typedef {import('./codec.js').EngineText} EngineText */
+
+/**
+ * `text` with the bytes the engine left for it (`takeBytes`), if any.
+ * @param {string} text @param {WasmEngine} r @returns {EngineText}
+ */
+function withBytes(text, r) {
+  const bytes = r.takeBytes();
+  return bytes === undefined ? text : { json: text, bytes };
+}
+
 /**
  * Bytes the glue returned: wasm-bindgen copies them out of wasm memory into a new ArrayBuffer
  * (never a SharedArrayBuffer), so they can be sent or transferred as they are.
@@ -251,6 +262,16 @@ export class EngineHandle {
     }
   }
 
+  /**
+   * `_call` for a call that returns JSON text: with the bytes its `{"$bytes": i}` stand for,
+   * taken out of wasm memory right after it (codec.js `EngineText`).
+   * @param {(r: WasmEngine) => string} f
+   * @returns {EngineText}
+   */
+  _callText(f) {
+    return this._call((r) => withBytes(f(r), r));
+  }
+
   /** Whether a panic left the engine unusable (call `recover()`). */
   get dead() {
     return this._dead;
@@ -315,21 +336,25 @@ export class EngineHandle {
     const st = this._call((r) => r.getInto(key));
     if (st === 0) return undefined;
     const v = JSON.parse(this._outText());
-    // 3: the item holds a set (the engine says so; no need to scan the text for "$set").
-    return st === 3 ? revive(v) : v;
+    // 2: the item holds a set, 4: bytes (the engine says so; no need to scan the text).
+    if (st & 4) return revive(v, this._call((r) => r.takeBytes()));
+    return st & 2 ? revive(v) : v;
   }
-  /** @param {string} key @returns {string | undefined} the item's JSON text */
+  /** @param {string} key @returns {EngineText | undefined} the item's JSON text (and its bytes) */
   getJson(key) {
     argKey('get', key);
-    return this._call((r) => r.getInto(key)) === 0 ? undefined : this._outText();
+    const st = this._call((r) => r.getInto(key));
+    if (st === 0) return undefined;
+    const text = this._outText();
+    return st & 4 ? this._call((r) => withBytes(text, r)) : text;
   }
-  /** @param {string} keysJson a JSON array of keys @returns {string} a JSON array, null where missing */
+  /** @param {string} keysJson a JSON array of keys @returns {EngineText} a JSON array, null where missing */
   getManyJson(keysJson) {
-    return this._call((r) => r.getMany(keysJson));
+    return this._callText((r) => r.getMany(keysJson));
   }
-  /** @param {string} qJson @returns {string} `[[id, value], ...]` */
+  /** @param {string} qJson @returns {EngineText} `[[id, value], ...]` */
   queryJson(qJson) {
-    return this._call((r) => r.query(qJson));
+    return this._callText((r) => r.query(qJson));
   }
   /** @param {string} qJson @returns {string} */
   explainJson(qJson) {
@@ -353,21 +378,24 @@ export class EngineHandle {
     argCollection('keys', collection);
     return this._call((r) => r.keys(collection));
   }
-  /** @param {string} qJson @returns {string} */
+  /** @param {string} qJson @returns {EngineText} */
   aggregateJson(qJson) {
-    return this._call((r) => r.aggregate(qJson));
+    return this._callText((r) => r.aggregate(qJson));
   }
-  /** @param {string} key @returns {string} */
+  /** @param {string} key @returns {EngineText} */
   historyJson(key) {
     argKey('history', key);
-    return this._call((r) => r.history(key));
+    return this._callText((r) => r.history(key));
   }
 
   // ----- writes (buffered until flush) -------------------------------------------------
 
   /** @param {string} key @param {object} value */
   put(key, value) {
-    this.putJson(key, encodeObject(value, key));
+    const text = encodeObject(value, key);
+    // Bytes travel as bytes: a transaction's (txn.js), not JSON text.
+    if (text === undefined) this.transaction((tx) => tx.put(key, value));
+    else this.putJson(key, text);
   }
   /** @param {string} key @param {string} valueJson */
   putJson(key, valueJson) {
@@ -431,12 +459,12 @@ export class EngineHandle {
   /**
    * Start a live query. `rowsJson` is its first result, `[[id, value], ...]` (decode with
    * codec.decodeRows); its changes come from `takeLiveChanges()` under `id`.
-   * @param {string} qJson @returns {{id: number, rowsJson: string}}
+   * @param {string} qJson @returns {{id: number, rowsJson: EngineText}}
    */
   subscribeJson(qJson) {
     const live = this._call((r) => r.subscribe(qJson));
     try {
-      return { id: live.id, rowsJson: live.takeRows() };
+      return { id: live.id, rowsJson: this._call((r) => withBytes(live.takeRows(), r)) };
     } finally {
       live.free();
     }
@@ -445,9 +473,12 @@ export class EngineHandle {
   unsubscribe(id) {
     return this._call((r) => r.unsubscribe(id));
   }
-  /** @returns {string | undefined} JSON text of the live changes since the last call */
+  /** @returns {EngineText | undefined} JSON text of the live changes since the last call (and their bytes) */
   takeLiveChanges() {
-    return this._call((r) => r.takeLiveChanges()) ?? undefined;
+    return this._call((r) => {
+      const text = r.takeLiveChanges();
+      return text === undefined ? undefined : withBytes(text, r);
+    });
   }
 
   // ----- durability --------------------------------------------------------------------

@@ -2,8 +2,15 @@
 // www/ibexdb.d.ts); hand-written, type-checked by `make tsc` against tests/types/app.ts, and the
 // implementation (ibexdb.js, checkJs) against it.
 
-/** A value that can be stored: JSON plus `Set<string>` (a set that merges element-wise). */
-export type Value = null | boolean | number | string | Value[] | Set<string> | { [field: string]: Value | undefined };
+/**
+ * Bytes: a `Uint8Array` (a Node `Buffer` is one) or an `ArrayBuffer` when written, always a
+ * `Uint8Array` when read. Compared byte-wise; at most 16 MiB in an item (TooLargeError). Other
+ * typed arrays and `DataView`s are refused (wrap their bytes in a `Uint8Array`).
+ */
+export type Bytes = Uint8Array | ArrayBuffer;
+
+/** A value that can be stored: JSON plus `Set<string>` (a set that merges element-wise) and bytes. */
+export type Value = null | boolean | number | string | Bytes | Value[] | Set<string> | { [field: string]: Value | undefined };
 
 /** An item: a plain object of values. */
 export type Item = { [field: string]: Value | undefined };
@@ -71,7 +78,7 @@ export interface AggregateQuery {
   groupBy?: string;
 }
 
-export type FieldType = 'any' | 'null' | 'boolean' | 'number' | 'integer' | 'string' | 'list' | 'map' | 'set';
+export type FieldType = 'any' | 'null' | 'boolean' | 'number' | 'integer' | 'string' | 'bytes' | 'list' | 'map' | 'set';
 
 export interface Schema {
   fields?: Record<string, { type?: FieldType; required?: boolean; nullable?: boolean; default?: Value }>;
@@ -174,7 +181,7 @@ type PathDepth = [never, 0, 1, 2, 3];
 export type FieldPath<T, D extends number = 4> = [D] extends [never]
   ? never
   : {
-      [K in keyof T & string]: NonNullable<T[K]> extends Value[] | Set<string>
+      [K in keyof T & string]: NonNullable<T[K]> extends Value[] | Set<string> | Bytes
         ? K
         : NonNullable<T[K]> extends object
           ? K | `${K}.${FieldPath<NonNullable<T[K]>, PathDepth[D]>}`

@@ -12,7 +12,7 @@
 
 import { argBoolean, argCollection, argFunction, argKey, argKeys, argObject, argPublicKey, argQuery, argString, argWhere, describe, isPlainObject } from './args.js';
 import { decode, decodeMany, decodeRows, encode, encodeObject } from './codec.js';
-import { TxnBuilder } from './txn.js';
+import { TxnBuilder, txnBytes } from './txn.js';
 import { ClosedError, IbexError, InvalidValueError, StorageUnavailableError, fromWire } from './errors.js';
 import { LiveQuery, applyChange, publicChange } from './live-query.js';
 import { Collection } from './collection.js';
@@ -27,6 +27,7 @@ export * from './errors.js';
 /** @typedef {import('./ibexdb.js').OpenOptions} OpenOptions */
 /** @typedef {import('./errors.js').WireError} WireError */
 /** @typedef {import('./live-query.js').WireChange} WireChange */
+/** @typedef {import('./codec.js').EngineText} EngineText */
 /** An op of the worker (worker/ops.js): a public method's name. @typedef {import('./worker/ops.js').OpName} OpName */
 /**
  * @template {OpName} K
@@ -274,7 +275,7 @@ export class Database {
 
   /**
    * Live-query resets (fresh rows, after the engine was reopened or this tab attached) and changes.
-   * @param {{epoch: string, changes?: string, resets?: [number, string, number, string | null][]}} m
+   * @param {{epoch: string, changes?: EngineText, resets?: [number, string, number, EngineText | null][]}} m
    */
   _applyLive(m) {
     for (const [subId, epoch, liveId, rowsJson] of m.resets ?? []) {
@@ -409,7 +410,7 @@ export class Database {
         /** @type {LiveQuery<T>} */
         const lq = new LiveQuery(() => this._closeLive(subId), onChange);
         this._live.set(subId, lq);
-        return this._send('live', [subId, t], /** @type {(p: [string, number, string]) => [string, number, string]} */ (identity)).then(
+        return this._send('live', [subId, t], /** @type {(p: [string, number, EngineText]) => [string, number, EngineText]} */ (identity)).then(
           ([epoch, liveId, rowsJson]) => {
             lq._epoch = epoch;
             lq._liveId = liveId;
@@ -444,8 +445,8 @@ export class Database {
     return this._checked(() => {
       argKey('put', key);
       argObject('put', value, 'value', 'an item (a plain object)');
-      return encodeObject(value, key);
-    }, (t) => this._send('put', [key, t], none));
+      return encodeObject(value, key) ?? txnBytes((tx) => tx.put(key, value));
+    }, (t) => (typeof t === 'string' ? this._send('put', [key, t], none) : this._sendTxn(t)));
   }
 
   /**
@@ -456,8 +457,8 @@ export class Database {
     return this._checked(() => {
       argKey('update', key);
       argObject('update', fields, 'fields', 'an item (a plain object)');
-      return encodeObject(fields, key);
-    }, (t) => this._send('update', [key, t], none));
+      return encodeObject(fields, key) ?? txnBytes((tx) => tx.update(key, fields));
+    }, (t) => (typeof t === 'string' ? this._send('update', [key, t], none) : this._sendTxn(t)));
   }
 
   /** Delete the item at `key`. @param {string} key @returns {Promise<void>} */
@@ -486,10 +487,18 @@ export class Database {
       return Promise.reject(e);
     }
     if (tx.size === 0) return Promise.resolve(ret);
-    // The bytes' buffer is transferred to the worker, not copied.
-    const bytes = tx.bytes();
+    return this._sendTxn(tx.bytes()).then(() => ret);
+  }
+
+  /**
+   * Send a transaction's bytes (a put or an update holding bytes values goes this way too: its
+   * bytes travel as bytes, not as JSON text). The buffer is transferred to the worker, not copied.
+   * @param {Uint8Array<ArrayBuffer>} bytes
+   * @returns {Promise<void>}
+   */
+  _sendTxn(bytes) {
     this._transfer.push(bytes.buffer);
-    return this._send('transaction', [bytes], () => ret);
+    return this._send('transaction', [bytes], none);
   }
 
   /**

@@ -4,12 +4,13 @@
 // before the engine saw an item (stringify, the UTF-8 copy, the serde parse).
 //
 // Values are checked as codec.js checks them for JSON (plain objects, arrays, strings, finite
-// numbers, booleans, null, Sets of strings; `undefined` properties skipped; an object whose only
-// key is "$set" holding an array is a Set). The fast path below does not track where it is in a
+// numbers, booleans, null, Sets of strings, bytes: a Uint8Array or an ArrayBuffer, copied in
+// here as they are, no base64; `undefined` properties skipped; an object whose only key is
+// "$set" holding an array is a Set, one whose only key is "$bytes" is refused). The fast path below does not track where it is in a
 // value: when it meets something it cannot store it rewinds the op and lets codec.js's `check`
 // walk the value again, which throws the InvalidValueError naming the path.
 
-import { checkObject } from './codec.js';
+import { MAX_ITEM_BYTES, checkObject } from './codec.js';
 import { InvalidKeyError, InvalidValueError } from './errors.js';
 
 /** The format's version: its first byte (src/txn_bytes.rs TXN_BYTES_VERSION). */
@@ -31,6 +32,7 @@ const T_STRING = 4;
 const T_LIST = 5;
 const T_MAP = 6;
 const T_SET = 7;
+const T_BYTES = 8;
 const MAX_DEPTH = 32;
 const INITIAL_BYTES = 16 << 10;
 /** A cleared builder keeps a buffer up to this size. */
@@ -203,6 +205,8 @@ export class TxnBuilder {
           this._list(v, depth);
         } else if (v instanceof Set) {
           this._set(v, v.size);
+        } else if (v instanceof Uint8Array || v instanceof ArrayBuffer) {
+          this._bytes(v);
         } else if (isPlainObject(v)) {
           this._map(/** @type {Record<string, unknown>} */ (v), depth);
         } else {
@@ -212,6 +216,24 @@ export class TxnBuilder {
       default:
         throw UNSTORABLE;
     }
+  }
+
+  /**
+   * Bytes: `T_BYTES lp(bytes)`, copied in. What codec.js refuses (a detached buffer, a view of a
+   * SharedArrayBuffer, more than an item may hold) is left to it, for the error naming the path.
+   * @param {Uint8Array | ArrayBuffer} v
+   */
+  _bytes(v) {
+    const buf = v instanceof Uint8Array ? v.buffer : v;
+    if (/** @type {any} */ (buf).detached === true || (typeof SharedArrayBuffer !== 'undefined' && buf instanceof SharedArrayBuffer)) throw UNSTORABLE;
+    const b = v instanceof Uint8Array ? v : new Uint8Array(v);
+    const n = b.length;
+    if (n > MAX_ITEM_BYTES) throw UNSTORABLE;
+    this._reserve(6 + n);
+    this._buf[this._pos] = T_BYTES;
+    this._pos = this._varintAt(this._pos + 1, n);
+    this._buf.set(b, this._pos);
+    this._pos += n;
   }
 
   /** @param {unknown[]} v @param {number} depth */
@@ -248,6 +270,8 @@ export class TxnBuilder {
       this._set(lone, lone.length);
       return;
     }
+    // The JSON form of bytes is reserved (codec.js names the path).
+    if (v.$bytes !== undefined && isLoneBytes(v)) throw UNSTORABLE;
     this._reserve(2);
     this._buf[this._pos] = T_MAP;
     const countAt = this._pos + 1;
@@ -340,6 +364,18 @@ export class TxnBuilder {
   }
 }
 
+/**
+ * The bytes of a one-op transaction (a put or an update holding bytes values, ibexdb.js). The
+ * builder is dropped: its own buffer is returned, to be transferred (no copy of large bytes).
+ * @param {(tx: TxnBuilder) => void} fn
+ * @returns {Uint8Array<ArrayBuffer>}
+ */
+export function txnBytes(fn) {
+  const tx = new TxnBuilder();
+  fn(tx);
+  return tx.view();
+}
+
 /** The body of an op that has none (a delete). */
 function noBody() {}
 
@@ -353,6 +389,12 @@ function isPlainObject(v) {
 /** Whether `$set` is the only key of `v` with a value (the `{$set: [...]}` form of a Set). @param {Record<string, unknown>} v */
 function isLoneSet(v) {
   for (const k in v) if (k !== '$set' && v[k] !== undefined) return false;
+  return true;
+}
+
+/** Whether `$bytes` is the only key of `v` with a value. @param {Record<string, unknown>} v */
+function isLoneBytes(v) {
+  for (const k in v) if (k !== '$bytes' && v[k] !== undefined) return false;
   return true;
 }
 

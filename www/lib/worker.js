@@ -25,11 +25,14 @@
 //                   {type:'background-error', error}         a relaxed flush / seal failed
 //                   {type:'closed', error?}
 //                   {type:'verify-thread'}                   start verify()'s helper thread, send its port
-// Values, queries and results travel as JSON text (codec.js); errors as {name, message, ...}.
+// Values, queries and results travel as JSON text (codec.js); a result holding bytes values as
+// `{json, bytes}` (codec.js EngineText), its Uint8Arrays' buffers transferred; errors as
+// {name, message, ...}.
 //
 // One promise chain (`run`) serializes all work on the engine: batches, timers, sync messages,
 // recovery and takeover.
 
+import { transferables } from './codec.js';
 import { ClosedError, toWire } from './errors.js';
 import { Batches } from './worker/batch.js';
 import { LiveQueries } from './worker/live.js';
@@ -89,7 +92,8 @@ const rt = {
     chain = p.catch(() => {});
     return p;
   },
-  post: (msg) => self.postMessage(msg),
+  // Bytes in results and live changes are transferred to the page, not copied (codec.js).
+  post: (msg) => self.postMessage(msg, { transfer: transferables(msg) }),
   broadcast: (msg) => ownership.broadcast(msg),
   isOwner: () => ownership.role === 'owner',
   syncUrl: null,

@@ -47,6 +47,13 @@ import { ITEMS_SCHEMA, repoName } from '../shared/ibexdb.js';
 import { opfsUsage } from './opfs-usage.js';
 import { FAT_COLLECTIONS } from '../shared/docs.js';
 
+/**
+ * An engine result as JSON: the benchmark's data holds no bytes values, so every result is
+ * plain text (engine.js EngineText: `{json, bytes}` only when bytes are in it).
+ * @param {import('../../lib/codec.js').EngineText} t
+ */
+const parseText = (t) => JSON.parse(typeof t === 'string' ? t : t.json);
+
 const ENGINE_MODULE = new URL('../../lib/engine.js', import.meta.url).href;
 const POLICY_MODULE = new URL('../../lib/policy.js', import.meta.url).href;
 const STORAGE_MODULE = new URL('../../lib/storage.js', import.meta.url).href;
@@ -208,7 +215,7 @@ function bigCommit(xs, put) {
 }
 
 function queryRows(text) {
-  return JSON.parse(eng.queryJson(text));
+  return parseText(eng.queryJson(text));
 }
 
 // ----- relational workloads ------------------------------------------------------------------
@@ -223,7 +230,7 @@ const relRow = (id, v) => {
   return v;
 };
 function relQuery(q) {
-  const rows = JSON.parse(eng.queryJson(JSON.stringify(q)));
+  const rows = parseText(eng.queryJson(JSON.stringify(q)));
   const out = new Array(rows.length);
   for (let i = 0; i < rows.length; i++) out[i] = relRow(rows[i][0], rows[i][1]);
   return out;
@@ -440,11 +447,11 @@ serve({
   get(id) {
     // The runtime worker's read path (engine.js getJson: the engine's reused output buffer).
     const t = eng.getJson(`items/${id}`);
-    return t === undefined ? undefined : toItem(id, JSON.parse(t));
+    return t === undefined ? undefined : toItem(id, parseText(t));
   },
 
   getMany(ids) {
-    const vals = JSON.parse(eng.getManyJson(JSON.stringify(ids.map((id) => `items/${id}`))));
+    const vals = parseText(eng.getManyJson(JSON.stringify(ids.map((id) => `items/${id}`))));
     const out = [];
     for (let i = 0; i < vals.length; i++) if (vals[i] !== null) out.push(toItem(ids[i], vals[i]));
     return out;
@@ -501,7 +508,7 @@ serve({
   },
 
   aggregate() {
-    return JSON.parse(eng.aggregateJson(Q.aggregate));
+    return parseText(eng.aggregateJson(Q.aggregate));
   },
 
   // ----- seal row (signed engines) -------------------------------------------------------
@@ -555,12 +562,12 @@ serve({
     get(coll, id) {
       const t = eng.getJson(`${coll}/${pad(id)}`);
       if (t === undefined) return undefined;
-      const v = JSON.parse(t);
+      const v = parseText(t);
       v.id = id;
       return v;
     },
     getMany(coll, ids) {
-      const vals = JSON.parse(eng.getManyJson(JSON.stringify(ids.map((id) => `${coll}/${pad(id)}`))));
+      const vals = parseText(eng.getManyJson(JSON.stringify(ids.map((id) => `${coll}/${pad(id)}`))));
       const out = [];
       for (let i = 0; i < vals.length; i++) {
         if (vals[i] === null) continue;
@@ -571,14 +578,14 @@ serve({
     },
     size: (coll) => eng.count(coll),
     // Aggregates over a field without an index: the engine scans the collection.
-    count: (coll, field) => JSON.parse(eng.aggregateJson(JSON.stringify({ collection: coll, aggregates: { n: { count: field } } }))).n,
-    sum: (coll, field) => JSON.parse(eng.aggregateJson(JSON.stringify({ collection: coll, aggregates: { s: { sum: field } } }))).s,
+    count: (coll, field) => parseText(eng.aggregateJson(JSON.stringify({ collection: coll, aggregates: { n: { count: field } } }))).n,
+    sum: (coll, field) => parseText(eng.aggregateJson(JSON.stringify({ collection: coll, aggregates: { s: { sum: field } } }))).s,
     minMax(coll, field) {
-      const r = JSON.parse(eng.aggregateJson(JSON.stringify({ collection: coll, aggregates: { min: { min: field }, max: { max: field } } })));
+      const r = parseText(eng.aggregateJson(JSON.stringify({ collection: coll, aggregates: { min: { min: field }, max: { max: field } } })));
       return { min: r.min, max: r.max };
     },
     filterGt(coll, field, x) {
-      const rows = JSON.parse(eng.queryJson(JSON.stringify({ collection: coll, where: { [field]: { gt: x } } })));
+      const rows = parseText(eng.queryJson(JSON.stringify({ collection: coll, where: { [field]: { gt: x } } })));
       return rows.map(([id, v]) => relRow(id, v));
     },
   },

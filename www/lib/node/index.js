@@ -298,6 +298,8 @@ export class NodeDatabase {
     argKey('put', key);
     argObject('put', value, 'value', 'an item (a plain object)');
     const text = encodeObject(value, key);
+    // Bytes travel as bytes: a transaction's (txn.js), not JSON text.
+    if (text === undefined) return this._write(() => this._engine.transaction((tx) => tx.put(key, value)));
     return this._write(() => this._engine.putJson(key, text));
   }
   /** @param {string} key @param {any} fields */
@@ -305,6 +307,7 @@ export class NodeDatabase {
     argKey('update', key);
     argObject('update', fields, 'fields', 'an item (a plain object)');
     const text = encodeObject(fields, key);
+    if (text === undefined) return this._write(() => this._engine.transaction((tx) => tx.update(key, fields)));
     return this._write(() => this._engine.updateJson(key, text));
   }
   /** @param {string} key */

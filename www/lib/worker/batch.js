@@ -45,7 +45,7 @@ export class Batches {
    * @param {Op[]} ops
    * @param {'flush' | 'relaxed'} durability
    * @param {string} origin 'local' (this worker's page) or the client worker that sent it
-   * @returns {Promise<[Result[], string | undefined]>} the results, and the live changes they made (JSON text)
+   * @returns {Promise<[Result[], import('../codec.js').EngineText | undefined]>} the results, and the live changes they made (JSON text)
    */
   async run(ops, durability, origin) {
     /** @type {Result[]} */

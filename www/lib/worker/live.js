@@ -21,7 +21,7 @@ import { toWire } from '../errors.js';
 /**
  * What a page gets for a live query: `[epoch, liveId, rowsJson]`, or with an error
  * `[epoch, -1, null, error]`.
- * @typedef {[string, number, string | null] | [string, number, null, WireError]} SubReply
+ * @typedef {[string, number, import('../codec.js').EngineText | null] | [string, number, null, WireError]} SubReply
  */
 
 export class LiveQueries {
@@ -112,7 +112,7 @@ export class LiveQueries {
     }
   }
 
-  /** @returns {string | undefined} the changes since the last call (JSON text), if any live query exists */
+  /** @returns {import('../codec.js').EngineText | undefined} the changes since the last call (JSON text), if any live query exists */
   take() {
     return this.subs.size > 0 ? this.rt.owned().takeLiveChanges() : undefined;
   }
@@ -122,7 +122,7 @@ export class LiveQueries {
     return this.subs.size > this.remote;
   }
 
-  /** Send changes to the client tabs, if they hold live queries. @param {string} changes */
+  /** Send changes to the client tabs, if they hold live queries. @param {import('../codec.js').EngineText} changes */
   broadcast(changes) {
     if (this.remote > 0) this.rt.broadcast({ type: 'live', epoch: this.epoch, changes });
   }
@@ -130,7 +130,7 @@ export class LiveQueries {
   /**
    * Send changes made outside this page's batches (commits received by sync, a client's
    * request) to every page that holds live queries.
-   * @param {string | undefined} changes
+   * @param {import('../codec.js').EngineText | undefined} changes
    */
   deliver(changes) {
     if (!changes) return;

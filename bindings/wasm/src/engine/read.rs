@@ -68,8 +68,9 @@ impl Engine {
     /// `get` without allocating a JS string in the glue: writes the item's JSON (UTF-8) into a
     /// buffer reused across calls and its `[ptr, len]` at `outSlot`, for the caller to decode
     /// straight from wasm memory before the next engine call. Returns 0 when the item does not
-    /// exist, 1 when it does, 3 when it does and holds a set somewhere (so the caller knows
-    /// whether `{"$set": [...]}` objects need reviving without scanning the text).
+    /// exist, else 1, plus 2 when it holds a set somewhere (so the caller knows whether
+    /// `{"$set": [...]}` objects need reviving without scanning the text), plus 4 when it holds
+    /// bytes (`{"$bytes": i}`: take them with `takeBytes`).
     #[wasm_bindgen(js_name = getInto)]
     pub fn get_into(&mut self, key: &str) -> JsResult<u32> {
         let r = self.repo.as_mut().ok_or_else(|| to_js(&Error::Closed))?;
@@ -85,7 +86,26 @@ impl Engine {
         crate::json::write(&mut out, m);
         self.slot[0].set(out.as_ptr() as u32);
         self.slot[1].set(out.len() as u32);
-        Ok(if crate::json::map_has_set(m) { 3 } else { 1 })
+        let set = if crate::json::map_has_set(m) { 2 } else { 0 };
+        let bytes = if crate::json::has_bytes() { 4 } else { 0 };
+        Ok(1 | set | bytes)
+    }
+
+    /// The bytes of the `{"$bytes": i}` placeholders in the text the last call returned, as
+    /// `Uint8Array`s (each a copy out of wasm memory, in an `ArrayBuffer` of its own that the
+    /// worker transfers to the page), or undefined when it held none. Taking them clears them:
+    /// call it right after the call whose text it is.
+    #[wasm_bindgen(js_name = takeBytes)]
+    pub fn take_bytes(&self) -> Option<js_sys::Array> {
+        let out = crate::json::OUT.with(|o| std::mem::take(&mut *o.borrow_mut()));
+        if out.is_empty() {
+            return None;
+        }
+        Some(
+            out.iter()
+                .map(|b| js_sys::Uint8Array::from(&b[..]))
+                .collect(),
+        )
     }
 
     /// JSON array of items (null where missing) for a JSON array of keys.
@@ -147,12 +167,14 @@ impl Engine {
     pub fn aggregate(&mut self, q: &str) -> JsResult<String> {
         let r = self.repo_mut()?;
         let q = AggregateQuery::from_json(&parse_json(q).js()?).js()?;
-        Ok(r.aggregate(&q).js()?.to_string())
+        // The result is built as a JSON tree: bytes (a min or max) go to the sink then.
+        crate::json::collecting(|| r.aggregate(&q).map(|v| v.to_string())).js()
     }
 
     /// The commits that changed `key`, oldest first (JSON).
     pub fn history(&mut self, key: &str) -> JsResult<String> {
         let r = self.repo_mut()?;
-        Ok(history_json(&r.history(key).js()?).to_string())
+        let h = r.history(key).js()?;
+        Ok(crate::json::collecting(|| history_json(&h).to_string()))
     }
 }
