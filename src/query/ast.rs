@@ -1,5 +1,7 @@
 //! Query syntax trees and their JSON form (parse and print).
 
+use super::keys::{split_where, KeySel, ID_FIELD};
+use super::page::Cursor;
 use crate::error::{Error, Result};
 use crate::value::{from_tree, to_tree, Value};
 use serde_json::Value as J;
@@ -225,6 +227,12 @@ impl Filter {
                     });
                 }
                 "not" => parts.push(Filter::Not(Box::new(Filter::from_json(v)?))),
+                ID_FIELD => {
+                    return Err(bad(format!(
+                        "{ID_FIELD} is allowed only at the top level of a query's where (not \
+                         inside and/or/not, nor in count or aggregate)"
+                    )))
+                }
                 path => {
                     check_path(path, "where")?;
                     match v {
@@ -340,6 +348,10 @@ pub struct Query {
     pub offset: usize,
     /// Field paths to return; `None` returns whole items.
     pub select: Option<Vec<String>>,
+    /// `$id` in the `where`: a condition on item ids, served by lookups (`keys.rs`).
+    pub key: Option<KeySel>,
+    /// Keyset paging: only rows strictly after this position (`page.rs`).
+    pub after: Option<Cursor>,
 }
 
 fn get_usize(o: &serde_json::Map<String, J>, k: &str) -> Result<Option<usize>> {
@@ -400,6 +412,8 @@ impl Query {
             limit: None,
             offset: 0,
             select: None,
+            key: None,
+            after: None,
         }
     }
 
@@ -414,11 +428,33 @@ impl Query {
         })?;
         check_keys(
             o,
-            &["collection", "where", "sort", "limit", "offset", "select"],
+            &[
+                "collection",
+                "where",
+                "sort",
+                "limit",
+                "offset",
+                "select",
+                "after",
+            ],
             "query",
         )?;
         let collection = get_collection(o)?;
-        let filter = get_filter(o)?;
+        let (key, filter) = match o.get("where") {
+            None | Some(J::Null) => (None, None),
+            Some(w) => {
+                let (key, rest) = split_where(w)?;
+                let filter = match rest {
+                    None => None,
+                    Some(r) => {
+                        let f = Filter::from_json(&r)?;
+                        f.validate()?;
+                        Some(f)
+                    }
+                };
+                (key, filter)
+            }
+        };
         let mut sort = Vec::new();
         match o.get("sort") {
             None | Some(J::Null) => {}
@@ -472,6 +508,17 @@ impl Query {
             ),
             Some(v) => return Err(bad(format!("select must be an array, got {v}"))),
         };
+        let after = match o.get("after") {
+            None | Some(J::Null) => None,
+            Some(c) => {
+                if offset != 0 {
+                    return Err(bad(
+                        "after and offset cannot be combined (after replaces offset)",
+                    ));
+                }
+                Some(Cursor::parse(c, &collection, &sort)?)
+            }
+        };
         let q = Query {
             collection,
             filter,
@@ -479,6 +526,8 @@ impl Query {
             limit,
             offset,
             select,
+            key,
+            after,
         };
         q.validate()?;
         Ok(q)
@@ -502,8 +551,18 @@ impl Query {
     pub fn to_json(&self) -> J {
         let mut o = serde_json::Map::new();
         o.insert("collection".into(), J::String(self.collection.clone()));
-        if let Some(f) = &self.filter {
-            o.insert("where".into(), f.to_json());
+        let mut w = self.filter.as_ref().map(Filter::to_json);
+        if let Some(k) = &self.key {
+            // A filter prints as one object without `$id`: `$id` joins its entries.
+            let mut wo = match w.take() {
+                Some(J::Object(m)) => m,
+                _ => serde_json::Map::new(),
+            };
+            wo.insert(ID_FIELD.into(), k.to_json());
+            w = Some(J::Object(wo));
+        }
+        if let Some(w) = w {
+            o.insert("where".into(), w);
         }
         if !self.sort.is_empty() {
             o.insert(
@@ -527,6 +586,9 @@ impl Query {
                 "select".into(),
                 J::Array(s.iter().map(|p| J::String(p.clone())).collect()),
             );
+        }
+        if let Some(c) = &self.after {
+            o.insert("after".into(), J::String(c.text.clone()));
         }
         J::Object(o)
     }

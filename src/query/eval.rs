@@ -2,6 +2,8 @@
 //! cloned while filtering or comparing.
 
 use super::ast::{bad, Filter, Pred, Query, SortKey};
+use super::keys::KeySel;
+use super::page::Cursor;
 use crate::error::Result;
 use crate::value::{Map, Name, Value};
 use std::cmp::Ordering;
@@ -223,6 +225,9 @@ pub(crate) struct Compiled {
     pub filter: Option<CFilter>,
     pub sort: Vec<CSort>,
     pub select: Option<Vec<CPath>>,
+    /// `$id` (with `in`'s ids sorted).
+    pub key: Option<KeySel>,
+    pub after: Option<Cursor>,
 }
 
 impl Compiled {
@@ -235,7 +240,24 @@ impl Compiled {
                 .select
                 .as_ref()
                 .map(|s| s.iter().map(|p| CPath::new(p)).collect()),
+            key: q.key.as_ref().map(KeySel::compiled),
+            after: q.after.clone(),
         })
+    }
+
+    /// Whether `(id, m)` passes the conditions outside the filter: `$id` and `after`.
+    #[inline]
+    pub fn extra(&self, id: &str, m: &Map) -> bool {
+        self.key.as_ref().is_none_or(|k| k.test(id))
+            && self.after.as_ref().is_none_or(|a| a.before(&self.sort, id, m))
+    }
+
+    /// Whether `(id, m)` is a match of the query (before offset and limit).
+    #[inline]
+    pub fn accept(&self, id: &str, m: &Map) -> bool {
+        self.key.as_ref().is_none_or(|k| k.test(id))
+            && matches(&self.filter, m)
+            && self.after.as_ref().is_none_or(|a| a.before(&self.sort, id, m))
     }
 
     /// The row value returned for `m` (projected when `select` is given).

@@ -26,16 +26,21 @@
 
 mod agg;
 mod ast;
+mod collect;
 mod entry;
 mod eval;
 mod index;
 mod index_build;
+mod keys;
 mod lazy;
 mod live;
+mod page;
 mod plan;
 mod restored;
 
 pub use ast::{AggOp, AggregateQuery, Filter, Pred, Query, SortKey, OPERATORS};
+pub use keys::KeySel;
+pub use page::Cursor;
 pub use live::{LiveChange, LiveId};
 pub use plan::{Access, Plan, SortMethod};
 
@@ -44,14 +49,14 @@ use crate::state::{ChangeSink, Collection, State};
 use crate::value::Map;
 pub(crate) use agg::FieldAgg;
 use entry::{Entry, IKey};
-use eval::{check_sortable, cmp_items, matches, set_sort_error, CFilter, CSort, Compiled};
+use collect::Collector;
+use eval::{check_sortable, cmp_items, matches, set_sort_error, CFilter, Compiled};
 pub(crate) use index::Index;
 pub(crate) use index_build::Restorer;
 use live::LiveQuery;
 use plan::{choose, Choice};
 use std::cell::{OnceCell, RefCell};
-use std::cmp::Ordering;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 
 /// The answer to a [`Query`].
 #[derive(Debug, Clone, PartialEq)]
@@ -59,6 +64,8 @@ pub struct QueryResult {
     /// (id, value), the value projected when the query has `select`.
     pub rows: Vec<(String, Map)>,
     pub plan: Plan,
+    /// With a limit and at least one row: the cursor after the last row, for `after` (`page.rs`).
+    pub cursor: Option<String>,
 }
 
 impl QueryResult {
@@ -67,6 +74,7 @@ impl QueryResult {
         serde_json::json!({
             "rows": rows_to_json(&self.rows),
             "plan": self.plan.to_json(),
+            "cursor": self.cursor,
         })
     }
 }
@@ -224,87 +232,6 @@ pub(crate) enum Partial {
     NeedAll,
 }
 
-/// An item in the top-k heap, ordered by the query's sort (the heap's top is the worst kept).
-struct Ranked<'a, 's> {
-    id: &'a str,
-    m: &'a Map,
-    keys: &'s [CSort],
-}
-impl Ord for Ranked<'_, '_> {
-    fn cmp(&self, other: &Self) -> Ordering {
-        cmp_items(self.keys, (self.id, self.m), (other.id, other.m))
-    }
-}
-impl PartialOrd for Ranked<'_, '_> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl PartialEq for Ranked<'_, '_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Ranked<'_, '_> {}
-
-/// Collects matches and yields them in sort order: a bounded heap when `k` is known.
-struct Collector<'a, 's> {
-    keys: &'s [CSort],
-    k: Option<usize>,
-    heap: BinaryHeap<Ranked<'a, 's>>,
-    all: Vec<(&'a str, &'a Map)>,
-}
-
-impl<'a, 's> Collector<'a, 's> {
-    fn new(keys: &'s [CSort], k: Option<usize>) -> Self {
-        Collector {
-            keys,
-            k,
-            heap: BinaryHeap::with_capacity(k.unwrap_or(0).min(1 << 16) + 1),
-            all: Vec::new(),
-        }
-    }
-
-    #[inline]
-    fn push(&mut self, id: &'a str, m: &'a Map) {
-        match self.k {
-            None => self.all.push((id, m)),
-            Some(0) => {}
-            Some(k) => {
-                let r = Ranked {
-                    id,
-                    m,
-                    keys: self.keys,
-                };
-                if self.heap.len() < k {
-                    self.heap.push(r);
-                } else if let Some(mut top) = self.heap.peek_mut() {
-                    if r < *top {
-                        *top = r;
-                    }
-                }
-            }
-        }
-    }
-
-    fn finish(self) -> Vec<(&'a str, &'a Map)> {
-        match self.k {
-            None => {
-                let mut all = self.all;
-                let keys = self.keys;
-                all.sort_unstable_by(|a, b| cmp_items(keys, *a, *b));
-                all
-            }
-            Some(_) => self
-                .heap
-                .into_sorted_vec()
-                .into_iter()
-                .map(|r| (r.id, r.m))
-                .collect(),
-        }
-    }
-}
-
 impl QueryEngine {
     pub fn new() -> Self {
         Self::default()
@@ -454,8 +381,12 @@ impl QueryEngine {
             return Ok(Partial::Done(QueryResult {
                 rows: Vec::new(),
                 plan: Self::empty_plan(),
+                cursor: None,
             }));
         };
+        if let Some(key) = &q.key {
+            return keys::run(coll, q, &c, key);
+        }
         let cold = !coll.cold().is_empty();
         if cold && self.unbuilt_indexes(&q.collection).is_some() {
             return Ok(Partial::NeedAll);
@@ -464,7 +395,6 @@ impl QueryEngine {
         if cold && matches!(choice, Choice::Scan) {
             return Ok(Partial::NeedAll);
         }
-        let limit = q.limit.unwrap_or(usize::MAX);
         let k = q.limit.map(|l| q.offset.saturating_add(l));
         // An ordered walk stops once the window is full: it may stop noting cold items once
         // they alone could fill it. Other index plans collect every candidate.
@@ -480,7 +410,9 @@ impl QueryEngine {
                 let mut out = Vec::new();
                 let want = k.unwrap_or(usize::MAX);
                 for_each_match(&items, &choice, &c.filter, |id, m| {
-                    out.push((id, m));
+                    if c.extra(id, m) {
+                        out.push((id, m));
+                    }
                     Ok(out.len() < want)
                 })?;
                 out
@@ -488,8 +420,10 @@ impl QueryEngine {
             _ => {
                 let mut col = Collector::new(&c.sort, k);
                 for_each_match(&items, &choice, &c.filter, |id, m| {
-                    check_sortable(&c.sort, id, m)?;
-                    col.push(id, m);
+                    if c.extra(id, m) {
+                        check_sortable(&c.sort, id, m)?;
+                        col.push(id, m);
+                    }
                     Ok(true)
                 })?;
                 col.finish()
@@ -500,13 +434,7 @@ impl QueryEngine {
             let ids = cold_ids.into_iter().map(str::to_string).collect();
             return Ok(Partial::Need(ids));
         }
-        let rows = picked
-            .into_iter()
-            .skip(q.offset)
-            .take(limit)
-            .map(|(id, m)| (id.to_string(), c.project(m)))
-            .collect();
-        Ok(Partial::Done(QueryResult { rows, plan }))
+        Ok(Partial::Done(page::page_result(q, &c, picked, plan)))
     }
 
     /// Walk the first sort key's index in order until offset + limit matches are collected
@@ -553,7 +481,7 @@ impl QueryEngine {
             gkey = Some(&e.key);
             let id = e.id();
             match items.get(id) {
-                Some(m) if matches(&c.filter, m) => group.push((id, m)),
+                Some(m) if c.accept(id, m) => group.push((id, m)),
                 Some(_) => {}
                 None if items.spent() => break,
                 None => {}
@@ -568,7 +496,10 @@ impl QueryEngine {
         q.validate()?;
         Ok(match state.collection(&q.collection) {
             None => Self::empty_plan(),
-            Some(coll) => self.plan_for(coll, q).1,
+            Some(coll) => match &q.key {
+                Some(key) => keys::plan(coll, q, key),
+                None => self.plan_for(coll, q).1,
+            },
         })
     }
 
@@ -691,7 +622,18 @@ impl QueryEngine {
     pub fn subscribe(&mut self, state: &State, q: Query) -> Result<(LiveId, Vec<(String, Map)>)> {
         let c = Compiled::new(&q)?;
         let mut found = Vec::new();
-        if let Some(coll) = state.collection(&q.collection) {
+        if let (Some(coll), Some(key)) = (state.collection(&q.collection), &c.key) {
+            // The repository loaded the listed ids' blocks (or the whole collection) first.
+            let mut cold = Vec::new();
+            keys::for_each_selected(coll, key, &mut cold, |id, m| {
+                if c.accept(id, m) {
+                    check_sortable(&c.sort, id, m)?;
+                    found.push((LiveQuery::entry(&c, id, m), c.project(m)));
+                }
+                Ok(true)
+            })?;
+            debug_assert!(cold.is_empty(), "a live query's ids are loaded first");
+        } else if let Some(coll) = state.collection(&q.collection) {
             let (choice, _) = choose(
                 coll.count(),
                 self.indexes_of(&q.collection, Some(coll)),
@@ -700,8 +642,10 @@ impl QueryEngine {
                 None,
             );
             for_each_match(&Items::loaded(coll), &choice, &c.filter, |id, m| {
-                check_sortable(&c.sort, id, m)?;
-                found.push((LiveQuery::entry(&c, id, m), c.project(m)));
+                if c.extra(id, m) {
+                    check_sortable(&c.sort, id, m)?;
+                    found.push((LiveQuery::entry(&c, id, m), c.project(m)));
+                }
                 Ok(true)
             })?;
         }
@@ -783,7 +727,7 @@ impl QueryEngine {
             let mut fresh = Vec::new();
             if let Some(coll) = state.collection(&lq.query.collection) {
                 for (iid, m) in coll.iter() {
-                    if matches(&lq.compiled.filter, m) {
+                    if lq.compiled.accept(iid, m) {
                         fresh.push((
                             LiveQuery::entry(&lq.compiled, iid, m),
                             lq.compiled.project(m),
@@ -854,3 +798,5 @@ impl ChangeSink for QueryEngine {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_page;

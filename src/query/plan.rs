@@ -25,6 +25,8 @@ pub enum Access {
     IndexContains { path: String },
     /// The whole index of the first sort key, walked in sort order until the window is full.
     IndexOrder { path: String, desc: bool },
+    /// `$id`: the listed ids looked up (`eq`, `in`), or the ids with a prefix walked in order.
+    Key { op: &'static str },
 }
 
 /// How results are put in order.
@@ -63,7 +65,7 @@ impl Plan {
             | Access::IndexPrefix { path }
             | Access::IndexContains { path }
             | Access::IndexOrder { path, .. } => Some(path),
-            Access::Empty | Access::Scan => None,
+            Access::Empty | Access::Scan | Access::Key { .. } => None,
         }
     }
 
@@ -80,6 +82,7 @@ impl Plan {
             Access::IndexOrder { desc, .. } => {
                 ("index", Some(if *desc { "order desc" } else { "order" }))
             }
+            Access::Key { op } => ("key", Some(*op)),
         };
         let mut o = json!({
             "access": access,

@@ -144,6 +144,15 @@ export class Collection {
     }
   }
 
+  /** A page and the cursor after it (`db.page`). @param {unknown} [q] */
+  page(q) {
+    try {
+      return this.db.page(this.toQuery('page', q));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
   /** @param {unknown} [q] @param {(rows: any[], change: any) => void} [onChange] */
   live(q, onChange) {
     try {
