@@ -35,8 +35,8 @@ pub(crate) fn check_path(path: &str, what: &str) -> Result<()> {
 }
 
 /// The operator names accepted inside a field's operator object.
-pub const OPERATORS: [&str; 10] = [
-    "eq", "ne", "lt", "lte", "gt", "gte", "in", "contains", "prefix", "includes",
+pub const OPERATORS: [&str; 11] = [
+    "eq", "ne", "lt", "lte", "gt", "gte", "in", "contains", "prefix", "includes", "match",
 ];
 
 /// A condition on one field's value. Semantics (see the module docs): a missing field matches
@@ -60,6 +60,8 @@ pub enum Pred {
     Prefix(String),
     /// A string containing this substring.
     Includes(String),
+    /// A string holding every token of this search, the last as a prefix (`text.rs`).
+    Match(String),
 }
 
 impl Pred {
@@ -76,6 +78,7 @@ impl Pred {
             Pred::Contains(_) => "contains",
             Pred::Prefix(_) => "prefix",
             Pred::Includes(_) => "includes",
+            Pred::Match(_) => "match",
         }
     }
 
@@ -85,7 +88,9 @@ impl Pred {
                 to_tree(v)
             }
             Pred::In(vs) => J::Array(vs.iter().map(to_tree).collect()),
-            Pred::Contains(s) | Pred::Prefix(s) | Pred::Includes(s) => J::String(s.clone()),
+            Pred::Contains(s) | Pred::Prefix(s) | Pred::Includes(s) | Pred::Match(s) => {
+                J::String(s.clone())
+            }
         }
     }
 
@@ -130,6 +135,11 @@ impl Pred {
             "contains" => Pred::Contains(string()?),
             "prefix" => Pred::Prefix(string()?),
             "includes" => Pred::Includes(string()?),
+            "match" => {
+                let s = string()?;
+                super::text::Search::parse(path, &s)?;
+                Pred::Match(s)
+            }
             other => {
                 return Err(bad(format!(
                     "unknown operator {other:?} on field {path:?} (expected one of {})",
@@ -162,6 +172,7 @@ impl Pred {
                 }
                 Ok(())
             }
+            Pred::Match(s) => super::text::Search::parse(path, s).map(|_| ()),
             _ => Ok(()),
         }
     }

@@ -4,6 +4,7 @@
 use super::ast::{bad, Filter, Pred, Query, SortKey};
 use super::keys::KeySel;
 use super::page::Cursor;
+use super::text::Search;
 use crate::error::Result;
 use crate::value::{Map, Name, Value};
 use std::cmp::Ordering;
@@ -87,6 +88,8 @@ pub(crate) enum CPred {
     Includes(String),
     /// A one-byte substring (memchr).
     IncludesByte(u8),
+    /// A full-text search (`text.rs`), evaluated by tokenizing the value.
+    Match(Box<Search>),
 }
 
 impl CPred {
@@ -108,6 +111,11 @@ impl CPred {
             Pred::Prefix(s) => CPred::Prefix(s.clone()),
             Pred::Includes(s) if s.len() == 1 => CPred::IncludesByte(s.as_bytes()[0]),
             Pred::Includes(s) => CPred::Includes(s.clone()),
+            // Validated when parsed: an invalid search matches nothing.
+            Pred::Match(s) => CPred::Match(Box::new(Search::parse("", s).unwrap_or(Search {
+                exact: vec![String::new()],
+                prefix: None,
+            }))),
         }
     }
 
@@ -140,6 +148,7 @@ impl CPred {
             CPred::IncludesByte(b) => {
                 matches!(v, Some(Value::String(s)) if s.as_bytes().contains(b))
             }
+            CPred::Match(s) => s.test(v),
         }
     }
 }

@@ -37,6 +37,8 @@ mod live;
 mod page;
 mod plan;
 mod restored;
+mod search;
+mod text;
 
 pub use ast::{AggOp, AggregateQuery, Filter, Pred, Query, SortKey, OPERATORS};
 pub use keys::KeySel;
@@ -117,6 +119,8 @@ pub struct QueryEngine {
     /// Per collection, the running aggregates of paths that unfiltered aggregates read without
     /// an index ([`FieldAgg`]): built on first use, maintained like indexes.
     field_aggs: RefCell<BTreeMap<String, BTreeMap<String, FieldAgg>>>,
+    /// Per collection, the declared `text` indexes (`search.rs`).
+    texts: BTreeMap<String, search::Texts>,
     lives: BTreeMap<LiveId, LiveQuery>,
     live_colls: BTreeMap<String, Vec<LiveId>>,
     next_live: u64,
@@ -387,6 +391,9 @@ impl QueryEngine {
         if let Some(key) = &q.key {
             return keys::run(coll, q, &c, key);
         }
+        if let Some(p) = self.run_text(coll, q, &c)? {
+            return Ok(p);
+        }
         let cold = !coll.cold().is_empty();
         if cold && self.unbuilt_indexes(&q.collection).is_some() {
             return Ok(Partial::NeedAll);
@@ -498,7 +505,10 @@ impl QueryEngine {
             None => Self::empty_plan(),
             Some(coll) => match &q.key {
                 Some(key) => keys::plan(coll, q, key),
-                None => self.plan_for(coll, q).1,
+                None => match self.explain_text(coll, q)? {
+                    Some(p) => p,
+                    None => self.plan_for(coll, q).1,
+                },
             },
         })
     }
@@ -633,6 +643,20 @@ impl QueryEngine {
                 Ok(true)
             })?;
             debug_assert!(cold.is_empty(), "a live query's ids are loaded first");
+        } else if let Some(th) = match state.collection(&q.collection) {
+            Some(coll) => self.text_hits(&q.collection, coll, q.filter.as_ref())?,
+            None => None,
+        } {
+            // A `match` a text index serves: its matches, not a scan.
+            let coll = state.collection(&q.collection).expect("found above");
+            for (id, _) in &th.hits {
+                if let Some(m) = coll.get(id) {
+                    if matches(&th.residual, m) && c.extra(id, m) {
+                        check_sortable(&c.sort, id, m)?;
+                        found.push((LiveQuery::entry(&c, id, m), c.project(m)));
+                    }
+                }
+            }
         } else if let Some(coll) = state.collection(&q.collection) {
             let (choice, _) = choose(
                 coll.count(),
@@ -709,6 +733,7 @@ impl QueryEngine {
                 }
             }
         }
+        self.verify_texts(state)?;
         for (c, aggs) in self.field_aggs.borrow().iter() {
             let Some(coll) = state.collection(c) else {
                 continue;
@@ -767,6 +792,7 @@ impl QueryEngine {
 impl ChangeSink for QueryEngine {
     fn watches(&self, collection: &str) -> bool {
         self.indexes_built(collection)
+            || self.texts_built(collection)
             || self.live_colls.contains_key(collection)
             || self.field_aggs.borrow().contains_key(collection)
     }
@@ -781,6 +807,7 @@ impl ChangeSink for QueryEngine {
                 ix.changed(id, old, new);
             }
         }
+        self.texts_changed(collection, id, old, new);
         if let Some(aggs) = self.field_aggs.get_mut().get_mut(collection) {
             for f in aggs.values_mut() {
                 f.changed(old, new);

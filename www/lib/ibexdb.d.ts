@@ -34,6 +34,12 @@ export type Condition =
       prefix?: string;
       /** A string contains this substring. */
       includes?: string;
+      /**
+       * Full-text search: the string holds every word of this search (case- and accent-folded),
+       * the last one as a prefix. Ranked (BM25) when a `text` index serves it and there is no sort.
+       * At most 1024 bytes and 32 words (else QueryError).
+       */
+      match?: string;
       [op: string]: unknown;
     };
 
@@ -94,10 +100,20 @@ export interface AggregateQuery {
 
 export type FieldType = 'any' | 'null' | 'boolean' | 'number' | 'integer' | 'string' | 'list' | 'map' | 'set';
 
+/** An index declared as an object: its field path and kind (default 'sorted'). */
+export interface IndexSpec {
+  field: string;
+  kind?: 'sorted' | 'text';
+}
+
 export interface Schema {
   fields?: Record<string, { type?: FieldType; required?: boolean; nullable?: boolean; default?: Value }>;
-  /** Field paths with a sorted secondary index (equality, range, sort; set elements for `contains`). */
-  indexes?: string[];
+  /**
+   * Indexes: a field path (or `{field, kind: 'sorted'}`) gets a sorted secondary index (equality,
+   * range, sort; set elements for `contains`); `{field, kind: 'text'}` a full-text index serving
+   * `match` (tokens case- and accent-folded, ranked by BM25).
+   */
+  indexes?: (string | IndexSpec)[];
   /** Accept fields not listed in `fields` (default true). */
   allowOtherFields?: boolean;
 }
@@ -229,6 +245,7 @@ export type FieldCondition<V> =
       contains?: ElementOf<NonNullable<V>>;
       prefix?: NonNullable<V> extends string ? string : never;
       includes?: NonNullable<V> extends string ? string : never;
+      match?: NonNullable<V> extends string ? string : never;
     };
 
 /** A `where` over an item type's field paths (the untyped `Where` for an index-signature type). */
