@@ -827,3 +827,5 @@ impl ChangeSink for QueryEngine {
 mod tests;
 #[cfg(test)]
 mod tests_page;
+#[cfg(test)]
+mod tests_text;
