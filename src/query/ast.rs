@@ -1,7 +1,7 @@
 //! Query syntax trees and their JSON form (parse and print).
 
 use super::keys::{split_where, KeySel, ID_FIELD};
-use super::page::Cursor;
+use super::cursor::{fingerprint, Cursor};
 use crate::error::{Error, Result};
 use crate::value::{from_tree, to_tree, Value};
 use serde_json::Value as J;
@@ -527,7 +527,8 @@ impl Query {
                         "after and offset cannot be combined (after replaces offset)",
                     ));
                 }
-                Some(Cursor::parse(c, &collection, &sort)?)
+                let fp = fingerprint(&collection, sort.iter().map(|k| (k.field.as_str(), k.desc)));
+                Some(Cursor::parse(c, &collection, &fp, sort.len())?)
             }
         };
         let q = Query {

@@ -3,7 +3,7 @@
 
 use super::ast::{bad, Filter, Pred, Query, SortKey};
 use super::keys::KeySel;
-use super::page::Cursor;
+use super::cursor::Cursor;
 use super::text::Search;
 use crate::error::Result;
 use crate::value::{Map, Name, Value};
@@ -258,7 +258,7 @@ impl Compiled {
     #[inline]
     pub fn extra(&self, id: &str, m: &Map) -> bool {
         self.key.as_ref().is_none_or(|k| k.test(id))
-            && self.after.as_ref().is_none_or(|a| a.before(&self.sort, id, m))
+            && self.after.as_ref().is_none_or(|a| after_cursor(a, &self.sort, id, m))
     }
 
     /// Whether `(id, m)` is a match of the query (before offset and limit).
@@ -266,7 +266,7 @@ impl Compiled {
     pub fn accept(&self, id: &str, m: &Map) -> bool {
         self.key.as_ref().is_none_or(|k| k.test(id))
             && matches(&self.filter, m)
-            && self.after.as_ref().is_none_or(|a| a.before(&self.sort, id, m))
+            && self.after.as_ref().is_none_or(|a| after_cursor(a, &self.sort, id, m))
     }
 
     /// The row value returned for `m` (projected when `select` is given).
@@ -284,6 +284,18 @@ impl Compiled {
             }
         }
     }
+}
+
+/// Whether the row `(id, m)` comes strictly after the cursor `c` in the order of `keys`.
+#[inline]
+pub(crate) fn after_cursor(c: &Cursor, keys: &[CSort], id: &str, m: &Map) -> bool {
+    for (k, v) in keys.iter().zip(&c.keys) {
+        let o = cmp_opt(k.path.get(m), v.as_ref());
+        if o != Ordering::Equal {
+            return (if k.desc { o.reverse() } else { o }) == Ordering::Greater;
+        }
+    }
+    id > c.id.as_str()
 }
 
 pub(crate) fn compile_sort(sort: &[SortKey]) -> Vec<CSort> {

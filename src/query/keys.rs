@@ -1,17 +1,13 @@
 //! `$id` in a query's `where`: a condition on the item's id, answered by looking the ids up (no
-//! scan, no index). It is what lets one item be watched by a live query that no write to another
-//! item of the collection touches (`ibexdb/react`'s `useItem`).
+//! scan, no index; `by_id.rs` runs it). It is what lets one item be watched by a live query that
+//! no write to another item of the collection touches (`ibexdb/react`'s `useItem`).
 
-use super::ast::{bad, Query};
-use super::collect::Collector;
-use super::eval::{check_sortable, Compiled};
-use super::page::page_result;
-use super::plan::{Access, Plan, SortMethod};
-use super::Partial;
-use crate::error::Result;
-use crate::state::Collection;
-use crate::value::Map;
+use crate::error::{Error, Result};
 use serde_json::Value as J;
+
+fn bad(reason: String) -> Error {
+    Error::InvalidQuery { reason }
+}
 
 /// The reserved name of the id condition in a `where`.
 pub const ID_FIELD: &str = "$id";
@@ -134,89 +130,4 @@ pub(crate) fn split_where(w: &J) -> Result<(Option<KeySel>, Option<J>)> {
         }
         other => Ok((None, Some(other.clone()))),
     }
-}
-
-/// The plan of a query with `$id`: no index, no scan of other ids.
-pub(crate) fn plan(coll: &Collection, q: &Query, key: &KeySel) -> Plan {
-    let k = q.limit.map(|l| q.offset.saturating_add(l));
-    Plan {
-        access: Access::Key { op: key.op_name() },
-        estimated_rows: key.ids().map_or(coll.count(), |v| v.len()),
-        collection_rows: coll.count(),
-        residual_filter: q.filter.is_some() || q.after.is_some(),
-        sort: match (q.sort.is_empty(), k) {
-            (true, _) => SortMethod::IdOrder,
-            (false, Some(k)) => SortMethod::TopK(k),
-            (false, None) => SortMethod::Full,
-        },
-    }
-}
-
-/// Call `f` with each visible item `key` selects, in id order: the listed ids looked up, or
-/// the ids with the prefix walked (the collection must then be loaded whole). A listed id whose
-/// item is still in a snapshot's block is pushed to `cold` instead.
-pub(crate) fn for_each_selected<'a>(
-    coll: &'a Collection,
-    key: &'a KeySel,
-    cold: &mut Vec<String>,
-    mut f: impl FnMut(&'a str, &'a Map) -> Result<bool>,
-) -> Result<()> {
-    match key.ids() {
-        Some(ids) => {
-            for id in ids {
-                match coll.lookup(id) {
-                    Some(Some(m)) => {
-                        if !f(id, m)? {
-                            break;
-                        }
-                    }
-                    Some(None) => {}
-                    None => cold.push(id.to_string()),
-                }
-            }
-        }
-        None => {
-            let KeySel::Prefix(p) = key else {
-                unreachable!("only a prefix lists no ids")
-            };
-            let p = p.as_str();
-            for (id, m) in coll
-                .iter()
-                .skip_while(|(id, _)| *id < p)
-                .take_while(|(id, _)| id.starts_with(p))
-            {
-                if !f(id, m)? {
-                    break;
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Run a query with `$id` (see [`for_each_selected`]).
-pub(crate) fn run(coll: &Collection, q: &Query, c: &Compiled, key: &KeySel) -> Result<Partial> {
-    if matches!(key, KeySel::Prefix(_)) && !coll.cold().is_empty() {
-        return Ok(Partial::NeedAll);
-    }
-    let k = q.limit.map(|l| q.offset.saturating_add(l));
-    let mut col = Collector::new(&c.sort, k);
-    let mut cold = Vec::new();
-    let ckey = c.key.as_ref().expect("compiled with the query's key");
-    for_each_selected(coll, ckey, &mut cold, |id, m| {
-        if c.accept(id, m) {
-            check_sortable(&c.sort, id, m)?;
-            col.push(id, m);
-        }
-        Ok(true)
-    })?;
-    if !cold.is_empty() {
-        return Ok(Partial::Need(cold));
-    }
-    Ok(Partial::Done(page_result(
-        q,
-        c,
-        col.finish(),
-        plan(coll, q, key),
-    )))
 }

@@ -21,12 +21,23 @@
 //! | `restored.rs`    | the engine's side of lazily restored indexes (notes, reads)       |
 //! | `plan.rs`        | the planner: index candidates, costs, the [`Plan`]                |
 //! | `agg.rs`         | aggregates, and the running aggregates of unindexed paths         |
+//! | `keys.rs`        | `$id` in a where: a condition on ids                              |
+//! | `by_id.rs`       | running a query with `$id`: lookups, no scan                      |
+//! | `cursor.rs`      | keyset paging's opaque cursor (`after`)                           |
+//! | `page.rs`        | a page of rows: offset, limit, projection, the cursor after it    |
+//! | `collect.rs`     | collecting matches in sort order (top-k heap or full sort)        |
+//! | `text.rs`        | full-text search: folding tokenizer, the parsed search            |
+//! | `text_index.rs`  | the `text` index: inverted index, BM25                            |
+//! | `search.rs`      | the engine's text indexes: declared, built, kept, queried         |
 //! | `live.rs`        | live queries: the match set in an order-statistics tree           |
-//! | `tests.rs`       | unit tests: JSON round trips, errors, indexed and scanned agree   |
+//! | `tests*.rs`      | unit tests: JSON round trips, errors, indexed and scanned agree;  |
+//! |                  | `$id` and paging (`tests_page.rs`), full-text (`tests_text.rs`)   |
 
 mod agg;
 mod ast;
+mod by_id;
 mod collect;
+mod cursor;
 mod entry;
 mod eval;
 mod index;
@@ -39,10 +50,11 @@ mod plan;
 mod restored;
 mod search;
 mod text;
+mod text_index;
 
 pub use ast::{AggOp, AggregateQuery, Filter, Pred, Query, SortKey, OPERATORS};
 pub use keys::KeySel;
-pub use page::Cursor;
+pub use cursor::Cursor;
 pub use live::{LiveChange, LiveId};
 pub use plan::{Access, Plan, SortMethod};
 
@@ -389,7 +401,7 @@ impl QueryEngine {
             }));
         };
         if let Some(key) = &q.key {
-            return keys::run(coll, q, &c, key);
+            return by_id::run(coll, q, &c, key);
         }
         if let Some(p) = self.run_text(coll, q, &c)? {
             return Ok(p);
@@ -504,7 +516,7 @@ impl QueryEngine {
         Ok(match state.collection(&q.collection) {
             None => Self::empty_plan(),
             Some(coll) => match &q.key {
-                Some(key) => keys::plan(coll, q, key),
+                Some(key) => by_id::plan(coll, q, key),
                 None => match self.explain_text(coll, q)? {
                     Some(p) => p,
                     None => self.plan_for(coll, q).1,
@@ -635,7 +647,7 @@ impl QueryEngine {
         if let (Some(coll), Some(key)) = (state.collection(&q.collection), &c.key) {
             // The repository loaded the listed ids' blocks (or the whole collection) first.
             let mut cold = Vec::new();
-            keys::for_each_selected(coll, key, &mut cold, |id, m| {
+            by_id::for_each_selected(coll, key, &mut cold, |id, m| {
                 if c.accept(id, m) {
                     check_sortable(&c.sort, id, m)?;
                     found.push((LiveQuery::entry(&c, id, m), c.project(m)));

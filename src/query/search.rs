@@ -7,7 +7,8 @@ use super::collect::Collector;
 use super::eval::{check_sortable, matches, CFilter, Compiled};
 use super::page::page_result;
 use super::plan::{conjuncts, Access, Plan, SortMethod};
-use super::text::{Search, TextIndex};
+use super::text::Search;
+use super::text_index::TextIndex;
 use super::{Items, Partial, QueryEngine};
 use crate::error::{Error, Result};
 use crate::state::{Collection, State};
@@ -61,7 +62,7 @@ fn split_match<'q>(filter: &'q Filter, paths: &[String]) -> Option<(&'q str, &'q
         .filter(|(j, _)| *j != i)
         .map(|(_, f)| (*f).clone())
         .collect();
-    Some((path, s, rest))
+    Some((path.as_str(), s.as_str(), rest))
 }
 
 impl QueryEngine {
@@ -164,10 +165,10 @@ impl QueryEngine {
             .expect("a match on a text-indexed path");
         let items = Items::new(coll, usize::MAX);
         let mut picked: Vec<(&str, &Map, f32)> = Vec::new();
-        for (id, score) in &th.hits {
+        for &(id, score) in &th.hits {
             if let Some(m) = items.get(id) {
                 if matches(&th.residual, m) && c.extra(id, m) {
-                    picked.push((id, m, *score));
+                    picked.push((id, m, score));
                 }
             }
         }

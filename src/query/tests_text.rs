@@ -116,7 +116,7 @@ fn text_index_agrees_with_a_scan() {
             ch.retain(|c: &(String, Option<Map>)| c.0 != id);
             ch.push((id, m));
         }
-        commit(&mut s, &mut ix, 2 + round, ch.clone());
+        commit(&mut s, &mut ix, 2 + round, ch);
         ix.verify_indexes(&s).unwrap();
     }
 }
