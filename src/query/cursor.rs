@@ -153,8 +153,6 @@ impl Cursor {
     }
 }
 
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

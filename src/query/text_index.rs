@@ -183,10 +183,16 @@ impl TextIndex {
         self.docs[ord as usize].as_ref().map_or("", |d| &d.0)
     }
 
-    fn bm25(&self, df: usize, tf: u32, ord: u32, avgdl: f32) -> f32 {
+    /// BM25's idf of a term held by `df` of the indexed items.
+    fn idf(&self, df: usize) -> f32 {
         let n = self.ords.len() as f32;
         let df = df as f32;
-        let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+
+    /// A term's BM25 score in item `ord`, given its idf and frequency there.
+    #[inline]
+    fn bm25(&self, idf: f32, tf: u32, ord: u32, avgdl: f32) -> f32 {
         let dl = self.docs[ord as usize].as_ref().map_or(0, |d| d.1) as f32;
         let tf = tf as f32;
         idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avgdl))
@@ -229,20 +235,20 @@ impl TextIndex {
                 Some(p) => return self.prefix_union(p, avgdl),
             },
             Some(first) => {
-                let df = first.ords.len();
+                let idf = self.idf(first.ords.len());
                 first
                     .ords
                     .iter()
                     .zip(&first.tfs)
-                    .map(|(&o, &tf)| (o, self.bm25(df, tf, o, avgdl)))
+                    .map(|(&o, &tf)| (o, self.bm25(idf, tf, o, avgdl)))
                     .collect()
             }
         };
         for p in &lists[1..] {
-            let df = p.ords.len();
+            let idf = self.idf(p.ords.len());
             cand.retain_mut(|(o, score)| match p.tf(*o) {
                 Some(tf) => {
-                    *score += self.bm25(df, tf, *o, avgdl);
+                    *score += self.bm25(idf, tf, *o, avgdl);
                     true
                 }
                 None => false,
@@ -252,21 +258,51 @@ impl TextIndex {
             }
         }
         if let Some(prefix) = &s.prefix {
+            // The best score of the prefix's terms in each candidate (-1: none holds one).
             let mut best = vec![-1.0f32; cand.len()];
-            for p in self.expand(prefix) {
-                let df = p.ords.len();
-                if p.ords.len() < cand.len() {
+            let terms: Vec<&Posting> = self.expand(prefix).collect();
+            let total: usize = terms.iter().map(|p| p.ords.len()).sum();
+            if total <= cand.len() {
+                // Few entries: look each up among the candidates.
+                for p in &terms {
+                    let idf = self.idf(p.ords.len());
                     for (&o, &tf) in p.ords.iter().zip(&p.tfs) {
                         if let Ok(i) = cand.binary_search_by_key(&o, |c| c.0) {
-                            best[i] = best[i].max(self.bm25(df, tf, o, avgdl));
+                            best[i] = best[i].max(self.bm25(idf, tf, o, avgdl));
                         }
                     }
-                } else {
-                    for (i, (o, _)) in cand.iter().enumerate() {
-                        if let Some(tf) = p.tf(*o) {
-                            best[i] = best[i].max(self.bm25(df, tf, *o, avgdl));
+                }
+            } else if terms.len().saturating_mul(cand.len()) <= self.docs.len() / 4 {
+                // Few terms: merge each posting list with the candidates.
+                for p in &terms {
+                    let idf = self.idf(p.ords.len());
+                    let (mut i, mut j) = (0, 0);
+                    while i < cand.len() && j < p.ords.len() {
+                        match cand[i].0.cmp(&p.ords[j]) {
+                            std::cmp::Ordering::Less => i += 1,
+                            std::cmp::Ordering::Greater => j += 1,
+                            std::cmp::Ordering::Equal => {
+                                let sc = self.bm25(idf, p.tfs[j], p.ords[j], avgdl);
+                                best[i] = best[i].max(sc);
+                                i += 1;
+                                j += 1;
+                            }
                         }
                     }
+                }
+            } else {
+                // Many terms and candidates: one slot per ordinal.
+                let mut dense = vec![-1.0f32; self.docs.len()];
+                for p in &terms {
+                    let idf = self.idf(p.ords.len());
+                    for (&o, &tf) in p.ords.iter().zip(&p.tfs) {
+                        let sc = self.bm25(idf, tf, o, avgdl);
+                        let d = &mut dense[o as usize];
+                        *d = d.max(sc);
+                    }
+                }
+                for (b, (o, _)) in best.iter_mut().zip(&cand) {
+                    *b = dense[*o as usize];
                 }
             }
             let mut i = 0;
@@ -287,9 +323,9 @@ impl TextIndex {
             // Dense: one slot per ordinal.
             let mut best = vec![-1.0f32; self.docs.len()];
             for p in self.expand(prefix) {
-                let df = p.ords.len();
+                let idf = self.idf(p.ords.len());
                 for (&o, &tf) in p.ords.iter().zip(&p.tfs) {
-                    let s = self.bm25(df, tf, o, avgdl);
+                    let s = self.bm25(idf, tf, o, avgdl);
                     let b = &mut best[o as usize];
                     *b = b.max(s);
                 }
@@ -303,12 +339,12 @@ impl TextIndex {
         }
         let mut all: Vec<(u32, f32)> = Vec::with_capacity(total);
         for p in self.expand(prefix) {
-            let df = p.ords.len();
+            let idf = self.idf(p.ords.len());
             all.extend(
                 p.ords
                     .iter()
                     .zip(&p.tfs)
-                    .map(|(&o, &tf)| (o, self.bm25(df, tf, o, avgdl))),
+                    .map(|(&o, &tf)| (o, self.bm25(idf, tf, o, avgdl))),
             );
         }
         all.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
