@@ -283,9 +283,10 @@ fn index_paths(collection: &str, ix: &serde_json::Value) -> Result<(Vec<String>,
                         "unknown index property {k:?} (expected field, kind)"
                     )));
                 }
-                let field = o.get("field").and_then(|f| f.as_str()).ok_or_else(|| {
-                    bad("an index object needs a \"field\" path string".into())
-                })?;
+                let field = o
+                    .get("field")
+                    .and_then(|f| f.as_str())
+                    .ok_or_else(|| bad("an index object needs a \"field\" path string".into()))?;
                 let is_text = match o.get("kind") {
                     None => false,
                     Some(k) if k == "sorted" => false,

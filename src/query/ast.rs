@@ -1,7 +1,7 @@
 //! Query syntax trees and their JSON form (parse and print).
 
-use super::keys::{split_where, KeySel, ID_FIELD};
 use super::cursor::{fingerprint, Cursor};
+use super::keys::{split_where, KeySel, ID_FIELD};
 use crate::error::{Error, Result};
 use crate::value::{from_tree, to_tree, Value};
 use serde_json::Value as J;

@@ -2,8 +2,8 @@
 //! cloned while filtering or comparing.
 
 use super::ast::{bad, Filter, Pred, Query, SortKey};
-use super::keys::KeySel;
 use super::cursor::Cursor;
+use super::keys::KeySel;
 use super::text::Search;
 use crate::error::Result;
 use crate::value::{Map, Name, Value};
@@ -258,7 +258,10 @@ impl Compiled {
     #[inline]
     pub fn extra(&self, id: &str, m: &Map) -> bool {
         self.key.as_ref().is_none_or(|k| k.test(id))
-            && self.after.as_ref().is_none_or(|a| after_cursor(a, &self.sort, id, m))
+            && self
+                .after
+                .as_ref()
+                .is_none_or(|a| after_cursor(a, &self.sort, id, m))
     }
 
     /// Whether `(id, m)` is a match of the query (before offset and limit).
@@ -266,7 +269,10 @@ impl Compiled {
     pub fn accept(&self, id: &str, m: &Map) -> bool {
         self.key.as_ref().is_none_or(|k| k.test(id))
             && matches(&self.filter, m)
-            && self.after.as_ref().is_none_or(|a| after_cursor(a, &self.sort, id, m))
+            && self
+                .after
+                .as_ref()
+                .is_none_or(|a| after_cursor(a, &self.sort, id, m))
     }
 
     /// The row value returned for `m` (projected when `select` is given).

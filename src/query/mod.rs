@@ -53,8 +53,8 @@ mod text;
 mod text_index;
 
 pub use ast::{AggOp, AggregateQuery, Filter, Pred, Query, SortKey, OPERATORS};
-pub use keys::KeySel;
 pub use cursor::Cursor;
+pub use keys::KeySel;
 pub use live::{LiveChange, LiveId};
 pub use plan::{Access, Plan, SortMethod};
 
@@ -62,8 +62,8 @@ use crate::error::{Error, Result};
 use crate::state::{ChangeSink, Collection, State};
 use crate::value::Map;
 pub(crate) use agg::FieldAgg;
-use entry::{Entry, IKey};
 use collect::Collector;
+use entry::{Entry, IKey};
 use eval::{check_sortable, cmp_items, matches, set_sort_error, CFilter, Compiled};
 pub(crate) use index::Index;
 pub(crate) use index_build::Restorer;

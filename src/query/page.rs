@@ -10,12 +10,20 @@ use crate::value::Map;
 
 /// The page of `picked` (matches in order, `after` applied): `offset` rows skipped, at most
 /// `limit` kept and projected; with a limit, the cursor after its last row.
-pub(crate) fn page_result(q: &Query, c: &Compiled, picked: Vec<(&str, &Map)>, plan: Plan) -> QueryResult {
+pub(crate) fn page_result(
+    q: &Query,
+    c: &Compiled,
+    picked: Vec<(&str, &Map)>,
+    plan: Plan,
+) -> QueryResult {
     let limit = q.limit.unwrap_or(usize::MAX);
     let page: Vec<(&str, &Map)> = picked.into_iter().skip(q.offset).take(limit).collect();
     let cursor = match (q.limit, page.last()) {
         (Some(_), Some((id, m))) => {
-            let fp = fingerprint(&q.collection, q.sort.iter().map(|k| (k.field.as_str(), k.desc)));
+            let fp = fingerprint(
+                &q.collection,
+                q.sort.iter().map(|k| (k.field.as_str(), k.desc)),
+            );
             let vals = c.sort.iter().map(|k| k.path.get(m).cloned()).collect();
             Some(Cursor::at(&fp, vals, id).text)
         }
@@ -27,4 +35,3 @@ pub(crate) fn page_result(q: &Query, c: &Compiled, picked: Vec<(&str, &Map)>, pl
         .collect();
     QueryResult { rows, plan, cursor }
 }
-

@@ -43,12 +43,15 @@ pub(crate) struct TextHits<'s> {
 }
 
 /// The `match` conjunct of `filter` on a path of `paths`, and the other conjuncts.
-fn split_match<'q>(filter: &'q Filter, paths: &[String]) -> Option<(&'q str, &'q str, Vec<Filter>)> {
+fn split_match<'q>(
+    filter: &'q Filter,
+    paths: &[String],
+) -> Option<(&'q str, &'q str, Vec<Filter>)> {
     let mut cs = Vec::new();
     conjuncts(filter, &mut cs);
-    let i = cs.iter().position(|f| {
-        matches!(f, Filter::Field { path, pred: Pred::Match(_) } if paths.contains(path))
-    })?;
+    let i = cs.iter().position(
+        |f| matches!(f, Filter::Field { path, pred: Pred::Match(_) } if paths.contains(path)),
+    )?;
     let Filter::Field {
         path,
         pred: Pred::Match(s),
@@ -92,13 +95,6 @@ impl QueryEngine {
                 }
             },
         );
-    }
-
-    /// Whether `collection` has text indexes declared and not built (building reads every item).
-    pub(crate) fn texts_unbuilt(&self, collection: &str) -> bool {
-        self.texts
-            .get(collection)
-            .is_some_and(|t| t.built.get().is_none())
     }
 
     pub(crate) fn texts_built(&self, collection: &str) -> bool {

@@ -3,13 +3,34 @@
 use super::*;
 use crate::commit::Identity;
 use crate::commit::{Change, Commit, CommitId, Op};
-use crate::map;
+/// A map literal (`map!` makes a `Value::Map`).
+macro_rules! mm {
+    ($($t:tt)*) => {
+        crate::map! {$($t)*}.as_map()
+    };
+}
+
+use crate::state::NoSink;
 use serde_json::json;
 use std::collections::BTreeSet;
 
 const WORDS: [&str; 16] = [
-    "buy", "milk", "Milan", "mild", "bread", "Crème", "creme", "brûlée", "eggs", "EGG", "call",
-    "mom", "Ångström", "angle", "ﬁle", "file",
+    "buy",
+    "milk",
+    "Milan",
+    "mild",
+    "bread",
+    "Crème",
+    "creme",
+    "brûlée",
+    "eggs",
+    "EGG",
+    "call",
+    "mom",
+    "Ångström",
+    "angle",
+    "ﬁle",
+    "file",
 ];
 
 struct Gen(u64);
@@ -70,9 +91,9 @@ fn text_index_agrees_with_a_scan() {
     let items = (0..300)
         .map(|i| {
             let m = if i % 17 == 0 {
-                map! {"title" => i as i64}
+                mm! {"title" => i as i64}
             } else {
-                map! {"title" => g.title(), "n" => (i % 5) as i64}
+                mm! {"title" => g.title(), "n" => (i % 5) as i64}
             };
             (format!("i{i:03}"), Some(m))
         })
@@ -82,8 +103,23 @@ fn text_index_agrees_with_a_scan() {
     let mut ix = QueryEngine::new();
     ix.set_text_indexes("items", &["title".into()]);
     let searches = [
-        "buy", "buy mil", "MILK", "creme", "crème brulee", "egg", "eggs", "file", "fi", "angstrom",
-        "ang", "m", "call mom", "zzz", "", "  ,, ", "buy milk bread eggs",
+        "buy",
+        "buy mil",
+        "MILK",
+        "creme",
+        "crème brulee",
+        "egg",
+        "eggs",
+        "file",
+        "fi",
+        "angstrom",
+        "ang",
+        "m",
+        "call mom",
+        "zzz",
+        "",
+        "  ,, ",
+        "buy milk bread eggs",
     ];
     for round in 0..6 {
         for text in searches {
@@ -95,8 +131,17 @@ fn text_index_agrees_with_a_scan() {
                 let query = q(json!({"collection":"items","where": w}));
                 let a = plain.run(&s, &query).unwrap();
                 let b = ix.run(&s, &query).unwrap();
-                assert_eq!(id_set(&a.rows), id_set(&b.rows), "round {round}: {text:?} {extra}");
-                assert_eq!(b.plan.access, Access::Text { path: "title".into() });
+                assert_eq!(
+                    id_set(&a.rows),
+                    id_set(&b.rows),
+                    "round {round}: {text:?} {extra}"
+                );
+                assert_eq!(
+                    b.plan.access,
+                    Access::Text {
+                        path: "title".into()
+                    }
+                );
                 assert_eq!(b.plan.sort, SortMethod::Rank);
                 assert_eq!(a.plan.access, Access::Scan);
                 // count agrees too (it scans).
@@ -110,8 +155,8 @@ fn text_index_agrees_with_a_scan() {
             let id = format!("i{:03}", g.below(330));
             let m = match g.below(5) {
                 0 => None,
-                1 => Some(map! {"title" => 5i64}),
-                _ => Some(map! {"title" => g.title(), "n" => g.below(5) as i64}),
+                1 => Some(mm! {"title" => 5i64}),
+                _ => Some(mm! {"title" => g.title(), "n" => g.below(5) as i64}),
             };
             ch.retain(|c: &(String, Option<Map>)| c.0 != id);
             ch.push((id, m));
@@ -137,15 +182,36 @@ fn matches_rank_by_bm25_and_sort_overrides() {
         1,
         titles
             .iter()
-            .map(|(id, t)| (id.to_string(), Some(map! {"title" => *t})))
+            .map(|(id, t)| (id.to_string(), Some(mm! {"title" => *t})))
             .collect(),
     );
     let mut e = QueryEngine::new();
     e.set_text_indexes("items", &["title".into()]);
-    let ids = |j| -> Vec<String> { e.run(&s, &q(j)).unwrap().rows.into_iter().map(|r| r.0).collect() };
+    let ids = |j| -> Vec<String> {
+        e.run(&s, &q(j))
+            .unwrap()
+            .rows
+            .into_iter()
+            .map(|r| r.0)
+            .collect()
+    };
     // More occurrences in a shorter text rank higher; a prefix expands (milk, milky), and the
-    // rarer term weighs more (idf).
-    assert_eq!(ids(json!({"collection":"items","where":{"title":{"match":"milk"}}})), ["b", "a", "c"]);
+    // rarer term weighs more (idf). The last word of a search is also a prefix: "milk" matches
+    // "Milky" too.
+    assert_eq!(
+        ids(json!({"collection":"items","where":{"title":{"match":"milk"}}})),
+        ["e", "b", "a", "c"]
+    );
+    // Not the last word: exact. "milk way" needs milk exactly, and a word starting with "way".
+    assert!(ids(json!({"collection":"items","where":{"title":{"match":"milk way"}}})).is_empty());
+    assert_eq!(
+        ids(json!({"collection":"items","where":{"title":{"match":"MILKY wa"}}})),
+        ["e"]
+    );
+    assert_eq!(
+        ids(json!({"collection":"items","where":{"title":{"match":"bread mil"}}})),
+        ["c"]
+    );
     assert_eq!(
         ids(json!({"collection":"items","where":{"title":{"match":"mil"}}})),
         ["e", "b", "a", "c"]
@@ -160,10 +226,14 @@ fn matches_rank_by_bm25_and_sort_overrides() {
     );
     // A rank-ordered page has no cursor; after needs a sort.
     let r = e
-        .run(&s, &q(json!({"collection":"items","where":{"title":{"match":"mil"}},"limit":1})))
+        .run(
+            &s,
+            &q(json!({"collection":"items","where":{"title":{"match":"mil"}},"limit":1})),
+        )
         .unwrap();
     assert!(r.cursor.is_none());
-    let sorted = json!({"collection":"items","where":{"title":{"match":"mil"}},"sort":["title"],"limit":2});
+    let sorted =
+        json!({"collection":"items","where":{"title":{"match":"mil"}},"sort":["title"],"limit":2});
     let c = e.run(&s, &q(sorted.clone())).unwrap().cursor.unwrap();
     let mut next = sorted.clone();
     next["after"] = json!(c);
@@ -177,7 +247,10 @@ fn matches_rank_by_bm25_and_sort_overrides() {
     let err = e.run(&s, &q(bad)).unwrap_err();
     assert!(err.to_string().contains("after needs a sort"), "{err}");
     let plan = e
-        .explain(&s, &q(json!({"collection":"items","where":{"title":{"match":"bread"}}})))
+        .explain(
+            &s,
+            &q(json!({"collection":"items","where":{"title":{"match":"bread"}}})),
+        )
         .unwrap()
         .to_json();
     assert_eq!(plan["op"], "match");
@@ -208,25 +281,31 @@ fn live_matches_stay_current() {
         let mut g = Gen(5);
         let mut s = State::new();
         let items = (0..120)
-            .map(|i| (format!("i{i:03}"), Some(map! {"title" => g.title()})))
+            .map(|i| (format!("i{i:03}"), Some(mm! {"title" => g.title()})))
             .collect();
         commit(&mut s, &mut NoSink, 1, items);
         let mut e = QueryEngine::new();
         if indexed {
             e.set_text_indexes("items", &["title".into()]);
         }
-        let query = q(json!({"collection":"items","where":{"title":{"match":"buy mil"}},
-            "sort":["title"],"limit":7}));
+        let query = q(
+            json!({"collection":"items","where":{"title":{"match":"buy mil"}},
+            "sort":["title"],"limit":7}),
+        );
         let (_, mut rows) = e.subscribe(&s, query.clone()).unwrap();
         assert_eq!(rows, e.run(&s, &query).unwrap().rows);
         for step in 0..200u64 {
             let id = format!("i{:03}", g.below(130));
-            let m = (g.below(5) != 0).then(|| map! {"title" => g.title()});
+            let m = (g.below(5) != 0).then(|| mm! {"title" => g.title()});
             commit(&mut s, &mut e, 2 + step, vec![(id, m)]);
             for (_, ch) in e.take_live_changes() {
                 ch.apply(&mut rows);
             }
-            assert_eq!(rows, e.run(&s, &query).unwrap().rows, "indexed {indexed} step {step}");
+            assert_eq!(
+                rows,
+                e.run(&s, &query).unwrap().rows,
+                "indexed {indexed} step {step}"
+            );
         }
         e.verify_indexes(&s).unwrap();
     }

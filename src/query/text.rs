@@ -29,7 +29,6 @@ pub const MAX_SEARCH: usize = 1024;
 /// Most tokens in a search.
 pub const MAX_SEARCH_TOKENS: usize = 32;
 
-
 /// Call `f` with each folded token of `s`. `buf` is scratch space.
 pub fn for_each_token(s: &str, buf: &mut String, mut f: impl FnMut(&str)) {
     buf.clear();
@@ -131,10 +130,14 @@ mod tests {
 
     #[test]
     fn tokens_fold_case_and_accents() {
-        assert_eq!(tokens("Buy MILK, then crème-brûlée!"), [
-            "buy", "milk", "then", "creme", "brulee"
-        ]);
-        assert_eq!(tokens("Ｆｕｌｌ ﬁle Ǆ café"), ["full", "file", "dz", "cafe"]);
+        assert_eq!(
+            tokens("Buy MILK, then crème-brûlée!"),
+            ["buy", "milk", "then", "creme", "brulee"]
+        );
+        assert_eq!(
+            tokens("Ｆｕｌｌ ﬁle Ǆ café"),
+            ["full", "file", "dz", "cafe"]
+        );
         assert_eq!(tokens("  --  "), Vec::<String>::new());
         assert_eq!(tokens("İstanbul Ångström"), ["istanbul", "angstrom"]);
     }

@@ -201,7 +201,10 @@ impl TextIndex {
     /// The terms `prefix` expands to (itself included when it is a term).
     fn expand<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = &'a Posting> + 'a {
         self.terms
-            .range::<str, _>((std::ops::Bound::Included(prefix), std::ops::Bound::Unbounded))
+            .range::<str, _>((
+                std::ops::Bound::Included(prefix),
+                std::ops::Bound::Unbounded,
+            ))
             .take_while(move |(t, _)| t.starts_with(prefix))
             .map(|(_, p)| p)
     }
@@ -389,4 +392,3 @@ impl TextIndex {
         None
     }
 }
-
