@@ -357,4 +357,36 @@ mod tests {
                 .is_err()
         );
     }
+
+    #[test]
+    fn index_kinds() {
+        let s = Schema::from_json(
+            "notes",
+            &serde_json::json!({"indexes": ["n", {"field": "title", "kind": "text"},
+                {"field": "n", "kind": "sorted"}, {"field": "body"}, {"field": "title", "kind": "text"}]}),
+        )
+        .unwrap();
+        assert_eq!(s.indexes, ["n", "body"]);
+        assert_eq!(s.text_indexes, ["title"]);
+        for (j, want) in [
+            (
+                serde_json::json!({"field": "t", "kind": "fuzzy"}),
+                "unknown index kind \"fuzzy\"",
+            ),
+            (serde_json::json!({"kind": "text"}), "needs a \"field\""),
+            (
+                serde_json::json!({"field": "t", "size": 3}),
+                "unknown index property \"size\"",
+            ),
+            (
+                serde_json::json!({"field": "a..b", "kind": "text"}),
+                "bad index path",
+            ),
+            (serde_json::json!(3), "field paths or {field, kind} objects"),
+        ] {
+            let e = Schema::from_json("notes", &serde_json::json!({"indexes": [j]})).unwrap_err();
+            assert!(matches!(e, Error::InvalidSchema { .. }), "{e:?}");
+            assert!(e.to_string().contains(want), "{e}");
+        }
+    }
 }
