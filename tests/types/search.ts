@@ -2,10 +2,11 @@
 // and text indexes in a schema. Never run. Every `@ts-expect-error` line must be an error.
 import { open, type Page, type Row, type Schema, type Query } from '../../www/ibexdb.js';
 
-interface Note {
+/** A type alias (an interface has no index signature, so it types collection handles only). */
+type Note = {
   title: string;
   n: number;
-}
+};
 
 export async function proper(): Promise<void> {
   const schema: Schema = { indexes: ['n', { field: 'title', kind: 'text' }, { field: 'n', kind: 'sorted' }] };

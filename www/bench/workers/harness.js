@@ -109,6 +109,7 @@ import { writeRows } from './rows/writes.js';
  * @property {Record<string, any> & {note?: string, tunedNote?: string}} [rel]
  * @property {(msg: {type: string, port?: MessagePort | null}) => void} [pageNotice] a notice from the page, handled at once (not queued): 'verify-port' (the helper thread the adapter asked for with a {type: 'verify-thread'} message), 'verify-failed'
  * @property {Record<string, any>} [docs] seed suites (dbx, fat): setup, insert, get, getMany, size, count, sum, minMax, filterGt
+ * @property {Record<string, any>} [fts] full-text search (suite fts): setup, insert, build, search, update, title
  */
 
 /** Serialize an Error for postMessage, keeping name and stack (engine errors have stable names). @param {unknown} err */
