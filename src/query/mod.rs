@@ -356,13 +356,16 @@ impl QueryEngine {
 
     fn plan_for<'q, 's>(&'s self, coll: &Collection, q: &'q Query) -> (Choice<'q, 's>, Plan) {
         let k = q.limit.map(|l| q.offset.saturating_add(l));
-        choose(
+        let (choice, mut plan) = choose(
             coll.count(),
             self.indexes_of(&q.collection, Some(coll)),
             q.filter.as_ref(),
             &q.sort,
             k,
-        )
+        );
+        // `after` is checked on every candidate.
+        plan.residual_filter |= q.after.is_some();
+        (choice, plan)
     }
 
     fn empty_plan() -> Plan {

@@ -83,6 +83,7 @@ test('keyset paging: page() cursors walk a sorted query once under concurrent in
     const first: any = await db.page(q);
     const c = db.collection('items');
     const typedPage: any = await c.page({ sort: [{ field: 'n', desc: true }], limit: 15, after: first.cursor });
+    const expectedFirst = (await db.query({ ...q, limit: 16 }))[15].id;
     const liveRows: string[][] = [];
     const live = await db.live({ ...q, limit: 3, after: first.cursor }, (rows: any[]) => liveRows.push(rows.map((r) => r.id)));
     const head = live.results.map((r: any) => r.id);
@@ -96,7 +97,7 @@ test('keyset paging: page() cursors walk a sorted query once under concurrent in
       ordered: original.every((id, i) => i === 0 || Number(original[i - 1].slice(1)) % 10 >= Number(id.slice(1)) % 10),
       noCursor: (await db.page({ collection: 'items' })).cursor,
       typedFirst: typedPage.rows[0].id,
-      expectedFirst: (await db.query({ ...q, limit: 16 }))[15].id,
+      expectedFirst,
       head,
       liveAfterDelete: liveRows[liveRows.length - 1],
       foreign: await err(db.query({ collection: 'items', sort: ['n'], after: first.cursor })),
