@@ -446,7 +446,10 @@ fn pages_of_an_ordered_walk_join_up() {
         }
         let base = json!({"collection":"items","sort":[{"field":"n","desc":true}],"limit":15});
         let whole = e
-            .run(&s, &q(json!({"collection":"items","sort":[{"field":"n","desc":true}],"limit":60})))
+            .run(
+                &s,
+                &q(json!({"collection":"items","sort":[{"field":"n","desc":true}],"limit":60})),
+            )
             .unwrap();
         let mut got: Vec<String> = Vec::new();
         let mut cursor: Option<String> = None;

@@ -2,9 +2,11 @@
 //! `text` index, an inverted index from terms to the items holding them, is `text_index.rs`.
 //!
 //! **Tokens.** A string is split into runs of alphanumeric characters (Unicode
-//! `char::is_alphanumeric`, after folding); everything else separates. Folding: compatibility
-//! decomposition (NFKD), combining marks dropped (so `é` → `e`, `ﬁ` → `fi`), lowercase. ASCII text
-//! takes a fast path that does the same without decomposing. This is what SQLite FTS5's
+//! `char::is_alphanumeric`, after folding); everything else separates. Folding: each character's
+//! compatibility decomposition (NFKD) with combining marks dropped (so `é` → `e`, `ﬁ` → `fi`),
+//! lowercase; a combining mark in the text itself is dropped. The decompositions come from a
+//! table `build.rs` generates with the `unicode-normalization` crate (about 10k characters; Hangul
+//! syllables are kept whole). ASCII text takes a fast path. This is what SQLite FTS5's
 //! `unicode61 remove_diacritics 2` tokenizer does, up to Unicode-version details.
 //!
 //! **Matching** (`{"match": "buy mil"}`): every token of the search must occur in the value; the
@@ -17,8 +19,17 @@
 
 use crate::error::{Error, Result};
 use crate::value::Value;
-use unicode_normalization::char::is_combining_mark;
-use unicode_normalization::UnicodeNormalization;
+
+// FOLD_KEYS, FOLD_OFFS, FOLD_TEXT: what each character with a folding folds to (build.rs).
+include!(concat!(env!("OUT_DIR"), "/fold_table.rs"));
+
+/// What `c` folds to when it is not just lowercased: its NFKD decomposition without combining
+/// marks, lowercase (empty for a combining mark).
+#[inline]
+fn folding(c: char) -> Option<&'static str> {
+    let i = FOLD_KEYS.binary_search(&(c as u32)).ok()?;
+    Some(&FOLD_TEXT[FOLD_OFFS[i] as usize..FOLD_OFFS[i + 1] as usize])
+}
 
 fn bad(reason: String) -> Error {
     Error::InvalidQuery { reason }
@@ -42,15 +53,18 @@ pub fn for_each_token(s: &str, buf: &mut String, mut f: impl FnMut(&str)) {
             }
         }
     } else {
-        for c in s.nfkd() {
-            if is_combining_mark(c) {
-                continue;
-            }
+        let mut one = |c: char, buf: &mut String| {
             if c.is_alphanumeric() {
                 buf.extend(c.to_lowercase());
             } else if !buf.is_empty() {
                 f(buf);
                 buf.clear();
+            }
+        };
+        for c in s.chars() {
+            match folding(c) {
+                Some(folded) => folded.chars().for_each(|d| one(d, buf)),
+                None => one(c, buf),
             }
         }
     }
