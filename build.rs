@@ -2,7 +2,7 @@
 //! whose compatibility decomposition (NFKD), with combining marks removed and lowercased, differs
 //! from its plain lowercase, what it folds to (combining marks themselves fold to nothing).
 //! Generated from the `unicode-normalization` crate at build time, so the engine carries a
-//! compact sorted table (about 80 KB) instead of the crate's normalization tables.
+//! compact sorted table (about 70 KB) instead of the crate's normalization tables.
 
 use std::fmt::Write as _;
 use unicode_normalization::char::is_combining_mark;
@@ -11,7 +11,7 @@ use unicode_normalization::UnicodeNormalization;
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     let mut keys: Vec<u32> = Vec::new();
-    let mut offs: Vec<u32> = vec![0];
+    let mut offs: Vec<u16> = vec![0];
     let mut text = String::new();
     for cp in 0u32..=0x10FFFF {
         // Hangul syllables decompose algorithmically into jamo: words keep them whole.
@@ -35,7 +35,7 @@ fn main() {
         if folded != plain {
             keys.push(cp);
             text.push_str(&folded);
-            offs.push(text.len() as u32);
+            offs.push(u16::try_from(text.len()).expect("the folded text fits 16-bit offsets"));
         }
     }
     let mut out = String::new();
@@ -58,7 +58,7 @@ fn main() {
     .unwrap();
     writeln!(
         out,
-        "pub(super) static FOLD_OFFS: [u32; {}] = {:?};",
+        "pub(super) static FOLD_OFFS: [u16; {}] = {:?};",
         offs.len(),
         offs
     )
