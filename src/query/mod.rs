@@ -71,6 +71,7 @@ use live::LiveQuery;
 use plan::{choose, Choice};
 use std::cell::{OnceCell, RefCell};
 use std::collections::BTreeMap;
+use std::ops::Bound;
 
 /// The answer to a [`Query`].
 #[derive(Debug, Clone, PartialEq)]
@@ -486,7 +487,20 @@ impl QueryEngine {
         let mut out: Vec<(&str, &Map)> = Vec::new();
         let mut group: Vec<(&str, &Map)> = Vec::new();
         let mut gkey: Option<&IKey> = None;
-        let iter = ix.values.walk(c.sort[0].desc);
+        // After a cursor, the walk starts at the cursor's first sort value (its group of equal
+        // values is then filtered by `after`): a page deep into the order costs no more.
+        let iter: Box<dyn Iterator<Item = &Entry> + '_> = match &c.after {
+            Some(cur) => {
+                let k = cur.keys.first().cloned().flatten();
+                let b = Bound::Included(k.map_or(IKey::Missing, IKey::Val));
+                if c.sort[0].desc {
+                    Box::new(ix.values.range(&Bound::Unbounded, &b).rev())
+                } else {
+                    Box::new(ix.values.range(&b, &Bound::Unbounded))
+                }
+            }
+            None => ix.values.walk(c.sort[0].desc),
+        };
         let flush = |group: &mut Vec<(&'a str, &'a Map)>, out: &mut Vec<(&'a str, &'a Map)>| {
             if group.len() > 1 {
                 group.sort_unstable_by(|a, b| cmp_items(rest, *a, *b));
