@@ -77,9 +77,31 @@ fn search_id_and_pages_after_an_open_from_a_snapshot() {
         before.iter().filter(|v| !v.is_empty()).count() >= 4,
         "{before:?}"
     );
+    // The sorted index is built, so the snapshot holds it and an open restores it (the
+    // collection stays cold until something needs its items).
+    assert!(!ids(
+        &mut w,
+        serde_json::json!({"collection": C, "where": {"n": 3}})
+    )
+    .is_empty());
     w.seal().unwrap();
     assert!(w.write_snapshot().unwrap());
     w.close().unwrap();
+
+    // explain of a search first thing after an open: the text index is built over the whole
+    // collection (loaded for it), so the search that follows finds everything.
+    let mut r = open(&log, Some(&snap));
+    let plan = r
+        .explain(&q(
+            serde_json::json!({"collection": C, "where": {"title": {"match": "buy mil"}}}),
+        ))
+        .unwrap();
+    assert_eq!(plan.estimated_rows, before[0].len());
+    let got = ids(
+        &mut r,
+        serde_json::json!({"collection": C, "where": {"title": {"match": "buy mil"}}}),
+    );
+    assert_eq!(got, before[0]);
 
     // `$id` after the open: the item, without the rest of the collection.
     let mut r = open(&log, Some(&snap));

@@ -123,7 +123,9 @@ impl<S: Storage> Repo<S> {
         // A plan needs the collection's count and its indexes, not its items: after an open,
         // the indexes restored from the snapshot serve; indexes still to build need the items.
         self.restore_indexes(&q.collection);
-        if self.query.unbuilt_indexes(&q.collection).is_some() {
+        if self.query.unbuilt_indexes(&q.collection).is_some()
+            || self.query.texts_unbuilt(&q.collection)
+        {
             self.warm_collection(&q.collection)?;
         }
         self.with_indexes(&q.collection, |r| r.query.explain(&r.graph.state, q))
