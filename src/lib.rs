@@ -72,8 +72,8 @@ pub use repo::{
 
 // §10 Queries.
 pub use query::{
-    Access, AggOp, AggregateQuery, Filter, LiveChange, LiveId, Plan, Pred, Query, QueryResult,
-    SortKey, SortMethod, OPERATORS,
+    Access, AggOp, AggregateQuery, Cursor, Filter, KeySel, LiveChange, LiveId, Plan, Pred, Query,
+    QueryResult, SortKey, SortMethod, OPERATORS,
 };
 
 // §12 Sync.

@@ -88,6 +88,8 @@ pub struct Schema {
     pub allow_other_fields: bool,
     /// Declared secondary indexes: each a field path (`count`, `address.city`).
     pub indexes: Vec<String>,
+    /// Declared full-text indexes (`{"field": path, "kind": "text"}`): field paths.
+    pub text_indexes: Vec<String>,
 }
 
 impl Schema {
@@ -123,7 +125,7 @@ impl Schema {
             }
         }
         if let Some(ix) = obj.get("indexes") {
-            schema.indexes = index_paths(collection, ix)?;
+            (schema.indexes, schema.text_indexes) = index_paths(collection, ix)?;
         }
         Ok(schema)
     }
@@ -267,25 +269,56 @@ fn field_spec(collection: &str, name: &str, spec: &serde_json::Value) -> Result<
 }
 
 /// `indexes`: field paths (dot-separated, non-empty segments), duplicates dropped. Set fields
-/// are indexed per element (for `contains`).
-fn index_paths(collection: &str, ix: &serde_json::Value) -> Result<Vec<String>> {
+/// are indexed per element (for `contains`). An entry may also be `{"field": path, "kind":
+/// "sorted" | "text"}`: a `text` index serves `match` (full-text search). Returns the sorted and
+/// the text paths.
+fn index_paths(collection: &str, ix: &serde_json::Value) -> Result<(Vec<String>, Vec<String>)> {
     let bad = |reason: String| invalid(collection, reason);
     let ix = ix
         .as_array()
         .ok_or_else(|| bad("indexes must be an array of field paths".into()))?;
     let mut out: Vec<String> = Vec::new();
+    let mut text: Vec<String> = Vec::new();
     for p in ix {
-        let p = p
-            .as_str()
-            .ok_or_else(|| bad("indexes must be an array of field paths".into()))?;
+        let (p, is_text) = match p {
+            serde_json::Value::String(p) => (p.as_str(), false),
+            serde_json::Value::Object(o) => {
+                if let Some(k) = o.keys().find(|k| !["field", "kind"].contains(&k.as_str())) {
+                    return Err(bad(format!(
+                        "unknown index property {k:?} (expected field, kind)"
+                    )));
+                }
+                let field = o
+                    .get("field")
+                    .and_then(|f| f.as_str())
+                    .ok_or_else(|| bad("an index object needs a \"field\" path string".into()))?;
+                let is_text = match o.get("kind") {
+                    None => false,
+                    Some(k) if k == "sorted" => false,
+                    Some(k) if k == "text" => true,
+                    Some(k) => {
+                        return Err(bad(format!(
+                            "unknown index kind {k} for {field:?} (expected \"sorted\" or \"text\")"
+                        )))
+                    }
+                };
+                (field, is_text)
+            }
+            _ => {
+                return Err(bad(
+                    "indexes must be an array of field paths or {field, kind} objects".into(),
+                ))
+            }
+        };
         if p.is_empty() || p.split('.').any(str::is_empty) {
             return Err(bad(format!("bad index path {p:?}")));
         }
-        if !out.iter().any(|x| x == p) {
-            out.push(p.to_string());
+        let list = if is_text { &mut text } else { &mut out };
+        if !list.iter().any(|x| x == p) {
+            list.push(p.to_string());
         }
     }
-    Ok(out)
+    Ok((out, text))
 }
 
 #[cfg(test)]
@@ -328,5 +361,37 @@ mod tests {
             Schema::from_json("x", &serde_json::json!({"fields": {"a": {"type": "nope"}}}))
                 .is_err()
         );
+    }
+
+    #[test]
+    fn index_kinds() {
+        let s = Schema::from_json(
+            "notes",
+            &serde_json::json!({"indexes": ["n", {"field": "title", "kind": "text"},
+                {"field": "n", "kind": "sorted"}, {"field": "body"}, {"field": "title", "kind": "text"}]}),
+        )
+        .unwrap();
+        assert_eq!(s.indexes, ["n", "body"]);
+        assert_eq!(s.text_indexes, ["title"]);
+        for (j, want) in [
+            (
+                serde_json::json!({"field": "t", "kind": "fuzzy"}),
+                "unknown index kind \"fuzzy\"",
+            ),
+            (serde_json::json!({"kind": "text"}), "needs a \"field\""),
+            (
+                serde_json::json!({"field": "t", "size": 3}),
+                "unknown index property \"size\"",
+            ),
+            (
+                serde_json::json!({"field": "a..b", "kind": "text"}),
+                "bad index path",
+            ),
+            (serde_json::json!(3), "field paths or {field, kind} objects"),
+        ] {
+            let e = Schema::from_json("notes", &serde_json::json!({"indexes": [j]})).unwrap_err();
+            assert!(matches!(e, Error::InvalidSchema { .. }), "{e:?}");
+            assert!(e.to_string().contains(want), "{e}");
+        }
     }
 }

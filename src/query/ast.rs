@@ -1,5 +1,7 @@
 //! Query syntax trees and their JSON form (parse and print).
 
+use super::cursor::{fingerprint, Cursor};
+use super::keys::{split_where, KeySel, ID_FIELD};
 use crate::error::{Error, Result};
 use crate::value::{from_tree, to_tree, Value};
 use serde_json::Value as J;
@@ -33,8 +35,8 @@ pub(crate) fn check_path(path: &str, what: &str) -> Result<()> {
 }
 
 /// The operator names accepted inside a field's operator object.
-pub const OPERATORS: [&str; 10] = [
-    "eq", "ne", "lt", "lte", "gt", "gte", "in", "contains", "prefix", "includes",
+pub const OPERATORS: [&str; 11] = [
+    "eq", "ne", "lt", "lte", "gt", "gte", "in", "contains", "prefix", "includes", "match",
 ];
 
 /// A condition on one field's value. Semantics (see the module docs): a missing field matches
@@ -58,6 +60,8 @@ pub enum Pred {
     Prefix(String),
     /// A string containing this substring.
     Includes(String),
+    /// A string holding every token of this search, the last as a prefix (`text.rs`).
+    Match(String),
 }
 
 impl Pred {
@@ -74,6 +78,7 @@ impl Pred {
             Pred::Contains(_) => "contains",
             Pred::Prefix(_) => "prefix",
             Pred::Includes(_) => "includes",
+            Pred::Match(_) => "match",
         }
     }
 
@@ -83,7 +88,9 @@ impl Pred {
                 to_tree(v)
             }
             Pred::In(vs) => J::Array(vs.iter().map(to_tree).collect()),
-            Pred::Contains(s) | Pred::Prefix(s) | Pred::Includes(s) => J::String(s.clone()),
+            Pred::Contains(s) | Pred::Prefix(s) | Pred::Includes(s) | Pred::Match(s) => {
+                J::String(s.clone())
+            }
         }
     }
 
@@ -130,6 +137,11 @@ impl Pred {
             "contains" => Pred::Contains(string()?),
             "prefix" => Pred::Prefix(string()?),
             "includes" => Pred::Includes(string()?),
+            "match" => {
+                let s = string()?;
+                super::text::Search::parse(path, &s)?;
+                Pred::Match(s)
+            }
             other => {
                 return Err(bad(format!(
                     "unknown operator {other:?} on field {path:?} (expected one of {})",
@@ -165,6 +177,7 @@ impl Pred {
                 }
                 Ok(())
             }
+            Pred::Match(s) => super::text::Search::parse(path, s).map(|_| ()),
             _ => Ok(()),
         }
     }
@@ -230,6 +243,12 @@ impl Filter {
                     });
                 }
                 "not" => parts.push(Filter::Not(Box::new(Filter::from_json(v)?))),
+                ID_FIELD => {
+                    return Err(bad(format!(
+                        "{ID_FIELD} is allowed only at the top level of a query's where (not \
+                         inside and/or/not, nor in count or aggregate)"
+                    )))
+                }
                 path => {
                     check_path(path, "where")?;
                     match v {
@@ -347,6 +366,10 @@ pub struct Query {
     pub offset: usize,
     /// Field paths to return; `None` returns whole items.
     pub select: Option<Vec<String>>,
+    /// `$id` in the `where`: a condition on item ids, served by lookups (`keys.rs`).
+    pub key: Option<KeySel>,
+    /// Keyset paging: only rows strictly after this position (`page.rs`).
+    pub after: Option<Cursor>,
 }
 
 fn get_usize(o: &serde_json::Map<String, J>, k: &str) -> Result<Option<usize>> {
@@ -407,6 +430,8 @@ impl Query {
             limit: None,
             offset: 0,
             select: None,
+            key: None,
+            after: None,
         }
     }
 
@@ -421,11 +446,33 @@ impl Query {
         })?;
         check_keys(
             o,
-            &["collection", "where", "sort", "limit", "offset", "select"],
+            &[
+                "collection",
+                "where",
+                "sort",
+                "limit",
+                "offset",
+                "select",
+                "after",
+            ],
             "query",
         )?;
         let collection = get_collection(o)?;
-        let filter = get_filter(o)?;
+        let (key, filter) = match o.get("where") {
+            None | Some(J::Null) => (None, None),
+            Some(w) => {
+                let (key, rest) = split_where(w)?;
+                let filter = match rest {
+                    None => None,
+                    Some(r) => {
+                        let f = Filter::from_json(&r)?;
+                        f.validate()?;
+                        Some(f)
+                    }
+                };
+                (key, filter)
+            }
+        };
         let mut sort = Vec::new();
         match o.get("sort") {
             None | Some(J::Null) => {}
@@ -479,6 +526,18 @@ impl Query {
             ),
             Some(v) => return Err(bad(format!("select must be an array, got {v}"))),
         };
+        let after = match o.get("after") {
+            None | Some(J::Null) => None,
+            Some(c) => {
+                if offset != 0 {
+                    return Err(bad(
+                        "after and offset cannot be combined (after replaces offset)",
+                    ));
+                }
+                let fp = fingerprint(&collection, sort.iter().map(|k| (k.field.as_str(), k.desc)));
+                Some(Cursor::parse(c, &collection, &fp, sort.len())?)
+            }
+        };
         let q = Query {
             collection,
             filter,
@@ -486,6 +545,8 @@ impl Query {
             limit,
             offset,
             select,
+            key,
+            after,
         };
         q.validate()?;
         Ok(q)
@@ -509,8 +570,18 @@ impl Query {
     pub fn to_json(&self) -> J {
         let mut o = serde_json::Map::new();
         o.insert("collection".into(), J::String(self.collection.clone()));
-        if let Some(f) = &self.filter {
-            o.insert("where".into(), f.to_json());
+        let mut w = self.filter.as_ref().map(Filter::to_json);
+        if let Some(k) = &self.key {
+            // A filter prints as one object without `$id`: `$id` joins its entries.
+            let mut wo = match w.take() {
+                Some(J::Object(m)) => m,
+                _ => serde_json::Map::new(),
+            };
+            wo.insert(ID_FIELD.into(), k.to_json());
+            w = Some(J::Object(wo));
+        }
+        if let Some(w) = w {
+            o.insert("where".into(), w);
         }
         if !self.sort.is_empty() {
             o.insert(
@@ -534,6 +605,9 @@ impl Query {
                 "select".into(),
                 J::Array(s.iter().map(|p| J::String(p.clone())).collect()),
             );
+        }
+        if let Some(c) = &self.after {
+            o.insert("after".into(), J::String(c.text.clone()));
         }
         J::Object(o)
     }

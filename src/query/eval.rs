@@ -2,6 +2,9 @@
 //! cloned while filtering or comparing.
 
 use super::ast::{bad, Filter, Pred, Query, SortKey};
+use super::cursor::Cursor;
+use super::keys::KeySel;
+use super::text::Search;
 use crate::error::Result;
 use crate::value::{Map, Name, Value};
 use std::cmp::Ordering;
@@ -85,6 +88,8 @@ pub(crate) enum CPred {
     Includes(String),
     /// A one-byte substring (memchr).
     IncludesByte(u8),
+    /// A full-text search (`text.rs`), evaluated by tokenizing the value.
+    Match(Box<Search>),
 }
 
 impl CPred {
@@ -106,6 +111,11 @@ impl CPred {
             Pred::Prefix(s) => CPred::Prefix(s.clone()),
             Pred::Includes(s) if s.len() == 1 => CPred::IncludesByte(s.as_bytes()[0]),
             Pred::Includes(s) => CPred::Includes(s.clone()),
+            // Validated when parsed: an invalid search matches nothing.
+            Pred::Match(s) => CPred::Match(Box::new(Search::parse("", s).unwrap_or(Search {
+                exact: vec![String::new()],
+                prefix: None,
+            }))),
         }
     }
 
@@ -138,6 +148,7 @@ impl CPred {
             CPred::IncludesByte(b) => {
                 matches!(v, Some(Value::String(s)) if s.as_bytes().contains(b))
             }
+            CPred::Match(s) => s.test(v),
         }
     }
 }
@@ -223,6 +234,9 @@ pub(crate) struct Compiled {
     pub filter: Option<CFilter>,
     pub sort: Vec<CSort>,
     pub select: Option<Vec<CPath>>,
+    /// `$id` (with `in`'s ids sorted).
+    pub key: Option<KeySel>,
+    pub after: Option<Cursor>,
 }
 
 impl Compiled {
@@ -235,7 +249,30 @@ impl Compiled {
                 .select
                 .as_ref()
                 .map(|s| s.iter().map(|p| CPath::new(p)).collect()),
+            key: q.key.as_ref().map(KeySel::compiled),
+            after: q.after.clone(),
         })
+    }
+
+    /// Whether `(id, m)` passes the conditions outside the filter: `$id` and `after`.
+    #[inline]
+    pub fn extra(&self, id: &str, m: &Map) -> bool {
+        self.key.as_ref().is_none_or(|k| k.test(id))
+            && self
+                .after
+                .as_ref()
+                .is_none_or(|a| after_cursor(a, &self.sort, id, m))
+    }
+
+    /// Whether `(id, m)` is a match of the query (before offset and limit).
+    #[inline]
+    pub fn accept(&self, id: &str, m: &Map) -> bool {
+        self.key.as_ref().is_none_or(|k| k.test(id))
+            && matches(&self.filter, m)
+            && self
+                .after
+                .as_ref()
+                .is_none_or(|a| after_cursor(a, &self.sort, id, m))
     }
 
     /// The row value returned for `m` (projected when `select` is given).
@@ -253,6 +290,18 @@ impl Compiled {
             }
         }
     }
+}
+
+/// Whether the row `(id, m)` comes strictly after the cursor `c` in the order of `keys`.
+#[inline]
+pub(crate) fn after_cursor(c: &Cursor, keys: &[CSort], id: &str, m: &Map) -> bool {
+    for (k, v) in keys.iter().zip(&c.keys) {
+        let o = cmp_opt(k.path.get(m), v.as_ref());
+        if o != Ordering::Equal {
+            return (if k.desc { o.reverse() } else { o }) == Ordering::Greater;
+        }
+    }
+    id > c.id.as_str()
 }
 
 pub(crate) fn compile_sort(sort: &[SortKey]) -> Vec<CSort> {

@@ -4,7 +4,7 @@
 //! change set from the touched items plus the few untouched items that crossed a window edge.
 
 use super::ast::Query;
-use super::eval::{cmp_opt, matches, CSort, Compiled};
+use super::eval::{cmp_opt, CSort, Compiled};
 use crate::value::{Map, Value};
 use serde_json::{json, Value as J};
 use std::cmp::Ordering;
@@ -529,9 +529,9 @@ impl LiveQuery {
     pub fn changed(&mut self, id: &str, old: Option<&Map>, new: Option<&Map>) {
         let c = &self.compiled;
         let old_e = old
-            .filter(|m| matches(&c.filter, m))
+            .filter(|m| c.accept(id, m))
             .map(|m| Self::entry(c, id, m));
-        let new_m = new.filter(|m| matches(&c.filter, m));
+        let new_m = new.filter(|m| c.accept(id, m));
         let new_e = new_m.map(|m| Self::entry(c, id, m));
         if old_e.is_none() && new_e.is_none() {
             return;

@@ -21,21 +21,40 @@
 //! | `restored.rs`    | the engine's side of lazily restored indexes (notes, reads)       |
 //! | `plan.rs`        | the planner: index candidates, costs, the [`Plan`]                |
 //! | `agg.rs`         | aggregates, and the running aggregates of unindexed paths         |
+//! | `keys.rs`        | `$id` in a where: a condition on ids                              |
+//! | `by_id.rs`       | running a query with `$id`: lookups, no scan                      |
+//! | `cursor.rs`      | keyset paging's opaque cursor (`after`)                           |
+//! | `page.rs`        | a page of rows: offset, limit, projection, the cursor after it    |
+//! | `collect.rs`     | collecting matches in sort order (top-k heap or full sort)        |
+//! | `text.rs`        | full-text search: folding tokenizer, the parsed search            |
+//! | `text_index.rs`  | the `text` index: inverted index, BM25                            |
+//! | `search.rs`      | the engine's text indexes: declared, built, kept, queried         |
 //! | `live.rs`        | live queries: the match set in an order-statistics tree           |
-//! | `tests.rs`       | unit tests: JSON round trips, errors, indexed and scanned agree   |
+//! | `tests*.rs`      | unit tests: JSON round trips, errors, indexed and scanned agree;  |
+//! |                  | `$id` and paging (`tests_page.rs`), full-text (`tests_text.rs`)   |
 
 mod agg;
 mod ast;
+mod by_id;
+mod collect;
+mod cursor;
 mod entry;
 mod eval;
 mod index;
 mod index_build;
+mod keys;
 mod lazy;
 mod live;
+mod page;
 mod plan;
 mod restored;
+mod search;
+mod text;
+mod text_index;
 
 pub use ast::{AggOp, AggregateQuery, Filter, Pred, Query, SortKey, OPERATORS};
+pub use cursor::Cursor;
+pub use keys::KeySel;
 pub use live::{LiveChange, LiveId};
 pub use plan::{Access, Plan, SortMethod};
 
@@ -43,15 +62,16 @@ use crate::error::{Error, Result};
 use crate::state::{ChangeSink, Collection, State};
 use crate::value::Map;
 pub(crate) use agg::FieldAgg;
+use collect::Collector;
 use entry::{Entry, IKey};
-use eval::{check_sortable, cmp_items, matches, set_sort_error, CFilter, CSort, Compiled};
+use eval::{check_sortable, cmp_items, matches, set_sort_error, CFilter, Compiled};
 pub(crate) use index::Index;
 pub(crate) use index_build::Restorer;
 use live::LiveQuery;
 use plan::{choose, Choice};
 use std::cell::{OnceCell, RefCell};
-use std::cmp::Ordering;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
+use std::ops::Bound;
 
 /// The answer to a [`Query`].
 #[derive(Debug, Clone, PartialEq)]
@@ -59,6 +79,8 @@ pub struct QueryResult {
     /// (id, value), the value projected when the query has `select`.
     pub rows: Vec<(String, Map)>,
     pub plan: Plan,
+    /// With a limit and at least one row: the cursor after the last row, for `after` (`page.rs`).
+    pub cursor: Option<String>,
 }
 
 impl QueryResult {
@@ -67,6 +89,7 @@ impl QueryResult {
         serde_json::json!({
             "rows": rows_to_json(&self.rows),
             "plan": self.plan.to_json(),
+            "cursor": self.cursor,
         })
     }
 }
@@ -109,6 +132,8 @@ pub struct QueryEngine {
     /// Per collection, the running aggregates of paths that unfiltered aggregates read without
     /// an index ([`FieldAgg`]): built on first use, maintained like indexes.
     field_aggs: RefCell<BTreeMap<String, BTreeMap<String, FieldAgg>>>,
+    /// Per collection, the declared `text` indexes (`search.rs`).
+    texts: BTreeMap<String, search::Texts>,
     lives: BTreeMap<LiveId, LiveQuery>,
     live_colls: BTreeMap<String, Vec<LiveId>>,
     next_live: u64,
@@ -224,87 +249,6 @@ pub(crate) enum Partial {
     NeedAll,
 }
 
-/// An item in the top-k heap, ordered by the query's sort (the heap's top is the worst kept).
-struct Ranked<'a, 's> {
-    id: &'a str,
-    m: &'a Map,
-    keys: &'s [CSort],
-}
-impl Ord for Ranked<'_, '_> {
-    fn cmp(&self, other: &Self) -> Ordering {
-        cmp_items(self.keys, (self.id, self.m), (other.id, other.m))
-    }
-}
-impl PartialOrd for Ranked<'_, '_> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl PartialEq for Ranked<'_, '_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Ranked<'_, '_> {}
-
-/// Collects matches and yields them in sort order: a bounded heap when `k` is known.
-struct Collector<'a, 's> {
-    keys: &'s [CSort],
-    k: Option<usize>,
-    heap: BinaryHeap<Ranked<'a, 's>>,
-    all: Vec<(&'a str, &'a Map)>,
-}
-
-impl<'a, 's> Collector<'a, 's> {
-    fn new(keys: &'s [CSort], k: Option<usize>) -> Self {
-        Collector {
-            keys,
-            k,
-            heap: BinaryHeap::with_capacity(k.unwrap_or(0).min(1 << 16) + 1),
-            all: Vec::new(),
-        }
-    }
-
-    #[inline]
-    fn push(&mut self, id: &'a str, m: &'a Map) {
-        match self.k {
-            None => self.all.push((id, m)),
-            Some(0) => {}
-            Some(k) => {
-                let r = Ranked {
-                    id,
-                    m,
-                    keys: self.keys,
-                };
-                if self.heap.len() < k {
-                    self.heap.push(r);
-                } else if let Some(mut top) = self.heap.peek_mut() {
-                    if r < *top {
-                        *top = r;
-                    }
-                }
-            }
-        }
-    }
-
-    fn finish(self) -> Vec<(&'a str, &'a Map)> {
-        match self.k {
-            None => {
-                let mut all = self.all;
-                let keys = self.keys;
-                all.sort_unstable_by(|a, b| cmp_items(keys, *a, *b));
-                all
-            }
-            Some(_) => self
-                .heap
-                .into_sorted_vec()
-                .into_iter()
-                .map(|r| (r.id, r.m))
-                .collect(),
-        }
-    }
-}
-
 impl QueryEngine {
     pub fn new() -> Self {
         Self::default()
@@ -413,13 +357,16 @@ impl QueryEngine {
 
     fn plan_for<'q, 's>(&'s self, coll: &Collection, q: &'q Query) -> (Choice<'q, 's>, Plan) {
         let k = q.limit.map(|l| q.offset.saturating_add(l));
-        choose(
+        let (choice, mut plan) = choose(
             coll.count(),
             self.indexes_of(&q.collection, Some(coll)),
             q.filter.as_ref(),
             &q.sort,
             k,
-        )
+        );
+        // `after` is checked on every candidate.
+        plan.residual_filter |= q.after.is_some();
+        (choice, plan)
     }
 
     fn empty_plan() -> Plan {
@@ -454,8 +401,15 @@ impl QueryEngine {
             return Ok(Partial::Done(QueryResult {
                 rows: Vec::new(),
                 plan: Self::empty_plan(),
+                cursor: None,
             }));
         };
+        if let Some(key) = &q.key {
+            return by_id::run(coll, q, &c, key);
+        }
+        if let Some(p) = self.run_text(coll, q, &c)? {
+            return Ok(p);
+        }
         let cold = !coll.cold().is_empty();
         if cold && self.unbuilt_indexes(&q.collection).is_some() {
             return Ok(Partial::NeedAll);
@@ -464,7 +418,6 @@ impl QueryEngine {
         if cold && matches!(choice, Choice::Scan) {
             return Ok(Partial::NeedAll);
         }
-        let limit = q.limit.unwrap_or(usize::MAX);
         let k = q.limit.map(|l| q.offset.saturating_add(l));
         // An ordered walk stops once the window is full: it may stop noting cold items once
         // they alone could fill it. Other index plans collect every candidate.
@@ -480,7 +433,9 @@ impl QueryEngine {
                 let mut out = Vec::new();
                 let want = k.unwrap_or(usize::MAX);
                 for_each_match(&items, &choice, &c.filter, |id, m| {
-                    out.push((id, m));
+                    if c.extra(id, m) {
+                        out.push((id, m));
+                    }
                     Ok(out.len() < want)
                 })?;
                 out
@@ -488,8 +443,10 @@ impl QueryEngine {
             _ => {
                 let mut col = Collector::new(&c.sort, k);
                 for_each_match(&items, &choice, &c.filter, |id, m| {
-                    check_sortable(&c.sort, id, m)?;
-                    col.push(id, m);
+                    if c.extra(id, m) {
+                        check_sortable(&c.sort, id, m)?;
+                        col.push(id, m);
+                    }
                     Ok(true)
                 })?;
                 col.finish()
@@ -500,13 +457,7 @@ impl QueryEngine {
             let ids = cold_ids.into_iter().map(str::to_string).collect();
             return Ok(Partial::Need(ids));
         }
-        let rows = picked
-            .into_iter()
-            .skip(q.offset)
-            .take(limit)
-            .map(|(id, m)| (id.to_string(), c.project(m)))
-            .collect();
-        Ok(Partial::Done(QueryResult { rows, plan }))
+        Ok(Partial::Done(page::page_result(q, &c, picked, plan)))
     }
 
     /// Walk the first sort key's index in order until offset + limit matches are collected
@@ -536,7 +487,20 @@ impl QueryEngine {
         let mut out: Vec<(&str, &Map)> = Vec::new();
         let mut group: Vec<(&str, &Map)> = Vec::new();
         let mut gkey: Option<&IKey> = None;
-        let iter = ix.values.walk(c.sort[0].desc);
+        // After a cursor, the walk starts at the cursor's first sort value (its group of equal
+        // values is then filtered by `after`): a page deep into the order costs no more.
+        let iter: Box<dyn Iterator<Item = &Entry> + '_> = match &c.after {
+            Some(cur) => {
+                let k = cur.keys.first().cloned().flatten();
+                let b = Bound::Included(k.map_or(IKey::Missing, IKey::Val));
+                if c.sort[0].desc {
+                    Box::new(ix.values.range(&Bound::Unbounded, &b).rev())
+                } else {
+                    Box::new(ix.values.range(&b, &Bound::Unbounded))
+                }
+            }
+            None => ix.values.walk(c.sort[0].desc),
+        };
         let flush = |group: &mut Vec<(&'a str, &'a Map)>, out: &mut Vec<(&'a str, &'a Map)>| {
             if group.len() > 1 {
                 group.sort_unstable_by(|a, b| cmp_items(rest, *a, *b));
@@ -553,7 +517,7 @@ impl QueryEngine {
             gkey = Some(&e.key);
             let id = e.id();
             match items.get(id) {
-                Some(m) if matches(&c.filter, m) => group.push((id, m)),
+                Some(m) if c.accept(id, m) => group.push((id, m)),
                 Some(_) => {}
                 None if items.spent() => break,
                 None => {}
@@ -568,7 +532,13 @@ impl QueryEngine {
         q.validate()?;
         Ok(match state.collection(&q.collection) {
             None => Self::empty_plan(),
-            Some(coll) => self.plan_for(coll, q).1,
+            Some(coll) => match &q.key {
+                Some(key) => by_id::plan(coll, q, key),
+                None => match self.explain_text(coll, q)? {
+                    Some(p) => p,
+                    None => self.plan_for(coll, q).1,
+                },
+            },
         })
     }
 
@@ -691,7 +661,32 @@ impl QueryEngine {
     pub fn subscribe(&mut self, state: &State, q: Query) -> Result<(LiveId, Vec<(String, Map)>)> {
         let c = Compiled::new(&q)?;
         let mut found = Vec::new();
-        if let Some(coll) = state.collection(&q.collection) {
+        if let (Some(coll), Some(key)) = (state.collection(&q.collection), &c.key) {
+            // The repository loaded the listed ids' blocks (or the whole collection) first.
+            let mut cold = Vec::new();
+            by_id::for_each_selected(coll, key, &mut cold, |id, m| {
+                if c.accept(id, m) {
+                    check_sortable(&c.sort, id, m)?;
+                    found.push((LiveQuery::entry(&c, id, m), c.project(m)));
+                }
+                Ok(true)
+            })?;
+            debug_assert!(cold.is_empty(), "a live query's ids are loaded first");
+        } else if let Some(th) = match state.collection(&q.collection) {
+            Some(coll) => self.text_hits(&q.collection, coll, q.filter.as_ref())?,
+            None => None,
+        } {
+            // A `match` a text index serves: its matches, not a scan.
+            let coll = state.collection(&q.collection).expect("found above");
+            for (id, _) in &th.hits {
+                if let Some(m) = coll.get(id) {
+                    if matches(&th.residual, m) && c.extra(id, m) {
+                        check_sortable(&c.sort, id, m)?;
+                        found.push((LiveQuery::entry(&c, id, m), c.project(m)));
+                    }
+                }
+            }
+        } else if let Some(coll) = state.collection(&q.collection) {
             let (choice, _) = choose(
                 coll.count(),
                 self.indexes_of(&q.collection, Some(coll)),
@@ -700,8 +695,10 @@ impl QueryEngine {
                 None,
             );
             for_each_match(&Items::loaded(coll), &choice, &c.filter, |id, m| {
-                check_sortable(&c.sort, id, m)?;
-                found.push((LiveQuery::entry(&c, id, m), c.project(m)));
+                if c.extra(id, m) {
+                    check_sortable(&c.sort, id, m)?;
+                    found.push((LiveQuery::entry(&c, id, m), c.project(m)));
+                }
                 Ok(true)
             })?;
         }
@@ -765,6 +762,7 @@ impl QueryEngine {
                 }
             }
         }
+        self.verify_texts(state)?;
         for (c, aggs) in self.field_aggs.borrow().iter() {
             let Some(coll) = state.collection(c) else {
                 continue;
@@ -783,7 +781,7 @@ impl QueryEngine {
             let mut fresh = Vec::new();
             if let Some(coll) = state.collection(&lq.query.collection) {
                 for (iid, m) in coll.iter() {
-                    if matches(&lq.compiled.filter, m) {
+                    if lq.compiled.accept(iid, m) {
                         fresh.push((
                             LiveQuery::entry(&lq.compiled, iid, m),
                             lq.compiled.project(m),
@@ -823,6 +821,7 @@ impl QueryEngine {
 impl ChangeSink for QueryEngine {
     fn watches(&self, collection: &str) -> bool {
         self.indexes_built(collection)
+            || self.texts_built(collection)
             || self.live_colls.contains_key(collection)
             || self.field_aggs.borrow().contains_key(collection)
     }
@@ -837,6 +836,7 @@ impl ChangeSink for QueryEngine {
                 ix.changed(id, old, new);
             }
         }
+        self.texts_changed(collection, id, old, new);
         if let Some(aggs) = self.field_aggs.get_mut().get_mut(collection) {
             for f in aggs.values_mut() {
                 f.changed(old, new);
@@ -854,3 +854,7 @@ impl ChangeSink for QueryEngine {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_page;
+#[cfg(test)]
+mod tests_text;

@@ -25,6 +25,10 @@ pub enum Access {
     IndexContains { path: String },
     /// The whole index of the first sort key, walked in sort order until the window is full.
     IndexOrder { path: String, desc: bool },
+    /// `$id`: the listed ids looked up (`eq`, `in`), or the ids with a prefix walked in order.
+    Key { op: &'static str },
+    /// A `text` index's matches for a `match` (`text.rs`).
+    Text { path: String },
 }
 
 /// How results are put in order.
@@ -38,6 +42,8 @@ pub enum SortMethod {
     TopK(usize),
     /// A full sort of the matches.
     Full,
+    /// BM25 rank order (a `match` served by a text index, without `sort`).
+    Rank,
 }
 
 /// Which path a query took. `Debug` for logs, [`Plan::to_json`] for `explain()` in JS.
@@ -62,8 +68,9 @@ impl Plan {
             | Access::IndexIn { path }
             | Access::IndexPrefix { path }
             | Access::IndexContains { path }
-            | Access::IndexOrder { path, .. } => Some(path),
-            Access::Empty | Access::Scan => None,
+            | Access::IndexOrder { path, .. }
+            | Access::Text { path } => Some(path),
+            Access::Empty | Access::Scan | Access::Key { .. } => None,
         }
     }
 
@@ -80,6 +87,8 @@ impl Plan {
             Access::IndexOrder { desc, .. } => {
                 ("index", Some(if *desc { "order desc" } else { "order" }))
             }
+            Access::Key { op } => ("key", Some(*op)),
+            Access::Text { .. } => ("index", Some("match")),
         };
         let mut o = json!({
             "access": access,
@@ -91,6 +100,7 @@ impl Plan {
                 SortMethod::Index => "index",
                 SortMethod::TopK(_) => "topk",
                 SortMethod::Full => "full",
+                SortMethod::Rank => "rank",
             },
         });
         if let Some(ix) = self.index() {
@@ -259,7 +269,7 @@ fn pred_range(p: &Pred) -> Option<(Bound<IKey>, Bound<IKey>)> {
 }
 
 /// The top-level conjuncts of a filter (nested `and`s flattened).
-fn conjuncts<'q>(f: &'q Filter, out: &mut Vec<&'q Filter>) {
+pub(crate) fn conjuncts<'q>(f: &'q Filter, out: &mut Vec<&'q Filter>) {
     match f {
         Filter::And(fs) => fs.iter().for_each(|f| conjuncts(f, out)),
         f => out.push(f),

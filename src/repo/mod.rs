@@ -299,6 +299,8 @@ impl<S: Storage> Repo<S> {
         }
         self.query
             .set_indexes(collection, &schema.indexes, &self.graph.state);
+        self.query
+            .set_text_indexes(collection, &schema.text_indexes);
         self.schemas.insert(collection.to_string(), schema);
         Ok(())
     }

@@ -123,7 +123,9 @@ impl<S: Storage> Repo<S> {
         // A plan needs the collection's count and its indexes, not its items: after an open,
         // the indexes restored from the snapshot serve; indexes still to build need the items.
         self.restore_indexes(&q.collection);
-        if self.query.unbuilt_indexes(&q.collection).is_some() {
+        if self.query.unbuilt_indexes(&q.collection).is_some()
+            || self.query.texts_unbuilt(&q.collection)
+        {
             self.warm_collection(&q.collection)?;
         }
         self.with_indexes(&q.collection, |r| r.query.explain(&r.graph.state, q))
@@ -155,6 +157,8 @@ impl<S: Storage> Repo<S> {
             limit: None,
             offset: 0,
             select: Some(Vec::new()),
+            key: None,
+            after: None,
         };
         if let Some(r) = self.query_partial(&q)? {
             return Ok(r.rows.len());
@@ -192,6 +196,14 @@ impl<S: Storage> Repo<S> {
     /// Start a live query: its id and current rows. Its changes are reported by
     /// [`Repo::take_live_changes`] after every write or receive that touches them.
     pub fn subscribe(&mut self, q: Query) -> Result<(LiveId, Vec<(String, Map)>)> {
+        // A live query of listed ids (`$id`) needs only their items: it reads no other.
+        if let Some(ids) = q.key.as_ref().and_then(|k| k.ids()) {
+            let ids: Vec<String> = ids.into_iter().map(str::to_string).collect();
+            for id in &ids {
+                self.warm_key(&q.collection, id)?;
+            }
+            return self.query.subscribe(&self.graph.state, q);
+        }
         self.warm_collection(&q.collection)?;
         // A live query registers itself: it reads its indexes whole first, not in rounds.
         self.materialize_indexes(&q.collection, true);

@@ -66,6 +66,7 @@ test('every public method rejects every wrong argument type with a typed error n
       ['transaction', [(tx: any) => tx.put('notes/t', { a: 1 })], ['fn'], ['fn']],
       ['query', [q], ['query'], ['query']],
       ['explain', [q], ['query'], ['query']],
+      ['page', [q], ['query'], ['query']],
       ['count', ['notes', { title: 'kept' }], ['collection', 'where'], ['collection', 'where']],
       ['keys', ['notes'], ['collection'], ['collection']],
       ['aggregate', [{ collection: 'notes', aggregates: { n: { count: true } } }], ['query'], ['query']],

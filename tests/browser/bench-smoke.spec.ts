@@ -1,6 +1,6 @@
 // Smoke test of the browser benchmark: the real page, real workers, real OPFS, in Debian Chromium,
 // at tiny sizes with the 'quick' sample plan, every suite (core, writes, scaling, relational,
-// verify, dbx, fat, omgdb). Every available engine — the SQLite ones and, once pkg/ is built, the ibexdb ones — must
+// verify, dbx, fat, omgdb, fts). Every available engine — the SQLite ones and, once pkg/ is built, the ibexdb ones — must
 // produce every planned row: a finite timing (worker, and page where the row has a page side), or
 // an explicit "not available / not applicable" with its reason. The page must log no error (worker
 // console output included).
@@ -43,6 +43,8 @@ const ALLOWED_NA: Record<string, (engine: string) => boolean> = {
   'seal-batch': (e) => SQLITE_ENGINES.includes(e) || e === 'ibexdb-trusted',
   // The fat-record suite runs the durable engines only (rows.js `engines`).
   ...Object.fromEntries(['fat-load', 'fat-get', 'fat-batch-read', 'fat-open-cycles'].map((id) => [id, (e: string) => !['sqlite-default', 'sqlite-tuned', 'sqlite-best', 'ibexdb'].includes(e)])),
+  // The full-text rows run the SQLite presets and the signed ibexdb engines (rows.js `engines`).
+  ...Object.fromEntries(['fts-build', 'fts-query', 'fts-update'].map((id) => [id, (e: string) => ['sqlite-tuned-off', 'ibexdb-trusted'].includes(e)])),
 };
 
 function finiteSummary(s: Summary | undefined): boolean {
@@ -109,7 +111,7 @@ test('benchmark page: every available engine produces every row (tiny sizes, qui
     }
   }
   // Every suite ran: the operation rows, writes, scaling, relational and verify.
-  for (const id of ['read-by-id', 'bulk-load-txn', 'open-n-query', 'writes-batched', 'seal-batch', 'sync-latency', 'sync-initial', 'rel-complex-query', 'rel-complex-query-tuned', 'rel-large-200k-query', 'verify', 'dbx-filter-quarter', 'fat-open-cycles', 'omgdb-single']) {
+  for (const id of ['read-by-id', 'bulk-load-txn', 'open-n-query', 'writes-batched', 'seal-batch', 'sync-latency', 'sync-initial', 'rel-complex-query', 'rel-complex-query-tuned', 'rel-large-200k-query', 'verify', 'dbx-filter-quarter', 'fat-open-cycles', 'omgdb-single', 'fts-query']) {
     if (!results.options.rows.includes(id)) problems.push(`row ${id} was not planned`);
   }
   for (const run of results.runs) {

@@ -92,15 +92,66 @@ test('StrictMode: one live query per store after the double mount, rows and item
     return { mounted, unmounted, rendersIdle, rendersAfterIdle, callsBefore, callsAfterRerender };
   }, uniqueName('react-strict'));
   console.log(JSON.stringify(out));
-  // StrictMode subscribed twice per store (useLive's and the one useItem shares per collection);
-  // the first subscription of each was closed: two open, two registered with the worker.
+  // StrictMode subscribed twice per store (useLive's, and each useItem's live query of its id);
+  // the first subscription of each was closed: three open, three registered with the worker.
   expect(out.mounted.calls).toBeGreaterThanOrEqual(3);
-  expect(out.mounted.opened - out.mounted.closed).toBe(2);
-  expect(out.mounted.registered).toBe(2);
+  expect(out.mounted.opened - out.mounted.closed).toBe(3);
+  expect(out.mounted.registered).toBe(3);
   expect(out.rendersAfterIdle).toBe(out.rendersIdle);
   expect(out.callsAfterRerender).toBe(out.callsBefore);
   expect(out.unmounted.registered).toBe(0);
   expect(out.unmounted.opened).toBe(out.unmounted.closed);
+});
+
+test('useItem subscribes to its id alone: writes to other items of the collection reach neither its live query nor its render', async ({ page, watched }) => {
+  void watched;
+  await gotoReactPage(page);
+  const out = await page.evaluate(async (name) => {
+    const { React, ReactDOM, ibexdb, hooks, h } = (window as any).t;
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const db = await ibexdb.open(name, { storage: 'memory' });
+    await db.transaction((tx: any) => {
+      for (let i = 0; i < 100; i++) tx.put(`tasks/${i}`, { title: `task ${i}` });
+    });
+    // Every live query the hook starts, and every change reported to it.
+    const queries: string[] = [];
+    let reports = 0;
+    const live = db.live.bind(db);
+    db.live = (q: any, onChange: any) => {
+      queries.push(JSON.stringify(q));
+      return live(q, (rows: any, change: any) => {
+        reports++;
+        onChange?.(rows, change);
+      });
+    };
+    let renders = 0;
+    function Item() {
+      renders++;
+      const item = hooks.useItem('tasks/7');
+      return h('p', { id: 'item' }, item.loading ? 'loading' : (item.value?.title ?? '-'));
+    }
+    const text = () => document.getElementById('item')?.textContent;
+    const root = ReactDOM.createRoot(document.getElementById('root'));
+    root.render(h(hooks.IbexProvider, { db }, h(Item)));
+    for (let i = 0; i < 300 && text() !== 'task 7'; i++) await sleep(10);
+    await sleep(50);
+    const before = { renders, reports };
+    for (let i = 0; i < 30; i++) await db.update(`tasks/${(i * 3) % 100 === 7 ? 8 : (i * 3) % 100}`, { title: `other ${i}` });
+    await db.put('tasks/70', { title: 'seventy' });
+    await db.delete('tasks/6');
+    await sleep(200);
+    const afterOthers = { renders, reports };
+    await db.update('tasks/7', { title: 'seven' });
+    for (let i = 0; i < 300 && text() !== 'seven'; i++) await sleep(10);
+    const afterOwn = { renders, reports };
+    root.unmount();
+    await db.close();
+    return { queries, before, afterOthers, afterOwn, shown: text() ?? 'unmounted' };
+  }, uniqueName('react-item'));
+  expect(out.queries).toEqual(['{"collection":"tasks","where":{"$id":"7"}}']);
+  expect(out.afterOthers).toEqual(out.before);
+  expect(out.afterOwn.reports).toBe(out.before.reports + 1);
+  expect(out.afterOwn.renders).toBe(out.before.renders + 1);
 });
 
 test('unmount while the first results are pending: the live query is closed when it arrives, nothing renders after', async ({ page, watched }) => {

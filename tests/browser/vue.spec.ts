@@ -101,6 +101,66 @@ test('composables follow writes; a reactive query re-subscribes once and closes 
   expect(out.unmounted.opened).toBe(out.unmounted.closed);
 });
 
+test('Vue: useItem subscribes to its id alone: writes to other items are not reported to it, its own are', async ({ page, watched }) => {
+  void watched;
+  await gotoVuePage(page);
+  const out = await page.evaluate(async (name) => {
+    const { Vue, ibexdb, composables: c } = (window as any).t;
+    const { createApp, defineComponent, h } = Vue;
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const db = await ibexdb.open(name, { storage: 'memory' });
+    await db.transaction((tx: any) => {
+      for (let i = 0; i < 100; i++) tx.put(`tasks/${i}`, { title: `task ${i}` });
+    });
+    const queries: string[] = [];
+    let reports = 0;
+    const live = db.live.bind(db);
+    db.live = (q: any, onChange: any) => {
+      queries.push(JSON.stringify(q));
+      return live(q, (rows: any, change: any) => {
+        reports++;
+        onChange?.(rows, change);
+      });
+    };
+    let renders = 0;
+    const Item = defineComponent({
+      setup() {
+        const item = c.useItem('tasks/7');
+        return () => {
+          renders++;
+          return h('p', { id: 'item' }, item.loading.value ? 'loading' : (item.value.value?.title ?? '-'));
+        };
+      },
+    });
+    const App = defineComponent({
+      setup() {
+        c.provideDatabase(db);
+        return () => h(Item);
+      },
+    });
+    const text = () => document.getElementById('item')?.textContent;
+    const app = createApp(App);
+    app.mount('#root');
+    for (let i = 0; i < 300 && text() !== 'task 7'; i++) await sleep(10);
+    await sleep(50);
+    const before = { renders, reports };
+    for (let i = 0; i < 30; i++) await db.update(`tasks/${i === 7 ? 8 : i}`, { title: `other ${i}` });
+    await db.delete('tasks/6');
+    await sleep(200);
+    const afterOthers = { renders, reports };
+    await db.update('tasks/7', { title: 'seven' });
+    for (let i = 0; i < 300 && text() !== 'seven'; i++) await sleep(10);
+    const afterOwn = { renders, reports };
+    app.unmount();
+    await db.close();
+    return { queries, before, afterOthers, afterOwn };
+  }, uniqueName('vue-item'));
+  expect(out.queries).toEqual(['{"collection":"tasks","where":{"$id":"7"}}']);
+  expect(out.afterOthers).toEqual(out.before);
+  expect(out.afterOwn.reports).toBe(out.before.reports + 1);
+  expect(out.afterOwn.renders).toBe(out.before.renders + 1);
+});
+
 test('Vue: unmount while the first results are pending: the live query is closed when it arrives, nothing assigned after', async ({ page, watched }) => {
   void watched;
   await gotoVuePage(page);

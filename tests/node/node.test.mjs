@@ -24,6 +24,27 @@ after(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
+test('memory: full-text search through a text index, $id, and keyset pages', async () => {
+  const db = await open('search', { storage: 'memory', schemas: { notes: { indexes: [{ field: 'title', kind: 'text' }, 'n'] } } });
+  await db.transaction((tx) => {
+    for (let i = 0; i < 50; i++) tx.put(`notes/${String(i).padStart(2, '0')}`, { title: i % 3 ? `Crème brûlée ${i}` : `Buy milk ${i}`, n: i % 4 });
+  });
+  const found = await db.query({ collection: 'notes', where: { title: { match: 'CREME bru' } } });
+  assert.equal(found.length, 33);
+  assert.deepEqual((await db.query({ collection: 'notes', where: { $id: '07' } })).map((r) => r.id), ['07']);
+  const seen = [];
+  let cursor = null;
+  for (;;) {
+    const p = await db.page({ collection: 'notes', sort: ['n'], limit: 7, ...(cursor ? { after: cursor } : {}) });
+    seen.push(...p.rows.map((r) => r.id));
+    if (p.rows.length < 7) break;
+    cursor = p.cursor;
+  }
+  assert.deepEqual(seen, (await db.query({ collection: 'notes', sort: ['n'] })).map((r) => r.id));
+  await assert.rejects(db.query({ collection: 'notes', where: { title: { match: 'x'.repeat(1 << 20) } } }), /1048576 bytes is longer than the 1024 bytes/);
+  await db.close();
+});
+
 test('memory: open, put, get, query, transaction, typed errors; nothing kept after close', async () => {
   const t0 = performance.now();
   const db = await open('notes', { storage: 'memory' });

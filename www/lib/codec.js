@@ -291,6 +291,18 @@ export function decodeRows(text) {
 }
 
 /**
+ * Decode a page: `{"rows": [[id, value], ...], "cursor": text | null}` -> `{rows, cursor}`.
+ * @param {string} text
+ * @returns {{rows: {id: string, value: any}[], cursor: string | null}}
+ */
+export function decodePage(text) {
+  const raw = decode(text);
+  const rows = new Array(raw.rows.length);
+  for (let i = 0; i < raw.rows.length; i++) rows[i] = { id: raw.rows[i][0], value: raw.rows[i][1] };
+  return { rows, cursor: raw.cursor ?? null };
+}
+
+/**
  * Decode a list of values where null means missing (getMany).
  * @param {EngineText} text
  * @returns {any[]}

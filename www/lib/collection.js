@@ -22,6 +22,7 @@ import { InvalidKeyError, QueryError } from './errors.js';
  * @property {(key: string) => Promise<void>} delete
  * @property {(q: Query) => Promise<any[]>} query
  * @property {(q: Query, onChange?: (rows: any[], change: any) => void) => Promise<any>} live
+ * @property {(q: Query) => Promise<{rows: any[], cursor: string | null}>} page
  * @property {(collection: string, where?: Where) => Promise<number>} count
  * @property {(collection: string) => Promise<string[]>} keys
  */
@@ -139,6 +140,15 @@ export class Collection {
   query(q) {
     try {
       return this.db.query(this.toQuery('query', q));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /** A page and the cursor after it (`db.page`). @param {unknown} [q] */
+  page(q) {
+    try {
+      return this.db.page(this.toQuery('page', q));
     } catch (e) {
       return Promise.reject(e);
     }

@@ -356,6 +356,10 @@ export class EngineHandle {
   queryJson(qJson) {
     return this._callText((r) => r.query(qJson));
   }
+  /** @param {string} qJson @returns {string} `{"rows": [[id, value], ...], "cursor": string | null}` */
+  queryPageJson(qJson) {
+    return this._call((r) => r.queryPage(qJson));
+  }
   /** @param {string} qJson @returns {string} */
   explainJson(qJson) {
     return this._call((r) => r.explain(qJson));

@@ -41,14 +41,29 @@ export type Condition =
       prefix?: string;
       /** A string contains this substring. */
       includes?: string;
+      /**
+       * Full-text search: the string holds every word of this search (case- and accent-folded),
+       * the last one as a prefix. Ranked (BM25) when a `text` index serves it and there is no sort.
+       * At most 1024 bytes and 32 words (else QueryError).
+       */
+      match?: string;
       [op: string]: unknown;
     };
+
+/**
+ * `$id` in a query's `where` (top level only): the item's id is this one, one of these, or
+ * starts with this prefix. Served by lookups, not a scan: a live query with it is told only of
+ * writes to those items.
+ */
+export type IdCondition = string | { eq: string } | { in: string[] } | { prefix: string };
 
 /** A `where` clause: dotted field paths to conditions, combined with and/or/not. */
 export interface Where {
   and?: Where[];
   or?: Where[];
   not?: Where;
+  /** The item's id (only at the top level of a query's where; not in count). */
+  $id?: IdCondition;
   [path: string]: Condition | Where[] | Where | undefined;
 }
 
@@ -66,6 +81,18 @@ export interface Query {
   offset?: number;
   /** Field paths to return (whole items when absent). */
   select?: string[];
+  /**
+   * Keyset paging: only rows strictly after this cursor (from `page()`); a cursor is valid for
+   * the collection and sort it came with (else QueryError). Not with `offset`.
+   */
+  after?: string;
+}
+
+/** A page of a query (`db.page`): its rows and the cursor after the last (for `after`). */
+export interface Page<T = Item> {
+  rows: Row<T>[];
+  /** null when the query has no limit or the page no rows. */
+  cursor: string | null;
 }
 
 export type Aggregate = { count: true | string } | { sum: string } | { min: string } | { max: string } | { avg: string };
@@ -80,10 +107,20 @@ export interface AggregateQuery {
 
 export type FieldType = 'any' | 'null' | 'boolean' | 'number' | 'integer' | 'string' | 'bytes' | 'list' | 'map' | 'set';
 
+/** An index declared as an object: its field path and kind (default 'sorted'). */
+export interface IndexSpec {
+  field: string;
+  kind?: 'sorted' | 'text';
+}
+
 export interface Schema {
   fields?: Record<string, { type?: FieldType; required?: boolean; nullable?: boolean; default?: Value }>;
-  /** Field paths with a sorted secondary index (equality, range, sort; set elements for `contains`). */
-  indexes?: string[];
+  /**
+   * Indexes: a field path (or `{field, kind: 'sorted'}`) gets a sorted secondary index (equality,
+   * range, sort; set elements for `contains`); `{field, kind: 'text'}` a full-text index serving
+   * `match` (tokens case- and accent-folded, ranked by BM25).
+   */
+  indexes?: (string | IndexSpec)[];
   /** Accept fields not listed in `fields` (default true). */
   allowOtherFields?: boolean;
 }
@@ -215,12 +252,13 @@ export type FieldCondition<V> =
       contains?: ElementOf<NonNullable<V>>;
       prefix?: NonNullable<V> extends string ? string : never;
       includes?: NonNullable<V> extends string ? string : never;
+      match?: NonNullable<V> extends string ? string : never;
     };
 
 /** A `where` over an item type's field paths (the untyped `Where` for an index-signature type). */
 export type TypedWhere<T> = string extends keyof T
   ? Where
-  : { [P in FieldPath<T>]?: FieldCondition<PathValue<T, P>> } & { and?: TypedWhere<T>[]; or?: TypedWhere<T>[]; not?: TypedWhere<T> };
+  : { [P in FieldPath<T>]?: FieldCondition<PathValue<T, P>> } & { and?: TypedWhere<T>[]; or?: TypedWhere<T>[]; not?: TypedWhere<T>; $id?: IdCondition };
 
 /** A sort key over an item type's field paths. */
 export type TypedSortKey<T> = string extends keyof T ? SortKey | string : FieldPath<T> | { field: FieldPath<T>; desc?: boolean };
@@ -232,6 +270,8 @@ export interface CollectionQuery<T> {
   sort?: TypedSortKey<T>[];
   limit?: number;
   offset?: number;
+  /** Keyset paging: rows strictly after this cursor (from `page()`). */
+  after?: string;
 }
 
 /** A query of one collection typed by its item type (what `useLive` of `ibexdb/react` takes). */
@@ -255,6 +295,8 @@ export interface Collection<T extends ItemShape<T> = Item> {
   delete(id: string): Promise<void>;
   query(q?: CollectionQuery<T>): Promise<Row<T>[]>;
   live(q?: CollectionQuery<T>, onChange?: (results: Row<T>[], change: LiveChange<T> | null) => void): Promise<LiveQuery<T>>;
+  /** A page and the cursor after it (`db.page`). */
+  page(q?: CollectionQuery<T>): Promise<Page<T>>;
   count(where?: TypedWhere<T>): Promise<number>;
   /** Ids of the collection's items, in order. */
   keys(): Promise<string[]>;
@@ -411,6 +453,8 @@ export declare class Database {
   transaction<R>(fn: (tx: Transaction) => R): Promise<R>;
 
   query<T extends Item = Item>(q: Query): Promise<Row<T>[]>;
+  /** A page of a query and the cursor after its last row, for `query({...q, after: cursor})`. */
+  page<T extends Item = Item>(q: Query): Promise<Page<T>>;
   explain(q: Query): Promise<Record<string, unknown>>;
   count(collection: string, where?: Where): Promise<number>;
   keys(collection: string): Promise<string[]>;

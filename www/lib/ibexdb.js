@@ -11,7 +11,7 @@
 // come back as one (with durability 'flush' they also share one OPFS flush). Types: ibexdb.d.ts.
 
 import { argBoolean, argCollection, argFunction, argKey, argKeys, argObject, argPublicKey, argQuery, argString, argWhere, describe, isPlainObject } from './args.js';
-import { decode, decodeMany, decodeRows, encode, encodeObject } from './codec.js';
+import { decode, decodeMany, decodePage, decodeRows, encode, encodeObject } from './codec.js';
 import { TxnBuilder, txnBytes } from './txn.js';
 import { ClosedError, IbexError, InvalidValueError, StorageUnavailableError, fromWire } from './errors.js';
 import { LiveQuery, applyChange, publicChange } from './live-query.js';
@@ -345,6 +345,18 @@ export class Database {
    */
   query(q) {
     return this._checked(() => queryText('query', q), (t) => this._send('query', [t], decodeRows));
+  }
+
+  /**
+   * A page of a query: its rows and the cursor after the last one (null without a limit or
+   * without rows). `query({...q, after: cursor})` continues after it, whatever was inserted or
+   * deleted meanwhile.
+   * @template {Item} [T=Item]
+   * @param {import('./ibexdb.js').Query} q
+   * @returns {Promise<import('./ibexdb.js').Page<T>>}
+   */
+  page(q) {
+    return this._checked(() => queryText('page', q), (t) => this._send('page', [t], decodePage));
   }
 
   /** The plan the engine would use for a query. @param {import('./ibexdb.js').Query} q @returns {Promise<Record<string, unknown>>} */

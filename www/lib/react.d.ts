@@ -36,9 +36,8 @@ export declare function useDatabase(): Database | null;
 export declare function useLive<T = Item>(query: TypedQuery<T> | null | undefined, options?: HookOptions): LiveState<T>;
 
 /**
- * One item (`collection/id`) kept current. The hooks of one collection share one live query of
- * the whole collection (the engine has no live read by id): it keeps that collection's rows on
- * the page, so for a large collection prefer `useLive` with a `where` that selects the item.
+ * One item (`collection/id`) kept current, by a live query of that id alone (`where: {$id: id}`):
+ * a write to another item of the collection neither reaches it nor re-renders it.
  */
 export declare function useItem<T = Item>(key: Key | null | undefined, options?: HookOptions): ItemState<T>;
 

@@ -165,24 +165,9 @@ export function useLive(query, options) {
 }
 
 /**
- * The stores of whole collections that `useItem` reads, one per database and collection (many
- * items of one collection on a page share one live query).
- * @type {WeakMap<Database, Map<string, LiveStore>>}
- */
-const collections = new WeakMap();
-
-/** @param {Database} db @param {string} collection */
-function collectionStore(db, collection) {
-  let byName = collections.get(db);
-  if (!byName) collections.set(db, (byName = new Map()));
-  let store = byName.get(collection);
-  if (!store) byName.set(collection, (store = new LiveStore(db, { collection })));
-  return store;
-}
-
-/**
  * One item (`collection/id`), kept current: `{value, loading, error}` (value undefined when
- * there is no such item). The hooks of one collection share one live query of it.
+ * there is no such item). It subscribes to a live query of that id alone (`where: {$id: id}`):
+ * a write to another item of the collection does not reach it, nor re-render it.
  * @param {string | null | undefined} key
  * @param {{db?: Database | null}} [options]
  * @returns {ItemState}
@@ -204,19 +189,20 @@ export function useItem(key, options) {
     }
     if (!db) return { subscribe: () => () => {}, getSnapshot: () => ITEM_LOADING };
     const id = /** @type {string} */ (key).slice(slash + 1);
-    const store = collectionStore(db, /** @type {string} */ (key).slice(0, slash));
+    // Its own live query of that id (a store per hook: nothing to keep per key once unmounted).
+    const store = new LiveStore(db, { collection: /** @type {string} */ (key).slice(0, slash), where: { $id: id } });
     /** @type {LiveState | null} */
     let seen = null;
     /** @type {ItemState} */
     let snapshot = ITEM_LOADING;
     return {
       subscribe: store.subscribe,
-      // Derived from the collection's state; the same object until this item's row changes.
+      // Derived from the item's live rows; the same object until its row changes.
       getSnapshot: () => {
         const s = store.getSnapshot();
         if (s === seen) return snapshot;
         seen = s;
-        const value = s.rows.find((r) => r.id === id)?.value;
+        const value = s.rows[0]?.value;
         if (value !== snapshot.value || s.loading !== snapshot.loading || s.error !== snapshot.error) {
           snapshot = s.loading && !s.error ? ITEM_LOADING : { value, loading: s.loading, error: s.error };
         }

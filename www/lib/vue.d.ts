@@ -36,7 +36,7 @@ export declare function useDatabase(options?: ComposableOptions): ComputedRef<Da
  */
 export declare function useLive<T = Item>(query: MaybeRefOrGetter<TypedQuery<T> | null | undefined>, options?: ComposableOptions): LiveRefs<T>;
 
-/** One item (`collection/id`) kept current; reads a live query of its whole collection. */
+/** One item (`collection/id`) kept current; reads a live query of that id alone (`where: {$id: id}`). */
 export declare function useItem<T = Item>(key: MaybeRefOrGetter<Key | null | undefined>, options?: ComposableOptions): ItemRefs<T>;
 
 /** Where sync stands; null before it is known (and on a server). */

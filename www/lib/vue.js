@@ -143,8 +143,8 @@ export function useLive(query, options) {
 
 /**
  * One item (`collection/id`) kept current, as refs `{value, loading, error}` (value undefined
- * when there is no such item). It reads a live query of the item's collection (the engine has
- * no live read by id): for a large collection prefer `useLive` with a `where`.
+ * when there is no such item). It reads a live query of that one id (`where: {$id: id}`): a
+ * write to another item of the collection neither reaches it nor changes its refs.
  * @param {unknown} key a value, ref or getter
  * @param {Options} [options]
  */
@@ -158,12 +158,12 @@ export function useItem(key, options) {
   });
   const live = useLive(() => {
     const p = parsed.value;
-    return p && 'collection' in p ? { collection: p.collection } : null;
+    return p && 'collection' in p ? { collection: p.collection, where: { $id: p.id } } : null;
   }, options);
   return {
     value: computed(() => {
       const p = parsed.value;
-      return p && 'id' in p ? live.rows.value.find((r) => r.id === p.id)?.value : undefined;
+      return p && 'id' in p ? live.rows.value[0]?.value : undefined;
     }),
     loading: live.loading,
     error: computed(() => {

@@ -185,6 +185,11 @@ export function reportSections(results) {
     const p = results.options?.planParams?.omgdb;
     sections.push({ key: 'omgdb', title: 'OMGDB seed: its published rows, side by side', subtitle: p ? `${nfmt(p.documents)} documents (the benchmark item) in batches of ${nfmt(p.batch)}; published: OMGDB's performance page (native, in-process, its own machine)` : '', lines: linesFor(results, omg, ROWS.filter((r) => r.section === 'omgdb').map((r) => r.id)), reference: 'OMGDB published' });
   }
+  const fts = runsOf(results, 'fts');
+  if (fts.length) {
+    const p = results.options?.planParams?.fts;
+    sections.push({ key: 'fts', title: 'Full-text search: text index vs SQLite FTS5', subtitle: p ? `${nfmt(p.docs)} documents of 4–10 words; ${p.searches} searches "word pre"; SQLite: FTS5 external content, unicode61 remove_diacritics 2, prefix='2 3'` : '', lines: linesFor(results, fts, ROWS.filter((r) => r.section === 'fts').map((r) => r.id)) });
+  }
   const dbx = runsOf(results, 'dbx');
   if (dbx.length) {
     sections.push({ key: 'dbx', title: 'DBX seed: aggregates and filters over 1M records, no index on the field', subtitle: `N = ${nfmt(dbx[0].size)} records {name, age, city}`, lines: linesFor(results, dbx, ROWS.filter((r) => r.section === 'dbx').map((r) => r.id)) });

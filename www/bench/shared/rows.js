@@ -264,6 +264,25 @@ export const ROWS = [
     reference: '> 2,500 writes/s',
     worker: 'one-document transactions/commits back to back (~250 ms per sample) on the 50,000-document database, durable per config, trailing work in the last sample',
   },
+  // --- full-text search (issue 25 §5): a text index against SQLite FTS5 ---------------------------
+  ...[
+    {
+      id: 'fts-build', label: 'FTS: build the index over 100k documents', scale: '1', write: true,
+      worker: 'documents {title of 4–10 words, n} loaded untimed; timed: building the full-text index over them (SQLite: FTS5 external-content \'rebuild\' in a transaction + checkpoint; ibexdb: the text index declared and built by its first search, in memory)',
+    },
+    {
+      id: 'fts-query', label: 'FTS: 2-word search (word + prefix), every match ranked', scale: '1', adaptive: true,
+      worker: 'a search "word pre" (an exact word and a 3-letter prefix, 20 different ones in turn): every match {id, title}, best first by BM25; each answer checked against the oracle (same ids in both engines)',
+    },
+    {
+      id: 'fts-update', label: 'FTS: update one document\'s title (index maintained)', scale: '1', adaptive: true, write: true,
+      worker: 'set the title of one document (random id) to 4–10 new words, own transaction/commit, durable per config; the full-text index maintained (SQLite: FTS5 triggers; ibexdb: the text index via the change feed); trailing work in the last sample',
+    },
+  ].map((r) => ({
+    suite: 'fts', section: 'fts', ...r,
+    engines: ['sqlite-default', 'sqlite-tuned', 'sqlite-best', 'ibexdb', 'ibexdb-relaxed'],
+    enginesWhy: 'the full-text rows run the SQLite presets and the signed ibexdb engines (durable and relaxed); the trusted variant changes only the signing of writes',
+  })),
 ];
 
 /** Which suites run which rows, in catalogue order. `load` is the old name of `scaling`. */
@@ -276,11 +295,12 @@ export const SUITES = {
   dbx: ROWS.filter((r) => r.suite === 'dbx').map((r) => r.id),
   fat: ROWS.filter((r) => r.suite === 'fat').map((r) => r.id),
   omgdb: ROWS.filter((r) => r.suite === 'omgdb').map((r) => r.id),
+  fts: ROWS.filter((r) => r.suite === 'fts').map((r) => r.id),
 };
 SUITES.load = SUITES.scaling;
 
 /** Suites that run when none are named (every suite; `load` is an alias). */
-export const DEFAULT_SUITES = ['core', 'writes', 'scaling', 'relational', 'verify', 'dbx', 'fat', 'omgdb'];
+export const DEFAULT_SUITES = ['core', 'writes', 'scaling', 'relational', 'verify', 'dbx', 'fat', 'omgdb', 'fts'];
 /** Default sizes: the core and writes rows at N = 100k; bulk load and open at 10k, 100k and 1M. */
 export const DEFAULT_SIZES = [100000];
 export const DEFAULT_SCALING_SIZES = [10000, 100000, 1000000];
@@ -356,6 +376,9 @@ export const PLANS = {
       'omgdb-batched': { samples: 50 },
       'omgdb-verify': { samples: 3, warmup: 0 },
       'omgdb-single': { samples: 8, warmup: 1, targetMs: 250, maxK: 5000 },
+      'fts-build': { samples: 3, warmup: 1 },
+      'fts-query': { samples: 20 },
+      'fts-update': { samples: 10, maxK: 500 },
     },
     // go-sqlite-bench sizes, except: simple inserts 1M users there (here 100k: the benchmark's N;
     // see docs/benchmarks.md), large inserts 10,000 rows there (here 1,000: 10k × 200 KB = 2 GB
@@ -373,6 +396,8 @@ export const PLANS = {
     dbx: { rows: 1_000_000 },
     fat: { sizes: [204_800, 409_600, 819_200], batchReads: 40_000, cycles: 1000, cycleBudgetMs: 30_000 },
     omgdb: { documents: 50_000, batch: 1000 },
+    // Full-text search: 100k documents, 20 different searches.
+    fts: { docs: 100_000, searches: 20 },
   },
   quick: {
     targetMs: 2, warmupMs: 10, maxK: 200, pageWarmup: 2,
@@ -430,6 +455,9 @@ export const PLANS = {
       'omgdb-batched': { samples: 3 },
       'omgdb-verify': { samples: 2, warmup: 0 },
       'omgdb-single': { samples: 3, warmup: 1, targetMs: 5, maxK: 20 },
+      'fts-build': { samples: 1, warmup: 0 },
+      'fts-query': { samples: 3 },
+      'fts-update': { samples: 3, maxK: 20 },
     },
     relational: {
       simpleUsers: 300,
@@ -442,6 +470,7 @@ export const PLANS = {
     dbx: { rows: 2000 },
     fat: { sizes: [300, 600], batchReads: 400, cycles: 5, cycleBudgetMs: 5000 },
     omgdb: { documents: 600, batch: 200 },
+    fts: { docs: 2000, searches: 5 },
   },
 };
 

@@ -24,6 +24,7 @@ import { crudRows } from './rows/crud.js';
 import { dbxRows } from './rows/dbx.js';
 import { fatRows } from './rows/fat.js';
 import { omgdbRows } from './rows/omgdb.js';
+import { ftsRows } from './rows/fts.js';
 import { queryRows } from './rows/queries.js';
 import { relationalRows } from './rows/relational.js';
 import { scalingRows } from './rows/scaling.js';
@@ -55,6 +56,7 @@ import { writeRows } from './rows/writes.js';
  * @property {{rows: number}} [dbx] DBX seed: records
  * @property {{sizes: number[], batchReads: number, cycles: number, cycleBudgetMs: number}} [fat] go-persist seed
  * @property {{documents: number, batch: number}} [omgdb] OMGDB seed
+ * @property {{docs: number, searches: number}} [fts] full-text search: documents, searches
  */
 
 /**
@@ -107,6 +109,7 @@ import { writeRows } from './rows/writes.js';
  * @property {Record<string, any> & {note?: string, tunedNote?: string}} [rel]
  * @property {(msg: {type: string, port?: MessagePort | null}) => void} [pageNotice] a notice from the page, handled at once (not queued): 'verify-port' (the helper thread the adapter asked for with a {type: 'verify-thread'} message), 'verify-failed'
  * @property {Record<string, any>} [docs] seed suites (dbx, fat): setup, insert, get, getMany, size, count, sum, minMax, filterGt
+ * @property {Record<string, any>} [fts] full-text search (suite fts): setup, insert, build, search, update, title
  */
 
 /** Serialize an Error for postMessage, keeping name and stack (engine errors have stable names). @param {unknown} err */
@@ -211,7 +214,7 @@ export function serve(adapter) {
   /** @type {{engine: string | null, config: Record<string, unknown> | null}} */
   const worker = { engine: null, config: null };
   /** @type {Record<string, (p: RowParams) => Promise<RowResult>>} */
-  const rows = { ...scalingRows(s), ...crudRows(s), ...queryRows(s), ...writeRows(s), ...relationalRows(s), ...verifyRows(s), ...dbxRows(s), ...fatRows(s), ...omgdbRows(s) };
+  const rows = { ...scalingRows(s), ...crudRows(s), ...queryRows(s), ...writeRows(s), ...relationalRows(s), ...verifyRows(s), ...dbxRows(s), ...fatRows(s), ...omgdbRows(s), ...ftsRows(s) };
 
   /** @param {any} msg @returns {Promise<object>} the reply's fields */
   async function handle(msg) {

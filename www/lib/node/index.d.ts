@@ -1,6 +1,6 @@
 // Types of the Node entry `ibexdb/node` (./index.js): the browser Database's methods (ibexdb.d.ts)
 // over memory or files in a directory.
-import type { AggregateQuery, Collection, HistoryEntry, Item, ItemShape, Key, LiveChange, LiveQuery, Members, Query, ReceiveReport, Role, Row, Schema, SyncStatus, Transaction, Value, VerifyReport, Where } from '../ibexdb.js';
+import type { AggregateQuery, Collection, HistoryEntry, Item, ItemShape, Key, LiveChange, LiveQuery, Members, Page, Query, ReceiveReport, Role, Row, Schema, SyncStatus, Transaction, Value, VerifyReport, Where } from '../ibexdb.js';
 
 export { IbexError, SchemaError, InvalidSchemaError, NotFoundError, InvalidKeyError, InvalidValueError, TooLargeError, StorageError, QuotaExceededError, StorageUnavailableError, ClosedError, CorruptError, SignatureError, QueryError, VerifyError, PanicError, DecodeError, ClockSkewError, ProtocolError, PermissionError, AuthError, LimitError, UnavailableError } from '../ibexdb.js';
 
@@ -42,6 +42,8 @@ export declare class NodeDatabase {
   delete(key: Key): Promise<void>;
   transaction<R>(fn: (tx: Transaction) => R): Promise<R>;
   query<T extends Item = Item>(q: Query): Promise<Row<T>[]>;
+  /** A page of a query and the cursor after its last row (`query({...q, after: cursor})`). */
+  page<T extends Item = Item>(q: Query): Promise<Page<T>>;
   explain(q: Query): Promise<Record<string, unknown>>;
   count(collection: string, where?: Where): Promise<number>;
   keys(collection: string): Promise<string[]>;

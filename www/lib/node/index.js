@@ -21,7 +21,7 @@
 
 import { readFileSync } from 'node:fs';
 import { argCollection, argKey, argObject } from '../args.js';
-import { decode, decodeMany, decodeRows, encode, encodeObject } from '../codec.js';
+import { decode, decodeMany, decodePage, decodeRows, encode, encodeObject } from '../codec.js';
 import { openEngine, provideWasmModule } from '../engine.js';
 import { ClosedError, IbexError, InvalidValueError, PanicError, fromWire } from '../errors.js';
 import { WASM_URL, isSyncUrls } from '../policy.js';
@@ -263,6 +263,10 @@ export class NodeDatabase {
   /** @param {any} q */
   query(q) {
     return this._run(() => decodeRows(this._engine.queryJson(encode(q, 'query'))));
+  }
+  /** A page and the cursor after it (keyset paging, `after`). @param {any} q */
+  page(q) {
+    return this._run(() => decodePage(this._engine.queryPageJson(encode(q, 'query'))));
   }
   /** @param {any} q */
   explain(q) {

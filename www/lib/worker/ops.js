@@ -37,6 +37,7 @@ export const OPS = Object.freeze({
   get: op((cx, /** @type {string} */ key) => cx.engine.getJson(key)),
   getMany: op((cx, /** @type {string} */ keysJson) => cx.engine.getManyJson(keysJson)),
   query: op((cx, /** @type {string} */ queryJson) => cx.engine.queryJson(queryJson)),
+  page: op((cx, /** @type {string} */ queryJson) => cx.engine.queryPageJson(queryJson)),
   explain: op((cx, /** @type {string} */ queryJson) => cx.engine.explainJson(queryJson)),
   count: op((cx, /** @type {string} */ collection, /** @type {string | null} */ whereJson) => cx.engine.countJson(collection, whereJson)),
   keys: op((cx, /** @type {string} */ collection) => cx.engine.keysJson(collection)),

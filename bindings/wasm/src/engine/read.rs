@@ -135,6 +135,16 @@ impl Engine {
         Ok(to_string(&res.rows))
     }
 
+    /// A page of a query: `{"rows": [[id, item], ...], "cursor": text | null}` (JSON); the
+    /// cursor (with a limit and at least one row) is what `after` takes for the next page.
+    #[wasm_bindgen(js_name = queryPage)]
+    pub fn query_page(&mut self, q: &str) -> JsResult<String> {
+        let r = self.repo_mut()?;
+        let q = query_of(q).js()?;
+        let res = r.query(&q).js()?;
+        Ok(to_string(&json!({"rows": res.rows, "cursor": res.cursor})))
+    }
+
     /// The plan a query would use (JSON).
     pub fn explain(&mut self, q: &str) -> JsResult<String> {
         let r = self.repo_mut()?;
@@ -150,6 +160,13 @@ impl Engine {
             Some(w) => {
                 let q = json!({"collection": collection, "where": parse_json(&w).js()?});
                 let q = Query::from_json(&q).js()?;
+                if q.key.is_some() {
+                    return Err(to_js(&Error::InvalidQuery {
+                        reason: "$id is allowed only in a query's where (query, page, live, \
+                                 explain), not in count"
+                            .into(),
+                    }));
+                }
                 r.count(collection, q.filter.as_ref())
             }
         }
