@@ -7,6 +7,7 @@ use super::indexes;
 use super::{commit_stamps, SnapshotData, F_SEALED, F_TRUSTED, F_VOID};
 use super::{SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
 use crate::access::{Acl, Register, Role, Write};
+use crate::schema::StoredSchema;
 use crate::codec::Reader;
 use crate::cold::{ColdBlock, ColdTables};
 use crate::commit::{CommitId, PublicKey, PUBLIC_KEY_LEN};
@@ -229,6 +230,17 @@ fn access_list(r: &mut Reader<'_>) -> Result<Acl> {
         acl.members.insert(k, reg);
     }
     acl.public = register(r, |r| Ok((flag(r)?, flag(r)?)))?;
+    let ns = r.count(2, usize::MAX)?;
+    for _ in 0..ns {
+        let c = crate::codec::utf8(r.lp()?)
+            .ok_or_else(|| r.err("a stored schema's collection is not UTF-8"))?
+            .to_string();
+        let reg = register(r, |r| StoredSchema::from_bytes(&c, r.lp()?))?;
+        if acl.schemas.last_key_value().is_some_and(|(l, _)| *l >= c) {
+            return Err(r.err("stored schemas not strictly ascending"));
+        }
+        acl.schemas.insert(c, reg);
+    }
     Ok(acl)
 }
 
