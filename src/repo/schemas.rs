@@ -108,13 +108,16 @@ impl<S: Storage> Repo<S> {
             return;
         };
         for (c, m) in &app.schemas {
+            let written = |ch: &crate::commit::Change| ch.collection == SCHEMA_COLLECTION && ch.id == *c;
+            if changes.iter().any(written) {
+                continue;
+            }
             changes.push(crate::commit::Change {
                 collection: SCHEMA_COLLECTION.to_string(),
                 id: c.clone(),
                 op: Op::Put(m.clone()),
             });
         }
-        changes.sort_by(|a, b| (&a.collection, &a.id).cmp(&(&b.collection, &b.id)));
     }
 
     /// Store `schemas` at `version` in one commit (an upgrade): only an owner may (anyone, in
