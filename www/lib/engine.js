@@ -434,7 +434,7 @@ export class EngineHandle {
   // ----- stored schemas and migrations (docs/design.md §2.4) ---------------------------
 
   /**
-   * `{version, app, commits, mayUpgrade, schemas: {collection: version}, readOnly}` as JSON text.
+   * `{version, app, commits, mayUpgrade, mayWrite, schemas: {collection: version}, readOnly}` as JSON text.
    * @returns {string}
    */
   schemaInfo() {

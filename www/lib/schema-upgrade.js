@@ -29,7 +29,7 @@ const BATCH = 1000;
 /**
  * @typedef {import('./ibexdb.js').OpenOptions} OpenOptions
  * @typedef {import('./ibexdb.js').Item} Item
- * @typedef {{version: number, app: number | null, commits: number, mayUpgrade: boolean, schemas: Record<string, number>, readOnly: import('./errors.js').WireError | null}} SchemaInfo
+ * @typedef {{version: number, app: number | null, commits: number, mayUpgrade: boolean, mayWrite: boolean, schemas: Record<string, number>, readOnly: import('./errors.js').WireError | null}} SchemaInfo
  */
 
 /**
@@ -67,7 +67,7 @@ export class SchemaUpgrader {
     this.version = options.version;
     this.schemas = options.schemas ?? {};
     /** @type {Record<string, Function | Record<string, Function>>} */
-    this.migrations = options.migrations ?? {};
+    this.migrations = /** @type {any} */ (options.migrations ?? {});
     this.onProgress = options.onMigrationProgress;
     /** @type {SchemaInfo | null} the engine's answer, as last asked */
     this.info = null;
@@ -101,7 +101,10 @@ export class SchemaUpgrader {
     return info;
   }
 
-  /** `db.readOnly`: null, or the SchemaVersionError the engine gives this application's writes. */
+  /**
+   * `db.readOnly`: null, or the SchemaVersionError the engine gives this application's writes.
+   * @returns {any}
+   */
   readOnly() {
     const r = this.info?.readOnly;
     return r ? fromWire(r) : null;
@@ -129,7 +132,8 @@ export class SchemaUpgrader {
   async _run() {
     const info = await this.refresh();
     // An empty repository gets the schemas with its first commit; a newer repository is read-only.
-    if (info.readOnly || info.commits === 0) return;
+    // A reader leaves the migrations to the members who write.
+    if (info.readOnly || info.commits === 0 || !info.mayWrite) return;
     const upgrade = info.version < this.version;
     // Only an owner upgrades; until one does, this application works against the stored version.
     if (upgrade && !info.mayUpgrade) return;

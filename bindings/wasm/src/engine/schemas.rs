@@ -29,7 +29,7 @@ impl Engine {
         self.repo_mut()?.declare_app(version, &list).js()
     }
 
-    /// `{"version": n, "app": n | null, "commits": n, "mayUpgrade": bool, "schemas":
+    /// `{"version": n, "app": n | null, "commits": n, "mayUpgrade": bool, "mayWrite": bool, "schemas":
     /// {collection: version}, "readOnly": null | {name, message, stored, version}}`.
     #[wasm_bindgen(js_name = schemaInfo)]
     pub fn schema_info(&self) -> JsResult<String> {
@@ -45,11 +45,18 @@ impl Engine {
             } => json!({"name": e.name(), "message": e.to_string(), "stored": stored, "version": version}),
             _ => json!({"name": e.name(), "message": e.to_string()}),
         });
+        let acl = repo.access();
+        let may_write = if repo.is_trusted_mode() {
+            !acl.owned() || acl.public().1
+        } else {
+            acl.can_write(&repo.author())
+        };
         let out = json!({
             "version": repo.schema_version(),
             "app": repo.app_version(),
             "commits": repo.commit_count(),
             "mayUpgrade": repo.may_store_schemas(),
+            "mayWrite": may_write,
             "schemas": schemas,
             "readOnly": read_only,
         });
