@@ -90,7 +90,8 @@ fn random_role(rng: &mut Rng) -> Option<Role> {
 /// `author`, sealed by it.
 fn forge(rng: &mut Rng, on: &Repo<MemStorage>, author: &Identity, step: u64) -> Sent {
     let change = if rng.chance(15) {
-        schema_change(rng, 1 + rng.below(3) as u32)
+        let version = 1 + rng.below(3) as u32;
+        schema_change(rng, version)
     } else if rng.chance(50) {
         data_change(rng)
     } else {

@@ -247,7 +247,10 @@ fn a_failing_migration_writes_nothing() {
     let before = (a.commit_count(), a.state_hash().unwrap());
     let mut failing = |step: u32, id: &str, m: Map| {
         if id == "17" {
-            return Err(Error::invalid_value("tasks/17", "the migration failed"));
+            return Err(Error::InvalidValue {
+                path: "tasks/17".into(),
+                reason: "the migration failed".into(),
+            });
         }
         migrations(step, id, m)
     };

@@ -28,6 +28,16 @@ fn split(commit: &Commit) -> Result<(Vec<AclWrite>, Vec<SchemaWrite>, bool)> {
     Ok((writes, schemas, data))
 }
 
+/// Whether an error of [`check_commit`] is a verdict that depends on the commit's past (its
+/// author's rights, the stored schemas, docs/design.md §2.4): the commit is stored and does
+/// not count. Any other error (a malformed `_acl` or `_schema` change) refuses it.
+pub fn is_void(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Permission { .. } | Error::Schema { .. } | Error::SchemaVersion { .. }
+    )
+}
+
 /// Check `commit` (whose id is `id`) against `past`, the access list of its causal past (the
 /// empty list for a root), and return the access list after it. The answer depends only on
 /// the commit and its ancestry.

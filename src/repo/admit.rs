@@ -14,7 +14,7 @@
 //! an unowned root.
 
 use super::Repo;
-use crate::access::{check_commit, Acl, ACL_COLLECTION};
+use crate::access::{check_commit, is_void, Acl, ACL_COLLECTION};
 use crate::commit::{Commit, CommitId, PublicKey};
 use crate::error::{Error, PermissionErrorKind, Result};
 use crate::schema::SCHEMA_COLLECTION;
@@ -219,9 +219,7 @@ fn admit(
     let after = match check_commit(past, commit, id) {
         Ok(after) => after,
         // The rule's verdicts that depend on the past (rights, the stored schemas, §2.4).
-        Err(e @ (Error::Permission { .. } | Error::Schema { .. } | Error::SchemaVersion { .. })) => {
-            return Ok(Judged::Void(e))
-        }
+        Err(e) if is_void(&e) => return Ok(Judged::Void(e)),
         Err(e) => return Err(e),
     };
     let mut denied_now = None;
