@@ -89,7 +89,7 @@ fn random_role(rng: &mut Rng) -> Option<Role> {
 /// A commit made without the author's replica checking it: on top of `on`'s heads, by
 /// `author`, sealed by it.
 fn forge(rng: &mut Rng, on: &Repo<MemStorage>, author: &Identity, step: u64) -> Sent {
-    let change = if rng.chance(15) {
+    let change = if rng.chance(25) {
         let version = 1 + rng.below(3) as u32;
         schema_change(rng, version)
     } else if rng.chance(50) {
@@ -163,7 +163,7 @@ fn step(rng: &mut Rng, rs: &mut [Repo<MemStorage>], forged: &mut Vec<Sent>, n: u
                 assert!(ok, "{e:?}");
             }
         }
-        4 if rng.chance(40) => {
+        4 if rng.chance(70) => {
             // A schema upgrade (or a rewrite at the same version, or a downgrade).
             let v = (rs[i].schema_version() + rng.below(3) as u32).saturating_sub(1);
             let r = rs[i].store_schemas(v.max(1), &[("t".into(), schema_json(rng))]);

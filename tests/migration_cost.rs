@@ -86,7 +86,9 @@ fn eager_against_lazy_migration() {
     r.store_schemas(2, &[("tasks".into(), v2)]).unwrap();
     let t = Instant::now();
     let mut f = |_: u32, _: &str, m: Map| Ok(migrate(m));
-    let done = r.migrate("tasks", &[2], &mut f, 1000, &mut |_, _| {}).unwrap();
+    let done = r
+        .migrate("tasks", &[2], &mut f, 1000, &mut |_, _| {})
+        .unwrap();
     let eager_upgrade = ms(t);
     assert_eq!(done as u64, n);
     let grew = log_len(&r) - before;
@@ -104,7 +106,10 @@ fn eager_against_lazy_migration() {
     let eager_query = ms(t);
     assert_eq!(rows, hits);
     let t = Instant::now();
-    let again = r.migration_pending("tasks", &[2], 2, usize::MAX).unwrap().len();
+    let again = r
+        .migration_pending("tasks", &[2], 2, usize::MAX)
+        .unwrap()
+        .len();
     let scan = ms(t);
     assert_eq!(again, 0);
     eprintln!("migration of {n} items (v1 -> v2, rename + new indexed field):");

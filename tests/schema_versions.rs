@@ -72,8 +72,10 @@ fn no_progress(_: usize, _: usize) {}
 
 /// The application moves to `version` and stores its schema (an upgrade).
 fn upgrade(r: &mut Repo<impl Storage>, version: u32, schema: serde_json::Value) {
-    r.declare_app(version, &[("tasks".into(), schema.clone())]).unwrap();
-    r.store_schemas(version, &[("tasks".into(), schema)]).unwrap();
+    r.declare_app(version, &[("tasks".into(), schema.clone())])
+        .unwrap();
+    r.store_schemas(version, &[("tasks".into(), schema)])
+        .unwrap();
 }
 
 /// An owner's repository at v1 with `n` tasks.
@@ -81,7 +83,12 @@ fn founded(n: u64) -> Repo<MemStorage> {
     let mut a = open(1, T0);
     a.declare_app(1, &[("tasks".into(), v1())]).unwrap();
     for i in 0..n {
-        put(&mut a, &format!("tasks/{i}"), map! {"title" => format!("task {i}")}.as_map()).unwrap();
+        put(
+            &mut a,
+            &format!("tasks/{i}"),
+            map! {"title" => format!("task {i}")}.as_map(),
+        )
+        .unwrap();
     }
     a
 }
@@ -99,7 +106,10 @@ fn the_first_commit_stores_the_declared_schemas_and_history_shows_them() {
     assert!(matches!(&h[0].op, Op::Put(m) if m.get("version") == Some(&Value::from(1i64))));
     // The stored schema is enforced on local writes too (no local defineSchema here).
     let e = put(&mut a, "tasks/x", map! {"title" => 3i64}.as_map()).unwrap_err();
-    assert!(matches!(&e, Error::Schema { field, .. } if field == "title"), "{e:?}");
+    assert!(
+        matches!(&e, Error::Schema { field, .. } if field == "title"),
+        "{e:?}"
+    );
 }
 
 #[test]
@@ -107,31 +117,63 @@ fn bad_schemas_and_versions_are_typed_errors_and_store_nothing() {
     let mut a = founded(1);
     let before = a.commit_count();
     let e = a.store_schemas(0, &[("tasks".into(), v2())]).unwrap_err();
-    assert!(matches!(e, Error::SchemaVersion { version: 0, .. }), "{e:?}");
+    assert!(
+        matches!(e, Error::SchemaVersion { version: 0, .. }),
+        "{e:?}"
+    );
     let e = a
-        .store_schemas(2, &[("tasks".into(), json!({"fields": {"a": {"type": "nope"}}}))])
+        .store_schemas(
+            2,
+            &[("tasks".into(), json!({"fields": {"a": {"type": "nope"}}}))],
+        )
         .unwrap_err();
-    assert!(matches!(&e, Error::InvalidSchema { collection, reason } if collection == "tasks" && reason.contains("nope")), "{e:?}");
+    assert!(
+        matches!(&e, Error::InvalidSchema { collection, reason } if collection == "tasks" && reason.contains("nope")),
+        "{e:?}"
+    );
     let e = a.store_schemas(2, &[("_acl".into(), v2())]).unwrap_err();
     assert!(matches!(e, Error::InvalidSchema { .. }), "{e:?}");
-    let e = a.store_schemas(2, &[("tasks".into(), json!({"version": 2}))]).unwrap_err();
-    assert!(matches!(&e, Error::InvalidSchema { reason, .. } if reason.contains("version")), "{e:?}");
+    let e = a
+        .store_schemas(2, &[("tasks".into(), json!({"version": 2}))])
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidSchema { reason, .. } if reason.contains("version")),
+        "{e:?}"
+    );
     // A malformed `_schema` item written directly is refused like a malformed `_acl` one.
     let e = put(&mut a, "_schema/tasks", map! {"fields" => 1i64}.as_map()).unwrap_err();
     assert!(matches!(e, Error::InvalidSchema { .. }), "{e:?}");
     let e = put(&mut a, "_schema/tasks", map! {"version" => 1.5}.as_map()).unwrap_err();
-    assert!(matches!(&e, Error::InvalidSchema { reason, .. } if reason.contains("version")), "{e:?}");
+    assert!(
+        matches!(&e, Error::InvalidSchema { reason, .. } if reason.contains("version")),
+        "{e:?}"
+    );
     assert_eq!(a.commit_count(), before, "nothing stored");
     // Versions never go down.
     upgrade(&mut a, 3, v1());
     let e = a.store_schemas(2, &[("tasks".into(), v1())]).unwrap_err();
-    assert!(matches!(e, Error::SchemaVersion { stored: 3, version: 2, .. }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            Error::SchemaVersion {
+                stored: 3,
+                version: 2,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
     // The same schemas again write nothing.
     assert_eq!(a.store_schemas(3, &[("tasks".into(), v1())]).unwrap(), None);
 }
 
 /// A commit forged on top of `on` by identity `n` (its replica's checks bypassed).
-fn forge(on: &Repo<MemStorage>, n: u8, hlc_ms: u64, changes: Vec<Change>) -> (CommitId, Vec<u8>, Vec<u8>) {
+fn forge(
+    on: &Repo<MemStorage>,
+    n: u8,
+    hlc_ms: u64,
+    changes: Vec<Change>,
+) -> (CommitId, Vec<u8>, Vec<u8>) {
     let c = Commit {
         trusted: false,
         author: ident(n).public(),
@@ -178,9 +220,17 @@ fn a_received_commit_is_checked_against_the_schemas_of_its_causal_past() {
     // A write concurrent with an upgrade counts: its past has the older schema.
     let mut c = open(2, T0 + 20);
     send(&mut a, &mut c);
-    put(&mut c, "tasks/old", map! {"title" => "written under v1"}.as_map()).unwrap();
+    put(
+        &mut c,
+        "tasks/old",
+        map! {"title" => "written under v1"}.as_map(),
+    )
+    .unwrap();
     upgrade(&mut a, 2, v2());
-    assert!(send(&mut c, &mut a) == 0, "the v1 write counts on the upgraded replica");
+    assert!(
+        send(&mut c, &mut a) == 0,
+        "the v1 write counts on the upgraded replica"
+    );
     assert!(a.get("tasks/old").unwrap().is_some());
     a.verify().unwrap();
 }
@@ -194,20 +244,46 @@ fn an_older_application_is_read_only_and_keeps_what_it_wrote_offline() {
     send(&mut a, &mut b);
     assert!(b.read_only().is_none());
     // b writes offline (v1) while a upgrades to v2.
-    put(&mut b, "tasks/offline", map! {"title" => "offline edit"}.as_map()).unwrap();
+    put(
+        &mut b,
+        "tasks/offline",
+        map! {"title" => "offline edit"}.as_map(),
+    )
+    .unwrap();
     upgrade(&mut a, 2, v2());
-    assert_eq!(a.migrate("tasks", &[2], &mut migrations, 10, &mut no_progress).unwrap(), 2);
+    assert_eq!(
+        a.migrate("tasks", &[2], &mut migrations, 10, &mut no_progress)
+            .unwrap(),
+        2
+    );
     send(&mut a, &mut b);
     // b now holds v2 data: its writes are refused, typed, before anything is written.
     let before = b.commit_count();
     let e = put(&mut b, "tasks/late", map! {"title" => "too late"}.as_map()).unwrap_err();
-    assert!(matches!(e, Error::SchemaVersion { stored: 2, version: 1, .. }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            Error::SchemaVersion {
+                stored: 2,
+                version: 1,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
     assert!(matches!(b.read_only(), Some(Error::SchemaVersion { .. })));
     assert_eq!(b.commit_count(), before);
     // Reads still work, and the offline edit reaches a, which migrates it.
-    assert_eq!(b.get("tasks/0").unwrap().unwrap().get("name"), Some(&Value::from("task 0")));
+    assert_eq!(
+        b.get("tasks/0").unwrap().unwrap().get("name"),
+        Some(&Value::from("task 0"))
+    );
     assert_eq!(send(&mut b, &mut a), 0);
-    assert_eq!(a.migrate("tasks", &[2], &mut migrations, 10, &mut no_progress).unwrap(), 1);
+    assert_eq!(
+        a.migrate("tasks", &[2], &mut migrations, 10, &mut no_progress)
+            .unwrap(),
+        1
+    );
     let got = a.get("tasks/offline").unwrap().unwrap().clone();
     assert_eq!(got.get("name"), Some(&Value::from("offline edit")));
     assert_eq!(got.get("done"), Some(&Value::Bool(false)));
@@ -220,21 +296,35 @@ fn migrations_chain_v1_v2_v3_and_report_progress() {
     upgrade(&mut a, 2, v2());
     let mut seen = Vec::new();
     let n = a
-        .migrate("tasks", &[2, 3], &mut migrations, 10, &mut |d, t| seen.push((d, t)))
+        .migrate("tasks", &[2, 3], &mut migrations, 10, &mut |d, t| {
+            seen.push((d, t))
+        })
         .unwrap();
     assert_eq!(n, 25);
     assert_eq!(seen, vec![(10, 25), (20, 25), (25, 25)]);
     upgrade(&mut a, 3, v3());
-    assert_eq!(a.migrate("tasks", &[2, 3], &mut migrations, 10, &mut no_progress).unwrap(), 25);
+    assert_eq!(
+        a.migrate("tasks", &[2, 3], &mut migrations, 10, &mut no_progress)
+            .unwrap(),
+        25
+    );
     // Nothing left: running it again writes nothing.
-    assert_eq!(a.migrate("tasks", &[2, 3], &mut migrations, 10, &mut no_progress).unwrap(), 0);
+    assert_eq!(
+        a.migrate("tasks", &[2, 3], &mut migrations, 10, &mut no_progress)
+            .unwrap(),
+        0
+    );
     let t = a.get("tasks/7").unwrap().unwrap();
     assert_eq!(t.get("name"), Some(&Value::from("task 7")));
     assert_eq!(t.get("priority"), Some(&Value::from(0i64)));
     // A v1 repository opened by a v3 application migrates through both steps at once.
     let mut b = founded(5);
     upgrade(&mut b, 3, v3());
-    assert_eq!(b.migrate("tasks", &[2, 3], &mut migrations, 10, &mut no_progress).unwrap(), 5);
+    assert_eq!(
+        b.migrate("tasks", &[2, 3], &mut migrations, 10, &mut no_progress)
+            .unwrap(),
+        5
+    );
     let want = map! {"name" => "task 1", "done" => false, "priority" => 0i64}.as_map();
     assert_eq!(b.get("tasks/1").unwrap().unwrap(), &want);
     b.verify().unwrap();
@@ -254,12 +344,16 @@ fn a_failing_migration_writes_nothing() {
         }
         migrations(step, id, m)
     };
-    let e = a.migrate("tasks", &[2], &mut failing, 5, &mut no_progress).unwrap_err();
+    let e = a
+        .migrate("tasks", &[2], &mut failing, 5, &mut no_progress)
+        .unwrap_err();
     assert!(matches!(e, Error::InvalidValue { .. }), "{e:?}");
     assert_eq!((a.commit_count(), a.state_hash().unwrap()), before);
     // A migration that returns a non-item is refused by the schema, per commit, before writing.
     let mut bad = |_: u32, _: &str, _: Map| Ok(map! {"name" => 1i64}.as_map());
-    let e = a.migrate("tasks", &[2], &mut bad, 1000, &mut no_progress).unwrap_err();
+    let e = a
+        .migrate("tasks", &[2], &mut bad, 1000, &mut no_progress)
+        .unwrap_err();
     assert!(matches!(e, Error::Schema { .. }), "{e:?}");
     assert_eq!((a.commit_count(), a.state_hash().unwrap()), before);
 }
@@ -280,14 +374,20 @@ fn two_devices_upgrading_concurrently_converge_without_duplicates() {
         // device edits some items meanwhile, before or after them by its clock.
         for r in [&mut a, &mut b] {
             upgrade(r, 2, v2());
-            r.migrate("tasks", &[2], &mut migrations, 7, &mut no_progress).unwrap();
+            r.migrate("tasks", &[2], &mut migrations, 7, &mut no_progress)
+                .unwrap();
         }
         let edited: Vec<u64> = (0..5).map(|_| rng.below(40)).collect();
         for &i in &edited {
             let m = map! {"title" => format!("edited {i}")}.as_map();
             put(&mut old, &format!("tasks/{i}"), m).unwrap();
         }
-        put(&mut old, "tasks/new", map! {"title" => "new on v1"}.as_map()).unwrap();
+        put(
+            &mut old,
+            "tasks/new",
+            map! {"title" => "new on v1"}.as_map(),
+        )
+        .unwrap();
         // Everyone meets, in a seeded order; each upgraded device migrates what arrived.
         let mut rs = [a, b, old];
         for _ in 0..3 {
@@ -319,23 +419,38 @@ fn two_devices_upgrading_concurrently_converge_without_duplicates() {
                 }
             }
             for r in rs.iter_mut().take(2) {
-                r.migrate("tasks", &[2], &mut migrations, 7, &mut no_progress).unwrap();
+                r.migrate("tasks", &[2], &mut migrations, 7, &mut no_progress)
+                    .unwrap();
             }
         }
         let hash = rs[0].state_hash().unwrap();
         for (k, r) in rs.iter_mut().enumerate() {
             assert_eq!(r.state_hash().unwrap(), hash, "replica {k} (seed {seed})");
-            assert_eq!(r.item_count(), 41, "replica {k}: no duplicates (seed {seed})");
+            assert_eq!(
+                r.item_count(),
+                41,
+                "replica {k}: no duplicates (seed {seed})"
+            );
             assert_eq!(r.schema_version(), 2);
         }
         // Every old edit survived, migrated; nothing is left at v1.
         for &i in &edited {
             let t = rs[0].get(&format!("tasks/{i}")).unwrap().unwrap().clone();
-            assert_eq!(t.get("name"), Some(&Value::from(format!("edited {i}"))), "seed {seed}");
+            assert_eq!(
+                t.get("name"),
+                Some(&Value::from(format!("edited {i}"))),
+                "seed {seed}"
+            );
             assert!(t.get("title").is_none(), "seed {seed}");
         }
-        assert_eq!(rs[0].get("tasks/new").unwrap().unwrap().get("done"), Some(&Value::Bool(false)));
-        assert!(rs[0].migration_pending("tasks", &[2], 2, usize::MAX).unwrap().is_empty());
+        assert_eq!(
+            rs[0].get("tasks/new").unwrap().unwrap().get("done"),
+            Some(&Value::Bool(false))
+        );
+        assert!(rs[0]
+            .migration_pending("tasks", &[2], 2, usize::MAX)
+            .unwrap()
+            .is_empty());
         rs[0].verify().unwrap();
     });
 }
@@ -348,22 +463,39 @@ fn a_migration_interrupted_by_a_crash_resumes() {
     let mut a = Repo::open(log.clone(), None, o).unwrap();
     a.declare_app(1, &[("tasks".into(), v1())]).unwrap();
     for i in 0..100u64 {
-        put(&mut a, &format!("tasks/{i}"), map! {"title" => format!("task {i}")}.as_map()).unwrap();
+        put(
+            &mut a,
+            &format!("tasks/{i}"),
+            map! {"title" => format!("task {i}")}.as_map(),
+        )
+        .unwrap();
     }
     upgrade(&mut a, 2, v2());
     a.flush().unwrap();
     // The device dies during the fourth batch's flush.
     log.power_cut_at_write(3);
-    let e = a.migrate("tasks", &[2], &mut migrations, 10, &mut no_progress).unwrap_err();
+    let e = a
+        .migrate("tasks", &[2], &mut migrations, 10, &mut no_progress)
+        .unwrap_err();
     assert!(matches!(e, Error::Storage(_)), "{e:?}");
     drop(a);
     let mut o = signed(1);
     o.clock = clock(T0 + 10_000);
     let mut b = Repo::open(MemStorage::from_bytes(log.durable_bytes()), None, o).unwrap();
-    let left = b.migration_pending("tasks", &[2], 2, usize::MAX).unwrap().len();
+    let left = b
+        .migration_pending("tasks", &[2], 2, usize::MAX)
+        .unwrap()
+        .len();
     eprintln!("after the crash: {left} of 100 items left to migrate");
-    assert!(left % 10 == 0 && (60..=80).contains(&left), "whole batches survived: {left} left");
-    assert_eq!(b.migrate("tasks", &[2], &mut migrations, 10, &mut no_progress).unwrap(), left);
+    assert!(
+        left % 10 == 0 && (60..=80).contains(&left),
+        "whole batches survived: {left} left"
+    );
+    assert_eq!(
+        b.migrate("tasks", &[2], &mut migrations, 10, &mut no_progress)
+            .unwrap(),
+        left
+    );
     assert_eq!(b.item_count(), 100);
     for i in 0..100u64 {
         let t = b.get(&format!("tasks/{i}")).unwrap().unwrap();
@@ -381,7 +513,8 @@ fn stored_schemas_survive_snapshots_and_verify() {
     a.declare_app(1, &[("tasks".into(), v1())]).unwrap();
     put(&mut a, "tasks/1", map! {"title" => "x"}.as_map()).unwrap();
     upgrade(&mut a, 2, v2());
-    a.migrate("tasks", &[2], &mut migrations, 10, &mut no_progress).unwrap();
+    a.migrate("tasks", &[2], &mut migrations, 10, &mut no_progress)
+        .unwrap();
     a.seal().unwrap();
     assert!(a.write_snapshot().unwrap());
     let schemas = a.stored_schemas();

@@ -37,7 +37,10 @@ impl<S: Storage> Repo<S> {
     /// Number of visible items, all collections together but the reserved `_acl` (the
     /// access list, see [`Repo::access`]) and `_schema` (the stored schemas).
     pub fn item_count(&self) -> usize {
-        let reserved = [crate::access::ACL_COLLECTION, crate::schema::SCHEMA_COLLECTION];
+        let reserved = [
+            crate::access::ACL_COLLECTION,
+            crate::schema::SCHEMA_COLLECTION,
+        ];
         let n: usize = reserved
             .iter()
             .filter_map(|c| self.graph.state.collection(c))

@@ -74,7 +74,11 @@ impl<S: Storage> Repo<S> {
     /// local write to a repository whose schemas are at a newer version is refused
     /// ([`Repo::read_only`]), and the first commit of an empty repository stores these
     /// schemas (as it claims ownership: the creator's application defines them).
-    pub fn declare_app(&mut self, version: u32, schemas: &[(String, serde_json::Value)]) -> Result<()> {
+    pub fn declare_app(
+        &mut self,
+        version: u32,
+        schemas: &[(String, serde_json::Value)],
+    ) -> Result<()> {
         let schemas = schema_items(version, schemas)?;
         self.app = Some(AppSchemas { version, schemas });
         Ok(())
@@ -108,7 +112,8 @@ impl<S: Storage> Repo<S> {
             return;
         };
         for (c, m) in &app.schemas {
-            let written = |ch: &crate::commit::Change| ch.collection == SCHEMA_COLLECTION && ch.id == *c;
+            let written =
+                |ch: &crate::commit::Change| ch.collection == SCHEMA_COLLECTION && ch.id == *c;
             if changes.iter().any(written) {
                 continue;
             }
@@ -213,9 +218,12 @@ impl<S: Storage> Repo<S> {
             }
             // Older-version writes the newest write did not see.
             let Some(m) = newest else { continue };
-            let old = item.history.as_slice().iter().copied().filter(|&h| {
-                h != m && needs(self.version_at(h)) && !self.is_ancestor(h, m)
-            });
+            let old = item
+                .history
+                .as_slice()
+                .iter()
+                .copied()
+                .filter(|&h| h != m && needs(self.version_at(h)) && !self.is_ancestor(h, m));
             if let Some(h) = old.max_by_key(|&h| self.graph.state.stamps()[h as usize]) {
                 concurrent.push((id.as_str().to_string(), h, value.clone()));
             }
@@ -341,7 +349,10 @@ impl<S: Storage> Repo<S> {
 
 /// Check the declared schemas and build their `_schema` items: a version from 1, valid
 /// collection names (not reserved), well-formed schemas; each error names what is wrong.
-fn schema_items(version: u32, schemas: &[(String, serde_json::Value)]) -> Result<Vec<(String, Map)>> {
+fn schema_items(
+    version: u32,
+    schemas: &[(String, serde_json::Value)],
+) -> Result<Vec<(String, Map)>> {
     if version == 0 {
         return Err(Error::SchemaVersion {
             stored: 0,

@@ -6,7 +6,7 @@
 mod stored;
 
 pub use stored::{
-    check_change, parse_schema_change, schema_value, StoredSchema, SchemaWrite, SCHEMA_COLLECTION,
+    check_change, parse_schema_change, schema_value, SchemaWrite, StoredSchema, SCHEMA_COLLECTION,
 };
 
 use crate::error::{Error, Result};

@@ -68,14 +68,24 @@ impl Engine {
     #[wasm_bindgen(js_name = storeSchemas)]
     pub fn store_schemas(&mut self, version: u32, schemas: &str) -> JsResult<bool> {
         let list = schema_list(schemas).js()?;
-        Ok(self.repo_mut()?.store_schemas(version, &list).js()?.is_some())
+        Ok(self
+            .repo_mut()?
+            .store_schemas(version, &list)
+            .js()?
+            .is_some())
     }
 
     /// The items of `collection` to migrate to version `target` (`steps`: JSON list of the
     /// versions that have a migration): JSON `[[id, fromVersion, item], ...]`.
     #[wasm_bindgen(js_name = migrationPending)]
-    pub fn migration_pending(&mut self, collection: &str, steps: &str, target: u32) -> JsResult<String> {
-        let steps: Vec<u32> = serde_json::from_str(steps).map_err(|e| to_js(&crate::json::bad_json(&e)))?;
+    pub fn migration_pending(
+        &mut self,
+        collection: &str,
+        steps: &str,
+        target: u32,
+    ) -> JsResult<String> {
+        let steps: Vec<u32> =
+            serde_json::from_str(steps).map_err(|e| to_js(&crate::json::bad_json(&e)))?;
         let pending = self
             .repo_mut()?
             .migration_pending(collection, &steps, target, usize::MAX)
