@@ -192,6 +192,15 @@ impl<S: Storage> Repo<S> {
             return Ok(Vec::new());
         }
         self.warm_collection(collection)?;
+        // Each commit's version, through its (interned) access list.
+        let vers: Vec<u32> = self
+            .graph
+            .acls
+            .lists()
+            .map(|a| a.schema_version())
+            .collect();
+        let ver = |i: u32| vers[self.graph.commits[i as usize].acl as usize];
+        let seen = self.seen_by_every_upgrade(target, &ver);
         let Some(coll) = self.graph.state.collection(collection) else {
             return Ok(Vec::new());
         };
@@ -205,7 +214,7 @@ impl<S: Storage> Repo<S> {
                 break;
             }
             let newest = item.last.checked_sub(1);
-            let from = newest.map_or(0, |i| self.version_at(i));
+            let from = newest.map_or(0, ver);
             if from < target {
                 if needs(from) {
                     out.push(Pending {
@@ -216,14 +225,16 @@ impl<S: Storage> Repo<S> {
                 }
                 continue;
             }
-            // Older-version writes the newest write did not see.
+            // Older-version writes the newest write did not see (one every upgrade saw, every
+            // commit at the target version saw).
             let Some(m) = newest else { continue };
+            let unseen = |h: u32| !seen[h as usize] && !self.is_ancestor(h, m);
             let old = item
                 .history
                 .as_slice()
                 .iter()
                 .copied()
-                .filter(|&h| h != m && needs(self.version_at(h)) && !self.is_ancestor(h, m));
+                .filter(|&h| h != m && needs(ver(h)) && unseen(h));
             if let Some(h) = old.max_by_key(|&h| self.graph.state.stamps()[h as usize]) {
                 concurrent.push((id.as_str().to_string(), h, value.clone()));
             }
@@ -264,6 +275,34 @@ impl<S: Storage> Repo<S> {
             _ => {}
         }
         Ok(value)
+    }
+
+    /// The commits in the causal past of every first commit at version `target` or above (a
+    /// commit at that version descends from one of them, so it has each of these in its past).
+    fn seen_by_every_upgrade(&self, target: u32, ver: &dyn Fn(u32) -> u32) -> Vec<bool> {
+        let n = self.graph.commits.len();
+        let mut common: Option<Vec<bool>> = None;
+        for c in 0..n as u32 {
+            let info = &self.graph.commits[c as usize];
+            if ver(c) < target || info.parents.iter().any(|&p| ver(p) >= target) {
+                continue;
+            }
+            let mut anc = vec![false; n];
+            let mut stack = info.parents.clone();
+            while let Some(x) = stack.pop() {
+                if !std::mem::replace(&mut anc[x as usize], true) {
+                    stack.extend(&self.graph.commits[x as usize].parents);
+                }
+            }
+            common = Some(match common {
+                None => anc,
+                Some(mut c) => {
+                    c.iter_mut().zip(&anc).for_each(|(a, b)| *a &= *b);
+                    c
+                }
+            });
+        }
+        common.unwrap_or_else(|| vec![false; n])
     }
 
     /// Whether commit `a` is in the causal past of commit `b` (commit-table indices; parents
