@@ -58,10 +58,8 @@ fn migrations(step: u32, _id: &str, mut m: Map) -> Result<Map, Error> {
                 m.insert("done".into(), Value::Bool(false));
             }
         }
-        3 => {
-            if !m.contains_key("priority") {
-                m.insert("priority".into(), Value::from(0i64));
-            }
+        3 if !m.contains_key("priority") => {
+            m.insert("priority".into(), Value::from(0i64));
         }
         _ => {}
     }
@@ -201,7 +199,9 @@ fn a_received_commit_is_checked_against_the_schemas_of_its_causal_past() {
     };
     let (id, bytes, seal) = forge(&b, 2, T0 + 100, vec![bad]);
     for r in [&mut a, &mut b] {
-        let rep = r.receive(&[(id, bytes.clone())], &[seal.clone()]).unwrap();
+        let rep = r
+            .receive(&[(id, bytes.clone())], std::slice::from_ref(&seal))
+            .unwrap();
         assert_eq!(rep.refused, 1);
         assert_eq!(r.counts(&id), Some(false));
         assert!(r.get("tasks/bad").unwrap().is_none());
