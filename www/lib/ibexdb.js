@@ -245,6 +245,9 @@ export class Database {
       case 'sync-status':
         this._setSyncStatus(reviveStatus(m.status));
         break;
+      case 'received':
+        this._upgrader?.afterReceive();
+        break;
       case 'background-error': {
         const err = fromWire(m.error);
         if (this._onError) this._onError(err);

@@ -69,6 +69,7 @@ export class SchemaUpgrader {
     /** @type {Record<string, Function | Record<string, Function>>} */
     this.migrations = /** @type {any} */ (options.migrations ?? {});
     this.onProgress = options.onMigrationProgress;
+    this.onError = options.onError ?? ((/** @type {unknown} */ e) => console.warn('ibexdb: schema upgrade after sync:', e));
     /** @type {SchemaInfo | null} the engine's answer, as last asked */
     this.info = null;
     /** @type {Promise<void> | null} */
@@ -108,6 +109,13 @@ export class SchemaUpgrader {
   readOnly() {
     const r = this.info?.readOnly;
     return r ? fromWire(r) : null;
+  }
+
+  /** Sync applied commits: the versions may have changed, and older edits may need migrating. */
+  afterReceive() {
+    this.run().catch((e) => {
+      if (/** @type {any} */ (e)?.name !== 'ClosedError') this.onError(e);
+    });
   }
 
   /** Upgrade and migrate (one run at a time; a call during a run runs again after it). @returns {Promise<void>} */
@@ -190,7 +198,8 @@ export class SchemaUpgrader {
 }
 
 /**
- * Declared version at open: upgrade and migrate now, and again whenever sync brings commits.
+ * Declared version at open: upgrade and migrate now, and again whenever sync brings commits
+ * (the worker's `received` message: `Database` calls `afterReceive`).
  * @param {any} db
  * @param {OpenOptions & {version: number}} options
  * @returns {Promise<SchemaUpgrader>}
@@ -199,13 +208,5 @@ export async function startSchemas(db, options) {
   const up = new SchemaUpgrader(db, options);
   db._upgrader = up;
   await up.run();
-  let received = -1;
-  db.onSyncStatus((/** @type {import('./ibexdb.js').SyncStatus} */ st) => {
-    if (st.received === received) return;
-    received = st.received;
-    up.run().catch((e) => {
-      if (options.onError) options.onError(e);
-    });
-  });
   return up;
 }
