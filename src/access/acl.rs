@@ -253,7 +253,19 @@ mod tests {
             } else {
                 AclWrite::Member(keys[next(keys.len() as u64) as usize], role)
             };
-            past.apply(CommitId(id), &[w]);
+            if next(4) == 0 {
+                // A stored schema of one of two collections, at a version from 1 to 3.
+                let mut m = crate::value::Map::new();
+                m.insert(
+                    "version".into(),
+                    crate::value::Value::from(1 + next(3) as i64),
+                );
+                let collection = ["a", "b"][next(2) as usize].to_string();
+                let schema = StoredSchema::from_map(&collection, &m).unwrap();
+                past.apply_schemas(CommitId(id), &[SchemaWrite { collection, schema }]);
+            } else {
+                past.apply(CommitId(id), &[w]);
+            }
             after.push(past);
         }
         after
@@ -279,6 +291,14 @@ mod tests {
                 assert_eq!(j(a, a), *a, "seed {seed}");
                 // Joining again changes nothing.
                 assert_eq!(j(&j(a, b), b), j(a, b), "seed {seed}");
+                // The stored schemas read the same whichever way the lists were merged.
+                let (ab, ba) = (j(a, b), j(b, a));
+                let read = |x: &Acl| -> Vec<(String, u32)> {
+                    x.stored_schemas()
+                        .map(|(c, s)| (c.to_string(), s.version))
+                        .collect()
+                };
+                assert_eq!(read(&ab), read(&ba), "seed {seed}");
             }
         }
     }
