@@ -527,3 +527,38 @@ fn stored_schemas_survive_snapshots_and_verify() {
     let e = put(&mut b, "tasks/2", map! {"title" => "v1 shape"}.as_map()).unwrap_err();
     assert!(matches!(e, Error::Schema { .. }), "{e:?}");
 }
+
+#[test]
+fn only_owners_store_schemas_and_anyone_may_in_an_unowned_repository() {
+    let mut a = founded(1);
+    a.grant(&ident(2).public(), Role::Writer).unwrap();
+    let mut w = open(2, T0 + 30);
+    send(&mut a, &mut w);
+    assert!(!w.may_store_schemas());
+    let before = w.commit_count();
+    let e = w.store_schemas(2, &[("tasks".into(), v2())]).unwrap_err();
+    assert!(matches!(e, Error::Permission { .. }), "{e:?}");
+    let e = put(
+        &mut w,
+        "_schema/tasks",
+        ibexdb::schema_value(2, &v2()).unwrap(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::Permission { .. }), "{e:?}");
+    assert_eq!(w.commit_count(), before);
+    // Trusted mode: an unowned repository, whose schemas anyone may store.
+    let mut o = trusted(3);
+    o.clock = clock(T0);
+    let mut t = Repo::open(MemStorage::new(), None, o).unwrap();
+    t.declare_app(1, &[("tasks".into(), v1())]).unwrap();
+    put(&mut t, "tasks/1", map! {"title" => "x"}.as_map()).unwrap();
+    assert!(t.may_store_schemas());
+    upgrade(&mut t, 2, v2());
+    assert_eq!(t.schema_version(), 2);
+    assert_eq!(
+        t.migrate("tasks", &[2], &mut migrations, 10, &mut no_progress)
+            .unwrap(),
+        1
+    );
+    t.verify().unwrap();
+}
