@@ -278,12 +278,19 @@ fn an_older_application_is_read_only_and_keeps_what_it_wrote_offline() {
         b.get("tasks/0").unwrap().unwrap().get("name"),
         Some(&Value::from("task 0"))
     );
+    let passed = a.commit_count();
+    assert!(!a.older_commits_since(passed, 2));
     assert_eq!(send(&mut b, &mut a), 0);
+    assert!(
+        a.older_commits_since(passed, 2),
+        "b's offline commit is older"
+    );
     assert_eq!(
         a.migrate("tasks", &[2], &mut migrations, 10, &mut no_progress)
             .unwrap(),
         1
     );
+    assert!(!a.older_commits_since(a.commit_count(), 2));
     let got = a.get("tasks/offline").unwrap().unwrap().clone();
     assert_eq!(got.get("name"), Some(&Value::from("offline edit")));
     assert_eq!(got.get("done"), Some(&Value::Bool(false)));

@@ -277,6 +277,23 @@ impl<S: Storage> Repo<S> {
         Ok(value)
     }
 
+    /// Whether a commit at commit-table index `since` or later was written under a version
+    /// below `target`: what a migration pass that covered the first `since` commits has left
+    /// to look at (nothing, most of the time: only an older application's commits arrive so).
+    pub fn older_commits_since(&self, since: usize, target: u32) -> bool {
+        let vers: Vec<u32> = self
+            .graph
+            .acls
+            .lists()
+            .map(|a| a.schema_version())
+            .collect();
+        self.graph
+            .commits
+            .iter()
+            .skip(since)
+            .any(|c| vers[c.acl as usize] < target)
+    }
+
     /// The commits in the causal past of every first commit at version `target` or above (a
     /// commit at that version descends from one of them, so it has each of these in its past).
     fn seen_by_every_upgrade(&self, target: u32, ver: &dyn Fn(u32) -> u32) -> Vec<bool> {

@@ -448,6 +448,13 @@ export class EngineHandle {
     return this._call((r) => r.storeSchemas(version, schemasJson));
   }
   /**
+   * Whether a commit at commit-table index `since` or later was written under a version below `target`.
+   * @param {number} since @param {number} target @returns {boolean}
+   */
+  olderCommitsSince(since, target) {
+    return this._call((r) => r.olderCommitsSince(since, target));
+  }
+  /**
    * What a migration to `target` has left in `collection`: JSON `[[id, fromVersion, item], ...]`.
    * @param {string} collection @param {string} stepsJson @param {number} target @returns {string}
    */

@@ -72,6 +72,8 @@ export class SchemaUpgrader {
     this.onError = options.onError ?? ((/** @type {unknown} */ e) => console.warn('ibexdb: schema upgrade after sync:', e));
     /** @type {SchemaInfo | null} the engine's answer, as last asked */
     this.info = null;
+    /** @type {number | null} the commits the last complete pass covered (commit-table length) */
+    this._passedAt = null;
     /** @type {Promise<void> | null} */
     this._running = null;
     this._again = false;
@@ -147,6 +149,14 @@ export class SchemaUpgrader {
     if (upgrade && !info.mayUpgrade) return;
     const target = this.version;
     const steps = this.steps().filter((s) => s <= target);
+    // After a complete pass, only commits that arrived since, written under an older version
+    // (an older application's), can need a migration.
+    const since = this._passedAt;
+    const older = (/** @type {number} */ n) => this.db._send('olderCommitsSince', [n, target], (/** @type {boolean} */ b) => b);
+    if (!upgrade && since !== null && !(await older(since))) {
+      this._passedAt = info.commits;
+      return;
+    }
     // 1. Compute every migrated item: a failure writes nothing.
     /** @type {[string, Item][]} */
     const work = [];
@@ -167,6 +177,7 @@ export class SchemaUpgrader {
       done += part.length;
       this.onProgress?.({ version: target, done, total: work.length });
     }
+    this._passedAt = info.commits;
     if (upgrade || work.length > 0) await this.refresh();
   }
 

@@ -63,6 +63,13 @@ impl Engine {
         Ok(out.to_string())
     }
 
+    /// Whether a commit at commit-table index `since` or later was written under a version
+    /// below `target` (a migration pass has something new to look at).
+    #[wasm_bindgen(js_name = olderCommitsSince)]
+    pub fn older_commits_since(&self, since: u32, target: u32) -> JsResult<bool> {
+        Ok(self.repo()?.older_commits_since(since as usize, target))
+    }
+
     /// Store the schemas (JSON `{collection: schema}`) at `version` in one commit (an
     /// upgrade; owners only). Returns whether anything was written.
     #[wasm_bindgen(js_name = storeSchemas)]
