@@ -395,6 +395,11 @@ fn two_devices_upgrading_concurrently_converge_without_duplicates() {
             map! {"title" => "new on v1"}.as_map(),
         )
         .unwrap();
+        // ... and deletes one it did not edit (a delete is an edit too).
+        let gone = (0..40u64).find(|i| !edited.contains(i)).unwrap();
+        let mut t = Txn::new();
+        t.delete(&format!("tasks/{gone}")).unwrap();
+        old.commit(t).unwrap();
         // Everyone meets, in a seeded order; each upgraded device migrates what arrived.
         let mut rs = [a, b, old];
         for _ in 0..3 {
@@ -435,8 +440,12 @@ fn two_devices_upgrading_concurrently_converge_without_duplicates() {
             assert_eq!(r.state_hash().unwrap(), hash, "replica {k} (seed {seed})");
             assert_eq!(
                 r.item_count(),
-                41,
-                "replica {k}: no duplicates (seed {seed})"
+                40,
+                "replica {k}: no duplicates, the deleted item stays deleted (seed {seed})"
+            );
+            assert!(
+                r.get(&format!("tasks/{gone}")).unwrap().is_none(),
+                "seed {seed}"
             );
             assert_eq!(r.schema_version(), 2);
         }

@@ -20,12 +20,13 @@ pub(super) struct AppSchemas {
     pub schemas: Vec<(String, Map)>,
 }
 
-/// An item to migrate: its id, the version it was written under, and the value to migrate.
+/// An item to migrate: its id, the version it was written under, and the value to migrate
+/// (`None`: an older application deleted it concurrently with its migration: delete it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pending {
     pub id: String,
     pub from: u32,
-    pub value: Map,
+    pub value: Option<Map>,
 }
 
 /// Why a replica cannot write (`Repo::read_only`).
@@ -220,7 +221,7 @@ impl<S: Storage> Repo<S> {
                     out.push(Pending {
                         id: id.as_str().to_string(),
                         from,
-                        value: value.clone(),
+                        value: Some(value.clone()),
                     });
                 }
                 continue;
@@ -248,8 +249,9 @@ impl<S: Storage> Repo<S> {
     }
 
     /// The value to migrate again for an older-version write `h` of `collection/id` that the
-    /// current value did not see: its put, or `value` with its patch's assignments on top.
-    fn old_edit(&self, collection: &str, id: &str, h: u32, mut value: Map) -> Result<Map> {
+    /// current value did not see: its put, `value` with its patch's assignments on top, or
+    /// `None` for a delete (the migration's put must not bring back an item its user deleted).
+    fn old_edit(&self, collection: &str, id: &str, h: u32, mut value: Map) -> Result<Option<Map>> {
         let (_, payload) = self.log.read_frame(self.graph.commits[h as usize].offset)?;
         let (commit, _) = crate::commit::Commit::decode(&payload)?;
         let op = commit
@@ -258,7 +260,8 @@ impl<S: Storage> Repo<S> {
             .find(|c| c.collection == collection && c.id == id)
             .map(|c| c.op);
         match op {
-            Some(Op::Put(m)) => return Ok(m),
+            Some(Op::Put(m)) => return Ok(Some(m)),
+            Some(Op::Delete) => return Ok(None),
             Some(Op::Patch(fields)) => {
                 for (name, f) in fields {
                     match f {
@@ -272,9 +275,9 @@ impl<S: Storage> Repo<S> {
                     }
                 }
             }
-            _ => {}
+            None => {}
         }
-        Ok(value)
+        Ok(Some(value))
     }
 
     /// Whether a commit at commit-table index `since` or later was written under a version
@@ -368,15 +371,18 @@ impl<S: Storage> Repo<S> {
         steps.sort_unstable();
         let mut out = Vec::with_capacity(pending.len());
         for p in pending {
-            let mut v = p.value;
+            let Some(mut v) = p.value else {
+                out.push((p.id, None));
+                continue;
+            };
             for &s in steps.iter().filter(|&&s| s > p.from && s <= target) {
                 v = f(s, &p.id, v)?;
             }
-            out.push((p.id, v));
+            out.push((p.id, Some(v)));
         }
         // Every result against the stored schema before anything is written.
         if let Some(s) = self.graph.current_acl().stored_schema(collection) {
-            for (id, v) in &out {
+            for (id, v) in out.iter().filter_map(|(id, v)| Some((id, v.as_ref()?))) {
                 let ch = crate::commit::Change {
                     collection: collection.to_string(),
                     id: id.clone(),
@@ -391,7 +397,11 @@ impl<S: Storage> Repo<S> {
         while it.peek().is_some() {
             let mut txn = Txn::new();
             for (id, v) in it.by_ref().take(batch.max(1)) {
-                txn.put(&format!("{collection}/{id}"), v)?;
+                let key = format!("{collection}/{id}");
+                match v {
+                    Some(v) => txn.put(&key, v)?,
+                    None => txn.delete(&key)?,
+                };
                 done += 1;
             }
             // Each batch durable before the next: a crash loses at most the batch in flight.

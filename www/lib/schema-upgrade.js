@@ -158,12 +158,13 @@ export class SchemaUpgrader {
       return;
     }
     // 1. Compute every migrated item: a failure writes nothing.
-    /** @type {[string, Item][]} */
+    /** @type {[string, Item | null][]} */
     const work = [];
     if (steps.length > 0) {
       for (const c of this.collections()) {
         const rows = decode(await this.db._send('migrationPending', [c, JSON.stringify(steps), target], (/** @type {string} */ t) => t));
-        for (const [id, from, item] of rows) work.push([`${c}/${id}`, this.migrate(c, id, from, target, item)]);
+        // null: an older application deleted the item concurrently with its migration.
+        for (const [id, from, item] of rows) work.push([`${c}/${id}`, item === null ? null : this.migrate(c, id, from, target, item)]);
       }
     }
     // 2. The schemas (one commit), then the items.
@@ -172,7 +173,10 @@ export class SchemaUpgrader {
     for (let i = 0; i < work.length; i += BATCH) {
       const part = work.slice(i, i + BATCH);
       await this.db.transaction((/** @type {any} */ tx) => {
-        for (const [k, v] of part) tx.put(k, v);
+        for (const [k, v] of part) {
+          if (v === null) tx.delete(k);
+          else tx.put(k, v);
+        }
       });
       done += part.length;
       this.onProgress?.({ version: target, done, total: work.length });

@@ -83,7 +83,8 @@ impl Engine {
     }
 
     /// The items of `collection` to migrate to version `target` (`steps`: JSON list of the
-    /// versions that have a migration): JSON `[[id, fromVersion, item], ...]`.
+    /// versions that have a migration): JSON `[[id, fromVersion, item], ...]`, `item` null
+    /// for an item to delete (an older application deleted it concurrently).
     #[wasm_bindgen(js_name = migrationPending)]
     pub fn migration_pending(
         &mut self,
@@ -105,7 +106,10 @@ impl Engine {
             out.push('[');
             out.push_str(&to_string(&p.id));
             out.push_str(&format!(",{},", p.from));
-            out.push_str(&to_string(&Value::Map(p.value)));
+            match p.value {
+                Some(m) => out.push_str(&to_string(&Value::Map(m))),
+                None => out.push_str("null"),
+            }
             out.push(']');
         }
         out.push(']');
