@@ -17,7 +17,7 @@
 // the same values (a migration must be a pure function of the item), and the item merge keeps
 // one: no duplicates, and the same result on every replica.
 
-import { decode } from './codec.js';
+import { decode, encodeObject } from './codec.js';
 import { describe, isPlainObject } from './args.js';
 import { MigrationError, fromWire } from './errors.js';
 
@@ -205,6 +205,12 @@ export class SchemaUpgrader {
       }
       if (!isPlainObject(out)) {
         throw new MigrationError(`the migration to version ${step} returned ${describe(out)} for ${key}, not an item (a plain object); nothing was written`, { version: step, key });
+      }
+      try {
+        // A value that cannot be stored (a Date, NaN, a bad field name) fails here, before any write.
+        encodeObject(out, key);
+      } catch (e) {
+        throw new MigrationError(`the migration to version ${step} returned an item ibexdb cannot store for ${key}: ${/** @type {any} */ (e)?.message ?? e}; nothing was written`, { version: step, key, cause: e });
       }
       v = /** @type {Item} */ (out);
     }
