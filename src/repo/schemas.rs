@@ -85,6 +85,36 @@ impl<S: Storage> Repo<S> {
         Ok(())
     }
 
+    /// Check a migrated item of `collection` against the schema the application declared for
+    /// it (`declare_app`), as a received put is checked (§2.4): what an upgrade checks before it
+    /// writes anything. `SchemaError` naming the item's id and the field otherwise.
+    pub fn check_declared(&self, collection: &str, id: &str, item: &Map) -> Result<()> {
+        let Some(app) = self.app.as_ref() else {
+            return Ok(());
+        };
+        let Some((_, m)) = app.schemas.iter().find(|(c, _)| c == collection) else {
+            return Ok(());
+        };
+        let schema = StoredSchema::from_map(collection, m)?;
+        let ch = crate::commit::Change {
+            collection: collection.to_string(),
+            id: id.to_string(),
+            op: Op::Put(item.clone()),
+        };
+        crate::schema::check_change(&schema.schema, &ch).map_err(|e| match e {
+            Error::Schema {
+                collection,
+                field,
+                rule,
+            } => Error::Schema {
+                collection,
+                field,
+                rule: format!("{rule} (item {id:?})"),
+            },
+            e => e,
+        })
+    }
+
     /// Whether this replica may store schemas (an owner, or anyone in an unowned repository).
     pub fn may_store_schemas(&self) -> bool {
         let acl = self.graph.current_acl();

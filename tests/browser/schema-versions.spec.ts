@@ -28,6 +28,7 @@ test('open with version 1, upgrade to 2 with a migration, reopen; older apps rea
     // A migration that throws, one that returns a non-item: typed, nothing written.
     const throws = await errName(open(name, { schemas: v2, version: 2, migrations: { 2: () => { throw new Error('boom'); } } }));
     const nonItem = await open(name, { schemas: v2, version: 2, migrations: { 2: () => 42 } }).then(() => null, (e: any) => ({ name: e.name, isClass: e instanceof MigrationError, version: e.version, key: e.key }));
+    const badShape = await open(name, { schemas: v2, version: 2, migrations: { 2: ({ title, ...rest }: any) => ({ ...rest, name: title, done: 'no' }) } }).then(() => null, (e: any) => ({ name: e.name, key: e.key, cause: e.cause?.name, field: e.cause?.field }));
     const badValue = await open(name, { schemas: v2, version: 2, migrations: { 2: (t: any) => ({ ...t, when: new Date() }) } }).then(() => null, (e: any) => ({ name: e.name, key: e.key, cause: e.cause?.name }));
     db = await open(name, { schemas: v1, version: 1 });
     const untouched = { version: db.schemaVersion, first: await db.get('tasks/0000') };
@@ -67,11 +68,12 @@ test('open with version 1, upgrade to 2 with a migration, reopen; older apps rea
     const badMigrations = await open(name, { version: 2, migrations: { 3: () => ({}) } }).then(() => null, (e: any) => ({ name: e.name, path: e.path }));
     const badSchema = await errName(open(`${name}-bad`, { version: 1, schemas: { tasks: { fields: { a: { type: 'nope' } } } } }));
     void SchemaError;
-    return { at1, throws, nonItem, badValue, untouched, at2, progress, progress2, reopened, old, badVersion, badMigrations, badSchema };
+    return { at1, throws, nonItem, badShape, badValue, untouched, at2, progress, progress2, reopened, old, badVersion, badMigrations, badSchema };
   }, uniqueName('schemaver'));
   expect(out.at1).toEqual({ version: 0, readOnly: null, stored: 1, bad: 'SchemaError' });
   expect(out.throws).toBe('MigrationError');
   expect(out.nonItem).toEqual({ name: 'MigrationError', isClass: true, version: 2, key: 'tasks/0000' });
+  expect(out.badShape).toEqual({ name: 'MigrationError', key: 'tasks/0000', cause: 'SchemaError', field: 'done' });
   expect(out.badValue).toEqual({ name: 'MigrationError', key: 'tasks/0000', cause: 'InvalidValueError' });
   expect(out.untouched).toEqual({ version: 1, first: { title: 'task 0' } });
   expect(out.at2).toEqual({ version: 2, first: { name: 'task 0', done: false }, count: 2500, leftovers: 0, history: 2, oldShape: 'SchemaError' });

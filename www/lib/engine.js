@@ -448,6 +448,14 @@ export class EngineHandle {
     return this._call((r) => r.storeSchemas(version, schemasJson));
   }
   /**
+   * Check migrated items (`[[id, item], ...]` as JSON) against the declared schemas: SchemaError for the first bad one.
+   * @param {string} collection @param {string} rowsJson
+   */
+  checkMigrated(collection, rowsJson) {
+    argCollection('checkMigrated', collection);
+    this._call((r) => r.checkMigrated(collection, rowsJson));
+  }
+  /**
    * Whether a commit at commit-table index `since` or later was written under a version below `target`.
    * @param {number} since @param {number} target @returns {boolean}
    */

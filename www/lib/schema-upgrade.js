@@ -17,7 +17,7 @@
 // the same values (a migration must be a pure function of the item), and the item merge keeps
 // one: no duplicates, and the same result on every replica.
 
-import { decode, encodeObject } from './codec.js';
+import { decode, encode, encodeObject } from './codec.js';
 import { describe, isPlainObject } from './args.js';
 import { MigrationError, fromWire } from './errors.js';
 
@@ -163,8 +163,18 @@ export class SchemaUpgrader {
     if (steps.length > 0) {
       for (const c of this.collections()) {
         const rows = decode(await this.db._send('migrationPending', [c, JSON.stringify(steps), target], (/** @type {string} */ t) => t));
+        /** @type {[string, Item | null][]} */
+        const mine = [];
         // null: an older application deleted the item concurrently with its migration.
-        for (const [id, from, item] of rows) work.push([`${c}/${id}`, item === null ? null : this.migrate(c, id, from, target, item)]);
+        for (const [id, from, item] of rows) mine.push([id, item === null ? null : this.migrate(c, id, from, target, item)]);
+        // Every result against the declared schema, before anything is written.
+        if (mine.length > 0) {
+          await this.db._send('checkMigrated', [c, encode(mine, '')], () => undefined).catch((/** @type {any} */ e) => {
+            const id = /\(item "(.*)"\)/.exec(String(e?.rule ?? ''))?.[1] ?? '';
+            throw new MigrationError(`a migration to version ${target} returned an item the schema of ${c} refuses: ${e?.message ?? e}; nothing was written`, { version: target, key: `${c}/${id}`, cause: e });
+          });
+        }
+        for (const [id, v] of mine) work.push([`${c}/${id}`, v]);
       }
     }
     // 2. The schemas (one commit), then the items.

@@ -283,6 +283,8 @@ export class NodeDatabase {
     switch (op) {
       case 'schemaInfo':
         return this._run(() => dec(e.schemaInfo()));
+      case 'checkMigrated':
+        return this._run(() => dec(e.checkMigrated(args[0], args[1])));
       case 'olderCommitsSince':
         return this._run(() => dec(e.olderCommitsSince(args[0], args[1])));
       case 'migrationPending':

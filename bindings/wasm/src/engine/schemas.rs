@@ -70,6 +70,21 @@ impl Engine {
         Ok(self.repo()?.older_commits_since(since as usize, target))
     }
 
+    /// Check migrated items of `collection` (JSON `[[id, item], ...]`) against the declared
+    /// schemas before an upgrade writes anything: `SchemaError` naming the first bad item.
+    #[wasm_bindgen(js_name = checkMigrated)]
+    pub fn check_migrated(&self, collection: &str, rows: &str) -> JsResult<()> {
+        let rows: Vec<(String, Value)> =
+            serde_json::from_str(rows).map_err(|e| to_js(&crate::json::bad_json(&e)))?;
+        let repo = self.repo()?;
+        for (id, v) in rows {
+            if let Value::Map(m) = v {
+                repo.check_declared(collection, &id, &m).js()?;
+            }
+        }
+        Ok(())
+    }
+
     /// Store the schemas (JSON `{collection: schema}`) at `version` in one commit (an
     /// upgrade; owners only). Returns whether anything was written.
     #[wasm_bindgen(js_name = storeSchemas)]
