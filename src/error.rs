@@ -204,6 +204,14 @@ pub enum Error {
     },
     /// A schema definition itself is malformed.
     InvalidSchema { collection: String, reason: String },
+    /// A schema version does not fit (docs/design.md §2.4): a stored schema written at a
+    /// version below the repository's, or a write by an application that understands only
+    /// `version` to a repository whose stored schemas are at `stored` (newer).
+    SchemaVersion {
+        stored: u32,
+        version: u32,
+        reason: String,
+    },
     /// Something is larger than its limit.
     TooLarge { what: String, size: u64, limit: u64 },
     /// The item does not exist (for operations that need it to).
@@ -259,6 +267,7 @@ impl Error {
             Error::InvalidValue { .. } => "InvalidValueError",
             Error::Schema { .. } => "SchemaError",
             Error::InvalidSchema { .. } => "InvalidSchemaError",
+            Error::SchemaVersion { .. } => "SchemaVersionError",
             Error::TooLarge { .. } => "TooLargeError",
             Error::NotFound { .. } => "NotFoundError",
             Error::Signature { .. } => "SignatureError",
@@ -337,6 +346,14 @@ impl fmt::Display for Error {
             Error::InvalidSchema { collection, reason } => {
                 write!(f, "invalid schema for {collection:?}: {reason}")
             }
+            Error::SchemaVersion {
+                stored,
+                version,
+                reason,
+            } => write!(
+                f,
+                "schema version {version} (the repository's is {stored}): {reason}"
+            ),
             Error::TooLarge { what, size, limit } => {
                 write!(f, "{what} is too large: {size} bytes, limit {limit}")
             }
@@ -423,6 +440,11 @@ pub(crate) mod tests {
                 size: 2,
                 limit: 1,
             },
+            Error::SchemaVersion {
+                stored: 2,
+                version: 1,
+                reason: s("r"),
+            },
             Error::NotFound { key: s("c/1") },
             Error::sig(SignatureErrorKind::Tampered, "x"),
             Error::decode("commit", "truncated"),
@@ -460,7 +482,7 @@ pub(crate) mod tests {
     }
 
     /// Number of `Error` variants: the slots of `slot`.
-    const VARIANTS: usize = 19;
+    const VARIANTS: usize = 20;
 
     /// Each variant's slot. A variant added to `Error` does not compile here until it gets an
     /// arm; its arm needs a new slot (so `VARIANTS` grows), and that slot stays empty, failing
@@ -486,6 +508,7 @@ pub(crate) mod tests {
             Error::Auth { .. } => 16,
             Error::Limit { .. } => 17,
             Error::Unavailable { .. } => 18,
+            Error::SchemaVersion { .. } => 19,
         }
     }
 
@@ -649,7 +672,9 @@ pub(crate) mod tests {
             listed, declared,
             "errors.js: ERROR_CLASSES against its classes"
         );
-        let js_only: BTreeSet<String> = ["IbexError", "PanicError"].map(String::from).into();
+        let js_only: BTreeSet<String> = ["IbexError", "PanicError", "MigrationError"]
+            .map(String::from)
+            .into();
         let want: BTreeSet<String> = rust.union(&js_only).cloned().collect();
         assert_eq!(listed, want, "errors.js ERROR_CLASSES against Error::name");
     }

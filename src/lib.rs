@@ -38,7 +38,7 @@ pub use codec::utf8;
 
 // §2 Data model: keys, values, schemas, transactions.
 pub use key::{MAX_COLLECTION, MAX_ID};
-pub use schema::{FieldSpec, FieldType, Schema};
+pub use schema::{schema_value, FieldSpec, FieldType, Schema, SCHEMA_COLLECTION};
 pub use txn::Txn;
 pub use txn_bytes::TXN_BYTES_VERSION;
 pub use value::{
@@ -66,7 +66,7 @@ pub use store::{MemStorage, Recovery, Storage};
 #[cfg(not(target_arch = "wasm32"))]
 pub use repo::system_clock;
 pub use repo::{
-    Admission, Clock, Durability, Export, HistoryEntry, OpenReport, ReceiveReport, Repo,
+    Admission, Clock, Durability, Export, HistoryEntry, OpenReport, Pending, ReceiveReport, Repo,
     RepoOptions, SealCheck, SealChecks, SealRequest, VerifyReport, ANONYMOUS,
 };
 

@@ -1,12 +1,15 @@
-//! Permissions (docs/design.md §6.4): every replica agrees on which commits count, whatever
-//! the order in which they arrive. Seeded multi-peer simulations with grants, revocations,
-//! role changes, writes concurrent with them, and commits forged by keys that bypass their
-//! own replica's checks; a failure prints its seed (rerun one with IBEX_SEED=n).
+//! Permissions (docs/design.md §6.4) and stored schemas (§2.4): every replica agrees on which
+//! commits count, whatever the order in which they arrive. Seeded multi-peer simulations with
+//! grants, revocations, role changes, schema upgrades (and downgrades, and schema writes by
+//! non-owners), writes concurrent with them (some breaking a schema), and commits forged by
+//! keys that bypass their own replica's checks; a failure prints its seed (rerun one with
+//! IBEX_SEED=n).
 
 mod common;
 use common::*;
 use ibexdb::{map, member_value, Change, Commit, CommitId, Error, Identity, MemStorage, Op};
 use ibexdb::{PermissionErrorKind, PublicKey, Repo, Role, Seal, Txn, ACL_COLLECTION};
+use ibexdb::{Value, SCHEMA_COLLECTION};
 use std::collections::BTreeSet;
 
 const REPLICAS: u8 = 4;
@@ -34,11 +37,43 @@ fn acl_change(target: &PublicKey, role: Option<Role>) -> Change {
     }
 }
 
+/// A put of `t/k<n>`; one in five holds a string where the strict schema wants an integer.
 fn data_change(rng: &mut Rng) -> Change {
+    let v = if rng.chance(20) {
+        Value::from(format!("s{}", rng.below(100)))
+    } else {
+        Value::from(rng.below(100) as i64)
+    };
     Change {
         collection: "t".into(),
         id: format!("k{}", rng.below(5)),
-        op: Op::Put(map! { "v" => rng.below(100) as i64 }.as_map()),
+        op: Op::Put(map! { "v" => v }.as_map()),
+    }
+}
+
+/// One of two schemas of `t`: `v` an integer (strict), or anything.
+fn schema_json(rng: &mut Rng) -> serde_json::Value {
+    let ty = if rng.chance(50) { "integer" } else { "any" };
+    serde_json::json!({"fields": {"v": {"type": ty}}})
+}
+
+/// A `_schema/t` put at `version`.
+fn schema_change(rng: &mut Rng, version: u32) -> Change {
+    let mut m = ibexdb::Map::new();
+    let strict = rng.chance(50);
+    let mut v = ibexdb::Map::new();
+    v.insert(
+        "type".into(),
+        Value::from(if strict { "integer" } else { "any" }),
+    );
+    let mut fields = ibexdb::Map::new();
+    fields.insert("v".into(), Value::Map(v));
+    m.insert("fields".into(), Value::Map(fields));
+    m.insert("version".into(), Value::from(i64::from(version)));
+    Change {
+        collection: SCHEMA_COLLECTION.into(),
+        id: "t".into(),
+        op: Op::Put(m),
     }
 }
 
@@ -54,7 +89,10 @@ fn random_role(rng: &mut Rng) -> Option<Role> {
 /// A commit made without the author's replica checking it: on top of `on`'s heads, by
 /// `author`, sealed by it.
 fn forge(rng: &mut Rng, on: &Repo<MemStorage>, author: &Identity, step: u64) -> Sent {
-    let change = if rng.chance(50) {
+    let change = if rng.chance(25) {
+        let version = 1 + rng.below(3) as u32;
+        schema_change(rng, version)
+    } else if rng.chance(50) {
         data_change(rng)
     } else {
         let target = ident(1 + rng.below(u64::from(REPLICAS)) as u8).public();
@@ -121,7 +159,17 @@ fn step(rng: &mut Rng, rs: &mut [Repo<MemStorage>], forged: &mut Vec<Sent>, n: u
             let Op::Put(m) = ch.op else { unreachable!() };
             t.put(&format!("t/{}", ch.id), m).unwrap();
             if let Err(e) = rs[i].commit(t) {
-                assert!(matches!(e, Error::Permission { .. }), "{e:?}");
+                let ok = matches!(e, Error::Permission { .. } | Error::Schema { .. });
+                assert!(ok, "{e:?}");
+            }
+        }
+        4 if rng.chance(70) => {
+            // A schema upgrade (or a rewrite at the same version, or a downgrade).
+            let v = (rs[i].schema_version() + rng.below(3) as u32).saturating_sub(1);
+            let r = rs[i].store_schemas(v.max(1), &[("t".into(), schema_json(rng))]);
+            if let Err(e) = r {
+                let ok = matches!(e, Error::Permission { .. } | Error::SchemaVersion { .. });
+                assert!(ok, "{e:?}");
             }
         }
         4 | 5 => {
@@ -152,7 +200,7 @@ fn step(rng: &mut Rng, rs: &mut [Repo<MemStorage>], forged: &mut Vec<Sent>, n: u
     }
 }
 
-fn scenario(seed: u64) -> (usize, usize) {
+fn scenario(seed: u64) -> (usize, usize, u32) {
     let mut rng = Rng(seed);
     let mut rs: Vec<Repo<MemStorage>> = (1..=REPLICAS).map(open_replica).collect();
     // Replica 1 founds the repository; everyone starts from its root.
@@ -189,6 +237,7 @@ fn scenario(seed: u64) -> (usize, usize) {
     let first = ids(&observers[0]);
     let hash = observers[0].state_hash().unwrap();
     let acl = observers[0].access().clone();
+    let observers_schemas = observers[0].stored_schemas();
     for (k, r) in rs.iter_mut().chain(observers.iter_mut()).enumerate() {
         assert_eq!(r.pending(), 0, "replica {k} still waits (seed {seed})");
         assert_eq!(
@@ -202,6 +251,11 @@ fn scenario(seed: u64) -> (usize, usize) {
             "replica {k} diverged (seed {seed})"
         );
         assert_eq!(*r.access(), acl, "replica {k} access list (seed {seed})");
+        assert_eq!(
+            r.stored_schemas(),
+            observers_schemas,
+            "replica {k} stored schemas (seed {seed})"
+        );
     }
     for o in &mut observers {
         o.verify().unwrap();
@@ -223,23 +277,25 @@ fn scenario(seed: u64) -> (usize, usize) {
         );
     }
     let accepted_forged = forged.iter().filter(|f| counts.contains(&f.id)).count();
-    (refused, accepted_forged)
+    (refused, accepted_forged, observers[0].schema_version())
 }
 
 #[test]
 fn replicas_agree_on_which_commits_count() {
-    let totals = std::cell::Cell::new((0, 0));
+    let totals = std::cell::Cell::new((0, 0, 0));
     for_seeds("replicas_agree_on_which_commits_count", 0..30, |seed| {
-        let (r, a) = scenario(seed);
-        let (tr, ta) = totals.get();
-        totals.set((tr + r, ta + a));
+        let (r, a, v) = scenario(seed);
+        let (tr, ta, tv) = totals.get();
+        totals.set((tr + r, ta + a, tv + usize::from(v >= 2)));
+        eprintln!("seed {seed}: {r} refusals, {a} forged allowed, schema version {v}");
     });
-    // The simulation exercises both sides of the rule.
-    let (refused, allowed) = totals.get();
-    eprintln!("permission simulation: {refused} refusals, {allowed} forged commits allowed");
+    // The simulation exercises both sides of the rule, and schema upgrades.
+    let (refused, allowed, upgraded) = totals.get();
+    eprintln!("permission simulation: {refused} refusals, {allowed} forged commits allowed, {upgraded} runs upgraded their schema");
     if std::env::var("IBEX_SEED").is_err() {
         assert!(refused > 0, "no commit was ever refused");
         assert!(allowed > 0, "no forged commit was ever allowed");
+        assert!(upgraded > 0, "no run upgraded its schema");
     }
 }
 

@@ -9,6 +9,7 @@
 use super::parse::AclWrite;
 use super::role::Role;
 use crate::commit::{CommitId, PublicKey};
+use crate::schema::{SchemaWrite, StoredSchema};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -34,7 +35,7 @@ impl<T> Default for Register<T> {
     }
 }
 
-impl<T: Copy + Eq> Register<T> {
+impl<T: Clone + Eq> Register<T> {
     /// Merge the writes of another view of the same entry: keep those no write of either side
     /// has in its past.
     fn join(&mut self, other: &Register<T>) {
@@ -79,6 +80,9 @@ pub struct Acl {
     pub(crate) members: BTreeMap<PublicKey, Register<Option<Role>>>,
     /// The uncovered writes of the public switches (read, write).
     pub(crate) public: Register<(bool, bool)>,
+    /// Each collection's stored schema (`_schema/<collection>`, docs/design.md §2.4): its
+    /// uncovered writes, read as the one with the highest version (then commit id).
+    pub(crate) schemas: BTreeMap<String, Register<StoredSchema>>,
 }
 
 impl Acl {
@@ -158,6 +162,47 @@ impl Acl {
             }
         }
         self.public.join(&other.public);
+        for (c, r) in &other.schemas {
+            match self.schemas.get_mut(c) {
+                Some(mine) => mine.join(r),
+                None => {
+                    self.schemas.insert(c.clone(), r.clone());
+                }
+            }
+        }
+    }
+
+    /// Apply the `_schema` writes of commit `id`, whose causal past this list is.
+    pub(crate) fn apply_schemas(&mut self, id: CommitId, writes: &[SchemaWrite]) {
+        for w in writes {
+            let reg = self.schemas.entry(w.collection.clone()).or_default();
+            reg.write(id, w.schema.clone());
+        }
+    }
+
+    /// `collection`'s stored schema: among concurrent writes, the highest version, then the
+    /// greatest commit id (no stamp decides, as for the access list).
+    pub fn stored_schema(&self, collection: &str) -> Option<&StoredSchema> {
+        let r = self.schemas.get(collection)?;
+        r.heads
+            .iter()
+            .max_by_key(|w| (w.value.version, w.id))
+            .map(|w| &w.value)
+    }
+
+    /// Every collection's stored schema, in name order.
+    pub fn stored_schemas(&self) -> impl Iterator<Item = (&str, &StoredSchema)> + '_ {
+        self.schemas
+            .keys()
+            .filter_map(|c| self.stored_schema(c).map(|s| (c.as_str(), s)))
+    }
+
+    /// The repository's schema version: the highest version of its stored schemas (0: none).
+    pub fn schema_version(&self) -> u32 {
+        self.stored_schemas()
+            .map(|(_, s)| s.version)
+            .max()
+            .unwrap_or(0)
     }
 
     /// Apply the `_acl` writes of commit `id`, whose causal past this list is.
@@ -208,7 +253,19 @@ mod tests {
             } else {
                 AclWrite::Member(keys[next(keys.len() as u64) as usize], role)
             };
-            past.apply(CommitId(id), &[w]);
+            if next(4) == 0 {
+                // A stored schema of one of two collections, at a version from 1 to 3.
+                let mut m = crate::value::Map::new();
+                m.insert(
+                    "version".into(),
+                    crate::value::Value::from(1 + next(3) as i64),
+                );
+                let collection = ["a", "b"][next(2) as usize].to_string();
+                let schema = StoredSchema::from_map(&collection, &m).unwrap();
+                past.apply_schemas(CommitId(id), &[SchemaWrite { collection, schema }]);
+            } else {
+                past.apply(CommitId(id), &[w]);
+            }
             after.push(past);
         }
         after
@@ -234,6 +291,14 @@ mod tests {
                 assert_eq!(j(a, a), *a, "seed {seed}");
                 // Joining again changes nothing.
                 assert_eq!(j(&j(a, b), b), j(a, b), "seed {seed}");
+                // The stored schemas read the same whichever way the lists were merged.
+                let (ab, ba) = (j(a, b), j(b, a));
+                let read = |x: &Acl| -> Vec<(String, u32)> {
+                    x.stored_schemas()
+                        .map(|(c, s)| (c.to_string(), s.version))
+                        .collect()
+                };
+                assert_eq!(read(&ab), read(&ba), "seed {seed}");
             }
         }
     }

@@ -40,6 +40,6 @@ pub use acl::Acl;
 pub(crate) use acl::{Register, Write};
 pub use parse::{member_value, parse_change, public_value, AclWrite, ACL_COLLECTION, PUBLIC_ID};
 pub use role::Role;
-pub use rule::check_commit;
 pub(crate) use rule::judge;
+pub use rule::{check_commit, is_void};
 pub use table::AclTable;

@@ -5,22 +5,37 @@
 use super::{parse_change, Acl, AclWrite, Role};
 use crate::commit::{Commit, CommitId};
 use crate::error::{Error, PermissionErrorKind, Result};
+use crate::schema::{check_change, parse_schema_change, SchemaWrite};
 
 fn denied(kind: PermissionErrorKind, detail: String) -> Error {
     Error::Permission { kind, detail }
 }
 
-/// The `_acl` writes of a commit and whether it changes anything else.
-fn split(commit: &Commit) -> Result<(Vec<AclWrite>, bool)> {
+/// The `_acl` writes of a commit, its `_schema` writes, and whether it changes anything else.
+fn split(commit: &Commit) -> Result<(Vec<AclWrite>, Vec<SchemaWrite>, bool)> {
     let mut writes = Vec::new();
+    let mut schemas = Vec::new();
     let mut data = false;
     for ch in &commit.changes {
-        match parse_change(ch)? {
-            Some(w) => writes.push(w),
-            None => data = true,
+        if let Some(w) = parse_change(ch)? {
+            writes.push(w);
+        } else if let Some(s) = parse_schema_change(ch)? {
+            schemas.push(s);
+        } else {
+            data = true;
         }
     }
-    Ok((writes, data))
+    Ok((writes, schemas, data))
+}
+
+/// Whether an error of [`check_commit`] is a verdict that depends on the commit's past (its
+/// author's rights, the stored schemas, docs/design.md §2.4): the commit is stored and does
+/// not count. Any other error (a malformed `_acl` or `_schema` change) refuses it.
+pub fn is_void(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Permission { .. } | Error::Schema { .. } | Error::SchemaVersion { .. }
+    )
 }
 
 /// Check `commit` (whose id is `id`) against `past`, the access list of its causal past (the
@@ -33,20 +48,72 @@ pub fn check_commit(past: &Acl, commit: &Commit, id: &CommitId) -> Result<Acl> {
 /// [`check_commit`] without copying `past` when the commit leaves the list as it was:
 /// `Ok(None)` for a commit that counts and writes no `_acl` item.
 pub(crate) fn judge(past: &Acl, commit: &Commit, id: &CommitId) -> Result<Option<Acl>> {
-    let (writes, data) = split(commit)?;
+    let (writes, schemas, data) = split(commit)?;
     let founder = if commit.parents.is_empty() {
         check_root(commit, &writes)?.then_some(commit.author)
     } else {
         check_child(past, commit, &writes, data)?;
         past.founder
     };
-    if writes.is_empty() && founder == past.founder {
+    check_schema_writes(past, commit, &schemas)?;
+    if writes.is_empty() && schemas.is_empty() && founder == past.founder {
+        check_data(past, commit)?;
         return Ok(None);
     }
     let mut after = past.clone();
     after.founder = founder;
     after.apply(*id, &writes);
+    after.apply_schemas(*id, &schemas);
+    check_data(&after, commit)?;
     Ok(Some(after))
+}
+
+/// `_schema` writes (docs/design.md §2.4) need an owner in an owned repository (anyone may
+/// write them in an unowned one), and a version no lower than the repository's in the
+/// commit's causal past.
+fn check_schema_writes(past: &Acl, commit: &Commit, schemas: &[SchemaWrite]) -> Result<()> {
+    if schemas.is_empty() {
+        return Ok(());
+    }
+    let root = commit.parents.is_empty();
+    if !root && past.owned() && (commit.trusted || !past.can_administer(&commit.author)) {
+        return Err(denied(
+            PermissionErrorKind::CannotAdminister,
+            format!(
+                "key {}… may not change the stored schemas (owners only)",
+                &commit.author.to_hex()[..16]
+            ),
+        ));
+    }
+    let current = past.schema_version();
+    if let Some(w) = schemas.iter().find(|w| w.schema.version < current) {
+        return Err(Error::SchemaVersion {
+            stored: current,
+            version: w.schema.version,
+            reason: format!(
+                "the schema of {:?} at version {} is older than the repository's version {current}: versions never go down",
+                w.collection, w.schema.version
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Every data change against its collection's stored schema in `list` (the commit's causal
+/// past with the commit's own `_schema` writes): `SchemaError` naming the field otherwise.
+fn check_data(list: &Acl, commit: &Commit) -> Result<()> {
+    if list.schemas.is_empty() {
+        return Ok(());
+    }
+    for ch in &commit.changes {
+        if ch.is_elided() || ch.collection.starts_with('_') {
+            continue;
+        }
+        if let Some(s) = list.stored_schema(&ch.collection) {
+            check_change(&s.schema, ch)?;
+        }
+    }
+    Ok(())
 }
 
 /// A root founds the repository: it is owned iff the root makes its own (signed) author owner,

@@ -14,9 +14,10 @@
 //! an unowned root.
 
 use super::Repo;
-use crate::access::{check_commit, Acl, ACL_COLLECTION};
+use crate::access::{check_commit, is_void, Acl, ACL_COLLECTION};
 use crate::commit::{Commit, CommitId, PublicKey};
 use crate::error::{Error, PermissionErrorKind, Result};
+use crate::schema::SCHEMA_COLLECTION;
 use crate::store::Storage;
 use std::collections::{HashMap, HashSet};
 
@@ -100,7 +101,7 @@ impl<S: Storage> Repo<S> {
             let acl = commit
                 .changes
                 .iter()
-                .any(|c| c.collection == ACL_COLLECTION);
+                .any(|c| c.collection == ACL_COLLECTION || c.collection == SCHEMA_COLLECTION);
             verdicts.push(Verdict {
                 commit,
                 id: *id,
@@ -217,7 +218,8 @@ fn admit(
 ) -> Result<Judged> {
     let after = match check_commit(past, commit, id) {
         Ok(after) => after,
-        Err(e @ Error::Permission { .. }) => return Ok(Judged::Void(e)),
+        // The rule's verdicts that depend on the past (rights, the stored schemas, §2.4).
+        Err(e) if is_void(&e) => return Ok(Judged::Void(e)),
         Err(e) => return Err(e),
     };
     let mut denied_now = None;

@@ -26,6 +26,7 @@ mod indexes;
 mod read;
 mod receive;
 mod replay;
+mod schemas;
 mod verify;
 mod vouch;
 mod warm;
@@ -35,6 +36,7 @@ pub use admit::Admission;
 pub use export::Export;
 pub use read::HistoryEntry;
 pub use receive::ReceiveReport;
+pub use schemas::Pending;
 pub use verify::VerifyReport;
 pub use vouch::{SealCheck, SealChecks};
 pub use write::{Durability, SealRequest};
@@ -43,7 +45,7 @@ use crate::commit::{CommitId, Identity, PublicKey, PUBLIC_KEY_LEN};
 use crate::error::{Error, Result, SignatureErrorKind};
 use crate::graph::Graph;
 use crate::query::QueryEngine;
-use crate::schema::Schema;
+use crate::schema::{Schema, SCHEMA_COLLECTION};
 use crate::store::log::{Log, Recovery, HEADER_LEN};
 use crate::store::snapshot;
 use crate::store::Storage;
@@ -148,6 +150,8 @@ pub struct Repo<S: Storage> {
     graph: Graph,
     query: QueryEngine,
     schemas: BTreeMap<String, Schema>,
+    /// The application's declared schema version and schemas (`declare_app`, §2.4).
+    app: Option<schemas::AppSchemas>,
     wait: Waiting,
     unsealed: Vec<CommitId>,
     hlc: u64,
@@ -195,6 +199,7 @@ impl<S: Storage> Repo<S> {
             graph: Graph::default(),
             query: QueryEngine::new(),
             schemas: BTreeMap::new(),
+            app: None,
             wait: Waiting::new(opts.access_only),
             unsealed: Vec::new(),
             hlc: 0,
@@ -286,10 +291,10 @@ impl<S: Storage> Repo<S> {
     /// Declare (or replace) a collection's schema and its indexes (built on first use).
     pub fn define_schema(&mut self, collection: &str, schema: Schema) -> Result<()> {
         crate::key::validate_collection(collection)?;
-        if collection == crate::access::ACL_COLLECTION {
+        if collection == crate::access::ACL_COLLECTION || collection == SCHEMA_COLLECTION {
             return Err(Error::InvalidSchema {
                 collection: collection.to_string(),
-                reason: "the _acl collection is reserved for the access list".into(),
+                reason: format!("the {collection} collection is reserved"),
             });
         }
         // Indexes already built (restored from the snapshot while items are still cold) are

@@ -35,10 +35,18 @@ impl<S: Storage> Repo<S> {
     }
 
     /// Number of visible items, all collections together but the reserved `_acl` (the
-    /// access list, see [`Repo::access`]).
+    /// access list, see [`Repo::access`]) and `_schema` (the stored schemas).
     pub fn item_count(&self) -> usize {
-        let acl = self.graph.state.collection(crate::access::ACL_COLLECTION);
-        self.graph.state.len() - acl.map_or(0, |c| c.count())
+        let reserved = [
+            crate::access::ACL_COLLECTION,
+            crate::schema::SCHEMA_COLLECTION,
+        ];
+        let n: usize = reserved
+            .iter()
+            .filter_map(|c| self.graph.state.collection(c))
+            .map(|c| c.count())
+            .sum();
+        self.graph.state.len() - n
     }
 
     /// SHA-256 of the visible state; equal on replicas holding the same commits.

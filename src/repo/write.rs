@@ -47,6 +47,10 @@ impl<S: Storage> Repo<S> {
     /// Returns `None` for a transaction with nothing to do.
     pub fn commit(&mut self, txn: Txn) -> Result<Option<CommitId>> {
         self.check_identity()?;
+        // An application older than the repository's schemas writes nothing (§2.4).
+        if let Some(e) = self.read_only() {
+            return Err(e);
+        }
         for (coll, ids) in &txn.writes {
             for id in ids.keys() {
                 self.warm_key(coll, id)?;
@@ -57,6 +61,7 @@ impl<S: Storage> Repo<S> {
             return Ok(None);
         }
         self.founding_claim(&mut changes);
+        self.founding_schemas(&mut changes);
         let commit = Commit {
             trusted: self.opts.trusted,
             author: self.author,

@@ -213,3 +213,27 @@ test('collection handles in Node: ids for keys, the same typed errors', async ()
   assert.throws(() => db.collection('a/b'), { name: 'InvalidKeyError', argument: 'name' });
   await db.close();
 });
+
+test('versioned schemas on disk: v1, upgrade to v2 with a migration, an older application is read only', async () => {
+  const dir = tmp('ibexdb-node-schemas-');
+  const v1 = { tasks: { fields: { title: { type: 'string', required: true } } } };
+  const v2 = { tasks: { fields: { name: { type: 'string', required: true }, done: { type: 'boolean', required: true } }, allowOtherFields: false } };
+  let db = await open('tasks', { directory: dir, schemas: v1, version: 1 });
+  for (let i = 0; i < 30; i++) await db.put(`tasks/${String(i).padStart(2, '0')}`, { title: `task ${i}` });
+  assert.equal((await db.get('_schema/tasks')).version, 1);
+  await db.close();
+  // A throwing migration: MigrationError, nothing written.
+  await assert.rejects(open('tasks', { directory: dir, schemas: v2, version: 2, migrations: { 2: () => { throw new Error('boom'); } } }), (e) => e.name === 'MigrationError' && e.key === 'tasks/00');
+  const progress = [];
+  db = await open('tasks', { directory: dir, schemas: v2, version: 2, migrations: { 2: ({ title, ...rest }) => ({ ...rest, name: title, done: false }) }, onMigrationProgress: (p) => progress.push(p) });
+  assert.equal(db.schemaVersion, 2);
+  assert.deepEqual(progress, [{ version: 2, done: 30, total: 30 }]);
+  assert.deepEqual(await db.get('tasks/07'), { name: 'task 7', done: false });
+  await db.close();
+  db = await open('tasks', { directory: dir, schemas: v1, version: 1 });
+  assert.equal(db.readOnly?.name, 'SchemaVersionError');
+  await assert.rejects(db.put('tasks/x', { title: 'x' }), (e) => e.name === 'SchemaVersionError' && e.stored === 2 && e.version === 1);
+  assert.deepEqual(await db.get('tasks/07'), { name: 'task 7', done: false });
+  await db.close();
+  await assert.rejects(open('tasks', { directory: dir, version: 0 }), (e) => e instanceof InvalidValueError && e.path === 'options.version');
+});

@@ -18,6 +18,9 @@ import {
   SchemaError,
   StorageError,
   IbexError,
+  SchemaVersionError,
+  MigrationError,
+  type Migration,
 } from '../../www/ibexdb.js';
 
 interface Note extends Item {
@@ -108,4 +111,29 @@ export async function example(): Promise<void> {
   }
   await db.close();
   void [title, many, n, rows, c, keys, agg, snapshot, report.commits, info.quota, info.repository.totalBytes, id, rep.applied];
+}
+
+/** Versioned schemas and migrations (docs/design.md §2.4). */
+export async function versions(): Promise<void> {
+  const toV2: Migration = (item, info) => ({ ...item, name: item.title, from: info.from });
+  const db = await open('tasks', {
+    schemas: { tasks: { fields: { name: { type: 'string', required: true } } } },
+    version: 3,
+    migrations: { 2: toV2, 3: { tasks: (item) => ({ ...item, done: false }) } },
+    onMigrationProgress: ({ version, done, total }) => console.log(version, done / total),
+  });
+  const ro: SchemaVersionError | null = db.readOnly;
+  const stored: number | undefined = ro?.stored;
+  const v: number | null = db.schemaVersion;
+  try {
+    await open('tasks', { version: 1 });
+  } catch (e) {
+    if (e instanceof MigrationError) console.log(e.version, e.key);
+  }
+  // @ts-expect-error a version is a number
+  await open('tasks', { version: '2' });
+  // @ts-expect-error a migration returns an item
+  await open('tasks', { version: 2, migrations: { 2: () => 42 } });
+  void stored;
+  void v;
 }

@@ -60,6 +60,8 @@ const wasmBytes = (bytes) => /** @type {Uint8Array<ArrayBuffer>} */ (bytes);
  * @property {string} [owner] the founder's public key (hex): a root by another key is refused (PermissionError 'wrong-founder')
  * @property {boolean} [acceptTrusted] accept unsigned commits from peers
  * @property {Record<string, object>} [schemas] collection -> schema
+ * @property {number} [version] the schema version the application understands (docs/design.md §2.4)
+ * @property {Record<string, object>} [appSchemas] the application's schemas at `version`, when `schemas` is not given (a takeover)
  * @property {import('./storage.js').StorageOption} [storage] where the files live (storage.js; default 'auto')
  */
 
@@ -124,6 +126,8 @@ export class EngineHandle {
     this._handles = [];
     /** @type {Map<string, string>} collection -> schema JSON, re-declared after recovery */
     this._schemas = new Map();
+    /** @type {{version: number, schemasJson: string} | null} the application's declared version, re-declared after recovery */
+    this._app = null;
     /** @type {TxnBuilder | null} the builder `transaction(fn)` reuses */
     this._builder = null;
     this._dead = false;
@@ -235,6 +239,7 @@ export class EngineHandle {
       this._slot = this._raw.outSlot() >>> 2;
       this.publicKey = this._raw.publicKey() ?? null;
       for (const [c, s] of this._schemas) this._raw.defineSchema(c, s);
+      if (this._app) this._raw.declareApp(this._app.version, this._app.schemasJson);
       this.openMs = { files: t1 - t0, wasm: t2 - t1, engine: performance.now() - t2 };
     } catch (e) {
       closeAll(handles);
@@ -456,6 +461,46 @@ export class EngineHandle {
     argCollection('defineSchema', collection);
     this._call((r) => r.defineSchema(collection, schemaJson));
     this._schemas.set(collection, schemaJson);
+  }
+
+  // ----- stored schemas and migrations (docs/design.md §2.4) ---------------------------
+
+  /**
+   * `{version, app, commits, mayUpgrade, mayWrite, schemas: {collection: version}, readOnly}` as JSON text.
+   * @returns {string}
+   */
+  schemaInfo() {
+    return this._call((r) => r.schemaInfo());
+  }
+  /**
+   * Store the schemas (JSON `{collection: schema}`) at `version`, one commit; whether anything was written.
+   * @param {number} version @param {string} schemasJson @returns {boolean}
+   */
+  storeSchemas(version, schemasJson) {
+    return this._call((r) => r.storeSchemas(version, schemasJson));
+  }
+  /**
+   * Check migrated items (`[[id, item], ...]` as JSON) against the declared schemas: SchemaError for the first bad one.
+   * @param {string} collection @param {string} rowsJson
+   */
+  checkMigrated(collection, rowsJson) {
+    argCollection('checkMigrated', collection);
+    this._call((r) => r.checkMigrated(collection, rowsJson));
+  }
+  /**
+   * Whether a commit at commit-table index `since` or later was written under a version below `target`.
+   * @param {number} since @param {number} target @returns {boolean}
+   */
+  olderCommitsSince(since, target) {
+    return this._call((r) => r.olderCommitsSince(since, target));
+  }
+  /**
+   * What a migration to `target` has left in `collection`: JSON `[[id, fromVersion, item], ...]`.
+   * @param {string} collection @param {string} stepsJson @param {number} target @returns {string}
+   */
+  migrationPending(collection, stepsJson, target) {
+    argCollection('migrationPending', collection);
+    return this._call((r) => r.migrationPending(collection, stepsJson, target));
   }
 
   // ----- live queries ------------------------------------------------------------------
@@ -756,6 +801,7 @@ export async function openEngine(name, opts = {}, backend) {
   const eng = new EngineHandle(name, opts);
   eng.backend = backend ?? (await chooseBackend(opts.storage));
   for (const [c, s] of Object.entries(opts.schemas ?? {})) eng._schemas.set(c, JSON.stringify(s));
+  if (opts.version !== undefined) eng._app = { version: opts.version, schemasJson: JSON.stringify(opts.schemas ?? opts.appSchemas ?? {}) };
   await eng._open(false);
   return eng;
 }

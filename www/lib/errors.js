@@ -25,6 +25,17 @@ export class IbexError extends Error {
 export class SchemaError extends IbexError {}
 /** A schema definition is malformed. */
 export class InvalidSchemaError extends IbexError {}
+/**
+ * A schema version does not fit (`stored`: the repository's version, `version`: the one
+ * involved): the application understands an older version than the repository holds (its
+ * writes are refused, `db.readOnly` says why), or a stored schema would go down a version.
+ */
+export class SchemaVersionError extends IbexError {}
+/**
+ * A migration (`open(name, {migrations})`) failed: it threw (`cause`), or returned something
+ * that is not an item (`version`, `key` name where). Nothing of that step was written.
+ */
+export class MigrationError extends IbexError {}
 /** The item does not exist (e.g. `update` of a missing key). */
 export class NotFoundError extends IbexError {}
 /** A key is not `collection/id` or breaks a limit; or a repository name is invalid. */
@@ -81,6 +92,8 @@ export const ERROR_CLASSES = {
   IbexError,
   SchemaError,
   InvalidSchemaError,
+  SchemaVersionError,
+  MigrationError,
   NotFoundError,
   InvalidKeyError,
   InvalidValueError,

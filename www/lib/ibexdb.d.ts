@@ -135,8 +135,31 @@ export interface OpenOptions {
   trusted?: boolean;
   /** An identity from `exportIdentity()` (e.g. from another device) to sign with and keep. */
   identity?: string;
-  /** Schemas to declare on open (schemas are not stored: declare them on every open). */
+  /**
+   * Schemas to declare on open. Without `version` they are local (checked on this device's
+   * writes only; declare them on every open). With `version` they are also the repository's
+   * stored schemas at that version (docs/design.md §2.4): signed `_schema` items, checked by
+   * every replica on every commit.
+   */
   schemas?: Record<string, Schema>;
+  /**
+   * The schema version this application understands (a whole number from 1). An owner's
+   * application newer than the stored schemas upgrades them on open (running `migrations`);
+   * one older than the stored schemas opens read-only: `db.readOnly` is a SchemaVersionError
+   * and so is every write (what it wrote before is kept, and migrated by upgraded devices).
+   */
+  version?: number;
+  /**
+   * `{2: (item, info) => newItem, 3: {tasks: (item) => newItem}}`: how an item of version
+   * `n − 1` becomes one of version `n`, for every collection (a function) or per collection.
+   * Run eagerly on upgrade, as commits, and again for items written by older applications
+   * that arrive later. A migration must be a pure function of the item. One that throws, or
+   * returns something that is not a plain object, fails open() with MigrationError and writes
+   * nothing.
+   */
+  migrations?: Record<number, Migration | Record<string, Migration>>;
+  /** Progress of a migration: after each commit of migrated items. */
+  onMigrationProgress?: (progress: { version: number; done: number; total: number }) => void;
   /** Damage in the middle of the log: 'strict' (default) fails with CorruptError, 'repair' pads over it. */
   recovery?: 'strict' | 'repair';
   /**
@@ -176,6 +199,9 @@ export interface OpenOptions {
    */
   persist?: boolean;
 }
+
+/** One migration step (`OpenOptions.migrations`): item of version `from` -> item of version `to`. */
+export type Migration = (item: Item, info: { collection: string; id: string; key: string; from: number; to: number }) => Item;
 
 /** What `open()`'s `storage` option accepts. */
 export type StorageOption = 'auto' | 'opfs' | 'indexeddb' | 'memory';
@@ -444,6 +470,13 @@ export declare class Database {
    * background request of `options.persist` is answered. False where the browser cannot say.
    */
   readonly persisted: boolean;
+  /**
+   * Null, or why this application may not write: the SchemaVersionError its writes get (the
+   * repository's stored schemas are at `stored`, newer than `open()`'s `version`).
+   */
+  readonly readOnly: SchemaVersionError | null;
+  /** The repository's stored schema version as last read (0: none); null without `open()`'s `version`. */
+  readonly schemaVersion: number | null;
 
   get<T extends Item = Item>(key: Key): Promise<T | undefined>;
   getMany<T extends Item = Item>(keys: Key[]): Promise<(T | undefined)[]>;
@@ -515,6 +548,18 @@ export declare class SchemaError extends IbexError {
 }
 export declare class InvalidSchemaError extends IbexError {
   readonly collection: string;
+}
+export declare class SchemaVersionError extends IbexError {
+  /** The repository's stored schema version. */
+  readonly stored: number;
+  /** The version involved: the application's, or the one a stored schema would go down to. */
+  readonly version: number;
+}
+export declare class MigrationError extends IbexError {
+  /** The version the failed migration leads to. */
+  readonly version: number;
+  /** The item it failed on. */
+  readonly key: string;
 }
 export declare class NotFoundError extends IbexError {
   readonly key: string;

@@ -19,6 +19,7 @@ import { Collection } from './collection.js';
 import { askPersist, checkEnvironment, compileWasm, persistedNow, startVerifyThread, startWorker, watchViolations, workerFailure } from './loader.js';
 import { MAX_SYNC_URLS, WASM_URL, checkName, isSyncUrls } from './policy.js';
 import { waitSynced } from './sync-wait.js';
+import { checkVersionOptions, startSchemas } from './schema-upgrade.js';
 
 export * from './errors.js';
 
@@ -138,6 +139,8 @@ export class Database {
     this._syncListeners = new Set();
     /** @type {{worker: Worker, stop: () => void} | null} verify()'s helper thread, started on the worker's first ask */
     this._verifyThread = null;
+    /** @type {import('./schema-upgrade.js').SchemaUpgrader | null} open()'s `version`: upgrades and migrations */
+    this._upgrader = null;
     worker.onmessage = (ev) => this._onMessage(ev.data);
     worker.onerror = (ev) => {
       ev.preventDefault?.();
@@ -150,6 +153,16 @@ export class Database {
   /** Whether this tab's worker holds the repository's files ('owner') or reaches another tab's. */
   get role() {
     return this._role;
+  }
+
+  /** Null, or the SchemaVersionError this application's writes get: the stored schemas are newer than `open()`'s `version`. */
+  get readOnly() {
+    return this._upgrader?.readOnly() ?? null;
+  }
+
+  /** The repository's stored schema version as last read (0: none), or null without `open()`'s `version`. */
+  get schemaVersion() {
+    return this._upgrader?.info?.version ?? null;
   }
 
   /** Whether the browser has granted this origin persistent storage, as last known. */
@@ -232,6 +245,9 @@ export class Database {
         break;
       case 'sync-status':
         this._setSyncStatus(reviveStatus(m.status));
+        break;
+      case 'received':
+        this._upgrader?.afterReceive();
         break;
       case 'background-error': {
         const err = fromWire(m.error);
@@ -756,7 +772,7 @@ function queryText(method, q) {
  * list differ).
  * @type {Record<keyof OpenOptions, true>}
  */
-const OPTION_NAMES = { durability: true, trusted: true, identity: true, schemas: true, recovery: true, quotaBytes: true, sync: true, owner: true, onError: true, storage: true, persist: true };
+const OPTION_NAMES = { durability: true, trusted: true, identity: true, schemas: true, version: true, migrations: true, onMigrationProgress: true, recovery: true, quotaBytes: true, sync: true, owner: true, onError: true, storage: true, persist: true };
 
 /**
  * Check `open()`'s options: InvalidValueError naming the option (`options.<name>`) for an
@@ -810,6 +826,7 @@ function checkOptions(options) {
       default:
     }
   }
+  checkVersionOptions(options, bad);
 }
 
 /**
@@ -857,6 +874,7 @@ export async function open(name, options = {}) {
           quotaBytes: options.quotaBytes,
           owner: options.owner,
           schemas: options.schemas,
+          version: options.version,
           storage: options.storage ?? 'auto',
         },
         wasm: module,
@@ -880,8 +898,11 @@ export async function open(name, options = {}) {
     });
   const db = new Database(name, worker, info, durability, options.onError, await persisted);
   if (options.persist !== false && !db.persisted) db.persist().catch(() => {});
-  if (options.sync != null) {
+  if (options.version !== undefined || options.sync != null) {
     try {
+      // Upgrade and migrate before sync starts (schema-upgrade.js); a MigrationError closes.
+      if (options.version !== undefined) await startSchemas(db, { ...options, version: options.version });
+      if (options.sync == null) return db;
       // Start, do not wait for the server: the database works offline.
       await db._send('sync', [options.sync], none);
     } catch (e) {

@@ -22,6 +22,7 @@
 //                   {type:'live', epoch, changes?, resets?}   live-query updates
 //                   {type:'role', role}                      this tab took over ownership
 //                   {type:'sync-status', status}             sync's state, URL or last error changed
+//                   {type:'received'}                        sync applied commits from a server
 //                   {type:'background-error', error}         a relaxed flush / seal failed
 //                   {type:'closed', error?}
 //                   {type:'verify-thread'}                   start verify()'s helper thread, send its port
@@ -117,6 +118,8 @@ const sync = new SyncManager({
   afterReceive: () => {
     maintenance.schedule();
     live.deliver(live.take());
+    // The page's schema upgrader checks versions and migrates what arrived (schema-upgrade.js).
+    rt.post({ type: 'received' });
   },
   afterPush: () => maintenance.schedule(),
   onStatus: (status) => {

@@ -37,6 +37,12 @@ pub fn to_js(e: &Error) -> JsValue {
             set(&err, "rule", s(rule));
         }
         Error::InvalidSchema { collection, .. } => set(&err, "collection", s(collection)),
+        Error::SchemaVersion {
+            stored, version, ..
+        } => {
+            set(&err, "stored", n(u64::from(*stored)));
+            set(&err, "version", n(u64::from(*version)));
+        }
         Error::TooLarge { size, limit, .. } => {
             set(&err, "size", n(*size));
             set(&err, "limit", n(*limit));

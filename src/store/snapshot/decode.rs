@@ -13,6 +13,7 @@ use crate::commit::{CommitId, PublicKey, PUBLIC_KEY_LEN};
 use crate::error::{Error, Result};
 use crate::graph::{CommitInfo, Graph};
 use crate::item::ItemId;
+use crate::schema::StoredSchema;
 use crate::state::{Collection, State};
 use crate::store::Storage;
 use crate::value::Name;
@@ -229,6 +230,17 @@ fn access_list(r: &mut Reader<'_>) -> Result<Acl> {
         acl.members.insert(k, reg);
     }
     acl.public = register(r, |r| Ok((flag(r)?, flag(r)?)))?;
+    let ns = r.count(2, usize::MAX)?;
+    for _ in 0..ns {
+        let c = crate::codec::utf8(r.lp()?)
+            .ok_or_else(|| r.err("a stored schema's collection is not UTF-8"))?
+            .to_string();
+        let reg = register(r, |r| StoredSchema::from_bytes(&c, r.lp()?))?;
+        if acl.schemas.last_key_value().is_some_and(|(l, _)| *l >= c) {
+            return Err(r.err("stored schemas not strictly ascending"));
+        }
+        acl.schemas.insert(c, reg);
+    }
     Ok(acl)
 }
 

@@ -317,6 +317,12 @@ fn access_list(w: &mut Writer, acl: &Acl) {
         w.u8(u8::from(*read));
         w.u8(u8::from(*write));
     });
+    // Version 7: the stored schemas (docs/design.md §2.4), by collection name.
+    w.varint(acl.schemas.len() as u64);
+    for (c, reg) in &acl.schemas {
+        w.lp(c.as_bytes());
+        register(w, reg, |w, s| w.lp(&s.bytes));
+    }
 }
 
 /// An entry's uncovered writes: count, then each one's commit id, value and covered ids.

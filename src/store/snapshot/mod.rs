@@ -37,12 +37,12 @@ use crate::item::{Item, ItemId};
 use crate::state::State;
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"IBEXSNP1";
-/// Version 6 lists each index block's first and last entries in the index directory (a query
+/// Version 7 adds the stored schemas to every access list (docs/design.md §2.4). Version 6 lists each index block's first and last entries in the index directory (a query
 /// reads only the index blocks it needs); version 5 changed the access lists (each entry keeps its uncovered writes by commit id, not
 /// a stamp; the founder's key) and marks the commits that do not count; version 4 added the persisted secondary indexes; version 3 cut the items into blocks read
 /// on demand; version 2 added the access lists (docs/design.md §8). A file of an older version
 /// is ignored (the log is replayed) and rewritten at the next snapshot.
-pub const SNAPSHOT_VERSION: u32 = 6;
+pub const SNAPSHOT_VERSION: u32 = 7;
 /// Commit flags.
 const F_TRUSTED: u8 = 1;
 const F_SEALED: u8 = 2;

@@ -1,8 +1,8 @@
 // Types of the Node entry `ibexdb/node` (./index.js): the browser Database's methods (ibexdb.d.ts)
 // over memory or files in a directory.
-import type { AggregateQuery, Collection, HistoryEntry, Item, ItemShape, Key, LiveChange, LiveQuery, Members, Page, Query, ReceiveReport, Role, Row, Schema, SyncStatus, Transaction, Value, VerifyReport, Where } from '../ibexdb.js';
+import type { Migration, SchemaVersionError, AggregateQuery, Collection, HistoryEntry, Item, ItemShape, Key, LiveChange, LiveQuery, Members, Page, Query, ReceiveReport, Role, Row, Schema, SyncStatus, Transaction, Value, VerifyReport, Where } from '../ibexdb.js';
 
-export { IbexError, SchemaError, InvalidSchemaError, NotFoundError, InvalidKeyError, InvalidValueError, TooLargeError, StorageError, QuotaExceededError, StorageUnavailableError, ClosedError, CorruptError, SignatureError, QueryError, VerifyError, PanicError, DecodeError, ClockSkewError, ProtocolError, PermissionError, AuthError, LimitError, UnavailableError } from '../ibexdb.js';
+export { IbexError, SchemaError, InvalidSchemaError, SchemaVersionError, MigrationError, NotFoundError, InvalidKeyError, InvalidValueError, TooLargeError, StorageError, QuotaExceededError, StorageUnavailableError, ClosedError, CorruptError, SignatureError, QueryError, VerifyError, PanicError, DecodeError, ClockSkewError, ProtocolError, PermissionError, AuthError, LimitError, UnavailableError } from '../ibexdb.js';
 
 export interface NodeOpenOptions {
   /** 'memory' (the default without `directory`): gone at close(). 'disk': files in `directory`/<name>/. */
@@ -20,6 +20,11 @@ export interface NodeOpenOptions {
   trusted?: boolean;
   identity?: string;
   schemas?: Record<string, Schema>;
+  /** The schema version this application understands (as the browser's `open`, docs/design.md §2.4). */
+  version?: number;
+  /** `{2: (item) => newItem, 3: {tasks: (item) => newItem}}`: run on upgrade, as commits. */
+  migrations?: Record<number, Migration | Record<string, Migration>>;
+  onMigrationProgress?: (progress: { version: number; done: number; total: number }) => void;
   recovery?: 'strict' | 'repair';
   quotaBytes?: number;
   acceptTrusted?: boolean;
@@ -35,6 +40,10 @@ export declare class NodeDatabase {
   readonly durability: 'flush' | 'relaxed';
   readonly storage: 'memory' | 'disk';
   readonly role: 'owner';
+  /** Null, or the SchemaVersionError this application's writes get (the stored schemas are newer). */
+  readonly readOnly: SchemaVersionError | null;
+  /** The repository's stored schema version as last read (0: none); null without `version`. */
+  readonly schemaVersion: number | null;
   get<T extends Item = Item>(key: Key): Promise<T | undefined>;
   getMany<T extends Item = Item>(keys: Key[]): Promise<(T | undefined)[]>;
   put(key: Key, value: Item): Promise<void>;

@@ -34,10 +34,11 @@ import { SyncManager } from '../worker/sync.js';
 import { verifyRepository } from '../worker/verify.js';
 import { waitSynced } from '../sync-wait.js';
 import { diskBackend } from './disk.js';
+import { checkVersionOptions, startSchemas } from '../schema-upgrade.js';
 
 export * from '../errors.js';
 
-const OPTIONS = ['storage', 'directory', 'lockTimeout', 'durability', 'trusted', 'identity', 'schemas', 'recovery', 'quotaBytes', 'acceptTrusted', 'sync', 'onError'];
+const OPTIONS = ['storage', 'directory', 'lockTimeout', 'durability', 'trusted', 'identity', 'schemas', 'version', 'migrations', 'onMigrationProgress', 'recovery', 'quotaBytes', 'acceptTrusted', 'sync', 'onError'];
 
 let wasmReady = false;
 async function prepare() {
@@ -72,6 +73,7 @@ export async function open(name, options = {}) {
   if (options.sync != null && !isSyncUrls(options.sync)) throw bad('sync', 'a ws:// or wss:// URL or a list of them', options.sync);
   const lockTimeout = options.lockTimeout ?? 0;
   if (typeof lockTimeout !== 'number' || !Number.isFinite(lockTimeout) || lockTimeout < 0) throw bad('lockTimeout', 'a number of milliseconds >= 0', lockTimeout);
+  checkVersionOptions(/** @type {any} */ (options), bad);
   await prepare();
   const backend = storage === 'disk' ? diskBackend(/** @type {string} */ (options.directory)) : createMemoryBackend();
   await backend.checkAccess();
@@ -84,8 +86,16 @@ export async function open(name, options = {}) {
       quotaBytes: options.quotaBytes,
       acceptTrusted: options.acceptTrusted,
       schemas: options.schemas,
+      version: options.version,
     }, backend);
     const db = new NodeDatabase(name, engine, durability, storage, release, options.onError);
+    if (options.version !== undefined) {
+      // Upgrade and migrate before sync starts (../schema-upgrade.js); a MigrationError closes.
+      await startSchemas(db, /** @type {any} */ ({ ...options, version: options.version })).catch(async (e) => {
+        await db.close().catch(() => {});
+        throw e;
+      });
+    }
     if (options.sync != null) db.sync(options.sync).catch(() => {});
     return db;
   } catch (e) {
@@ -135,6 +145,8 @@ export class NodeDatabase {
     /** @type {Set<(s: any) => void>} */
     this._syncListeners = new Set();
     this._syncState = null;
+    /** @type {import('../schema-upgrade.js').SchemaUpgrader | null} open()'s `version`: upgrades and migrations */
+    this._upgrader = null;
     this._sync = new SyncManager({
       name,
       engine: () => (this._closed ? null : engine),
@@ -142,6 +154,7 @@ export class NodeDatabase {
       afterReceive: () => {
         this._maintenance.schedule();
         this._deliverLive();
+        this._upgrader?.afterReceive();
       },
       afterPush: () => this._maintenance.schedule(),
       onStatus: (s) => {
@@ -249,6 +262,38 @@ export class NodeDatabase {
       await this._flushing;
     }
     return out;
+  }
+
+  /** Null, or the SchemaVersionError this application's writes get (docs/design.md §2.4). */
+  get readOnly() {
+    return this._upgrader?.readOnly() ?? null;
+  }
+
+  /** The repository's stored schema version as last read, or null without `version`. */
+  get schemaVersion() {
+    return this._upgrader?.info?.version ?? null;
+  }
+
+  /**
+   * The schema upgrader's engine calls (../schema-upgrade.js), as the browser's worker ops.
+   * @param {string} op @param {any[]} args @param {(payload: any) => any} dec
+   */
+  _send(op, args, dec) {
+    const e = this._engine;
+    switch (op) {
+      case 'schemaInfo':
+        return this._run(() => dec(e.schemaInfo()));
+      case 'checkMigrated':
+        return this._run(() => dec(e.checkMigrated(args[0], args[1])));
+      case 'olderCommitsSince':
+        return this._run(() => dec(e.olderCommitsSince(args[0], args[1])));
+      case 'migrationPending':
+        return this._run(() => dec(e.migrationPending(args[0], args[1], args[2])));
+      case 'storeSchemas':
+        return this._write(() => dec(e.storeSchemas(args[0], args[1])));
+      default:
+        return Promise.reject(new Error(`unknown op ${op}`));
+    }
   }
 
   // ----- reads

@@ -58,6 +58,12 @@ export const OPS = Object.freeze({
   setPublic: op((cx, /** @type {boolean} */ read, /** @type {boolean} */ write) => cx.engine.setPublic(read, write), true),
   // ----- schemas, durability, integrity, identity
   defineSchema: op((cx, /** @type {string} */ collection, /** @type {string} */ schemaJson) => cx.engine.defineSchemaJson(collection, schemaJson)),
+  // Stored schemas and migrations (docs/design.md §2.4; the page runs the migrations: schema-upgrade.js).
+  schemaInfo: op((cx) => cx.engine.schemaInfo()),
+  storeSchemas: op((cx, /** @type {number} */ version, /** @type {string} */ schemasJson) => cx.engine.storeSchemas(version, schemasJson), true),
+  checkMigrated: op((cx, /** @type {string} */ collection, /** @type {string} */ rowsJson) => cx.engine.checkMigrated(collection, rowsJson)),
+  olderCommitsSince: op((cx, /** @type {number} */ since, /** @type {number} */ target) => cx.engine.olderCommitsSince(since, target)),
+  migrationPending: op((cx, /** @type {string} */ collection, /** @type {string} */ stepsJson, /** @type {number} */ target) => cx.engine.migrationPending(collection, stepsJson, target)),
   flush: op(async (cx) => {
     cx.engine.flush();
     await cx.engine.durable();

@@ -221,7 +221,7 @@ export class Ownership {
   /** Open the files and serve the other tabs; as a former client, take over this page's state. */
   async _becomeOwner() {
     const rt = this.rt;
-    rt.engine = await openEngine(rt.name, { ...rt.options, schemas: undefined }, this.backend ?? undefined);
+    rt.engine = await openEngine(rt.name, { ...rt.options, appSchemas: rt.options.schemas, schemas: undefined }, this.backend ?? undefined);
     for (const [c, s] of this.pageSchemas) rt.engine.defineSchemaJson(c, s);
     this.live.newEpoch();
     const wasClient = this.role === 'client';

@@ -7,7 +7,8 @@
 //!
 //! The methods are grouped by job, one `#[wasm_bindgen] impl Engine` block per file: opening
 //! and identity here, `read.rs` (items, queries, history), `write.rs` (writes and schemas),
-//! `live.rs` (live queries), `maintenance.rs` (flush, seal, snapshot, stats), `verify.rs`
+//! `schemas.rs` (stored
+//! schema versions, upgrades, pending migrations), `live.rs` (live queries), `maintenance.rs` (flush, seal, snapshot, stats), `verify.rs`
 //! (`verify`, and its WebCrypto form), `access.rs` (grants, revocations, members) and
 //! `exchange.rs` (bundles); sync is in `../sync.rs`.
 
@@ -16,6 +17,7 @@ mod exchange;
 mod live;
 mod maintenance;
 mod read;
+mod schemas;
 mod verify;
 mod write;
 

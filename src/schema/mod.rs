@@ -1,5 +1,13 @@
 //! Optional per-collection schemas: field types, required fields, defaults, declared indexes.
 //! A write that breaks the schema is rejected with an error naming the field and the rule.
+//! `stored.rs`: schemas stored in the repository (the reserved collection `_schema`,
+//! versioned, docs/design.md §2.4) and the check of a received change against one.
+
+mod stored;
+
+pub use stored::{
+    check_change, parse_schema_change, schema_value, SchemaWrite, StoredSchema, SCHEMA_COLLECTION,
+};
 
 use crate::error::{Error, Result};
 use crate::value::{Map, Name, Value};
