@@ -610,7 +610,7 @@ serve({
     },
     /** Every match {id, title}, best first (BM25 rank order). @param {string} text */
     search(text) {
-      const rows = JSON.parse(eng.queryJson(JSON.stringify({ collection: 'docs', where: { title: { match: text } } })));
+      const rows = parseText(eng.queryJson(JSON.stringify({ collection: 'docs', where: { title: { match: text } } })));
       const out = new Array(rows.length);
       for (let i = 0; i < rows.length; i++) out[i] = { id: Number(rows[i][0]), title: rows[i][1].title };
       return out;
@@ -622,7 +622,7 @@ serve({
     },
     title(id) {
       const t = eng.getJson(`docs/${pad(id)}`);
-      return t === undefined ? undefined : JSON.parse(t).title;
+      return t === undefined ? undefined : parseText(t).title;
     },
   },
 
