@@ -121,6 +121,15 @@ impl ColdBlocks {
         *self = ColdBlocks::default();
     }
 
+    /// The cold blocks moved in the file: `to(offset)` is each one's new offset.
+    pub fn relocate(&mut self, to: &dyn Fn(u64) -> u64) {
+        for (b, loaded) in self.all.iter_mut().zip(&self.loaded) {
+            if !loaded {
+                b.offset = to(b.offset);
+            }
+        }
+    }
+
     fn compact(&mut self) {
         let mut flags = self.loaded.iter();
         self.all.retain(|_| !flags.next().unwrap());
@@ -176,6 +185,13 @@ impl CleanBlocks {
     /// Bytes of the snapshot file they occupy.
     pub fn bytes(&self) -> u64 {
         self.0.values().map(|b| u64::from(b.len)).sum()
+    }
+
+    /// The blocks moved in the file: `to(offset)` is each block's new offset.
+    pub fn relocate(&mut self, to: &dyn Fn(u64) -> u64) {
+        for b in self.0.values_mut() {
+            b.offset = to(b.offset);
+        }
     }
 
     /// After a snapshot was written: exactly `blocks` hold loaded items unchanged.

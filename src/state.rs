@@ -245,6 +245,28 @@ impl State {
         self.cold = kept.then(|| Box::new(tables));
     }
 
+    /// Where the cold and clean item blocks are in the snapshot file, as (offset, len).
+    pub(crate) fn kept_blocks(&self) -> Vec<(u64, u32)> {
+        let mut out = Vec::new();
+        for c in self.collections.values() {
+            out.extend(
+                c.cold
+                    .iter()
+                    .chain(c.clean.iter())
+                    .map(|b| (b.offset, b.len)),
+            );
+        }
+        out
+    }
+
+    /// The cold and clean blocks moved in the file: `to(offset)` is each one's new offset.
+    pub(crate) fn relocate_blocks(&mut self, to: &dyn Fn(u64) -> u64) {
+        for c in self.collections.values_mut() {
+            c.cold.relocate(to);
+            c.clean.relocate(to);
+        }
+    }
+
     /// The snapshot file no longer holds the loaded items (it was emptied, or its write
     /// failed): no block is clean.
     pub(crate) fn forget_clean(&mut self) {

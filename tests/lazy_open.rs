@@ -511,3 +511,106 @@ fn an_unfiltered_aggregate_after_open_reads_its_field_in_the_blocks_without_load
     assert_eq!(lazy.aggregate(&q).unwrap(), full.aggregate(&q).unwrap());
     lazy.verify().unwrap();
 }
+
+/// A lazily opened repository over fault-injecting copies of `build`'s files in which most
+/// blocks changed: updates of the first 70% of every collection's items (the other 30% stay
+/// cold). Its next snapshot compacts the file. Returns it, its storages and its hash.
+fn mostly_changed(seed: u64) -> (Repo<FaultStorage>, FaultStorage, FaultStorage, [u8; 32]) {
+    let (log, snap) = build(seed, 0);
+    let log = FaultStorage::from_bytes(log.bytes.lock().unwrap().clone());
+    let snap = FaultStorage::from_bytes(snap.bytes.lock().unwrap().clone());
+    let mut r = Repo::open(log.clone(), Some(snap.clone()), signed(1)).unwrap();
+    for c in COLLECTIONS {
+        let mut t = Txn::new();
+        for i in 0..N * 7 / 10 {
+            let patch = ibexdb::map! {"count" => (i + seed) as i64};
+            t.update(&format!("{c}/{:05}", i * 2), patch.as_map())
+                .unwrap();
+        }
+        r.commit(t).unwrap();
+    }
+    r.seal().unwrap();
+    r.flush().unwrap();
+    let mut copy = Repo::open(MemStorage::from_bytes(log.live_bytes()), None, signed(1)).unwrap();
+    let hash = copy.state_hash().unwrap();
+    (r, log, snap, hash)
+}
+
+#[test]
+fn a_snapshot_with_most_blocks_changed_compacts_the_file_and_moves_the_cold_blocks() {
+    let (mut r, log, snap, hash) = mostly_changed(13);
+    let before = snap.live_bytes().len();
+    let cold = r.state().collection("notes").unwrap().cold().len();
+    assert!(cold > 0);
+    r.write_snapshot().unwrap();
+    // Compacted, not rewritten: the cold blocks are still cold, and moved.
+    assert_eq!(r.state().collection("notes").unwrap().cold().len(), cold);
+    assert!(
+        snap.live_bytes().len() < before + before / 2,
+        "{} vs {before}",
+        snap.live_bytes().len()
+    );
+    // The moved cold blocks load from their new places (a failed load would rebuild from the log).
+    r.load_all().unwrap();
+    assert!(r.open_report().from_snapshot, "the moved blocks load");
+    assert_eq!(r.state_hash().unwrap(), hash);
+    r.verify().unwrap();
+    // And a reopen reads the compacted file.
+    let mut again = Repo::open(
+        MemStorage::from_bytes(log.live_bytes()),
+        Some(MemStorage::from_bytes(snap.live_bytes())),
+        signed(1),
+    )
+    .unwrap();
+    assert!(again.open_report().from_snapshot);
+    assert_eq!(again.state_hash().unwrap(), hash);
+    assert!(
+        again.open_report().from_snapshot,
+        "every block loads from the compacted file"
+    );
+    again.verify().unwrap();
+}
+
+#[test]
+fn a_compaction_cut_anywhere_leaves_a_usable_or_ignored_file() {
+    let (mut r, log, snap, hash) = mostly_changed(14);
+    snap.fail_flush_after(0);
+    assert!(matches!(r.write_snapshot(), Err(Error::Storage(_))));
+    let writes = snap.unflushed_writes();
+    assert!(writes >= 3, "footer, moves, meta: {writes} writes");
+    for keep in 0..=writes {
+        let torn = match snap.unflushed_write_len(keep) {
+            Some(len) if len > 0 => vec![None, Some(1), Some(len / 2), Some(len - 1)],
+            _ => vec![None],
+        };
+        for t in torn {
+            let img = snap.crash_image(keep, t);
+            let mut again = Repo::open(
+                MemStorage::from_bytes(log.durable_bytes()),
+                Some(MemStorage::from_bytes(img)),
+                signed(1),
+            )
+            .unwrap();
+            let what = format!("keep {keep} of {writes}, torn {t:?}");
+            assert_eq!(again.state_hash().unwrap(), hash, "{what}");
+            again.verify().unwrap_or_else(|e| panic!("{what}: {e}"));
+        }
+    }
+    // The repository that saw the failure goes on.
+    snap.clear_faults();
+    assert_eq!(r.state_hash().unwrap(), hash);
+    r.write_snapshot().unwrap();
+    r.verify().unwrap();
+}
+
+#[test]
+fn a_compaction_whose_moves_fail_rebuilds_from_the_log_and_loses_nothing() {
+    let (mut r, _log, snap, hash) = mostly_changed(15);
+    // The footer is cleared, then the first move fails.
+    snap.fail_write_after(1);
+    assert!(matches!(r.write_snapshot(), Err(Error::Storage(_))));
+    snap.clear_faults();
+    assert_eq!(r.state_hash().unwrap(), hash);
+    r.write_snapshot().unwrap();
+    r.verify().unwrap();
+}

@@ -386,23 +386,29 @@ impl<S: Storage> Repo<S> {
     /// the blocks it can keep (cold ones, and loaded ones no change touched since) are at
     /// least half of the file, the snapshot is appended to it: the changed items as new blocks
     /// and a new meta section (the kept blocks stay where they are, so the cost follows what
-    /// changed, not the repository's size). Otherwise every item is loaded and the file
-    /// rewritten.
+    /// changed, not the repository's size). Otherwise the file is compacted: the kept blocks
+    /// move down to its start as they are, and the rest is appended after them; with no block
+    /// to keep, every item is loaded and the file rewritten.
     pub fn write_snapshot(&mut self) -> Result<bool> {
         if self.snap.is_none() {
             return Ok(false);
         }
         self.flush()?;
-        let cold = self.graph.state.kept_block_bytes() + self.kept_index_bytes();
-        let append = (cold > 0 && self.snapshot_len > 0 && 2 * cold >= self.snapshot_len)
+        let blocks = self.graph.state.kept_block_bytes();
+        let cold = blocks + self.kept_index_bytes();
+        let mut append = (cold > 0 && self.snapshot_len > 0 && 2 * cold >= self.snapshot_len)
             .then_some(self.snapshot_len);
+        let compact = append.is_none() && blocks > 0 && self.snapshot_len > 0;
         if append.is_none() {
-            self.warm_all()?;
-            // The file is rewritten: no index and no loaded block may stay listed in it.
+            // No index may keep blocks in a file that is compacted or rewritten.
             self.materialize_all_indexes();
-            self.graph.state.forget_clean();
         } else {
             self.materialize_touched_indexes();
+        }
+        if append.is_none() && !compact {
+            self.warm_all()?;
+            // Rewritten: no loaded block may stay listed in the file.
+            self.graph.state.forget_clean();
         }
         let log_len = self.log.len();
         // Until the write completes, the file holds no snapshot of this log.
@@ -410,8 +416,12 @@ impl<S: Storage> Repo<S> {
         if append.is_none() {
             self.snapshot_len = 0;
         }
+        if compact {
+            append = Some(self.compact_snapshot()?);
+        }
         let kept = &self.snap_indexes;
-        let persist = indexes::to_persist(&self.query, &self.graph.state, kept, append.is_some());
+        let keep_indexes = append.is_some() && !compact;
+        let persist = indexes::to_persist(&self.query, &self.graph.state, kept, keep_indexes);
         let s = self.snap.as_mut().unwrap();
         let log = (log_len, self.log.storage());
         let (end, indexes, blocks) =
@@ -444,6 +454,27 @@ impl<S: Storage> Repo<S> {
             .snapshot_written(blocks.blocks, blocks.tables);
         self.graph.state.untouch();
         Ok(true)
+    }
+
+    /// Move the kept item blocks down to the start of the snapshot file (`snapshot::compact`)
+    /// and point the state at their new places; returns where the rest of the snapshot goes.
+    /// If a move fails, no block of the file can be trusted: the state is rebuilt from the log.
+    fn compact_snapshot(&mut self) -> Result<u64> {
+        let s = self.snap.as_mut().expect("a snapshot file");
+        match snapshot::compact(s, &self.graph.state.kept_blocks()) {
+            Ok((moved, end)) => {
+                self.graph.state.relocate_blocks(&|o| moved[&o]);
+                self.snapshot_len = end;
+                Ok(end)
+            }
+            Err(e) => {
+                let _ = s.truncate(0).and_then(|()| s.flush());
+                self.graph.state.forget_clean();
+                self.snap_indexes.clear();
+                self.rebuild_from_log()?;
+                Err(e)
+            }
+        }
     }
 
     /// Size of the snapshot file.

@@ -101,6 +101,59 @@ pub fn write_for<S: Storage, D: Storage>(
     Ok((end, indexes, blocks))
 }
 
+/// Compaction, the first half of a snapshot that would otherwise rewrite the file: move the
+/// kept item `blocks` ((offset, len), any order) down to the start of the file, in file order,
+/// as they are (no decoding), and return where each went (old offset → new offset) and the end
+/// of the last one, where the rest of the snapshot is appended. The footer is cleared first, so
+/// a crash in between leaves a file that open ignores (the log is replayed). Reads take runs of
+/// contiguous blocks at once and writes go out in pieces of up to [`MOVE_BYTES`]; a block's
+/// new place never lies past its old one, so no read finds bytes already overwritten.
+pub fn compact<S: Storage>(
+    dst: &mut S,
+    blocks: &[(u64, u32)],
+) -> Result<(std::collections::HashMap<u64, u64>, u64)> {
+    let len = dst.len()?;
+    if len >= FOOT_LEN {
+        dst.write_at(len - FOOT_LEN, &[0; FOOT_LEN as usize])?;
+    }
+    let mut sorted = blocks.to_vec();
+    sorted.sort_unstable();
+    let mut moved = std::collections::HashMap::with_capacity(sorted.len());
+    let (mut out, mut at) = (Vec::with_capacity(MOVE_BYTES), HEAD_BYTES);
+    let mut i = 0;
+    while i < sorted.len() {
+        // A run of blocks contiguous in the file, read at once (up to MOVE_BYTES).
+        let (start, mut end) = (sorted[i].0, sorted[i].0 + u64::from(sorted[i].1));
+        let mut j = i + 1;
+        while j < sorted.len() && sorted[j].0 == end && end - start < MOVE_BYTES as u64 {
+            end += u64::from(sorted[j].1);
+            j += 1;
+        }
+        let to = at + out.len() as u64;
+        for &(off, _) in &sorted[i..j] {
+            moved.insert(off, to + (off - start));
+        }
+        let n = usize::try_from(end - start).expect("a run fits in memory");
+        let from = out.len();
+        out.resize(from + n, 0);
+        dst.read_at(start, &mut out[from..])?;
+        if out.len() >= MOVE_BYTES {
+            dst.write_at(at, &out)?;
+            at += out.len() as u64;
+            out.clear();
+        }
+        i = j;
+    }
+    dst.write_at(at, &out)?;
+    Ok((moved, at + out.len() as u64))
+}
+
+/// Compaction moves blocks in pieces of this size.
+const MOVE_BYTES: usize = 1 << 20;
+/// The header (magic, version) and footer (meta offset, CRC) sizes (decode.rs reads them).
+const HEAD_BYTES: u64 = 12;
+const FOOT_LEN: u64 = 12;
+
 /// Whether the snapshot in `src` (whose meta section is `d`) holds exactly `graph` (every
 /// item loaded) as the replay of the first `d.log_len` bytes of `log`: the same anchor, commit
 /// table, heads, seal bookkeeping, access lists and items. Items are compared a block at a
