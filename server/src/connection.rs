@@ -73,6 +73,8 @@ async fn upgrade(server: &Server, tcp: TcpStream) -> Option<(Socket, Watch, Bear
         .max_frame_size(Some(max));
     let (io, watch) = Watched::new(Prefixed::new(head, io));
     let mut bearer = Bearer::Missing;
+    // The error type is tungstenite's (an HTTP response); this callback never returns one.
+    #[allow(clippy::result_large_err)]
     let read_token = |req: &WsRequest, mut resp: WsResponse| {
         let (b, offered) = auth::bearer(req.headers());
         bearer = b;
