@@ -255,6 +255,20 @@ async fn a_good_token_syncs_end_to_end() {
         assert!(owner.step(WAIT).await, "the owner hears the member's write");
     }
     assert!(stored(&server).iter().any(|f| f == "team-a.log"));
+
+    // A token does not stand in for the access list: team-b is private to its founder, and a
+    // session whose token names it but whose key is no member gets the list's answer.
+    let mut founder = Peer::new(1, "team-b");
+    founder.write();
+    let token = idp.es256(&claims(&["team-b"], true));
+    founder.ws = Some(dial(&url, &Bearer::Header(token)).await);
+    founder.client.set_url(&url);
+    founder.client.connect();
+    founder.push().await;
+    founder.settle(1).await;
+    let token = Bearer::Header(idp.es256(&claims(&["team-*"], false)));
+    let got = attempt(&url, &token, "team-b", false).await;
+    assert_eq!(got, "Permission:cannot-read");
 }
 
 /// Every bad token, and every request its claims do not allow: a typed `AuthError` the
