@@ -138,6 +138,11 @@ impl Auth {
         })
     }
 
+    /// How many keys the JWKS gave (0 in the start log line: no tokens required).
+    pub fn key_count(&self) -> usize {
+        self.keys.len()
+    }
+
     /// Check a connection's token at `now_s` (Unix seconds): what it grants, or the refusal.
     pub fn check(&self, bearer: &Bearer, now_s: u64) -> Result<Grant, Refusal> {
         let token = match bearer {

@@ -103,6 +103,7 @@ pub async fn run(cfg: Config) -> i32 {
             ("listen", &addr),
             ("scheme", &scheme),
             ("store", &store_name(&server.cfg.store)),
+            ("auth", &server.auth.as_ref().map_or(0, |a| a.key_count())),
         ],
     );
     if let Backend::Postgres(pg) = &backend {

@@ -336,6 +336,12 @@ async fn bad_tokens_are_refused_and_nothing_is_stored() {
         ),
         ("team-huge", h("a".repeat(9000)), "token-too-large", true),
         (
+            "team-confused",
+            h(idp.sign("RS256", "es1", &good, false)),
+            "unknown-key",
+            true,
+        ),
+        (
             "team-protocol-forged",
             Bearer::Protocol(idp.sign("ES256", "es1", &good, true)),
             "token-invalid",
@@ -359,6 +365,10 @@ async fn bad_tokens_are_refused_and_nothing_is_stored() {
         let got = attempt(&url, bearer, repo, *create).await;
         assert_eq!(&got, kind, "{repo}");
     }
+    assert!(
+        server.log_text().contains("auth=2"),
+        "the start line counts the keys"
+    );
     let files = stored(&server);
     for (repo, ..) in &cases {
         assert!(
