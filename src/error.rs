@@ -155,6 +155,26 @@ pub enum AuthErrorKind {
     WrongServer,
     /// The answer or its key could not be parsed.
     Malformed,
+    /// The server requires a bearer token (`--auth-jwks`) and the connection offered none.
+    TokenMissing,
+    /// The bearer token is longer than the server accepts; refused unparsed.
+    TokenTooLarge,
+    /// The bearer token is malformed, uses another algorithm, or its signature does not verify.
+    TokenInvalid,
+    /// The bearer token's `exp` has passed.
+    TokenExpired,
+    /// The bearer token's `nbf` lies ahead.
+    TokenNotYetValid,
+    /// The bearer token's `aud` does not name this server's audience.
+    WrongAudience,
+    /// The bearer token's `iss` is not the configured issuer.
+    WrongIssuer,
+    /// The bearer token names a key (`kid`) the server does not hold.
+    UnknownKey,
+    /// The bearer token's claims do not name the repository.
+    TokenScope,
+    /// The bearer token's claims do not allow creating a repository.
+    TokenCannotCreate,
 }
 
 impl AuthErrorKind {
@@ -166,6 +186,16 @@ impl AuthErrorKind {
             AuthErrorKind::Stale => "stale",
             AuthErrorKind::WrongServer => "wrong-server",
             AuthErrorKind::Malformed => "malformed",
+            AuthErrorKind::TokenMissing => "token-missing",
+            AuthErrorKind::TokenTooLarge => "token-too-large",
+            AuthErrorKind::TokenInvalid => "token-invalid",
+            AuthErrorKind::TokenExpired => "token-expired",
+            AuthErrorKind::TokenNotYetValid => "token-not-yet-valid",
+            AuthErrorKind::WrongAudience => "wrong-audience",
+            AuthErrorKind::WrongIssuer => "wrong-issuer",
+            AuthErrorKind::UnknownKey => "unknown-key",
+            AuthErrorKind::TokenScope => "token-scope",
+            AuthErrorKind::TokenCannotCreate => "token-cannot-create",
         }
     }
 }
@@ -629,10 +659,34 @@ pub(crate) mod tests {
             A::Stale,
             A::WrongServer,
             A::Malformed,
+            A::TokenMissing,
+            A::TokenTooLarge,
+            A::TokenInvalid,
+            A::TokenExpired,
+            A::TokenNotYetValid,
+            A::WrongAudience,
+            A::WrongIssuer,
+            A::UnknownKey,
+            A::TokenScope,
+            A::TokenCannotCreate,
         ];
         for k in &auth {
             match k {
-                A::BadSignature | A::Replayed | A::Stale | A::WrongServer | A::Malformed => {}
+                A::BadSignature
+                | A::Replayed
+                | A::Stale
+                | A::WrongServer
+                | A::Malformed
+                | A::TokenMissing
+                | A::TokenTooLarge
+                | A::TokenInvalid
+                | A::TokenExpired
+                | A::TokenNotYetValid
+                | A::WrongAudience
+                | A::WrongIssuer
+                | A::UnknownKey
+                | A::TokenScope
+                | A::TokenCannotCreate => {}
             }
         }
         let names = |v: Vec<&'static str>| v.into_iter().map(String::from).collect();

@@ -58,6 +58,10 @@ pub struct Config {
     pub pg_connections: usize,
     /// Longest wait for one PostgreSQL operation (connect, query, commit).
     pub pg_timeout: Duration,
+    /// Bearer tokens (docs/design.md §12.4): the JWKS file, the audience, the issuer.
+    pub auth_jwks: Option<PathBuf>,
+    pub auth_audience: Option<String>,
+    pub auth_issuer: Option<String>,
 }
 
 /// One flag: name, value name (empty for a switch), default shown in `--help`, description.
@@ -280,6 +284,24 @@ const FLAGS: &[Flag] = &[
         "10000",
         "on SIGTERM, wait this long for connections to finish",
     ),
+    (
+        "--auth-jwks",
+        "FILE",
+        "none",
+        "a JWKS (JSON) of the app's identity provider: every connection must present a bearer token it signed (ES256, RS256); its ibexdb_repos and ibexdb_create claims bound what it may open or create",
+    ),
+    (
+        "--auth-audience",
+        "AUD",
+        "none",
+        "the aud a bearer token must name (required with --auth-jwks)",
+    ),
+    (
+        "--auth-issuer",
+        "ISS",
+        "any",
+        "the iss a bearer token must carry",
+    ),
     ("--help", "", "", "print this help"),
 ];
 
@@ -342,6 +364,9 @@ impl Config {
             shutdown_timeout: Duration::from_secs(10),
             pg_connections: 16,
             pg_timeout: Duration::from_secs(5),
+            auth_jwks: None,
+            auth_audience: None,
+            auth_issuer: None,
         }
     }
 
@@ -444,6 +469,9 @@ impl Config {
             "--shutdown-timeout-ms" => self.shutdown_timeout = ms(name, v)?,
             "--pg-connections" => self.pg_connections = int(name, v)? as usize,
             "--pg-timeout-ms" => self.pg_timeout = ms(name, v)?,
+            "--auth-jwks" => self.auth_jwks = Some(PathBuf::from(v)),
+            "--auth-audience" => self.auth_audience = Some(v.to_string()),
+            "--auth-issuer" => self.auth_issuer = Some(v.to_string()),
             _ => unreachable!("flag {name} listed but not handled"),
         }
         Ok(())
@@ -457,6 +485,12 @@ impl Config {
         }
         if self.push_bytes_burst < self.max_message_bytes as f64 {
             return Err("--push-bytes-burst must be at least --max-message-bytes".into());
+        }
+        if self.auth_jwks.is_some() != self.auth_audience.is_some() {
+            return Err("--auth-jwks and --auth-audience go together".into());
+        }
+        if self.auth_issuer.is_some() && self.auth_jwks.is_none() {
+            return Err("--auth-issuer needs --auth-jwks".into());
         }
         if self.tls_cert.is_some() != self.tls_key.is_some() {
             return Err("--tls-cert and --tls-key go together".into());
@@ -538,6 +572,13 @@ mod tests {
         assert!(Config::parse(args("--data d --nope")).is_err());
         assert!(Config::parse(args("--data d --max-repos x")).is_err());
         assert!(Config::parse(args("--data d --tls-cert c")).is_err());
+        assert!(Config::parse(args("--data d --auth-jwks k.json")).is_err());
+        assert!(Config::parse(args("--data d --auth-audience a")).is_err());
+        assert!(Config::parse(args("--data d --auth-issuer i")).is_err());
+        let a = Config::parse(args("--data d --auth-jwks k.json --auth-audience a"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.auth_audience.as_deref(), Some("a"));
         assert!(Config::parse(args("--data d --max-message-bytes 999999999")).is_err());
         // --batch-bytes is a flag (it was validated but missing from FLAGS: refused as unknown).
         let b = Config::parse(args("--data d --batch-bytes 262144"))

@@ -4,6 +4,7 @@
 //! the last one (back-pressure), within the connection's push budget; silence is met with a
 //! ping, then closed. Every refusal is sent as an `Error` before the close.
 
+use crate::auth::{self, Bearer, Grant};
 use crate::found;
 use crate::frame_watch::{Watch, Watched};
 use crate::frames;
@@ -30,6 +31,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio::time::{sleep_until, timeout_at, Instant};
+use tokio_tungstenite::tungstenite::handshake::server::{
+    Request as WsRequest, Response as WsResponse,
+};
+use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message as Ws};
 use tokio_tungstenite::WebSocketStream;
@@ -42,8 +47,9 @@ const READ_BUFFER: usize = 8 << 10;
 /// How long a closing connection waits for the peer to take its last message (`linger`).
 const LINGER: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// TLS, then the HTTP request; `None` when it was plain HTTP (answered) or failed.
-async fn upgrade(server: &Server, tcp: TcpStream) -> Option<(Socket, Watch)> {
+/// TLS, then the HTTP request; `None` when it was plain HTTP (answered) or failed. Also the
+/// bearer token the request offered (`auth`).
+async fn upgrade(server: &Server, tcp: TcpStream) -> Option<(Socket, Watch, Bearer)> {
     let mut io: BoxIo = match &server.tls {
         Some(acceptor) => crate::tls::accept(acceptor, tcp).await?,
         None => Box::new(tcp),
@@ -66,17 +72,31 @@ async fn upgrade(server: &Server, tcp: TcpStream) -> Option<(Socket, Watch)> {
         .max_message_size(Some(max))
         .max_frame_size(Some(max));
     let (io, watch) = Watched::new(Prefixed::new(head, io));
-    let ws = tokio_tungstenite::accept_async_with_config(io, Some(config))
+    let mut bearer = Bearer::Missing;
+    // The error type is tungstenite's (an HTTP response); this callback never returns one.
+    #[allow(clippy::result_large_err)]
+    let read_token = |req: &WsRequest, mut resp: WsResponse| {
+        let (b, offered) = auth::bearer(req.headers());
+        bearer = b;
+        if offered {
+            // A browser offering `ibexdb` (beside `ibexdb.bearer.TOKEN`) wants one answered.
+            let v = HeaderValue::from_static(auth::PROTOCOL);
+            resp.headers_mut().insert("sec-websocket-protocol", v);
+        }
+        Ok(resp)
+    };
+    let ws = tokio_tungstenite::accept_hdr_async_with_config(io, read_token, Some(config))
         .await
         .ok()?;
-    Some((ws, watch))
+    Some((ws, watch, bearer))
 }
 
 /// Serve one accepted TCP connection to its end.
 pub async fn serve(server: Arc<Server>, tcp: TcpStream, peer: SocketAddr, guard: ConnGuard) {
     let _ = tcp.set_nodelay(true);
     let deadline = Instant::now() + server.cfg.handshake_timeout;
-    let Ok(Some((ws, mut watch))) = timeout_at(deadline, upgrade(&server, tcp)).await else {
+    let Ok(Some((ws, mut watch, bearer))) = timeout_at(deadline, upgrade(&server, tcp)).await
+    else {
         return;
     };
     let mut session = Session {
@@ -106,7 +126,7 @@ pub async fn serve(server: Arc<Server>, tcp: TcpStream, peer: SocketAddr, guard:
         &mut watch,
         &out,
         &mut session,
-        deadline,
+        (deadline, &bearer),
     )
     .await;
     let why = match &ended {
@@ -177,11 +197,20 @@ async fn session_run<S>(
     watch: &mut Watch,
     out: &Arc<Outbox>,
     session: &mut Session,
-    deadline: Instant,
+    (deadline, bearer): (Instant, &Bearer),
 ) -> (Ended, Option<String>)
 where
     S: Stream<Item = Result<Ws, WsError>> + Unpin,
 {
+    // The bearer token first (`--auth-jwks`): a refused one ends the connection before the
+    // handshake, with nothing read, opened or stored.
+    let grant = match &server.auth {
+        Some(auth) => match auth.check(bearer, now_s()) {
+            Ok(g) => Some(g),
+            Err(r) => return (Ended::Refused(r), None),
+        },
+        None => None,
+    };
     let max = server.cfg.max_message_bytes;
     let expect = handshake::Expect {
         hosts: &server.hosts,
@@ -206,7 +235,10 @@ where
         }
     };
     let name = hello.repo.clone();
-    let ended = match subscribe(server, source, out, session, hello).await {
+    if let Some(Err(r)) = grant.as_ref().map(|g| g.may_open(&name)) {
+        return (Ended::Refused(r), Some(name));
+    }
+    let ended = match subscribe(server, source, out, session, hello, grant.as_ref()).await {
         Ok(repo) => {
             let ended = read_loop(server, source, watch, out, &repo, session).await;
             repo.send(Cmd::Leave { conn: session.conn });
@@ -226,6 +258,7 @@ async fn subscribe<S>(
     out: &Arc<Outbox>,
     session: &Session,
     hello: Hello,
+    grant: Option<&Grant>,
 ) -> Result<RepoHandle, Ended>
 where
     S: Stream<Item = Result<Ws, WsError>> + Unpin,
@@ -242,6 +275,9 @@ where
         (true, _) => None,
         (false, false) => return Err(Ended::Refused(found::not_found(&hello.repo))),
         (false, true) => {
+            if let Some(Err(r)) = grant.map(|g| g.may_create(&hello.repo)) {
+                return Err(Ended::Refused(r));
+            }
             let f = found::read_founding(
                 &server.cfg,
                 &server.budgets,
@@ -293,6 +329,12 @@ where
     }
     let _ = created.await;
     Ok(repo)
+}
+
+fn now_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 fn shutting_down() -> Ended {

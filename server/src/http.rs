@@ -5,8 +5,10 @@ use crate::metrics::Metrics;
 use std::io;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-/// Longest request head read (bytes).
-const MAX_HEAD: usize = 8192;
+/// Longest request head read (bytes): room for a bearer token of `auth::MAX_TOKEN_BYTES` and
+/// more, so that a token just past that bound is refused as such (a typed refusal), not as a
+/// bad request.
+const MAX_HEAD: usize = 16384;
 
 pub enum Request {
     Upgrade,

@@ -20,6 +20,7 @@
 //! | `start`       | start, serve until a signal, graceful shutdown                         |
 //! | `server`      | what every connection shares                                           |
 //! | `listener`    | the accept loop: connection limits, back-off on accept errors          |
+//! | `auth`        | bearer tokens (`--auth-jwks`): JWT checks, claims to repositories      |
 //! | `tls`         | the rustls acceptor for `wss://`; the bytes a handshake may read       |
 //! | `stream`      | TCP or TLS behind one type; replaying the request head                 |
 //! | `http`        | the request head: WebSocket upgrade, or `GET /healthz`, `GET /metrics` |
@@ -49,6 +50,7 @@
 //! `session`, `outbox`, `metrics`, `log`, …) name none of them.
 
 mod addr;
+mod auth;
 mod backend;
 mod config;
 mod connection;

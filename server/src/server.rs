@@ -1,6 +1,7 @@
 //! What every connection of the server shares: the configuration, the store, the open
 //! repositories, the connection limits, the shutdown flag, TLS. Made by `start`.
 
+use crate::auth::Auth;
 use crate::backend::Backend;
 use crate::config::Config;
 use crate::limits::{ConnLimiter, CreateLimiter, PushBudgets};
@@ -24,6 +25,8 @@ pub struct Server {
     pub creates: Arc<CreateLimiter>,
     pub shutdown: Shutdown,
     pub tls: Option<TlsAcceptor>,
+    /// Bearer-token checks (`--auth-jwks`), if configured.
+    pub auth: Option<Auth>,
     pub refusing: Arc<Semaphore>,
     /// The `host:port` forms a session proof may name (`Config::hosts`).
     pub hosts: Vec<String>,

@@ -2,6 +2,7 @@
 //! until SIGTERM or Ctrl-C, then shut down gracefully (stop accepting, let connections finish
 //! their pushes and tell them, close every repository with a snapshot) and return.
 
+use crate::auth::Auth;
 use crate::backend::Backend;
 use crate::config::{Config, Store};
 use crate::limits::{ConnLimiter, CreateLimiter, PushBudgets};
@@ -44,6 +45,16 @@ pub async fn run(cfg: Config) -> i32 {
         },
         _ => None,
     };
+    let auth = match (&cfg.auth_jwks, &cfg.auth_audience) {
+        (Some(jwks), Some(aud)) => match Auth::load(jwks, aud, cfg.auth_issuer.as_deref()) {
+            Ok(a) => Some(a),
+            Err(e) => {
+                eprintln!("ibexdb-server: {e}");
+                return 1;
+            }
+        },
+        _ => None,
+    };
     let listener = match TcpListener::bind(&cfg.listen).await {
         Ok(l) => l,
         Err(e) => {
@@ -73,6 +84,7 @@ pub async fn run(cfg: Config) -> i32 {
         creates: CreateLimiter::new(cfg.creates_per_ip),
         shutdown: Shutdown::new(),
         tls,
+        auth,
         refusing: Arc::new(Semaphore::new(REFUSING_AT_ONCE)),
         next_conn: AtomicU64::new(1),
         cfg,
@@ -91,6 +103,7 @@ pub async fn run(cfg: Config) -> i32 {
             ("listen", &addr),
             ("scheme", &scheme),
             ("store", &store_name(&server.cfg.store)),
+            ("auth", &server.auth.as_ref().map_or(0, |a| a.key_count())),
         ],
     );
     if let Backend::Postgres(pg) = &backend {

@@ -616,7 +616,7 @@ export declare class PermissionError extends IbexError {
   readonly code?: number;
 }
 export declare class AuthError extends IbexError {
-  readonly kind?: 'bad-signature' | 'replayed' | 'stale' | 'wrong-server' | 'malformed';
+  readonly kind?: 'bad-signature' | 'replayed' | 'stale' | 'wrong-server' | 'malformed' | 'token-missing' | 'token-too-large' | 'token-invalid' | 'token-expired' | 'token-not-yet-valid' | 'wrong-audience' | 'wrong-issuer' | 'unknown-key' | 'token-scope' | 'token-cannot-create';
   readonly code?: number;
 }
 export declare class LimitError extends IbexError {

@@ -1,0 +1,383 @@
+//! The application's own login at the server door (issue 27 §4; docs/design.md §12.4), from
+//! outside over real WebSockets: with `--auth-jwks`, a good token (ES256 in the Authorization
+//! header, RS256 in the `ibexdb.bearer.` subprotocol) syncs end to end; a missing, forged,
+//! expired, not-yet-valid, wrong-audience, wrong-issuer, unknown-kid or oversized token, a token
+//! for another repository and a create without the create claim are each a typed `AuthError`
+//! the client receives, and nothing is stored for the refused names.
+
+mod common;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::Engine;
+use common::*;
+use ibexdb::{ErrorCode, Message, SessionProof};
+use ring::rand::SystemRandom;
+use ring::rsa::PublicKeyComponents;
+use ring::signature::{self, EcdsaKeyPair, KeyPair, RsaKeyPair};
+use serde_json::{json, Value};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+const WAIT: Duration = Duration::from_secs(10);
+const AUD: &str = "task-board";
+const ISS: &str = "https://login.test";
+
+/// A 2048-bit RSA key for RS256 tokens, made once with `openssl genpkey` for this test only (ring
+/// verifies RSA but cannot generate keys); PKCS#8, base64. The ES256 keys are generated per run.
+const TEST_RSA_PKCS8: &str = concat!(
+    "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC4/tNNxkJKicTR4zhwgEBy2RsmmDRQ8YHFrR1yM6",
+    "OhRJRy187o/MEXQQNqq7ehvzhG4DIs7Vn1R8k8+D5Dbg9nDVH/iR/jJqueb7XDM9LTDGzed1PkLz1HeI/joWfNWRo0",
+    "9sl6JzI1PcUkjAtETpDb3KHCQV7oHt6d6xPTuig2eC2QKqIldLG4NDAWHF/YHQ1YDQ2Sd7mQScovSt1eSpBY2G3rx4",
+    "nj4TWP1RDa1FI8W76zEAzdtecrphlF3KMc39vzAdeAEmBb6d6E1B2Z12vCPG1902ght9+p6tnSnD12hEWsCgIdOOvR",
+    "fduM/jMhBrc3NjHwvhP3mr34R5MS116/AgMBAAECggEAImdhrKkeUvZkIBR9vo5bbgBqSDcuI4+GbtjPDRoFaEx0vx",
+    "bbaAD5d/WjSQc+U1pYgPXY3voVLMR47FnOWoPxYVzczwUVZQ0gBYsI5pCQuKcq6ASRGXKfltcZC2BNCad0dD0hIxJ/",
+    "B9/A9hcFUWK7FehmPNYjbE+xXvUE7u9D4z0NVeji1C/mbM6UMNZIf0a+PpenHljt9guooHqmga77WsmHDym0hHwpVl",
+    "JI8nyVqXc7I4OCDuvpXUHsgOtj1qHUBV5kKrpoMA9Nf73RoM0pST3wZJ5m+j9Tu7sMA3deDuLRgxdwfE94rG3nDM02",
+    "MbBhMCswcElnzVQLiu1mc0QlIQKBgQDjkJ7ufPBAY7QEj7zb4H3ufh4Ygo3/2HMGfHdoPVAXWHW61kt4ATzVPyko1f",
+    "EIlYQh037c25cmRdgT0pBpfZp5VmgxP7BWdXimAHFiaGBVWVyOtpMwU+XdBtKXESgNmr7zP//Bz9T4C6hu1NACIEoB",
+    "xa2WaB46jUn2n0NHevbcmwKBgQDQHHwko4DGbK0upVLNB4RJgQDmpzoKD1nGYlpTg9XRxTgQaZHWRW6RKTEBNT/fEz",
+    "SbYyqR1k5NGPxyG9aV1JY856kpCuTgQokiBUg8sUfTe0pemTwcEJDFfhGg+FR7AaTiDRStnR+gLYpoi7rbaZ7SgHsR",
+    "a68N89rM6hgtq1B+rQKBgAKw6CA72/927l8LcBlNi0+xsBtsF8/JuHqAKE1UREkyY5oFBLlzkkuXRp5UAVivo/Nec+",
+    "aativesZJycAC/Wn9K1UqXzTcIhpe3859NSq5Xsy+A2za8F0DI3t6odkfK560quZSKJ6OTR7efzqHnzdg9hTL9IjZh",
+    "C1neQkZrHtY3AoGAE9JCuLKh90QuknzIkCKhJOcWkOFok8C2ikCf3ch2uw4PsvB7JW9jgovr0POja7nGju45Bb7lok",
+    "447R1dqNOgo5hk8jXJatqreQQLx0wTTT827B+oK/wf7c9+GljMoxKbA7S/PXHzqyvrPN3iJDfBGseF8TjSaX/KXS4G",
+    "s4LXndkCgYEAqRzV/ngj5Pv4O7cWEaDObXqwXhQ3RfmNvd4DTTcDV8zZ7ps8MXHqU2dFvZyMOPrHpU4LitAkDcEvqs",
+    "e9kQNgRc3vL4AdRtDIWLWaav8FNu6B9cBF4jYRh86ojth+Ej9DKVOejmKha8giVX9+u+WDihmKK3nt+eGg1UicUqz7",
+    "VcQ=",
+);
+
+/// The identity provider of the test: two ES256 keys (one published, one not) and an RSA key.
+struct Provider {
+    es: EcdsaKeyPair,
+    stranger: EcdsaKeyPair,
+    rsa: RsaKeyPair,
+    rng: SystemRandom,
+}
+
+fn b64(b: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(b)
+}
+
+fn es_key(rng: &SystemRandom) -> EcdsaKeyPair {
+    let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(alg, rng).unwrap();
+    EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), rng).unwrap()
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+impl Provider {
+    fn new() -> Provider {
+        let rng = SystemRandom::new();
+        let der = STANDARD.decode(TEST_RSA_PKCS8).unwrap();
+        Provider {
+            es: es_key(&rng),
+            stranger: es_key(&rng),
+            rsa: RsaKeyPair::from_pkcs8(&der).unwrap(),
+            rng,
+        }
+    }
+
+    /// The published keys: `es1` (P-256) and `rs1` (RSA).
+    fn jwks(&self) -> Value {
+        let p = self.es.public_key().as_ref();
+        let rsa: PublicKeyComponents<Vec<u8>> = self.rsa.public().into();
+        json!({ "keys": [
+            { "kty": "EC", "crv": "P-256", "kid": "es1", "alg": "ES256",
+              "x": b64(&p[1..33]), "y": b64(&p[33..65]) },
+            { "kty": "RSA", "kid": "rs1", "alg": "RS256", "n": b64(&rsa.n), "e": b64(&rsa.e) },
+        ]})
+    }
+
+    /// A compact JWS: `alg` with `kid`, signed by the published key of that algorithm (or, with
+    /// `forged`, by the unpublished P-256 key).
+    fn sign(&self, alg: &str, kid: &str, claims: &Value, forged: bool) -> String {
+        let header = json!({ "alg": alg, "typ": "JWT", "kid": kid });
+        let input = format!(
+            "{}.{}",
+            b64(header.to_string().as_bytes()),
+            b64(claims.to_string().as_bytes())
+        );
+        let sig = match (alg, forged) {
+            ("RS256", _) => {
+                let mut sig = vec![0; self.rsa.public().modulus_len()];
+                let pad = &signature::RSA_PKCS1_SHA256;
+                self.rsa
+                    .sign(pad, &self.rng, input.as_bytes(), &mut sig)
+                    .unwrap();
+                sig
+            }
+            (_, false) => self
+                .es
+                .sign(&self.rng, input.as_bytes())
+                .unwrap()
+                .as_ref()
+                .to_vec(),
+            (_, true) => self
+                .stranger
+                .sign(&self.rng, input.as_bytes())
+                .unwrap()
+                .as_ref()
+                .to_vec(),
+        };
+        format!("{input}.{}", b64(&sig))
+    }
+
+    fn es256(&self, claims: &Value) -> String {
+        self.sign("ES256", "es1", claims, false)
+    }
+}
+
+/// Claims good for an hour, for `repos`, creating if `create`.
+fn claims(repos: &[&str], create: bool) -> Value {
+    json!({ "sub": "user-1", "aud": AUD, "iss": ISS, "iat": now(), "exp": now() + 3600,
+            "ibexdb_repos": repos, "ibexdb_create": create })
+}
+
+/// How a client presents its token.
+enum Bearer {
+    None,
+    Header(String),
+    Protocol(String),
+}
+
+/// A WebSocket to `url` presenting `bearer`.
+async fn dial(url: &str, bearer: &Bearer) -> Socket {
+    let mut req = url.into_client_request().unwrap();
+    let h = req.headers_mut();
+    match bearer {
+        Bearer::None => {}
+        Bearer::Header(t) => {
+            h.insert("authorization", format!("Bearer {t}").parse().unwrap());
+        }
+        Bearer::Protocol(t) => {
+            let v = format!("ibexdb, ibexdb.bearer.{t}");
+            h.insert("sec-websocket-protocol", v.parse().unwrap());
+        }
+    }
+    let addr = url.split("://").nth(1).unwrap();
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let io: Box<dyn Io> = Box::new(tcp);
+    let (ws, resp) = tokio_tungstenite::client_async(req, io).await.unwrap();
+    if matches!(bearer, Bearer::Protocol(_)) {
+        let chosen = resp.headers().get("sec-websocket-protocol").unwrap();
+        assert_eq!(chosen, "ibexdb", "the server answers the plain subprotocol");
+    }
+    ws
+}
+
+/// Connect with `bearer`, answer a challenge with a keyed `Hello` for `repo` (offering to
+/// create it if `create`): an `AuthError`'s kind, `Code:kind` for another error, or "welcomed".
+async fn attempt(url: &str, bearer: &Bearer, repo: &str, create: bool) -> String {
+    let mut ws = dial(url, bearer).await;
+    loop {
+        match recv(&mut ws, WAIT).await {
+            Some(Message::Challenge { nonce, .. }) => {
+                let auth = Some(SessionProof::sign(&identity(3), nonce, url, repo));
+                let hello = Message::Hello {
+                    repo: repo.into(),
+                    cursor: 0,
+                    auth,
+                    create,
+                };
+                send(&mut ws, &hello).await;
+            }
+            Some(Message::Error { code, kind, .. }) => {
+                let kind = kind.unwrap_or_default();
+                return match code {
+                    ErrorCode::Auth => kind,
+                    code => format!("{code:?}:{kind}"),
+                };
+            }
+            Some(Message::Welcome { .. }) => return "welcomed".into(),
+            m => panic!("unexpected {m:?}"),
+        }
+    }
+}
+
+/// The names of the files in the server's data directory.
+fn stored(server: &Server) -> Vec<String> {
+    std::fs::read_dir(&server.data).map_or(Vec::new(), |d| {
+        d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    })
+}
+
+fn start(provider: &Provider, tag: &str) -> Server {
+    let dir = Server::dir(tag);
+    std::fs::create_dir_all(&dir).unwrap();
+    let jwks = dir.with_extension("jwks.json");
+    std::fs::write(&jwks, provider.jwks().to_string()).unwrap();
+    let jwks = jwks.to_string_lossy().into_owned();
+    let args = [
+        "--auth-jwks",
+        &jwks,
+        "--auth-audience",
+        AUD,
+        "--auth-issuer",
+        ISS,
+    ];
+    Server::start_with(dir, &args)
+}
+
+/// A good ES256 token in the Authorization header founds and writes `team-a`; a member with
+/// a good RS256 token in the subprotocol reads it all; both push and pull.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_good_token_syncs_end_to_end() {
+    let idp = Provider::new();
+    let server = start(&idp, "jwt-good");
+    let url = server.url.clone();
+    let mut team = Peer::team("team-a", &[1, 2]);
+    let mut member = team.pop().unwrap();
+    let mut owner = team.pop().unwrap();
+    let owner_token = idp.es256(&claims(&["team-*"], true));
+    owner.ws = Some(dial(&url, &Bearer::Header(owner_token)).await);
+    owner.client.set_url(&url);
+    owner.client.connect();
+    owner.push().await;
+    owner.settle(1).await;
+    owner.write();
+    owner.push().await;
+    owner.settle(2).await;
+
+    let member_token = idp.sign("RS256", "rs1", &claims(&["team-a"], false), false);
+    member.ws = Some(dial(&url, &Bearer::Protocol(member_token)).await);
+    member.client.set_url(&url);
+    member.client.connect();
+    member.write();
+    member.push().await;
+    member.settle(3).await;
+    while owner.repo.commit_count() < 3 {
+        assert!(owner.step(WAIT).await, "the owner hears the member's write");
+    }
+    assert!(stored(&server).iter().any(|f| f == "team-a.log"));
+
+    // A token does not stand in for the access list: team-b is private to its founder, and a
+    // session whose token names it but whose key is no member gets the list's answer.
+    let mut founder = Peer::new(1, "team-b");
+    founder.write();
+    let token = idp.es256(&claims(&["team-b"], true));
+    founder.ws = Some(dial(&url, &Bearer::Header(token)).await);
+    founder.client.set_url(&url);
+    founder.client.connect();
+    founder.push().await;
+    founder.settle(1).await;
+    let token = Bearer::Header(idp.es256(&claims(&["team-*"], false)));
+    let got = attempt(&url, &token, "team-b", false).await;
+    assert_eq!(got, "Permission:cannot-read");
+}
+
+/// Every bad token, and every request its claims do not allow: a typed `AuthError` the
+/// client receives, and no file for the name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_tokens_are_refused_and_nothing_is_stored() {
+    let idp = Provider::new();
+    let server = start(&idp, "jwt-bad");
+    let url = server.url.clone();
+    let good = claims(&["team-*"], true);
+    let with = |k: &str, v: Value| {
+        let mut c = good.clone();
+        c[k] = v;
+        c
+    };
+    let h = |t: String| Bearer::Header(t);
+    let none_alg = {
+        let head = b64(br#"{"alg":"none","typ":"JWT"}"#);
+        format!("{head}.{}.", b64(good.to_string().as_bytes()))
+    };
+    let cases: Vec<(&str, Bearer, &str, bool)> = vec![
+        ("team-missing", Bearer::None, "token-missing", true),
+        (
+            "team-forged",
+            h(idp.sign("ES256", "es1", &good, true)),
+            "token-invalid",
+            true,
+        ),
+        ("team-none", h(none_alg), "token-invalid", true),
+        (
+            "team-garbage",
+            h("not.a-token".into()),
+            "token-invalid",
+            true,
+        ),
+        (
+            "team-expired",
+            h(idp.es256(&with("exp", json!(now() - 3600)))),
+            "token-expired",
+            true,
+        ),
+        (
+            "team-early",
+            h(idp.es256(&with("nbf", json!(now() + 3600)))),
+            "token-not-yet-valid",
+            true,
+        ),
+        (
+            "team-aud",
+            h(idp.es256(&with("aud", json!(["other-app"])))),
+            "wrong-audience",
+            true,
+        ),
+        (
+            "team-iss",
+            h(idp.es256(&with("iss", json!("https://evil.test")))),
+            "wrong-issuer",
+            true,
+        ),
+        (
+            "team-kid",
+            h(idp.sign("ES256", "nope", &good, false)),
+            "unknown-key",
+            true,
+        ),
+        ("team-huge", h("a".repeat(9000)), "token-too-large", true),
+        (
+            "team-confused",
+            h(idp.sign("RS256", "es1", &good, false)),
+            "unknown-key",
+            true,
+        ),
+        (
+            "team-protocol-forged",
+            Bearer::Protocol(idp.sign("ES256", "es1", &good, true)),
+            "token-invalid",
+            true,
+        ),
+        ("private-x", h(idp.es256(&good)), "token-scope", true),
+        (
+            "solo-new",
+            h(idp.es256(&claims(&["solo-*"], false))),
+            "token-cannot-create",
+            true,
+        ),
+        (
+            "solo-open",
+            h(idp.es256(&with("ibexdb_repos", Value::Null))),
+            "token-scope",
+            false,
+        ),
+    ];
+    for (repo, bearer, kind, create) in &cases {
+        let got = attempt(&url, bearer, repo, *create).await;
+        assert_eq!(&got, kind, "{repo}");
+    }
+    assert!(
+        server.log_text().contains("auth=2"),
+        "the start line counts the keys"
+    );
+    let files = stored(&server);
+    for (repo, ..) in &cases {
+        assert!(
+            !files.iter().any(|f| f.starts_with(repo)),
+            "{repo} left {files:?}"
+        );
+    }
+    // A good token passes the door: an unknown name without the create flag then meets the
+    // server's own answer (not-found), not a token refusal.
+    let got = attempt(&url, &h(idp.es256(&good)), "team-ok", false).await;
+    assert_eq!(got, "Permission:not-found");
+}
