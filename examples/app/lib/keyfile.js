@@ -46,6 +46,7 @@ export function checkNewPassphrase(passphrase) {
 export function readCode(code) {
   const text = code.replace(/\s+/g, '');
   if (text.startsWith(`${LEGACY}.`)) return { legacy: parseLegacy(text) };
+  if (text && WRAPPED.startsWith(text)) throw new KeyCodeError(`The key code is cut short: it has ${text.length} of its ${WRAPPED_CHARS} characters. ${CUT}`);
   if (!text.startsWith(WRAPPED)) {
     throw new KeyCodeError(text ? `This is not a key code from this app (a key code starts with "${WRAPPED}").` : 'Paste the key code, or choose the key file.');
   }
