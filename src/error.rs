@@ -673,9 +673,14 @@ pub(crate) mod tests {
             listed, declared,
             "errors.js: ERROR_CLASSES against its classes"
         );
-        let js_only: BTreeSet<String> = ["IbexError", "PanicError", "MigrationError", "PassphraseError"]
-            .map(String::from)
-            .into();
+        let js_only: BTreeSet<String> = [
+            "IbexError",
+            "PanicError",
+            "MigrationError",
+            "PassphraseError",
+        ]
+        .map(String::from)
+        .into();
         let want: BTreeSet<String> = rust.union(&js_only).cloned().collect();
         assert_eq!(listed, want, "errors.js ERROR_CLASSES against Error::name");
     }
