@@ -10,7 +10,7 @@ test.beforeEach(async ({ page, watched }) => {
   await gotoPlayground(page);
 });
 
-test('wrapped identity: exported, opened under a fresh name in another browser context, same key; each export freshly salted', async ({ page, browser }) => {
+test('wrapped identity: exported, opened under a fresh name in another browser context, same key; each export freshly salted', async ({ page, browser, browserName }) => {
   const name = uniqueName('wrapA');
   const a = await page.evaluate(async (name) => {
     const { open } = (window as any).ibexdb;
@@ -31,7 +31,7 @@ test('wrapped identity: exported, opened under a fresh name in another browser c
   expect(a.again).not.toBe(a.wrapped);
   expect(a.clear).toMatch(/^ibexdb-identity-v1:[0-9a-f]{96}$/);
   expect(a.wrapped).not.toContain(a.clear.slice(19, 40));
-  console.log(`exportIdentity({passphrase}) in Chromium: ${a.exportMs.toFixed(0)} ms (PBKDF2-SHA-256, 600,000 iterations)`);
+  console.log(`exportIdentity({passphrase}) in ${browserName}: ${a.exportMs.toFixed(0)} ms (PBKDF2-SHA-256, 600,000 iterations)`);
 
   const ctx = await browser.newContext();
   try {
@@ -59,7 +59,7 @@ test('wrapped identity: exported, opened under a fresh name in another browser c
         return `wrapU-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
       }
     }, [uniqueName('wrapB'), a] as const);
-    console.log(`open(name, {identity, passphrase}) in Chromium: ${b.openMs.toFixed(0)} ms`);
+    console.log(`open(name, {identity, passphrase}) in ${browserName}: ${b.openMs.toFixed(0)} ms`);
     expect(b).toMatchObject({ publicKey: a.publicKey, verify: 1, kept: a.publicKey, unicodeKey: a.publicKey });
   } finally {
     await ctx.close();
