@@ -717,7 +717,8 @@ pub(crate) mod tests {
 
     /// The page rebuilds an error by its name: every name the core gives an error must have
     /// its class in `errors.js`, and `errors.js` has no class the core does not name except
-    /// its base class and the panic the worker reports.
+    /// its base class, the panic the worker reports and the page's own errors (a migration, a
+    /// passphrase).
     #[test]
     fn the_js_error_classes_are_the_core_error_names() {
         let rust: BTreeSet<String> = examples().iter().map(|e| e.name().to_string()).collect();
@@ -726,9 +727,14 @@ pub(crate) mod tests {
             listed, declared,
             "errors.js: ERROR_CLASSES against its classes"
         );
-        let js_only: BTreeSet<String> = ["IbexError", "PanicError", "MigrationError"]
-            .map(String::from)
-            .into();
+        let js_only: BTreeSet<String> = [
+            "IbexError",
+            "PanicError",
+            "MigrationError",
+            "PassphraseError",
+        ]
+        .map(String::from)
+        .into();
         let want: BTreeSet<String> = rust.union(&js_only).cloned().collect();
         assert_eq!(listed, want, "errors.js ERROR_CLASSES against Error::name");
     }

@@ -71,14 +71,25 @@ export const app = {
   settings,
   /** @type {Set<() => void>} called after every (re)open */
   onOpen: new Set(),
-  /** @param {{identity?: string}} [opts] */
+  /** @param {{identity?: string, passphrase?: string}} [opts] */
   async reopen(opts = {}) {
     const old = this.db;
     this.db = /** @type {any} */ (null);
     if (old) await old.close();
-    this.db = await open(this.board, { schemas: SCHEMAS, identity: opts.identity, sync: this.syncUrl || undefined });
+    const options = { schemas: SCHEMAS, sync: this.syncUrl || undefined };
+    /** @type {unknown} */
+    let refused = null;
+    try {
+      this.db = await open(this.board, { ...options, identity: opts.identity, passphrase: opts.passphrase });
+    } catch (e) {
+      // A key that does not unlock (PassphraseError) opened nothing: open the board as it was.
+      if (opts.identity === undefined) throw e;
+      refused = e;
+      this.db = await open(this.board, options);
+    }
     window.taskboard = this;
     for (const f of this.onOpen) f();
+    if (refused) throw refused;
   },
   /**
    * Open another board in this page (a backup restores into the board it was made from).

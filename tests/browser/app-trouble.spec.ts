@@ -122,7 +122,7 @@ for (const vp of VIEWPORTS) {
       await d.getByLabel('Repeat passphrase').fill('correct horse battery staple');
       await d.getByRole('button', { name: 'Export key' }).click();
       const code = await d.getByLabel('Key code', { exact: true }).inputValue();
-      expect(code).toHaveLength(224);
+      expect(code).toMatch(/^ibexdb-wrapped-identity-v1:[\w-]{128}$/);
       await d.getByText('Import a key from another device').click();
       const importMsg = d.locator('details').nth(1).getByRole('alert');
       const tryCode = async (text: string) => {
@@ -132,10 +132,21 @@ for (const vp of VIEWPORTS) {
         return importMsg;
       };
       for (const cut of [code.slice(0, -20), code.slice(0, 60), code.slice(0, 12)]) {
-        await expect(await tryCode(cut)).toHaveText(`The key code is cut short: it has ${cut.length} of its 224 characters. Copy the whole code (or use the key file) and try again.`);
+        await expect(await tryCode(cut)).toHaveText(`The key code is cut short: it has ${cut.length} of its 155 characters. Copy the whole code (or use the key file) and try again.`);
       }
       await expect(await tryCode(`${code}.extra`)).toHaveText(/^The key code is damaged/);
-      await expect(await tryCode('hello')).toHaveText('This is not a key code from this app (a key code starts with "ibexkey1.").');
+      await expect(await tryCode(`${code}AAAA`)).toHaveText(/^The key code is damaged: it has 159 characters, not 155\./);
+      await expect(await tryCode('hello')).toHaveText('This is not a key code from this app (a key code starts with "ibexdb-wrapped-identity-v1:").');
+      // A code exported by the app before the library wrapped identities (ibexkey1.) still
+      // imports; its wrong passphrase and its cut-short text are told as before.
+      const legacy = await legacyCode(await a.page.evaluate(() => (window as any).taskboard.db.exportIdentity()), 'correct horse battery staple');
+      expect(legacy).toHaveLength(224);
+      await expect(await tryCode(legacy.slice(0, -20))).toHaveText('The key code is cut short: it has 204 of its 224 characters. Copy the whole code (or use the key file) and try again.');
+      await d.getByLabel('Key code to import').fill(legacy);
+      await d.getByLabel('Passphrase of the key').fill('wrong horse battery staple');
+      await d.getByRole('button', { name: 'Import key' }).click();
+      await expect(importMsg).toHaveText(/^Wrong passphrase: the key could not be unlocked\./, { timeout: 15_000 });
+      await expect(await tryCode(legacy)).toHaveText(/^This device now signs as /, { timeout: 15_000 });
       // The whole code with a line break (as copied from a mail) still unlocks.
       await expect(await tryCode(`${code.slice(0, 100)}\n${code.slice(100)}`)).toHaveText(/^This device now signs as /, { timeout: 15_000 });
       expect(a.problems).toEqual([]);
@@ -208,4 +219,20 @@ for (const vp of VIEWPORTS) {
       await a.ctx.close();
     }
   });
+}
+
+/**
+ * A key code as the task board exported it before 2026-11-28 (`ibexkey1.<salt>.<iv>.<ct>`: the
+ * identity's text under PBKDF2-SHA-256 600,000 + AES-256-GCM, the format tag as additional data).
+ */
+async function legacyCode(identity: string, passphrase: string): Promise<string> {
+  const { subtle } = globalThis.crypto;
+  const enc = new TextEncoder();
+  const salt = globalThis.crypto.getRandomValues(new Uint8Array(16));
+  const iv = globalThis.crypto.getRandomValues(new Uint8Array(12));
+  const base = await subtle.importKey('raw', enc.encode(passphrase.normalize('NFC')), 'PBKDF2', false, ['deriveKey']);
+  const key = await subtle.deriveKey({ name: 'PBKDF2', hash: 'SHA-256', salt, iterations: 600_000 }, base, { name: 'AES-GCM', length: 256 }, false, ['encrypt']);
+  const ct = new Uint8Array(await subtle.encrypt({ name: 'AES-GCM', iv, additionalData: enc.encode('ibexkey1') }, key, enc.encode(identity)));
+  const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64url');
+  return ['ibexkey1', b64(salt), b64(iv), b64(ct)].join('.');
 }

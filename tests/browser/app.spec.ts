@@ -203,7 +203,7 @@ test('identity: export on one device, import on another with the passphrase; a w
   await d.getByLabel('Repeat passphrase').fill('correct horse battery staple');
   await d.getByRole('button', { name: 'Export key' }).click();
   const code = await d.getByLabel('Key code', { exact: true }).inputValue();
-  expect(code).toMatch(/^ibexkey1\.[\w-]+\.[\w-]+\.[\w-]+$/);
+  expect(code).toMatch(/^ibexdb-wrapped-identity-v1:[\w-]{128}$/);
   expect(code).not.toContain(keyA.slice(0, 16));
   const [download] = await Promise.all([page.waitForEvent('download'), d.getByRole('button', { name: /^Download taskboard-key-/ }).click()]);
   const keyFile = path.join(tmp, download.suggestedFilename());

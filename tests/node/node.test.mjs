@@ -10,7 +10,7 @@ import { createInterface } from 'node:readline';
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import { open, InvalidValueError, StorageUnavailableError, NotFoundError } from '../../www/lib/node/index.js';
+import { open, InvalidValueError, StorageUnavailableError, NotFoundError, PassphraseError } from '../../www/lib/node/index.js';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const SERVER = process.env.IBEXDB_SERVER ?? path.join(REPO, 'target/release/ibexdb-server');
@@ -159,6 +159,48 @@ async function startServer() {
   assert.ok(m, `unexpected server output: ${line}`);
   return { url: `ws://${m[1]}`, stop: () => proc.kill('SIGKILL') };
 }
+
+test('identity wrapped under a passphrase: exported, opened elsewhere with it; a wrong passphrase or changed byte opens nothing', async () => {
+  const dir = tmp('ibex-wrap-');
+  const a = await open('alice', { directory: dir });
+  const wrapped = await a.exportIdentity({ passphrase: 'correct horse' });
+  const clear = await a.exportIdentity();
+  const pk = a.publicKey;
+  await a.close();
+  assert.match(wrapped, /^ibexdb-wrapped-identity-v1:[A-Za-z0-9_-]{128}$/);
+  assert.ok(!wrapped.includes(clear.slice(19)), 'the secret is not in the wrapped text');
+  // Each export is freshly salted.
+  const again = await open('alice', { directory: dir });
+  assert.notEqual(await again.exportIdentity({ passphrase: 'correct horse' }), wrapped);
+  await again.close();
+  // Wrong passphrase, a changed byte: PassphraseError, and no repository made.
+  const flip = wrapped.slice(0, -5) + (wrapped.at(-5) === 'A' ? 'B' : 'A') + wrapped.slice(-4);
+  for (const [identity, passphrase] of [[wrapped, 'wrong horse'], [flip, 'correct horse']]) {
+    await assert.rejects(open('bob', { directory: dir, identity, passphrase }), (e) => e instanceof PassphraseError && e.name === 'PassphraseError' && e.kind === 'wrong-passphrase');
+  }
+  assert.ok(!existsSync(path.join(dir, 'bob')), 'nothing stored for a refused identity');
+  // Cut short, a passphrase missing or empty, a passphrase without a wrapped identity: InvalidValueError naming it.
+  const bad = [
+    [{ identity: wrapped.slice(0, -10), passphrase: 'correct horse' }, 'options.identity'],
+    [{ identity: wrapped }, 'options.passphrase'],
+    [{ identity: wrapped, passphrase: '' }, 'options.passphrase'],
+    [{ identity: clear, passphrase: 'correct horse' }, 'options.passphrase'],
+    [{ passphrase: 'correct horse' }, 'options.passphrase'],
+  ];
+  for (const [opts, argument] of bad) {
+    await assert.rejects(open('bob', { directory: dir, ...opts }), (e) => e instanceof InvalidValueError && e.argument === argument, argument);
+  }
+  assert.ok(!existsSync(path.join(dir, 'bob')));
+  const b = await open('bob', { directory: dir, identity: wrapped, passphrase: 'correct horse' });
+  assert.equal(b.publicKey, pk);
+  for (const [opts, argument] of [[{ passphrase: '' }, 'options.passphrase'], [{ passphrase: 42 }, 'options.passphrase'], ['x', 'options'], [{ passphrase: 'p', iterations: 1 }, 'options.iterations']]) {
+    await assert.rejects(b.exportIdentity(opts), (e) => e instanceof InvalidValueError && e.argument === argument, argument);
+  }
+  await b.close();
+  const t = await open('trusted', { trusted: true });
+  assert.equal(await t.exportIdentity({ passphrase: 'p' }), null);
+  await t.close();
+});
 
 test('sync: two Node clients through the real server', async () => {
   const server = await startServer();

@@ -20,6 +20,7 @@ import {
   IbexError,
   SchemaVersionError,
   MigrationError,
+  PassphraseError,
   type Migration,
 } from '../../www/ibexdb.js';
 
@@ -72,6 +73,19 @@ export async function example(): Promise<void> {
   const id: string | null = db.publicKey;
   const exported = await db.exportIdentity();
   if (exported) await open('notes-copy', { identity: exported, trusted: false, recovery: 'repair', quotaBytes: 1 << 20 });
+  const wrapped: string | null = await db.exportIdentity({ passphrase: 'correct horse' });
+  try {
+    if (wrapped) await open('notes-elsewhere', { identity: wrapped, passphrase: 'correct horse' });
+  } catch (e) {
+    if (e instanceof PassphraseError) {
+      const kind: 'wrong-passphrase' = e.kind;
+      void kind;
+    }
+  }
+  // @ts-expect-error the passphrase is a string
+  await db.exportIdentity({ passphrase: 42 });
+  // @ts-expect-error exportIdentity takes only a passphrase
+  await db.exportIdentity({ passphrase: 'p', iterations: 1 });
   const bundle: Uint8Array = await db.exportCommits();
   const rep = await db.receive(bundle);
   const synced = await open('notes-synced', { sync: 'ws://127.0.0.1:8787' });

@@ -1,6 +1,6 @@
 // The Node entry's public types (www/lib/node/index.d.ts, `ibexdb/node`) used as a test or a
 // script uses them. Type-checked by `make tsc` with app.ts.
-import { open, NotFoundError, type NodeDatabase } from '../../www/lib/node/index.js';
+import { open, NotFoundError, PassphraseError, type NodeDatabase } from '../../www/lib/node/index.js';
 
 interface Note {
   [field: string]: string | boolean | Set<string> | undefined;
@@ -21,6 +21,12 @@ export async function nodeExample(directory: string): Promise<number> {
   const lq = await db.live<Note>({ collection: 'notes' }, (rows) => rows.map((r) => r.value.title));
   lq.close();
   const storage: 'memory' | 'disk' = db.storage;
+  const wrapped = await db.exportIdentity({ passphrase: 'correct horse' });
+  if (wrapped) {
+    await open('notes-copy', { directory, identity: wrapped, passphrase: 'correct horse' }).catch((e) => {
+      if (!(e instanceof PassphraseError)) throw e;
+    });
+  }
   await db.sync('ws://127.0.0.1:8787');
   await db.close();
   await mem.close();

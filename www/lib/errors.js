@@ -36,6 +36,12 @@ export class SchemaVersionError extends IbexError {}
  * that is not an item (`version`, `key` name where). Nothing of that step was written.
  */
 export class MigrationError extends IbexError {}
+/**
+ * A passphrase does not unlock a wrapped identity (`open(name, {identity, passphrase})`): a wrong
+ * passphrase, or changed bytes (GCM cannot tell them apart); `kind`: `wrong-passphrase`. Nothing
+ * was opened or stored.
+ */
+export class PassphraseError extends IbexError {}
 /** The item does not exist (e.g. `update` of a missing key). */
 export class NotFoundError extends IbexError {}
 /** A key is not `collection/id` or breaks a limit; or a repository name is invalid. */
@@ -94,6 +100,7 @@ export const ERROR_CLASSES = {
   InvalidSchemaError,
   SchemaVersionError,
   MigrationError,
+  PassphraseError,
   NotFoundError,
   InvalidKeyError,
   InvalidValueError,

@@ -133,8 +133,16 @@ export interface OpenOptions {
   durability?: 'flush' | 'relaxed';
   /** Unsigned commits (no identity). Default false: commits are signed with ECDSA P-384. */
   trusted?: boolean;
-  /** An identity from `exportIdentity()` (e.g. from another device) to sign with and keep. */
+  /**
+   * An identity from `exportIdentity()` (e.g. from another device) to sign with and keep: wrapped
+   * (`exportIdentity({passphrase})`, with `passphrase`), or in the clear.
+   */
   identity?: string;
+  /**
+   * The passphrase of a wrapped `identity` (required with one, refused without one). A wrong
+   * passphrase (or changed bytes) rejects with `PassphraseError`; nothing is opened or stored.
+   */
+  passphrase?: string;
   /**
    * Schemas to declare on open. Without `version` they are local (checked on this device's
    * writes only; declare them on every open). With `version` they are also the repository's
@@ -504,7 +512,14 @@ export declare class Database {
   /** Seal, flush and snapshot (if due) now, what the worker's timers would do later; nothing left pending. */
   settle(): Promise<void>;
   verify(): Promise<VerifyReport>;
-  exportIdentity(): Promise<string | null>;
+  /**
+   * This device's identity (its secret key), for `open(name, {identity})` on another device; null
+   * in trusted mode. With `{passphrase}`: wrapped under it (PBKDF2-SHA-256, 600,000 iterations;
+   * AES-256-GCM), `"ibexdb-wrapped-identity-v1:"` + 128 base64url characters. Without: the
+   * secret in the clear (`"ibexdb-identity-v1:"` + 96 hex digits), the advanced path: anyone who
+   * reads it can sign as this device.
+   */
+  exportIdentity(options?: { passphrase: string }): Promise<string | null>;
   exportCommits(): Promise<Uint8Array<ArrayBuffer>>;
   receive(bundle: Uint8Array): Promise<ReceiveReport>;
   storageInfo(): Promise<StorageInfo>;
@@ -560,6 +575,10 @@ export declare class MigrationError extends IbexError {
   readonly version: number;
   /** The item it failed on. */
   readonly key: string;
+}
+/** A passphrase does not unlock a wrapped identity (wrong, or the wrapped bytes were changed); nothing was opened. */
+export declare class PassphraseError extends IbexError {
+  readonly kind: 'wrong-passphrase';
 }
 export declare class NotFoundError extends IbexError {
   readonly key: string;

@@ -21,6 +21,7 @@ import { MAX_SYNC_URLS, WASM_URL, checkName, isSyncUrls } from './policy.js';
 import { waitSynced } from './sync-wait.js';
 import { startSchemas } from './schema-upgrade.js';
 import { checkOptions } from './open-options.js';
+import { exportPassphrase, openIdentity, wrapIdentity } from './identity-wrap.js';
 
 export * from './errors.js';
 
@@ -564,9 +565,15 @@ export class Database {
     return this._send('verify', [], parseJson);
   }
 
-  /** The identity (secret key) in a form `open(name, {identity})` accepts. Keep it secret. @returns {Promise<string | null>} */
-  exportIdentity() {
-    return this._send('exportIdentity', [], identity);
+  /**
+   * The identity (secret key) in a form `open(name, {identity})` accepts: with `{passphrase}`,
+   * wrapped under it (identity-wrap.js); without, in the clear (advanced: keep it secret).
+   * Null in trusted mode. @param {{passphrase: string}} [options] @returns {Promise<string | null>}
+   */
+  async exportIdentity(options) {
+    const passphrase = exportPassphrase(options);
+    const plain = /** @type {string | null} */ (await this._send('exportIdentity', [], identity));
+    return plain === null || passphrase === undefined ? plain : wrapIdentity(plain, passphrase);
   }
 
   /** Every commit and seal of this repository as bytes (for another replica's `receive`). @returns {Promise<Uint8Array<ArrayBuffer>>} */
@@ -779,6 +786,8 @@ export async function open(name, options = {}) {
   checkOptions(options);
   const durability = options.durability ?? 'flush';
   checkEnvironment(options.storage ?? 'auto');
+  // A wrapped identity is unwrapped here, before anything starts: a wrong passphrase opens nothing.
+  const given = await openIdentity(options);
   // Whether storage is persistent already (answered at once, without a prompt). Asking for it is
   // never awaited here: Firefox answers navigator.storage.persist() only when the user answers
   // its prompt (headless: never). (No navigator.storage at all in some browsers, stock
@@ -808,7 +817,7 @@ export async function open(name, options = {}) {
         name,
         options: {
           trusted: !!options.trusted,
-          identity: options.identity,
+          identity: given,
           recovery: options.recovery,
           quotaBytes: options.quotaBytes,
           owner: options.owner,

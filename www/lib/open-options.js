@@ -13,7 +13,7 @@ import { checkVersionOptions } from './schema-upgrade.js';
  * list differ).
  * @type {Record<keyof OpenOptions, true>}
  */
-const OPTION_NAMES = { durability: true, trusted: true, identity: true, schemas: true, version: true, migrations: true, onMigrationProgress: true, recovery: true, quotaBytes: true, sync: true, owner: true, onError: true, storage: true, persist: true };
+const OPTION_NAMES = { durability: true, trusted: true, identity: true, passphrase: true, schemas: true, version: true, migrations: true, onMigrationProgress: true, recovery: true, quotaBytes: true, sync: true, owner: true, onError: true, storage: true, persist: true };
 
 /**
  * Check `open()`'s options: InvalidValueError naming the option (`options.<name>`) for an
@@ -47,6 +47,9 @@ export function checkOptions(options) {
         break;
       case 'identity':
         if (typeof v !== 'string') throw bad(k, 'a string from exportIdentity()', v);
+        break;
+      case 'passphrase':
+        if (typeof v !== 'string' || v === '') throw bad(k, 'a non-empty string (the one given to exportIdentity({passphrase}))', v);
         break;
       case 'quotaBytes':
         if (typeof v !== 'number' || !Number.isSafeInteger(v) || v <= 0) throw bad(k, 'a positive whole number of bytes', v);

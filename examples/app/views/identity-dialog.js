@@ -1,10 +1,11 @@
 // This device's identity: the public key its commits are signed with, the name shown for it,
-// and moving the key pair to another device as a passphrase-protected code or file
-// (lib/keyfile.js; the secret comes from db.exportIdentity() and goes into
-// open(board, {identity})).
+// and moving the key pair to another device as a passphrase-protected code or file: the code
+// is db.exportIdentity({passphrase}) and goes into open(board, {identity, passphrase})
+// (lib/keyfile.js reads a pasted code, and the app's earlier ibexkey1. codes).
+import { PassphraseError } from 'ibexdb';
 import { setMyName } from '../lib/board.js';
 import { dialog, download, h, shortKey } from '../lib/dom.js';
-import { protectIdentity, unlockIdentity } from '../lib/keyfile.js';
+import { KeyCodeError, WRAPPED, WRONG_PASSPHRASE, checkNewPassphrase, readCode, unlockLegacy } from '../lib/keyfile.js';
 import { report } from './notices.js';
 
 /** @param {typeof import('../app.js').app} app @param {Map<string, string>} people */
@@ -27,8 +28,10 @@ export function openIdentityDialog(app, people) {
       return;
     }
     try {
+      checkNewPassphrase(pass1.value);
       exportMsg.textContent = 'Encrypting…';
-      const code = await protectIdentity(/** @type {string} */ (await db.exportIdentity()), pass1.value);
+      // app.db, not db: an import reopens the board.
+      const code = /** @type {string} */ (await app.db.exportIdentity({ passphrase: pass1.value }));
       exportMsg.textContent = '';
       const file = `taskboard-key-${key.slice(0, 8)}.txt`;
       exported.replaceChildren(
@@ -42,7 +45,7 @@ export function openIdentityDialog(app, people) {
   };
 
   // Import.
-  const code = /** @type {HTMLTextAreaElement} */ (h('textarea.code', { rows: '3', placeholder: 'ibexkey1.…', 'aria-label': 'Key code to import' }));
+  const code = /** @type {HTMLTextAreaElement} */ (h('textarea.code', { rows: '3', placeholder: `${WRAPPED}…`, 'aria-label': 'Key code to import' }));
   const file = /** @type {HTMLInputElement} */ (h('input', { type: 'file', accept: '.txt,text/plain', 'aria-label': 'Key file', onchange: async () => (code.value = (await file.files?.[0]?.text())?.trim() ?? '') }));
   const pass = /** @type {HTMLInputElement} */ (h('input', { type: 'password', autocomplete: 'current-password', 'aria-label': 'Passphrase of the key' }));
   const importMsg = h('p.msg', { role: 'alert' });
@@ -50,15 +53,16 @@ export function openIdentityDialog(app, people) {
     e.preventDefault();
     importMsg.className = 'msg';
     importMsg.textContent = 'Unlocking…';
-    let identity;
     try {
-      identity = await unlockIdentity(code.value, pass.value);
+      const read = readCode(code.value);
+      if (!pass.value) throw new KeyCodeError('Enter the passphrase of the key.');
+      const identity = 'wrapped' in read ? { identity: read.wrapped, passphrase: pass.value } : { identity: await unlockLegacy(read.legacy, pass.value) };
+      importMsg.textContent = 'Switching keys…';
+      await app.reopen(identity);
     } catch (err) {
-      importMsg.textContent = /** @type {Error} */ (err).message;
+      importMsg.textContent = err instanceof PassphraseError ? WRONG_PASSPHRASE : /** @type {Error} */ (err).message;
       return;
     }
-    importMsg.textContent = 'Switching keys…';
-    await app.reopen({ identity });
     importMsg.className = 'msg ok';
     importMsg.textContent = `This device now signs as ${shortKey(app.db.publicKey ?? '')}.`;
     keyView.textContent = app.db.publicKey ?? '';

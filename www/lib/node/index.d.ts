@@ -2,7 +2,7 @@
 // over memory or files in a directory.
 import type { Migration, SchemaVersionError, AggregateQuery, Collection, HistoryEntry, Item, ItemShape, Key, LiveChange, LiveQuery, Members, Page, Query, ReceiveReport, Role, Row, Schema, SyncStatus, Transaction, Value, VerifyReport, Where } from '../ibexdb.js';
 
-export { IbexError, SchemaError, InvalidSchemaError, SchemaVersionError, MigrationError, NotFoundError, InvalidKeyError, InvalidValueError, TooLargeError, StorageError, QuotaExceededError, StorageUnavailableError, ClosedError, CorruptError, SignatureError, QueryError, VerifyError, PanicError, DecodeError, ClockSkewError, ProtocolError, PermissionError, AuthError, LimitError, UnavailableError } from '../ibexdb.js';
+export { IbexError, SchemaError, InvalidSchemaError, SchemaVersionError, MigrationError, PassphraseError, NotFoundError, InvalidKeyError, InvalidValueError, TooLargeError, StorageError, QuotaExceededError, StorageUnavailableError, ClosedError, CorruptError, SignatureError, QueryError, VerifyError, PanicError, DecodeError, ClockSkewError, ProtocolError, PermissionError, AuthError, LimitError, UnavailableError } from '../ibexdb.js';
 
 export interface NodeOpenOptions {
   /** 'memory' (the default without `directory`): gone at close(). 'disk': files in `directory`/<name>/. */
@@ -18,7 +18,10 @@ export interface NodeOpenOptions {
   /** 'flush' (default): a write resolves after fsync (the writes of one tick share it); 'relaxed': within ~50 ms. */
   durability?: 'flush' | 'relaxed';
   trusted?: boolean;
+  /** An identity from `exportIdentity()`: wrapped (with `passphrase`), or in the clear. */
   identity?: string;
+  /** The passphrase of a wrapped `identity`; a wrong one rejects with `PassphraseError`, nothing opened. */
+  passphrase?: string;
   schemas?: Record<string, Schema>;
   /** The schema version this application understands (as the browser's `open`, docs/design.md §2.4). */
   version?: number;
@@ -64,7 +67,8 @@ export declare class NodeDatabase {
   defineSchema(collection: string, schema: Schema): Promise<void>;
   flush(): Promise<void>;
   verify(): Promise<VerifyReport>;
-  exportIdentity(): Promise<string | null>;
+  /** With `{passphrase}`: wrapped under it (as the browser's); without: the secret in the clear. */
+  exportIdentity(options?: { passphrase: string }): Promise<string | null>;
   exportCommits(): Promise<Uint8Array<ArrayBuffer>>;
   receive(bundle: Uint8Array): Promise<ReceiveReport>;
   storageInfo(): Promise<{ repository: { logBytes: number; snapshotBytes: number; totalBytes: number; items: number; commits: number } }>;

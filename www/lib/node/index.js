@@ -35,10 +35,11 @@ import { verifyRepository } from '../worker/verify.js';
 import { waitSynced } from '../sync-wait.js';
 import { diskBackend } from './disk.js';
 import { checkVersionOptions, startSchemas } from '../schema-upgrade.js';
+import { exportPassphrase, openIdentity, wrapIdentity } from '../identity-wrap.js';
 
 export * from '../errors.js';
 
-const OPTIONS = ['storage', 'directory', 'lockTimeout', 'durability', 'trusted', 'identity', 'schemas', 'version', 'migrations', 'onMigrationProgress', 'recovery', 'quotaBytes', 'acceptTrusted', 'sync', 'onError'];
+const OPTIONS = ['storage', 'directory', 'lockTimeout', 'durability', 'trusted', 'identity', 'passphrase', 'schemas', 'version', 'migrations', 'onMigrationProgress', 'recovery', 'quotaBytes', 'acceptTrusted', 'sync', 'onError'];
 
 let wasmReady = false;
 async function prepare() {
@@ -74,6 +75,9 @@ export async function open(name, options = {}) {
   const lockTimeout = options.lockTimeout ?? 0;
   if (typeof lockTimeout !== 'number' || !Number.isFinite(lockTimeout) || lockTimeout < 0) throw bad('lockTimeout', 'a number of milliseconds >= 0', lockTimeout);
   checkVersionOptions(/** @type {any} */ (options), bad);
+  if (options.identity !== undefined && typeof options.identity !== 'string') throw bad('identity', 'a string from exportIdentity()', options.identity);
+  // A wrapped identity is unwrapped before anything is opened: a wrong passphrase opens nothing.
+  const given = await openIdentity(options);
   await prepare();
   const backend = storage === 'disk' ? diskBackend(/** @type {string} */ (options.directory)) : createMemoryBackend();
   await backend.checkAccess();
@@ -81,7 +85,7 @@ export async function open(name, options = {}) {
   try {
     const engine = await openEngine(name, {
       trusted: !!options.trusted,
-      identity: options.identity,
+      identity: given,
       recovery: options.recovery,
       quotaBytes: options.quotaBytes,
       acceptTrusted: options.acceptTrusted,
@@ -406,8 +410,11 @@ export class NodeDatabase {
   verify() {
     return this._run(() => verifyRepository(this._engine, null));
   }
-  exportIdentity() {
-    return this._run(() => this._engine.exportIdentity());
+  /** @param {{passphrase: string}} [options] @returns {Promise<string | null>} */
+  async exportIdentity(options) {
+    const passphrase = exportPassphrase(options);
+    const plain = await this._run(() => this._engine.exportIdentity());
+    return plain === null || passphrase === undefined ? plain : wrapIdentity(plain, passphrase);
   }
   exportCommits() {
     return this._run(() => this._engine.exportCommits());
