@@ -77,7 +77,17 @@ test('make demo sends the wasm brotli-compressed (its precompressed sibling); th
   // Its install fetches every file of the version again (~50, the 2 MB wasm among them) from a
   // server that compresses the JS on first request: a fresh checkout's first run on 2 busy cores
   // once took longer than 30 s here (make test, 2026-11-28; the rerun passed).
-  await expect(page.locator('body')).toHaveAttribute('data-offline', 'ready', { timeout: 60_000 });
+  const offline = await expect(page.locator('body'))
+    .toHaveAttribute('data-offline', 'ready', { timeout: 60_000 })
+    .then(() => null, (e: unknown) => e);
+  if (offline) {
+    // Where the service worker stands, for the report: installing, waiting, active, controller.
+    const sw = await page.evaluate(async () => {
+      const r = await navigator.serviceWorker.getRegistration();
+      return { controller: !!navigator.serviceWorker.controller, installing: r?.installing?.state, waiting: r?.waiting?.state, active: r?.active?.state, keys: await caches.keys() };
+    });
+    throw new Error(`the service worker never reported offline-ready: ${JSON.stringify(sw)}\n${String(offline)}`);
+  }
   await page.context().setOffline(true);
   await page.reload();
   await expect(page.locator('body')).toHaveAttribute('data-state', 'ready', { timeout: 30_000 });

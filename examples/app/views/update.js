@@ -8,17 +8,19 @@ export function registerServiceWorker(header) {
   if (!('serviceWorker' in navigator)) return;
   const sw = navigator.serviceWorker;
   let updating = false;
+  // Ready for offline starts once a worker is active: it holds its version's files. Not "once
+  // this page is controlled": a page loaded while the worker was activating stays uncontrolled
+  // (its clients.claim() ran before the page existed) though the next start is served offline.
   const markReady = () => {
-    if (sw.controller) {
-      header.offlineReady.hidden = false;
-      document.body.dataset.offline = 'ready';
-    }
+    header.offlineReady.hidden = false;
+    document.body.dataset.offline = 'ready';
   };
   sw.addEventListener('controllerchange', () => {
     if (updating) location.reload();
     else markReady();
   });
-  markReady();
+  if (sw.controller) markReady();
+  sw.ready.then(markReady, () => {});
   /** @param {ServiceWorker} waiting */
   const offer = (waiting) => {
     header.update.replaceChildren(
