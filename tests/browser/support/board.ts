@@ -164,7 +164,7 @@ export async function device(browser: import('@playwright/test').Browser, label:
   return { ctx, page, problems: watch(page, label).problems };
 }
 
-/** Wait until the service worker controls the page (the app then starts with no network). */
+/** Wait until a service worker is active for the board (its next start needs no network). */
 export async function offlineReady(page: Page) {
   await expect(page.locator('body')).toHaveAttribute('data-offline', 'ready', { timeout: 30_000 });
   await expect(page.getByText('Works offline')).toBeVisible();
