@@ -424,19 +424,21 @@ fn a_snapshot_after_reads_writes_only_the_changed_blocks() {
     again.verify().unwrap();
 }
 
-/// A lazily opened repository over fault-injecting copies of `build`'s files, with five
-/// writes (flushed, sealed) that load a few blocks; returns it, its storages and its hash.
-fn faulty_with_writes(seed: u64) -> (Repo<FaultStorage>, FaultStorage, FaultStorage, [u8; 32]) {
+/// `build`'s files copied into fault-injecting storages, opened lazily.
+fn faulty_open(seed: u64) -> (Repo<FaultStorage>, FaultStorage, FaultStorage) {
     let (log, snap) = build(seed, 0);
     let log = FaultStorage::from_bytes(log.bytes.lock().unwrap().clone());
     let snap = FaultStorage::from_bytes(snap.bytes.lock().unwrap().clone());
-    let mut r = Repo::open(log.clone(), Some(snap.clone()), signed(1)).unwrap();
-    assert!(r.open_report().from_snapshot);
-    for i in 0..5u64 {
-        let mut t = Txn::new();
-        t.put(&format!("items/{:05}", i * 1202), item(i)).unwrap();
-        r.commit(t).unwrap();
-    }
+    let r = Repo::open(log.clone(), Some(snap.clone()), signed(1)).unwrap();
+    (r, log, snap)
+}
+
+/// Seal and flush `r`; returns it, its storages and the hash a full replay of its log gives.
+fn sealed_with_hash(
+    mut r: Repo<FaultStorage>,
+    log: FaultStorage,
+    snap: FaultStorage,
+) -> (Repo<FaultStorage>, FaultStorage, FaultStorage, [u8; 32]) {
     r.seal().unwrap();
     r.flush().unwrap();
     let mut copy = Repo::open(MemStorage::from_bytes(log.live_bytes()), None, signed(1)).unwrap();
@@ -444,14 +446,27 @@ fn faulty_with_writes(seed: u64) -> (Repo<FaultStorage>, FaultStorage, FaultStor
     (r, log, snap, hash)
 }
 
-#[test]
-fn an_appended_snapshot_cut_anywhere_leaves_a_usable_or_ignored_file() {
-    let (mut r, log, snap, hash) = faulty_with_writes(10);
-    // The snapshot's flush fails: every prefix of its writes, and torn writes, are images.
-    snap.fail_flush_after(0);
-    assert!(matches!(r.write_snapshot(), Err(Error::Storage(_))));
-    let writes = snap.unflushed_writes();
-    assert!(writes >= 1);
+/// A lazily opened repository over fault-injecting copies of `build`'s files, with five
+/// writes (flushed, sealed) that load a few blocks; returns it, its storages and its hash.
+fn faulty_with_writes(seed: u64) -> (Repo<FaultStorage>, FaultStorage, FaultStorage, [u8; 32]) {
+    let (mut r, log, snap) = faulty_open(seed);
+    assert!(r.open_report().from_snapshot);
+    for i in 0..5u64 {
+        let mut t = Txn::new();
+        t.put(&format!("items/{:05}", i * 1202), item(i)).unwrap();
+        r.commit(t).unwrap();
+    }
+    sealed_with_hash(r, log, snap)
+}
+
+/// Every prefix of the snapshot's unflushed writes (and torn ones) over the durable log reopens
+/// to `hash` and verifies.
+fn every_crash_image_reopens(
+    log: &FaultStorage,
+    snap: &FaultStorage,
+    writes: usize,
+    hash: [u8; 32],
+) {
     for keep in 0..=writes {
         let torn = match snap.unflushed_write_len(keep) {
             Some(len) if len > 0 => vec![None, Some(1), Some(len / 2), Some(len - 1)],
@@ -470,6 +485,17 @@ fn an_appended_snapshot_cut_anywhere_leaves_a_usable_or_ignored_file() {
             again.verify().unwrap_or_else(|e| panic!("{what}: {e}"));
         }
     }
+}
+
+#[test]
+fn an_appended_snapshot_cut_anywhere_leaves_a_usable_or_ignored_file() {
+    let (mut r, log, snap, hash) = faulty_with_writes(10);
+    // The snapshot's flush fails: every prefix of its writes, and torn writes, are images.
+    snap.fail_flush_after(0);
+    assert!(matches!(r.write_snapshot(), Err(Error::Storage(_))));
+    let writes = snap.unflushed_writes();
+    assert!(writes >= 1);
+    every_crash_image_reopens(&log, &snap, writes, hash);
 }
 
 #[test]
@@ -516,10 +542,7 @@ fn an_unfiltered_aggregate_after_open_reads_its_field_in_the_blocks_without_load
 /// blocks changed: updates of the first 70% of every collection's items (the other 30% stay
 /// cold). Its next snapshot compacts the file. Returns it, its storages and its hash.
 fn mostly_changed(seed: u64) -> (Repo<FaultStorage>, FaultStorage, FaultStorage, [u8; 32]) {
-    let (log, snap) = build(seed, 0);
-    let log = FaultStorage::from_bytes(log.bytes.lock().unwrap().clone());
-    let snap = FaultStorage::from_bytes(snap.bytes.lock().unwrap().clone());
-    let mut r = Repo::open(log.clone(), Some(snap.clone()), signed(1)).unwrap();
+    let (mut r, log, snap) = faulty_open(seed);
     for c in COLLECTIONS {
         let mut t = Txn::new();
         for i in 0..N * 7 / 10 {
@@ -529,11 +552,7 @@ fn mostly_changed(seed: u64) -> (Repo<FaultStorage>, FaultStorage, FaultStorage,
         }
         r.commit(t).unwrap();
     }
-    r.seal().unwrap();
-    r.flush().unwrap();
-    let mut copy = Repo::open(MemStorage::from_bytes(log.live_bytes()), None, signed(1)).unwrap();
-    let hash = copy.state_hash().unwrap();
-    (r, log, snap, hash)
+    sealed_with_hash(r, log, snap)
 }
 
 #[test]
@@ -578,24 +597,7 @@ fn a_compaction_cut_anywhere_leaves_a_usable_or_ignored_file() {
     assert!(matches!(r.write_snapshot(), Err(Error::Storage(_))));
     let writes = snap.unflushed_writes();
     assert!(writes >= 3, "footer, moves, meta: {writes} writes");
-    for keep in 0..=writes {
-        let torn = match snap.unflushed_write_len(keep) {
-            Some(len) if len > 0 => vec![None, Some(1), Some(len / 2), Some(len - 1)],
-            _ => vec![None],
-        };
-        for t in torn {
-            let img = snap.crash_image(keep, t);
-            let mut again = Repo::open(
-                MemStorage::from_bytes(log.durable_bytes()),
-                Some(MemStorage::from_bytes(img)),
-                signed(1),
-            )
-            .unwrap();
-            let what = format!("keep {keep} of {writes}, torn {t:?}");
-            assert_eq!(again.state_hash().unwrap(), hash, "{what}");
-            again.verify().unwrap_or_else(|e| panic!("{what}: {e}"));
-        }
-    }
+    every_crash_image_reopens(&log, &snap, writes, hash);
     // The repository that saw the failure goes on.
     snap.clear_faults();
     assert_eq!(r.state_hash().unwrap(), hash);
