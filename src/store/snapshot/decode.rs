@@ -134,8 +134,8 @@ fn directory(r: &mut Reader<'_>, meta_offset: u64) -> Result<Vec<ColdBlock>> {
 }
 
 /// Magic and version (at the start of the file); the footer: `u64` meta offset, `u32` CRC.
-const HEAD_LEN: usize = 12;
-const FOOT_LEN: usize = 12;
+pub(super) const HEAD_LEN: usize = 12;
+pub(super) const FOOT_LEN: usize = 12;
 /// The fewest bytes an item takes in a block: `lp(id)`, reset, last, flags, field and history
 /// counts.
 const MIN_ITEM_BYTES: u64 = 6;

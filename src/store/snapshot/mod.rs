@@ -21,6 +21,7 @@ mod scan;
 use blocks::decode_cold;
 pub use blocks::{load_all, load_changes, load_collection, load_key};
 pub use decode::read;
+use decode::{FOOT_LEN, HEAD_LEN};
 pub use encode::Written;
 pub use indexes::{
     decode_entry as decode_index_entry, load as load_index, load_block as load_index_block,
@@ -113,13 +114,14 @@ pub fn compact<S: Storage>(
     blocks: &[(u64, u32)],
 ) -> Result<(std::collections::HashMap<u64, u64>, u64)> {
     let len = dst.len()?;
-    if len >= FOOT_LEN {
-        dst.write_at(len - FOOT_LEN, &[0; FOOT_LEN as usize])?;
+    let foot = FOOT_LEN as u64;
+    if len >= foot {
+        dst.write_at(len - foot, &[0; FOOT_LEN])?;
     }
     let mut sorted = blocks.to_vec();
     sorted.sort_unstable();
     let mut moved = std::collections::HashMap::with_capacity(sorted.len());
-    let (mut out, mut at) = (Vec::with_capacity(MOVE_BYTES), HEAD_BYTES);
+    let (mut out, mut at) = (Vec::with_capacity(MOVE_BYTES), HEAD_LEN as u64);
     let mut i = 0;
     while i < sorted.len() {
         // A run of blocks contiguous in the file, read at once (up to MOVE_BYTES).
@@ -150,9 +152,6 @@ pub fn compact<S: Storage>(
 
 /// Compaction moves blocks in pieces of this size.
 const MOVE_BYTES: usize = 1 << 20;
-/// The header (magic, version) and footer (meta offset, CRC) sizes (decode.rs reads them).
-const HEAD_BYTES: u64 = 12;
-const FOOT_LEN: u64 = 12;
 
 /// Whether the snapshot in `src` (whose meta section is `d`) holds exactly `graph` (every
 /// item loaded) as the replay of the first `d.log_len` bytes of `log`: the same anchor, commit
