@@ -124,6 +124,15 @@ pub enum PermissionErrorKind {
     /// The repository's root was not written by the founder the application expected
     /// (`RepoOptions::expected_founder`, JS `open(name, { owner })`): a squatter's repository.
     WrongFounder,
+    /// A redemption of an invite that is not in its causal past, whose proof is not the
+    /// invite key's signature, or that asks for another role than the invite's.
+    InviteInvalid,
+    /// A redemption stamped after its invite's expiry.
+    InviteExpired,
+    /// A redemption of an invite with no use left in the commit's causal past.
+    InviteUsed,
+    /// A redemption of a revoked invite.
+    InviteRevoked,
 }
 
 impl PermissionErrorKind {
@@ -137,6 +146,10 @@ impl PermissionErrorKind {
             PermissionErrorKind::CannotCreate => "cannot-create",
             PermissionErrorKind::NotFound => "not-found",
             PermissionErrorKind::WrongFounder => "wrong-founder",
+            PermissionErrorKind::InviteInvalid => "invite-invalid",
+            PermissionErrorKind::InviteExpired => "invite-expired",
+            PermissionErrorKind::InviteUsed => "invite-used",
+            PermissionErrorKind::InviteRevoked => "invite-revoked",
         }
     }
 }
@@ -641,6 +654,10 @@ pub(crate) mod tests {
             P::CannotCreate,
             P::NotFound,
             P::WrongFounder,
+            P::InviteInvalid,
+            P::InviteExpired,
+            P::InviteUsed,
+            P::InviteRevoked,
         ];
         for k in &perm {
             match k {
@@ -650,7 +667,11 @@ pub(crate) mod tests {
                 | P::ForeignRoot
                 | P::CannotCreate
                 | P::NotFound
-                | P::WrongFounder => {}
+                | P::WrongFounder
+                | P::InviteInvalid
+                | P::InviteExpired
+                | P::InviteUsed
+                | P::InviteRevoked => {}
             }
         }
         let auth = [

@@ -6,6 +6,7 @@
 //! Merging is commutative, associative and idempotent, so the access list of a commit's causal
 //! past is the merge of its parents' access lists, whatever the order.
 
+use super::invite::{InviteId, InviteState, Redemption};
 use super::parse::AclWrite;
 use super::role::Role;
 use crate::commit::{CommitId, PublicKey};
@@ -38,7 +39,7 @@ impl<T> Default for Register<T> {
 impl<T: Clone + Eq> Register<T> {
     /// Merge the writes of another view of the same entry: keep those no write of either side
     /// has in its past.
-    fn join(&mut self, other: &Register<T>) {
+    pub(crate) fn join(&mut self, other: &Register<T>) {
         if self.heads == other.heads {
             return;
         }
@@ -54,7 +55,7 @@ impl<T: Clone + Eq> Register<T> {
     }
 
     /// A write by commit `id`, which has every current head in its past: it supersedes them.
-    fn write(&mut self, id: CommitId, value: T) {
+    pub(crate) fn write(&mut self, id: CommitId, value: T) {
         let mut covers = BTreeSet::new();
         for h in &self.heads {
             covers.insert(h.id);
@@ -83,6 +84,8 @@ pub struct Acl {
     /// Each collection's stored schema (`_schema/<collection>`, docs/design.md §2.4): its
     /// uncovered writes, read as the one with the highest version (then commit id).
     pub(crate) schemas: BTreeMap<String, Register<StoredSchema>>,
+    /// Every invite (`_acl/invite-<id>`) and its counted redemptions (§6.4 "Invites").
+    pub(crate) invites: BTreeMap<InviteId, InviteState>,
 }
 
 impl Acl {
@@ -97,9 +100,38 @@ impl Acl {
     }
 
     /// `key`'s role, if it has one: the least among concurrent writes.
+    /// A member written by an owner has the role of that entry (so an owner's revocation
+    /// takes a redeemed role away); a key with no such entry has the highest role its counted
+    /// redemptions give it.
     pub fn role(&self, key: &PublicKey) -> Option<Role> {
-        let r = self.members.get(key)?;
-        r.heads.iter().map(|w| w.value).min().flatten()
+        match self.members.get(key) {
+            Some(r) if !r.heads.is_empty() => r.heads.iter().map(|w| w.value).min().flatten(),
+            _ => self.redeemed_role(key),
+        }
+    }
+
+    fn redeemed_role(&self, key: &PublicKey) -> Option<Role> {
+        self.invites
+            .values()
+            .flat_map(|s| s.effective())
+            .filter(|(_, r)| r.key == *key)
+            .map(|(_, r)| r.role)
+            .max()
+    }
+
+    /// The invite `id` as this list knows it.
+    pub fn invite(&self, id: &InviteId) -> Option<&InviteState> {
+        self.invites.get(id)
+    }
+
+    /// Every invite, in id order.
+    pub fn invites(&self) -> impl Iterator<Item = (&InviteId, &InviteState)> + '_ {
+        self.invites.iter()
+    }
+
+    /// Whether this list holds any invite (snapshots do not keep them yet).
+    pub fn has_invites(&self) -> bool {
+        !self.invites.is_empty()
     }
 
     /// Whether `key`'s entry has concurrent writes that disagree (the least one counts).
@@ -123,9 +155,13 @@ impl Acl {
 
     /// The members that hold a role, in key order.
     pub fn members(&self) -> impl Iterator<Item = (PublicKey, Role)> + '_ {
-        self.members
-            .keys()
-            .filter_map(|k| self.role(k).map(|r| (*k, r)))
+        let mut keys: std::collections::BTreeSet<PublicKey> =
+            self.members.keys().copied().collect();
+        for s in self.invites.values() {
+            keys.extend(s.redeemed.values().map(|r| r.key));
+        }
+        keys.into_iter()
+            .filter_map(|k| self.role(&k).map(|r| (k, r)))
     }
 
     /// Number of owners.
@@ -162,6 +198,14 @@ impl Acl {
             }
         }
         self.public.join(&other.public);
+        for (i, st) in &other.invites {
+            match self.invites.get_mut(i) {
+                Some(mine) => mine.join(st),
+                None => {
+                    self.invites.insert(*i, st.clone());
+                }
+            }
+        }
         for (c, r) in &other.schemas {
             match self.schemas.get_mut(c) {
                 Some(mine) => mine.join(r),
@@ -211,6 +255,17 @@ impl Acl {
             match *w {
                 AclWrite::Member(k, role) => self.members.entry(k).or_default().write(id, role),
                 AclWrite::Public { read, write } => self.public.write(id, (read, write)),
+                AclWrite::Invite(i, def) => self.invites.entry(i).or_default().def.write(id, def),
+                AclWrite::Redeem {
+                    key, role, invite, ..
+                } => {
+                    let st = self.invites.entry(invite).or_default();
+                    let uses = match st.status() {
+                        Some(super::invite::InviteStatus::Open(d)) => d.uses,
+                        _ => 0,
+                    };
+                    st.redeemed.insert(id, Redemption { key, role, uses });
+                }
             }
         }
     }

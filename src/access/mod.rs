@@ -26,11 +26,13 @@
 //! |------------|--------------------------------------------------------------------|
 //! | `role.rs`  | [`Role`]: a member's role                                          |
 //! | `acl.rs`   | [`Acl`]: an access list, the merge of `_acl` writes (causal order)  |
+//! | `invite.rs`| invites: a role for whoever proves possession of a one-time secret  |
 //! | `parse.rs` | what a change to `_acl` means ([`AclWrite`]), and its shape rules  |
 //! | `rule.rs`  | [`check_commit`]: the rule itself                                  |
 //! | `table.rs` | [`AclTable`]: the access list after each commit, interned          |
 
 mod acl;
+mod invite;
 mod parse;
 mod role;
 mod rule;
@@ -38,7 +40,15 @@ mod table;
 
 pub use acl::Acl;
 pub(crate) use acl::{Register, Write};
-pub use parse::{member_value, parse_change, public_value, AclWrite, ACL_COLLECTION, PUBLIC_ID};
+pub use invite::{
+    check_redemption, invite_id, invite_identity, proof_message, prove, InviteDef, InviteId,
+    InviteState, InviteStatus, Redemption, INVITE_ID_LEN, INVITE_PREFIX, INVITE_SECRET_LEN,
+    MAX_INVITE_USES,
+};
+pub use parse::{
+    invite_value, member_value, parse_change, public_value, redeem_value, AclWrite, ACL_COLLECTION,
+    PUBLIC_ID,
+};
 pub use role::Role;
 pub(crate) use rule::judge;
 pub use rule::{check_commit, is_void};

@@ -2,8 +2,11 @@
 //! item `_acl/<public key hex>` is `{"role": …}` or deleted; `_acl/public` is
 //! `{"read": bool, "write": bool}` or deleted; no patches.
 
+use super::invite::{
+    invite_id, InviteDef, InviteId, INVITE_ID_LEN, INVITE_PREFIX, MAX_INVITE_USES,
+};
 use super::role::Role;
-use crate::commit::{Change, Op, PublicKey};
+use crate::commit::{Change, Op, PublicKey, Signature, SIGNATURE_LEN};
 use crate::error::{Error, Result};
 use crate::value::{Map, Value};
 
@@ -19,6 +22,15 @@ pub enum AclWrite {
     Member(PublicKey, Option<Role>),
     /// Set the public switches (a delete turns both off).
     Public { read: bool, write: bool },
+    /// Write an invite (`Some`) or revoke it (`None`): `_acl/invite-<id hex>`.
+    Invite(InviteId, Option<InviteDef>),
+    /// Redeem an invite: `_acl/<key hex>` = `{"role", "invite", "proof"}`.
+    Redeem {
+        key: PublicKey,
+        role: Role,
+        invite: InviteId,
+        proof: Signature,
+    },
 }
 
 /// The value of a member item for `role`.
@@ -63,9 +75,13 @@ pub fn parse_change(ch: &Change) -> Result<Option<AclWrite>> {
     if ch.id == PUBLIC_ID {
         return parse_public(&ch.op).map(Some);
     }
+    if let Some(hex) = ch.id.strip_prefix(INVITE_PREFIX) {
+        return parse_invite(&ch.id, hex, &ch.op).map(Some);
+    }
     let key = parse_member_id(&ch.id)?;
     let role = match &ch.op {
         Op::Delete => None,
+        Op::Put(m) if m.len() == 3 => return parse_redeem(&ch.id, key, m).map(Some),
         Op::Put(m) => Some(parse_role(&ch.id, m)?),
         Op::Patch(_) => {
             return Err(bad(
@@ -88,6 +104,110 @@ fn parse_member_id(id: &str) -> Result<PublicKey> {
             "a member id is a P-384 public key (98 lowercase hex digits) or \"public\"",
         )
     })
+}
+
+fn lower_hex(s: &str) -> Option<Vec<u8>> {
+    let lower = s.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'));
+    crate::commit::from_hex(s).filter(|_| lower)
+}
+
+const INVITE_SHAPE: &str = r#"an invite is {"invite": <its public key, 98 lowercase hex digits>, "role": "owner" | "writer" | "reader", "expires": <ms since the epoch, a whole number>, "uses": <1 to 1000>}, its id "invite-" + the 32 hex digits of the first 16 bytes of SHA-256 of its key"#;
+
+/// `_acl/invite-<id>`: an invite's definition, or its revocation (a delete).
+fn parse_invite(id: &str, hex: &str, op: &Op) -> Result<AclWrite> {
+    let inv: InviteId = lower_hex(hex)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| bad(id, INVITE_SHAPE))?;
+    let m = match op {
+        Op::Delete => return Ok(AclWrite::Invite(inv, None)),
+        Op::Put(m) => m,
+        Op::Patch(_) => return Err(bad(id, "the _acl collection accepts only put and delete")),
+    };
+    let whole = |v: Option<&Value>, max: f64| match v {
+        Some(Value::Number(n)) if n.fract() == 0.0 && *n >= 0.0 && *n <= max => Some(*n as u64),
+        _ => None,
+    };
+    let key = match m.get("invite") {
+        Some(Value::String(s)) => lower_hex(s).and_then(|b| PublicKey::from_bytes(&b).ok()),
+        _ => None,
+    };
+    let role = match m.get("role") {
+        Some(Value::String(s)) => Role::parse(s),
+        _ => None,
+    };
+    let expires = whole(m.get("expires"), 9_007_199_254_740_991.0);
+    let uses = whole(m.get("uses"), MAX_INVITE_USES as f64).filter(|&u| u >= 1);
+    match (m.len(), key, role, expires, uses) {
+        (4, Some(key), Some(role), Some(expires), Some(uses)) if invite_id(&key) == inv => {
+            Ok(AclWrite::Invite(
+                inv,
+                Some(InviteDef {
+                    key,
+                    role,
+                    expires,
+                    uses: uses as u32,
+                }),
+            ))
+        }
+        _ => Err(bad(id, INVITE_SHAPE)),
+    }
+}
+
+/// `_acl/<key>` = `{"role", "invite", "proof"}`: a redemption by `key`.
+fn parse_redeem(id: &str, key: PublicKey, m: &Map) -> Result<AclWrite> {
+    let role = match m.get("role") {
+        Some(Value::String(s)) => Role::parse(s),
+        _ => None,
+    };
+    let invite: Option<InviteId> = match m.get("invite") {
+        Some(Value::String(s)) if s.len() == 2 * INVITE_ID_LEN => {
+            lower_hex(s).and_then(|b| b.try_into().ok())
+        }
+        _ => None,
+    };
+    let proof = match m.get("proof") {
+        Some(Value::String(s)) if s.len() == 2 * SIGNATURE_LEN => {
+            lower_hex(s).and_then(|b| b.try_into().ok()).map(Signature)
+        }
+        _ => None,
+    };
+    match (role, invite, proof) {
+        (Some(role), Some(invite), Some(proof)) => Ok(AclWrite::Redeem {
+            key,
+            role,
+            invite,
+            proof,
+        }),
+        _ => Err(bad(
+            id,
+            r#"a redemption is {"role": …, "invite": <32 hex digits>, "proof": <192 hex digits>}"#,
+        )),
+    }
+}
+
+/// The `_acl` value of an invite.
+pub fn invite_value(def: &InviteDef) -> Map {
+    let mut m = Map::new();
+    m.insert("invite".into(), Value::from(def.key.to_hex().as_str()));
+    m.insert("role".into(), Value::from(def.role.name()));
+    m.insert("expires".into(), Value::Number(def.expires as f64));
+    m.insert("uses".into(), Value::Number(def.uses as f64));
+    m
+}
+
+/// The `_acl` value of a redemption.
+pub fn redeem_value(role: Role, invite: &InviteId, proof: &Signature) -> Map {
+    let mut m = Map::new();
+    m.insert("role".into(), Value::from(role.name()));
+    m.insert(
+        "invite".into(),
+        Value::from(crate::commit::hex(invite).as_str()),
+    );
+    m.insert(
+        "proof".into(),
+        Value::from(crate::commit::hex(&proof.0).as_str()),
+    );
+    m
 }
 
 fn parse_role(id: &str, m: &Map) -> Result<Role> {

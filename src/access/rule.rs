@@ -2,7 +2,7 @@
 //! causal past. A commit the rule refuses does not count: replicas store it (its descendants
 //! connect) without applying it.
 
-use super::{parse_change, Acl, AclWrite, Role};
+use super::{check_redemption, parse_change, Acl, AclWrite, Role};
 use crate::commit::{Commit, CommitId};
 use crate::error::{Error, PermissionErrorKind, Result};
 use crate::schema::{check_change, parse_schema_change, SchemaWrite};
@@ -49,6 +49,14 @@ pub fn check_commit(past: &Acl, commit: &Commit, id: &CommitId) -> Result<Acl> {
 /// `Ok(None)` for a commit that counts and writes no `_acl` item.
 pub(crate) fn judge(past: &Acl, commit: &Commit, id: &CommitId) -> Result<Option<Acl>> {
     let (writes, schemas, data) = split(commit)?;
+    if let Some(AclWrite::Redeem { .. }) =
+        writes.iter().find(|w| matches!(w, AclWrite::Redeem { .. }))
+    {
+        check_redeem(past, commit, &writes, &schemas, data)?;
+        let mut after = past.clone();
+        after.apply(*id, &writes);
+        return Ok(Some(after));
+    }
     let founder = if commit.parents.is_empty() {
         check_root(commit, &writes)?.then_some(commit.author)
     } else {
@@ -66,6 +74,38 @@ pub(crate) fn judge(past: &Acl, commit: &Commit, id: &CommitId) -> Result<Option
     after.apply_schemas(*id, &schemas);
     check_data(&after, commit)?;
     Ok(Some(after))
+}
+
+/// A redemption commit (§6.4 "Invites") holds its author's own redemption and nothing else,
+/// and the invite allows it in the commit's causal past.
+fn check_redeem(
+    past: &Acl,
+    commit: &Commit,
+    writes: &[AclWrite],
+    schemas: &[SchemaWrite],
+    data: bool,
+) -> Result<()> {
+    let alone = writes.len() == 1 && schemas.is_empty() && !data;
+    let Some(AclWrite::Redeem {
+        key,
+        role,
+        invite,
+        proof,
+    }) = writes.first().filter(|_| alone)
+    else {
+        return Err(denied(
+            PermissionErrorKind::InviteInvalid,
+            "a redemption commit holds its author's redemption and nothing else".into(),
+        ));
+    };
+    if commit.trusted || commit.parents.is_empty() || *key != commit.author {
+        return Err(denied(
+            PermissionErrorKind::InviteInvalid,
+            "an invite is redeemed by a signed commit on the invite's history, for its own author"
+                .into(),
+        ));
+    }
+    check_redemption(past.invite(invite), invite, key, *role, proof, commit.hlc)
 }
 
 /// `_schema` writes (docs/design.md §2.4) need an owner in an owned repository (anyone may

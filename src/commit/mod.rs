@@ -10,7 +10,8 @@ mod id;
 mod seal;
 
 pub use crypto::{
-    from_hex, Identity, PublicKey, Signature, PUBLIC_KEY_LEN, SIGNATURE_LEN, UNCOMPRESSED_KEY_LEN,
+    from_hex, hex, Identity, PublicKey, Signature, PUBLIC_KEY_LEN, SIGNATURE_LEN,
+    UNCOMPRESSED_KEY_LEN,
 };
 pub use id::{CommitId, Stamp};
 pub use seal::{Seal, MAX_SEAL_IDS};

@@ -3,7 +3,11 @@
 //! collection), and the rule applied to this replica's own commits before they are written.
 
 use super::Repo;
-use crate::access::{self, member_value, public_value, Acl, Role, ACL_COLLECTION, PUBLIC_ID};
+use crate::access::{
+    self, invite_id, invite_identity, invite_value, member_value, prove, public_value,
+    redeem_value, Acl, InviteDef, InviteId, InviteStatus, Role, ACL_COLLECTION, INVITE_PREFIX,
+    INVITE_SECRET_LEN, PUBLIC_ID,
+};
 use crate::commit::{Change, Commit, CommitId, Op, PublicKey};
 use crate::error::{Error, PermissionErrorKind, Result};
 use crate::store::Storage;
@@ -53,6 +57,64 @@ impl<S: Storage> Repo<S> {
             &format!("{ACL_COLLECTION}/{PUBLIC_ID}"),
             public_value(read, write),
         )?;
+        self.commit(txn)
+    }
+
+    /// Write an invite (owners only, §6.4 "Invites"): whoever holds `secret` (≥ 128 random
+    /// bits: the caller's RNG, the core has none) may redeem it for `role` until `expires` (ms
+    /// since the epoch), `uses` times. The access list holds the key derived from the secret,
+    /// never the secret. Returns the invite's id and the commit.
+    pub fn invite(
+        &mut self,
+        secret: &[u8; INVITE_SECRET_LEN],
+        role: Role,
+        expires: u64,
+        uses: u32,
+    ) -> Result<(InviteId, Option<CommitId>)> {
+        let key = invite_identity(secret).public();
+        let id = invite_id(&key);
+        let def = InviteDef {
+            key,
+            role,
+            expires,
+            uses,
+        };
+        let mut txn = Txn::new();
+        txn.put(&invite_key(&id), invite_value(&def))?;
+        let c = self.commit(txn)?;
+        Ok((id, c))
+    }
+
+    /// Revoke an invite before it is used up: later redemptions do not count.
+    pub fn revoke_invite(&mut self, id: &InviteId) -> Result<Option<CommitId>> {
+        let mut txn = Txn::new();
+        txn.delete(&invite_key(id))?;
+        self.commit(txn)
+    }
+
+    /// Redeem the invite whose secret is `secret`: one commit granting this replica's key the
+    /// invite's role, with the invite key's signature as proof. The invite must be in what
+    /// this replica holds; a revoked, expired, used-up or unknown invite is a typed
+    /// `PermissionError` (`invite-revoked`, `invite-expired`, `invite-used`,
+    /// `invite-invalid`) and nothing is written.
+    pub fn redeem(&mut self, secret: &[u8; INVITE_SECRET_LEN]) -> Result<Option<CommitId>> {
+        let id = invite_id(&invite_identity(secret).public());
+        let role = match self.access().invite(&id).and_then(|s| s.status()) {
+            Some(InviteStatus::Open(d)) => d.role,
+            Some(InviteStatus::Revoked) => Role::Reader,
+            None => {
+                return Err(Error::Permission {
+                    kind: PermissionErrorKind::InviteInvalid,
+                    detail: format!(
+                        "invite {} is not in this replica's history (sync it first)",
+                        crate::commit::hex(&id)
+                    ),
+                })
+            }
+        };
+        let proof = prove(secret, &self.author, role);
+        let mut txn = Txn::new();
+        txn.put(&member_key(&self.author), redeem_value(role, &id, &proof))?;
         self.commit(txn)
     }
 
@@ -135,6 +197,11 @@ impl<S: Storage> Repo<S> {
             ),
         })
     }
+}
+
+/// The `_acl` key of an invite.
+fn invite_key(id: &InviteId) -> String {
+    format!("{ACL_COLLECTION}/{INVITE_PREFIX}{}", crate::commit::hex(id))
 }
 
 /// The `_acl` key of a member.

@@ -76,9 +76,10 @@ export class ClockSkewError extends IbexError {}
 export class ProtocolError extends IbexError {}
 /**
  * The repository's access list does not allow it (`kind`: `cannot-read`, `cannot-write`,
- * `cannot-administer`, `foreign-root`, `cannot-create`, `not-found`, `wrong-founder`): a local
- * write, a grant, the server refusing this replica's session or push, or a repository whose
- * founder is not the `owner` the application pinned.
+ * `cannot-administer`, `foreign-root`, `cannot-create`, `not-found`, `wrong-founder`,
+ * `invite-invalid`, `invite-expired`, `invite-used`, `invite-revoked`): a local write, a grant,
+ * an invite's redemption, the server refusing this replica's session or push, or a repository
+ * whose founder is not the `owner` the application pinned.
  */
 export class PermissionError extends IbexError {}
 /** The sync server did not accept this replica's session proof (`kind`: `stale`, `wrong-server`, ...). */

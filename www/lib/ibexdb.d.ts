@@ -630,7 +630,7 @@ export declare class ProtocolError extends IbexError {
   readonly code?: number;
 }
 export declare class PermissionError extends IbexError {
-  readonly kind: 'cannot-read' | 'cannot-write' | 'cannot-administer' | 'foreign-root' | 'cannot-create' | 'not-found' | 'wrong-founder';
+  readonly kind: 'cannot-read' | 'cannot-write' | 'cannot-administer' | 'foreign-root' | 'cannot-create' | 'not-found' | 'wrong-founder' | 'invite-invalid' | 'invite-expired' | 'invite-used' | 'invite-revoked';
   /** The protocol error code (8) when the sync server refused. */
   readonly code?: number;
 }
