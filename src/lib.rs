@@ -47,7 +47,7 @@ pub use value::{
 
 // §4-5 Commits and seals.
 pub use commit::{
-    from_hex, Change, Commit, CommitId, FieldOp, Identity, Op, PublicKey, Seal, Signature,
+    from_hex, hex, Change, Commit, CommitId, FieldOp, Identity, Op, PublicKey, Seal, Signature,
     MAX_COMMIT_BYTES, MAX_PARENTS, MAX_SEAL_IDS, SIGNATURE_LEN, UNCOMPRESSED_KEY_LEN,
 };
 
