@@ -308,7 +308,29 @@ mod tests {
             } else {
                 AclWrite::Member(keys[next(keys.len() as u64) as usize], role)
             };
-            if next(4) == 0 {
+            if next(5) == 0 {
+                // An invite (one of two), its revocation, or a redemption of it.
+                let inv = [[1u8; 16], [2u8; 16]][next(2) as usize];
+                let w = match next(3) {
+                    0 => AclWrite::Invite(inv, None),
+                    1 => AclWrite::Invite(
+                        inv,
+                        Some(super::super::invite::InviteDef {
+                            key: keys[0],
+                            role: Role::Writer,
+                            expires: 10,
+                            uses: 1 + next(2) as u32,
+                        }),
+                    ),
+                    _ => AclWrite::Redeem {
+                        key: keys[next(keys.len() as u64) as usize],
+                        role: Role::Reader,
+                        invite: inv,
+                        proof: crate::commit::Signature([0; 96]),
+                    },
+                };
+                past.apply(CommitId(id), &[w]);
+            } else if next(4) == 0 {
                 // A stored schema of one of two collections, at a version from 1 to 3.
                 let mut m = crate::value::Map::new();
                 m.insert(
@@ -354,6 +376,10 @@ mod tests {
                         .collect()
                 };
                 assert_eq!(read(&ab), read(&ba), "seed {seed}");
+                // So do roles given by redemptions.
+                for k in &keys {
+                    assert_eq!(ab.role(k), ba.role(k), "seed {seed}");
+                }
             }
         }
     }
