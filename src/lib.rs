@@ -54,9 +54,9 @@ pub use commit::{
 // §6.4 Permissions: who may read and write.
 pub use access::{
     check_commit, invite_id, invite_identity, invite_value, member_value, parse_change,
-    proof_message, prove, public_value, redeem_value, Acl, AclWrite, InviteDef, InviteId,
-    InviteState, InviteStatus, Redemption, Role, ACL_COLLECTION, INVITE_ID_LEN, INVITE_SECRET_LEN,
-    MAX_INVITE_USES, PUBLIC_ID,
+    proof_message, prove, public_value, redeem_value, redeemer, redemption_commit, Acl, AclWrite,
+    InviteDef, InviteId, InviteState, InviteStatus, Redemption, Role, ACL_COLLECTION,
+    INVITE_ID_LEN, INVITE_SECRET_LEN, MAX_INVITE_USES, PUBLIC_ID,
 };
 
 // §7-8 Storage.

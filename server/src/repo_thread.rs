@@ -479,6 +479,9 @@ impl<R: RepoStore> Actor<R> {
         panic_hook(&self.name);
         self.metrics.pushes.fetch_add(1, Relaxed);
         let Some(sub) = self.subs.get(&session.conn) else {
+            if self.waiting.has(session.conn) && redeems(session, commits) {
+                return self.push_redemption(session, commits, seals);
+            }
             if let Some(w) = self.waiting.remove(session.conn) {
                 let r = Refusal::from(&Error::Permission {
                     kind: PermissionErrorKind::CannotWrite,
@@ -542,6 +545,47 @@ impl<R: RepoStore> Actor<R> {
                     }
                 }
                 Ok(())
+            }
+        }
+    }
+
+    /// A waiting session's push of its own invite redemption (docs/design.md §6.4 "Invites"):
+    /// judged by the rule like any push (a redemption that does not count is refused with its
+    /// typed error and nothing is stored); once stored, the grant it makes welcomes the
+    /// session, and its catch-up follows.
+    fn push_redemption(
+        &mut self,
+        session: &Session,
+        commits: &[(CommitId, Vec<u8>)],
+        seals: &[Vec<u8>],
+    ) -> Result<(), Error> {
+        let Some(out) = self.waiting.out(session.conn) else {
+            return Ok(());
+        };
+        let admission = Admission::Server {
+            session: session.key,
+            allow_unowned: self.cfg.accept_trusted,
+        };
+        match self.store.push(&admission, commits, seals) {
+            Ok(done) => {
+                self.metrics
+                    .commits_stored
+                    .fetch_add(done.to - done.from, Relaxed);
+                out.force(Bytes::from(Message::Ack { ids: done.ack }.encode()));
+                self.relay_new(done.relay_from, done.to, None, commits)?;
+                self.maybe_snapshot(false);
+                Ok(())
+            }
+            Err(e) => {
+                let r = Refusal::from(e.error());
+                self.metrics.commits_refused(r.code, commits.len());
+                self.metrics.refusal(&r.what);
+                r.log(session, Some(&self.name));
+                out.force(Bytes::from(r.encode()));
+                match e {
+                    StoreError::Broken(e) => Err(e),
+                    _ => Ok(()),
+                }
             }
         }
     }
@@ -743,4 +787,16 @@ fn range_of<S: Storage>(
         out.push(Bytes::from(m.encode()));
     }
     Ok(out)
+}
+
+/// Whether a push holds only `session`'s own invite redemptions (decoded here only to route
+/// it; the store checks everything again).
+fn redeems(session: &Session, commits: &[(CommitId, Vec<u8>)]) -> bool {
+    let Some(key) = session.key else {
+        return false;
+    };
+    !commits.is_empty()
+        && commits.iter().all(|(_, b)| {
+            ibexdb::Commit::decode(b).is_ok_and(|(c, _)| ibexdb::redeemer(&c) == Some(key))
+        })
 }

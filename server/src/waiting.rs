@@ -149,6 +149,16 @@ impl Waiting {
         (most >= mine + 2).then_some(conn)
     }
 
+    /// Whether `conn` waits here.
+    pub fn has(&self, conn: u64) -> bool {
+        self.waiters.contains_key(&conn)
+    }
+
+    /// The outbox of the waiting session `conn`.
+    pub fn out(&self, conn: u64) -> Option<Arc<Outbox>> {
+        self.waiters.get(&conn).map(|w| w.out.clone())
+    }
+
     pub fn remove(&mut self, conn: u64) -> Option<Waiter> {
         self.waiters.remove(&conn)
     }

@@ -202,3 +202,46 @@ pub fn check_redemption(
     }
     Ok(())
 }
+
+/// A redemption commit made without the repository's history (a device that may not read
+/// yet, docs/design.md §6.4 "Invites"): by `author`, on `parents` (the invite's commit, which
+/// the link names), stamped `ms`, with its seal for repository `repo`. Its id, its bytes and
+/// the seal's bytes, as a push carries them.
+pub fn redemption_commit(
+    author: &Identity,
+    repo: &str,
+    secret: &[u8; INVITE_SECRET_LEN],
+    role: Role,
+    parents: Vec<CommitId>,
+    ms: u64,
+) -> (CommitId, Vec<u8>, Vec<u8>) {
+    let id = invite_id(&invite_identity(secret).public());
+    let proof = prove(secret, &author.public(), role);
+    let commit = crate::commit::Commit {
+        trusted: false,
+        author: author.public(),
+        hlc: ms << 16,
+        parents,
+        changes: vec![crate::commit::Change {
+            collection: super::ACL_COLLECTION.into(),
+            id: author.public().to_hex(),
+            op: crate::commit::Op::Put(super::redeem_value(role, &id, &proof)),
+        }],
+    };
+    let bytes = commit.encode();
+    let cid = CommitId::of(&bytes);
+    let seal = crate::commit::Seal::create(author, repo, &[cid]).encode();
+    (cid, bytes, seal)
+}
+
+/// The key `c` redeems an invite for, if it is a redemption (one `_acl` change, signed, for
+/// its own author): what a server lets a key not yet in the list push.
+pub fn redeemer(c: &crate::commit::Commit) -> Option<PublicKey> {
+    match (c.changes.as_slice(), c.trusted) {
+        ([ch], false) => match super::parse_change(ch) {
+            Ok(Some(super::AclWrite::Redeem { key, .. })) if key == c.author => Some(key),
+            _ => None,
+        },
+        _ => None,
+    }
+}

@@ -41,9 +41,9 @@ mod table;
 pub use acl::Acl;
 pub(crate) use acl::{Register, Write};
 pub use invite::{
-    check_redemption, invite_id, invite_identity, proof_message, prove, InviteDef, InviteId,
-    InviteState, InviteStatus, Redemption, INVITE_ID_LEN, INVITE_PREFIX, INVITE_SECRET_LEN,
-    MAX_INVITE_USES,
+    check_redemption, invite_id, invite_identity, proof_message, prove, redeemer,
+    redemption_commit, InviteDef, InviteId, InviteState, InviteStatus, Redemption, INVITE_ID_LEN,
+    INVITE_PREFIX, INVITE_SECRET_LEN, MAX_INVITE_USES,
 };
 pub use parse::{
     invite_value, member_value, parse_change, public_value, redeem_value, AclWrite, ACL_COLLECTION,

@@ -14,7 +14,7 @@
 //! an unowned root.
 
 use super::Repo;
-use crate::access::{check_commit, is_void, Acl, ACL_COLLECTION};
+use crate::access::{check_commit, is_void, redeemer, Acl, ACL_COLLECTION};
 use crate::commit::{Commit, CommitId, PublicKey};
 use crate::error::{Error, PermissionErrorKind, Result};
 use crate::schema::SCHEMA_COLLECTION;
@@ -71,7 +71,11 @@ impl<S: Storage> Repo<S> {
         admission: &Admission,
         accepted: &[(Commit, CommitId, &Vec<u8>)],
         new_seals: bool,
+        now: u64,
     ) -> Result<()> {
+        if matches!(admission, Admission::Server { .. }) {
+            self.check_redemption_stamps(accepted, now)?;
+        }
         let mut prov = Provisional {
             after: HashMap::new(),
             current: self.graph.current_acl().clone(),
@@ -119,10 +123,35 @@ impl<S: Storage> Repo<S> {
         // stored are acknowledged to anyone: a reader's replica re-sends what it holds.)
         if let Admission::Server { session, .. } = admission {
             let stores = !accepted.is_empty() || new_seals;
-            if stores && !session_may_write(&prov.current, session.as_ref()) {
+            let redeems = redeems_only(accepted, session.as_ref());
+            if stores && !redeems && !session_may_write(&prov.current, session.as_ref()) {
                 return Err(denied(
                     PermissionErrorKind::CannotWrite,
                     "this session's key may not write to the repository",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A server refuses a redemption stamped more than `max_clock_skew_ms` before its clock
+    /// (`invite-expired`): a redeemer cannot backdate its commit into an invite's lifetime
+    /// (replicas refuse stamps more than that ahead of theirs, §5.4).
+    fn check_redemption_stamps(
+        &self,
+        accepted: &[(Commit, CommitId, &Vec<u8>)],
+        now: u64,
+    ) -> Result<()> {
+        let skew = self.opts.max_clock_skew_ms;
+        for (c, id, _) in accepted {
+            let ms = c.hlc >> 16;
+            if ms.saturating_add(skew) < now && redeemer(c).is_some() {
+                return Err(denied(
+                    PermissionErrorKind::InviteExpired,
+                    format!(
+                        "redemption {} is stamped {ms} ms, more than {skew} ms before this server's clock ({now} ms)",
+                        id.to_hex()
+                    ),
                 ));
             }
         }
@@ -262,6 +291,16 @@ fn check_vouched(verdicts: Vec<Verdict<'_>>) -> Result<()> {
         }
     }
     refusal.map_or(Ok(()), Err)
+}
+
+/// Whether a push holds only the session's own redemptions: a key not yet in the list may push
+/// them (each is judged by the rule, and refused if it does not count).
+fn redeems_only(accepted: &[(Commit, CommitId, &Vec<u8>)], session: Option<&PublicKey>) -> bool {
+    session.is_some()
+        && !accepted.is_empty()
+        && accepted
+            .iter()
+            .all(|(c, _, _)| redeemer(c).as_ref() == session)
 }
 
 /// May a session (its key, or anonymous) push to a repository with this access list?

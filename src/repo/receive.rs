@@ -111,7 +111,7 @@ impl<S: Storage> Repo<S> {
             .map(|(c, id, b)| (c, *id, b.len()))
             .collect();
         check_room(&self.graph, &self.wait, &new, &checked.cover, &self.opts)?;
-        self.admit_batch(admission, &accepted, !checked.seals.is_empty())?;
+        self.admit_batch(admission, &accepted, !checked.seals.is_empty(), now)?;
         let (applied, refused) = self.store_received(admission, checked.seals, accepted)?;
         report.applied = applied;
         report.refused = refused;
