@@ -58,17 +58,14 @@ async fn redeem(
 
 /// The kind of the next `Error`.
 async fn refused_kind(ws: &mut Socket) -> String {
-    loop {
-        match recv(ws, WAIT).await {
-            Some(Message::Error {
-                code: ErrorCode::Permission,
-                kind,
-                message,
-                ..
-            }) => return format!("{}: {message}", kind.unwrap_or_default()),
-            Some(m) => panic!("expected a refusal, got {m:?}"),
-            None => panic!("no refusal"),
-        }
+    match recv(ws, WAIT).await {
+        Some(Message::Error {
+            code: ErrorCode::Permission,
+            kind,
+            message,
+            ..
+        }) => format!("{}: {message}", kind.unwrap_or_default()),
+        m => panic!("expected a refusal, got {m:?}"),
     }
 }
 
