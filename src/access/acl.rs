@@ -6,7 +6,7 @@
 //! Merging is commutative, associative and idempotent, so the access list of a commit's causal
 //! past is the merge of its parents' access lists, whatever the order.
 
-use super::invite::{InviteId, InviteState, Redemption};
+use super::invite::{InviteDef, InviteId};
 use super::parse::AclWrite;
 use super::role::Role;
 use crate::commit::{CommitId, PublicKey};
@@ -68,6 +68,63 @@ impl<T: Clone + Eq> Register<T> {
             value,
             covers: Arc::new(covers),
         }];
+    }
+}
+
+/// An invite as an access list knows it: its definition's uncovered writes (`None`: revoked)
+/// and every redemption merged in, by commit id.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct InviteState {
+    pub(crate) def: Register<Option<InviteDef>>,
+    pub(crate) redeemed: BTreeMap<CommitId, Redemption>,
+}
+
+/// One redemption: who, for which role, under a definition allowing `uses`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Redemption {
+    pub key: PublicKey,
+    pub role: Role,
+    pub uses: u32,
+}
+
+/// Where an invite stands in an access list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InviteStatus {
+    Open(InviteDef),
+    Revoked,
+}
+
+impl InviteState {
+    /// The invite's definition: revoked if any uncovered write revokes it (least privilege),
+    /// otherwise the definition of the least commit id among concurrent writes.
+    pub fn status(&self) -> Option<InviteStatus> {
+        let heads = &self.def.heads;
+        if heads.is_empty() {
+            return None;
+        }
+        if heads.iter().any(|w| w.value.is_none()) {
+            return Some(InviteStatus::Revoked);
+        }
+        heads[0].value.map(InviteStatus::Open)
+    }
+
+    /// The redemptions that count: ordered by commit id, the one of rank `i` (from 0) counts
+    /// iff `i` is below the uses of the definition it was judged against. Two concurrent
+    /// redemptions of a single-use invite: the least commit id counts, the other gives no
+    /// role, whichever replica merges them and in whatever order.
+    pub fn effective(&self) -> impl Iterator<Item = (&CommitId, &Redemption)> + '_ {
+        self.redeemed
+            .iter()
+            .enumerate()
+            .filter(|(i, (_, r))| *i < r.uses as usize)
+            .map(|(_, e)| e)
+    }
+
+    pub(crate) fn join(&mut self, other: &InviteState) {
+        self.def.join(&other.def);
+        for (k, v) in &other.redeemed {
+            self.redeemed.insert(*k, *v);
+        }
     }
 }
 
@@ -261,7 +318,7 @@ impl Acl {
                 } => {
                     let st = self.invites.entry(invite).or_default();
                     let uses = match st.status() {
-                        Some(super::invite::InviteStatus::Open(d)) => d.uses,
+                        Some(InviteStatus::Open(d)) => d.uses,
                         _ => 0,
                     };
                     st.redeemed.insert(id, Redemption { key, role, uses });
@@ -315,7 +372,7 @@ mod tests {
                     0 => AclWrite::Invite(inv, None),
                     1 => AclWrite::Invite(
                         inv,
-                        Some(super::super::invite::InviteDef {
+                        Some(InviteDef {
                             key: keys[0],
                             role: Role::Writer,
                             expires: 10,

@@ -27,6 +27,7 @@
 //! | `role.rs`  | [`Role`]: a member's role                                          |
 //! | `acl.rs`   | [`Acl`]: an access list, the merge of `_acl` writes (causal order)  |
 //! | `invite.rs`| invites: a role for whoever proves possession of a one-time secret  |
+//! | `redeem.rs`| the rule for a redemption; a redemption built from a link alone    |
 //! | `parse.rs` | what a change to `_acl` means ([`AclWrite`]), and its shape rules  |
 //! | `rule.rs`  | [`check_commit`]: the rule itself                                  |
 //! | `table.rs` | [`AclTable`]: the access list after each commit, interned          |
@@ -34,21 +35,23 @@
 mod acl;
 mod invite;
 mod parse;
+mod redeem;
 mod role;
 mod rule;
 mod table;
 
 pub use acl::Acl;
+pub use acl::{InviteState, InviteStatus, Redemption};
 pub(crate) use acl::{Register, Write};
 pub use invite::{
-    check_redemption, invite_id, invite_identity, proof_message, prove, redeemer,
-    redemption_commit, InviteDef, InviteId, InviteState, InviteStatus, Redemption, INVITE_ID_LEN,
+    invite_id, invite_identity, proof_message, prove, InviteDef, InviteId, INVITE_ID_LEN,
     INVITE_PREFIX, INVITE_SECRET_LEN, MAX_INVITE_USES,
 };
 pub use parse::{
     invite_value, member_value, parse_change, public_value, redeem_value, AclWrite, ACL_COLLECTION,
     PUBLIC_ID,
 };
+pub use redeem::{check_redemption, redeemer, redemption_commit};
 pub use role::Role;
 pub(crate) use rule::judge;
 pub use rule::{check_commit, is_void};
