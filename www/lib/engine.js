@@ -653,6 +653,22 @@ export class EngineHandle {
   setPublic(read, write) {
     this._call((r) => r.setPublic(read, write));
   }
+  /** Write an invite (owners only; docs/design.md §6.4 "Invites"). @param {Uint8Array} secret @param {string} role @param {number} expires @param {number} uses @returns {string} `{id, commit}` as JSON */
+  invite(secret, role, expires, uses) {
+    return this._call((r) => r.invite(secret, role, expires, uses));
+  }
+  /** Revoke an invite. @param {string} id */
+  revokeInvite(id) {
+    this._call((r) => r.revokeInvite(id));
+  }
+  /** @returns {string} `[{id, role, expires, uses, used, revoked}]` as JSON */
+  invitesJson() {
+    return this._call((r) => r.invites());
+  }
+  /** The encoded Push redeeming an invite from its link alone. @param {Uint8Array} secret @param {string} role @param {string} commit @returns {Uint8Array} */
+  redemptionPush(secret, role, commit) {
+    return this._call((r) => r.redemptionPush(secret, role, commit));
+  }
   /** @returns {string} `{owned, public: {read, write}, members: [{publicKey, role}]}` as JSON */
   membersJson() {
     return this._call((r) => r.members());

@@ -185,6 +185,14 @@ export interface OpenOptions {
    */
   sync?: string | string[];
   /**
+   * An invite link from `db.invite()` (needs `sync`): while the server keeps this new device's
+   * session waiting (its key is in no access list), the device redeems the invite and is
+   * welcomed with the invite's role. A used-up, expired, revoked or forged invite is a
+   * PermissionError (kind 'invite-used', 'invite-expired', 'invite-revoked', 'invite-invalid')
+   * from `db.sync()`.
+   */
+  invite?: string;
+  /**
    * The public key (`db.publicKey`, 98 hex digits) of the device that founds this repository.
    * A repository whose root was written by another key (a squatter who took the name first)
    * is refused with PermissionError kind 'wrong-founder' and nothing of it is applied; a
@@ -449,6 +457,19 @@ export interface Members {
   members: { publicKey: string; role: Role }[];
 }
 
+/** An invite as the access list knows it (`db.invites()`). */
+export interface Invite {
+  id: string;
+  /** Null once revoked. */
+  role: Role | null;
+  /** The last millisecond (since the epoch) a redemption may be stamped; null once revoked. */
+  expires: number | null;
+  uses: number | null;
+  /** Redemptions that gave a role. */
+  used: number;
+  revoked: boolean;
+}
+
 export interface Transaction {
   put(key: Key, value: Item): this;
   update(key: Key, fields: Item): this;
@@ -537,6 +558,17 @@ export declare class Database {
   /** What anyone may do (only an owner may change it). */
   setPublic(flags: { read: boolean; write: boolean }): Promise<void>;
   members(): Promise<Members>;
+  /**
+   * Invite a device (owners only): a one-time link (the secret in its `#ibexdb-invite=`
+   * fragment, never sent to a server) that gives `role` to whoever opens it with
+   * `open(name, { sync, invite: link })`, until `expires` (default 7 days), `uses` times
+   * (default 1). `base` is the page the link opens (default `location.href`).
+   */
+  invite(options: { role: Role; expires?: Date | number; uses?: number; base?: string }): Promise<{ link: string; id: string }>;
+  /** The invites of the access list. */
+  invites(): Promise<Invite[]>;
+  /** Revoke an invite before it is used up (owners only). */
+  revokeInvite(id: string): Promise<void>;
   /**
    * Sync with an ibexdb-server (`ws://host:port`) or the nodes of one deployment (a list, dialed
    * in turn), or the current one(s) without a URL; null stops.

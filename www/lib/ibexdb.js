@@ -22,6 +22,7 @@ import { waitSynced } from './sync-wait.js';
 import { startSchemas } from './schema-upgrade.js';
 import { checkOptions } from './open-options.js';
 import { exportPassphrase, openIdentity, wrapIdentity } from './identity-wrap.js';
+import { inviteLink, inviteOptions, inviteSecret, parseInvite } from './invite.js';
 
 export * from './errors.js';
 
@@ -625,6 +626,31 @@ export class Database {
     }, () => this._send('setPublic', [flags.read, flags.write], none));
   }
 
+  /**
+   * Invite a device (owners only): a one-time link that gives `role` to whoever opens it with
+   * `open(name, { sync, invite: link })`, until `expires` (Date or ms; default 7 days), `uses`
+   * times (default 1), revocable with `revokeInvite(id)`. The secret is only in the link's
+   * fragment. @param {{role: import('./ibexdb.js').Role, expires?: Date | number, uses?: number, base?: string}} options
+   * @returns {Promise<{link: string, id: string}>}
+   */
+  invite(options) {
+    return this._checked(() => inviteOptions(options), (o) => {
+      const secret = inviteSecret();
+      return this._send('invite', [secret, o.role, o.expires, o.uses], parseJson).then(
+        (/** @type {{id: string, commit: string}} */ r) => ({ link: inviteLink(o.base, this.name, r.commit, o.role, secret), id: r.id }));
+    });
+  }
+
+  /** The invites of the access list. @returns {Promise<import('./ibexdb.js').Invite[]>} */
+  invites() {
+    return this._send('invites', [], parseJson);
+  }
+
+  /** Revoke an invite before it is used up. @param {string} id @returns {Promise<void>} */
+  revokeInvite(id) {
+    return this._checked(() => argString('revokeInvite', id, 'id', 'an invite id (32 hex digits)'), () => this._send('revokeInvite', [id], none));
+  }
+
   /** The access list as this replica knows it. @returns {Promise<import('./ibexdb.js').Members>} */
   members() {
     return this._send('members', [], parseJson);
@@ -851,6 +877,7 @@ export async function open(name, options = {}) {
       // Upgrade and migrate before sync starts (schema-upgrade.js); a MigrationError closes.
       if (options.version !== undefined) await startSchemas(db, { ...options, version: options.version });
       if (options.sync == null) return db;
+      if (options.invite !== undefined) await db._send('setInvite', [parseInvite(name, options.invite)], none);
       // Start, do not wait for the server: the database works offline.
       await db._send('sync', [options.sync], none);
     } catch (e) {

@@ -13,7 +13,7 @@ import { checkVersionOptions } from './schema-upgrade.js';
  * list differ).
  * @type {Record<keyof OpenOptions, true>}
  */
-const OPTION_NAMES = { durability: true, trusted: true, identity: true, passphrase: true, schemas: true, version: true, migrations: true, onMigrationProgress: true, recovery: true, quotaBytes: true, sync: true, owner: true, onError: true, storage: true, persist: true };
+const OPTION_NAMES = { durability: true, trusted: true, identity: true, passphrase: true, schemas: true, version: true, migrations: true, onMigrationProgress: true, recovery: true, quotaBytes: true, sync: true, invite: true, owner: true, onError: true, storage: true, persist: true };
 
 /**
  * Check `open()`'s options: InvalidValueError naming the option (`options.<name>`) for an
@@ -63,6 +63,10 @@ export function checkOptions(options) {
         break;
       case 'owner':
         if (typeof v !== 'string' || !/^[0-9a-f]{98}$/i.test(v)) throw bad(k, "a public key (98 hex digits: the founder's db.publicKey)", v);
+        break;
+      case 'invite':
+        if (typeof v !== 'string') throw bad(k, 'an invite link (a string from db.invite())', v);
+        if (options.sync == null) throw bad(k, 'given with sync (an invite is redeemed at the server)', v);
         break;
       case 'sync':
         if (v !== null && !isSyncUrls(v)) throw bad(k, `a ws:// or wss:// URL or a list of 1-${MAX_SYNC_URLS} of them`, v);

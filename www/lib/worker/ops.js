@@ -55,6 +55,13 @@ export const OPS = Object.freeze({
   receive: op((cx, /** @type {Uint8Array} */ bundle) => cx.engine.receiveJson(bundle), true),
   grant: op((cx, /** @type {string} */ publicKey, /** @type {string} */ role) => cx.engine.grant(publicKey, role), true),
   revoke: op((cx, /** @type {string} */ publicKey) => cx.engine.revoke(publicKey), true),
+  invite: op((cx, /** @type {Uint8Array} */ secret, /** @type {string} */ role, /** @type {number} */ expires, /** @type {number} */ uses) => cx.engine.invite(secret, role, expires, uses), true),
+  revokeInvite: op((cx, /** @type {string} */ id) => cx.engine.revokeInvite(id), true),
+  invites: op((cx) => cx.engine.invitesJson()),
+  // The invite this replica redeems when the server keeps its session waiting (sync.js).
+  setInvite: op((cx, /** @type {{secret: Uint8Array, role: string, commit: string}} */ invite) => {
+    cx.sync.invite = invite;
+  }),
   setPublic: op((cx, /** @type {boolean} */ read, /** @type {boolean} */ write) => cx.engine.setPublic(read, write), true),
   // ----- schemas, durability, integrity, identity
   defineSchema: op((cx, /** @type {string} */ collection, /** @type {string} */ schemaJson) => cx.engine.defineSchemaJson(collection, schemaJson)),

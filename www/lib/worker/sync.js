@@ -117,6 +117,8 @@ export class SyncManager {
     this._delay = RECONNECT_MIN_MS;
     /** Refused before a Welcome but still connected: the server keeps the session waiting for a grant. */
     this._waiting = false;
+    /** @type {{secret: Uint8Array, role: string, commit: string} | null} the invite to redeem once the server keeps this session waiting */
+    this.invite = null;
     /** When the last connection was dialed (performance.now()). */
     this._dialedAt = 0;
     /** @type {ReturnType<typeof setTimeout> | 0} */
@@ -505,6 +507,14 @@ export class SyncManager {
           // connected and is welcomed the moment a grant lets it read (it is not dialed again
           // meanwhile). Any other refusal closes the session.
           this._waiting = this.lastError.kind === 'cannot-read';
+          // Waiting, with an invite to redeem (open(name, { invite })): push the redemption,
+          // built from the link alone; the server welcomes this session once it is stored,
+          // or refuses it with its typed error (invite-used, invite-expired, ...).
+          if (this._waiting && this.invite && this.ws) {
+            const { secret, role, commit } = this.invite;
+            this.invite = null;
+            this.ws.send(this.hooks.engine().redemptionPush(secret, role, commit));
+          }
           // No repository of this name yet, and this replica wrote commits after its Hello
           // went out: dial the same node again now, offering to found it.
           if (this.lastError.kind === 'not-found' && this.pending > 0) {

@@ -22,7 +22,7 @@ fn key(hex: &str) -> Result<PublicKey, Error> {
     PublicKey::from_bytes(&bytes).map_err(|_| bad())
 }
 
-fn role(name: &str) -> Result<Role, Error> {
+pub(super) fn role(name: &str) -> Result<Role, Error> {
     Role::parse(name).ok_or_else(|| Error::InvalidValue {
         path: "role".into(),
         reason: format!("a role is \"owner\", \"writer\" or \"reader\", got {name:?}"),

@@ -13,6 +13,7 @@
 //! `exchange.rs` (bundles); sync is in `../sync.rs`.
 
 mod access;
+mod invites;
 mod exchange;
 mod live;
 mod maintenance;

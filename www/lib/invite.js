@@ -1,0 +1,77 @@
+// Invite links (docs/design.md §6.4 "Invites"): making a link from an invite the worker wrote,
+// reading one back, and the arguments' checks. The secret travels only in the URL fragment
+// (`#ibexdb-invite=…`), which browsers never send to a server.
+
+import { InvalidValueError } from './errors.js';
+import { describe, isPlainObject } from './args.js';
+
+const ROLES = ['reader', 'writer', 'owner'];
+const PREFIX = 'ibexdb-invite=';
+const MAX_USES = 1000;
+
+/** 32 random bytes as base64url (no padding). @param {Uint8Array} b */
+function b64url(b) {
+  let s = '';
+  for (const x of b) s += String.fromCharCode(x);
+  return btoa(s).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+/** @param {string} s @returns {Uint8Array | null} */
+function fromB64url(s) {
+  if (!/^[A-Za-z0-9_-]{43}$/.test(s)) return null;
+  const bin = atob(s.replace(/-/g, '+').replace(/_/g, '/') + '=');
+  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+}
+
+/**
+ * Check `db.invite(options)`; the options with their defaults (expires: 7 days from now).
+ * @param {unknown} options
+ * @returns {{role: string, expires: number, uses: number, base: string | undefined}}
+ */
+export function inviteOptions(options) {
+  const bad = (/** @type {string} */ path, /** @type {string} */ want, /** @type {unknown} */ v) =>
+    new InvalidValueError(`invite(options): ${path} must be ${want}, got ${describe(v)}`, { path, argument: 'options' });
+  if (!isPlainObject(options)) throw bad('options', '{role, expires?, uses?, base?}', options);
+  const o = /** @type {Record<string, unknown>} */ (options);
+  for (const k of Object.keys(o)) if (!['role', 'expires', 'uses', 'base'].includes(k)) throw bad(k, 'absent (unknown option)', o[k]);
+  if (typeof o.role !== 'string' || !ROLES.includes(o.role)) throw bad('role', "'reader', 'writer' or 'owner'", o.role);
+  const expires = o.expires instanceof Date ? o.expires.getTime() : o.expires ?? Date.now() + 7 * 24 * 3600 * 1000;
+  if (typeof expires !== 'number' || !Number.isSafeInteger(expires) || expires < 0) throw bad('expires', 'a Date or a whole number of ms since the epoch', o.expires);
+  const uses = o.uses ?? 1;
+  if (typeof uses !== 'number' || !Number.isInteger(uses) || uses < 1 || uses > MAX_USES) throw bad('uses', `a whole number from 1 to ${MAX_USES}`, o.uses);
+  if (o.base !== undefined && typeof o.base !== 'string') throw bad('base', 'a URL string', o.base);
+  return { role: o.role, expires, uses, base: /** @type {string | undefined} */ (o.base) };
+}
+
+/** A fresh 32-byte secret. */
+export function inviteSecret() {
+  return crypto.getRandomValues(new Uint8Array(32));
+}
+
+/**
+ * The link: `<base>#ibexdb-invite=<repo>.<invite commit>.<role>.<secret>`.
+ * @param {string | undefined} base @param {string} repo @param {string} commit @param {string} role @param {Uint8Array} secret
+ */
+export function inviteLink(base, repo, commit, role, secret) {
+  const page = base ?? (typeof location !== 'undefined' ? location.href : '');
+  return `${page.split('#')[0]}#${PREFIX}${repo}.${commit}.${role}.${b64url(secret)}`;
+}
+
+/**
+ * Read an invite link (or its fragment) for repository `name`: InvalidValueError if malformed
+ * or for another repository.
+ * @param {string} name @param {unknown} link
+ * @returns {{secret: Uint8Array, role: string, commit: string}}
+ */
+export function parseInvite(name, link) {
+  const bad = (/** @type {string} */ why) => new InvalidValueError(`open(name, { invite }): ${why}, got ${describe(link)}`, { path: 'invite', argument: 'options' });
+  if (typeof link !== 'string') throw bad('invite must be an invite link (a string)');
+  const at = link.indexOf(PREFIX);
+  if (at < 0) throw bad(`an invite link holds "#${PREFIX}…"`);
+  const body = link.slice(at + PREFIX.length);
+  const m = /^(.+)\.([0-9a-f]{64})\.(reader|writer|owner)\.([A-Za-z0-9_-]{43})$/.exec(body);
+  const secret = m && fromB64url(m[4]);
+  if (!m || !secret) throw bad('the invite link is malformed');
+  if (m[1] !== name) throw bad(`the invite is for repository ${JSON.stringify(m[1])}, not ${JSON.stringify(name)}`);
+  return { secret, role: m[3], commit: m[2] };
+}
