@@ -1,0 +1,145 @@
+// Invite links (docs/design.md §6.4 "Invites") through the real ibexdb-server binary: an owner
+// makes links and goes offline; new devices (separate browser contexts: separate OPFS, separate
+// keys) open the repository with a link and read or write per the invite's role. Reuse, expiry
+// and revocation are each a typed PermissionError. The server binary is
+// target/release/ibexdb-server or $IBEXDB_SERVER.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import type { Browser } from '@playwright/test';
+import { test, expect, gotoPlayground, uniqueName } from './ibexdb.fixtures';
+
+const SERVER = process.env.IBEXDB_SERVER ?? path.resolve('target/release/ibexdb-server');
+
+async function startServer(): Promise<{ url: string; proc: ChildProcess; dir: string }> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'ibexdb-invites-'));
+  const proc = spawn(SERVER, ['--data', dir, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const line = await new Promise<string>((resolve, reject) => {
+    proc.once('error', reject);
+    proc.once('exit', (code) => reject(new Error(`ibexdb-server exited with ${code} (built? ${SERVER})`)));
+    createInterface({ input: proc.stdout! }).once('line', resolve);
+  });
+  const m = /listening on (\S+)/.exec(line);
+  if (!m) throw new Error(`unexpected server output: ${line}`);
+  return { url: `ws://${m[1]}`, proc, dir };
+}
+
+/**
+ * A new device (its own context) opens `name` with `link`, waits until synced or refused, then
+ * reads `items/a` and tries to write `items/<tag>`.
+ */
+async function join(browser: Browser, name: string, url: string, link: string, tag: string) {
+  const ctx = await browser.newContext();
+  try {
+    const page = await ctx.newPage();
+    await gotoPlayground(page);
+    return await page.evaluate(
+      async ([name, url, link, tag]) => {
+        const db = await (window as any).ibexdb.open(name, { sync: url, invite: link });
+        const deadline = Date.now() + 20_000;
+        let st = await db.syncStatus();
+        // Told cannot-read first (kept waiting), then welcomed once the redemption is stored,
+        // or refused with the redemption's own kind.
+        while (Date.now() < deadline && st.state !== 'synced' && !(st.state === 'error' && st.lastError?.kind !== 'cannot-read')) {
+          await new Promise((r) => setTimeout(r, 100));
+          st = await db.syncStatus();
+        }
+        const out: any = { state: st.state, kind: st.lastError?.kind ?? null, error: st.lastError?.name ?? null };
+        if (st.state === 'synced') {
+          out.read = (await db.get('items/a')) ?? null;
+          out.role = db.role ?? null;
+          try {
+            await db.put(`items/${tag}`, { by: tag });
+            await db.sync();
+            out.wrote = true;
+          } catch (e: any) {
+            out.wrote = `${e.name}:${e.kind}`;
+          }
+        }
+        await db.close();
+        return out;
+      },
+      [name, url, link, tag],
+    );
+  } finally {
+    await ctx.close();
+  }
+}
+
+test('invite links: a new device joins with the role of its link, the owner offline; reuse, expiry and revocation are typed errors', async ({ browser, page }) => {
+  test.setTimeout(120_000);
+  const server = await startServer();
+  try {
+    const name = uniqueName('invite');
+    await gotoPlayground(page);
+    const links = await page.evaluate(
+      async ([name, url]) => {
+        const db = await (window as any).ibexdb.open(name, { sync: url });
+        await db.put('items/a', { v: 1 });
+        const bad: string[] = [];
+        for (const o of [{ role: 'admin' }, { role: 'reader', uses: 0 }, { role: 'reader', expires: 'soon' }, null]) {
+          try {
+            await db.invite(o);
+          } catch (e: any) {
+            bad.push(e.name);
+          }
+        }
+        const writer = await db.invite({ role: 'writer', base: 'https://app.example/board' });
+        const reader = await db.invite({ role: 'reader', uses: 1 });
+        const expired = await db.invite({ role: 'reader', expires: Date.now() - 1000 });
+        const revoked = await db.invite({ role: 'reader' });
+        await db.revokeInvite(revoked.id);
+        const list = await db.invites();
+        await db.sync();
+        await db.close();
+        return { writer, reader, expired, revoked, list, bad };
+      },
+      [name, server.url],
+    );
+    expect(links.bad).toEqual(['InvalidValueError', 'InvalidValueError', 'InvalidValueError', 'InvalidValueError']);
+    expect(links.writer.link).toMatch(/^https:\/\/app\.example\/board#ibexdb-invite=/);
+    expect(links.writer.link.startsWith(`https://app.example/board#ibexdb-invite=${name}.`)).toBe(true);
+    expect(links.list.map((i: any) => [i.id, i.revoked]).sort()).toEqual(
+      [links.writer.id, links.reader.id, links.expired.id, links.revoked.id].map((id) => [id, id === links.revoked.id]).sort(),
+    );
+    // The owner is offline now.
+    const w = await join(browser, name, server.url, links.writer.link, 'w');
+    expect(w).toMatchObject({ state: 'synced', read: { v: 1 }, wrote: true });
+    const r = await join(browser, name, server.url, links.reader.link, 'r');
+    expect(r).toMatchObject({ state: 'synced', read: { v: 1 }, wrote: 'PermissionError:cannot-write' });
+    const again = await join(browser, name, server.url, links.writer.link, 'x');
+    expect(again).toEqual({ state: 'error', kind: 'invite-used', error: 'PermissionError' });
+    const late = await join(browser, name, server.url, links.expired.link, 'x');
+    expect(late).toEqual({ state: 'error', kind: 'invite-expired', error: 'PermissionError' });
+    const gone = await join(browser, name, server.url, links.revoked.link, 'x');
+    expect(gone).toEqual({ state: 'error', kind: 'invite-revoked', error: 'PermissionError' });
+    // A link for another repository is refused before anything opens.
+    const other = await page.evaluate(async (link) => {
+      try {
+        await (window as any).ibexdb.open('elsewhere', { sync: 'ws://127.0.0.1:1', invite: link });
+        return null;
+      } catch (e: any) {
+        return e.name;
+      }
+    }, links.writer.link);
+    expect(other).toBe('InvalidValueError');
+    // The owner, back, sees the writer's write.
+    const seen = await page.evaluate(
+      async ([name, url]) => {
+        const db = await (window as any).ibexdb.open(name, { sync: url });
+        await db.sync();
+        const got = (await db.get('items/w')) ?? null;
+        const members = (await db.members()).members.map((m: any) => m.role).sort();
+        await db.close();
+        return { got, members };
+      },
+      [name, server.url],
+    );
+    expect(seen).toEqual({ got: { by: 'w' }, members: ['owner', 'reader', 'writer'] });
+  } finally {
+    server.proc.kill('SIGKILL');
+    rmSync(server.dir, { recursive: true, force: true });
+  }
+});
