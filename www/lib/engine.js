@@ -665,9 +665,9 @@ export class EngineHandle {
   invitesJson() {
     return this._call((r) => r.invites());
   }
-  /** The encoded Push redeeming an invite from its link alone. @param {Uint8Array} secret @param {string} role @param {string} commit @returns {Uint8Array} */
+  /** The encoded Push redeeming an invite from its link alone. @param {Uint8Array} secret @param {string} role @param {string} commit */
   redemptionPush(secret, role, commit) {
-    return this._call((r) => r.redemptionPush(secret, role, commit));
+    return wasmBytes(this._call((r) => r.redemptionPush(secret, role, commit)));
   }
   /** @returns {string} `{owned, public: {read, write}, members: [{publicKey, role}]}` as JSON */
   membersJson() {

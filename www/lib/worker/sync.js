@@ -513,7 +513,8 @@ export class SyncManager {
           if (this._waiting && this.invite && this.ws) {
             const { secret, role, commit } = this.invite;
             this.invite = null;
-            this.ws.send(this.hooks.engine().redemptionPush(secret, role, commit));
+            const engine = /** @type {import('../engine.js').EngineHandle} */ (this.hooks.engine());
+            this.ws.send(engine.redemptionPush(secret, role, commit));
           }
           // No repository of this name yet, and this replica wrote commits after its Hello
           // went out: dial the same node again now, offering to found it.
