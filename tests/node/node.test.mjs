@@ -279,3 +279,39 @@ test('versioned schemas on disk: v1, upgrade to v2 with a migration, an older ap
   await db.close();
   await assert.rejects(open('tasks', { directory: dir, version: 0 }), (e) => e instanceof InvalidValueError && e.path === 'options.version');
 });
+
+test('invites in Node: a link gives its role through the real server; a second use is invite-used', async () => {
+  const server = await startServer();
+  try {
+    const owner = await open('invited', { storage: 'memory' });
+    await owner.put('items/a', { v: 1 });
+    await owner.sync(server.url);
+    const { link, id } = await owner.invite({ role: 'writer' });
+    assert.match(link, /^ibexdb:#ibexdb-invite=invited\.[0-9a-f]{64}\.writer\.[A-Za-z0-9_-]{43}$/);
+    await owner.sync();
+    await owner.close();
+    const joined = async (link) => {
+      const db = await open('invited', { storage: 'memory', sync: server.url, invite: link });
+      let st = await db.syncStatus();
+      for (let i = 0; i < 200 && st.state !== 'synced' && !(st.state === 'error' && st.lastError?.kind !== 'cannot-read'); i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        st = await db.syncStatus();
+      }
+      return { db, st };
+    };
+    const { db: b, st } = await joined(link);
+    assert.equal(st.state, 'synced');
+    assert.deepEqual(await b.get('items/a'), { v: 1 });
+    await b.put('items/b', { v: 2 });
+    await b.sync();
+    assert.deepEqual((await b.invites()).map((i) => [i.id, i.used]), [[id, 1]]);
+    await b.close();
+    const { db: c, st: st2 } = await joined(link);
+    assert.equal(st2.state, 'error');
+    assert.equal(st2.lastError.kind, 'invite-used');
+    await c.close();
+    await assert.rejects(open('other', { storage: 'memory', sync: server.url, invite: link }), InvalidValueError);
+  } finally {
+    server.stop();
+  }
+});

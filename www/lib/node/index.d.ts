@@ -1,6 +1,6 @@
 // Types of the Node entry `ibexdb/node` (./index.js): the browser Database's methods (ibexdb.d.ts)
 // over memory or files in a directory.
-import type { Migration, SchemaVersionError, AggregateQuery, Collection, HistoryEntry, Item, ItemShape, Key, LiveChange, LiveQuery, Members, Page, Query, ReceiveReport, Role, Row, Schema, SyncStatus, Transaction, Value, VerifyReport, Where } from '../ibexdb.js';
+import type { Migration, SchemaVersionError, AggregateQuery, Collection, HistoryEntry, Invite, Item, ItemShape, Key, LiveChange, LiveQuery, Members, Page, Query, ReceiveReport, Role, Row, Schema, SyncStatus, Transaction, Value, VerifyReport, Where } from '../ibexdb.js';
 
 export { IbexError, SchemaError, InvalidSchemaError, SchemaVersionError, MigrationError, PassphraseError, NotFoundError, InvalidKeyError, InvalidValueError, TooLargeError, StorageError, QuotaExceededError, StorageUnavailableError, ClosedError, CorruptError, SignatureError, QueryError, VerifyError, PanicError, DecodeError, ClockSkewError, ProtocolError, PermissionError, AuthError, LimitError, UnavailableError } from '../ibexdb.js';
 
@@ -33,6 +33,8 @@ export interface NodeOpenOptions {
   acceptTrusted?: boolean;
   /** Sync with an ibexdb-server (not waited for; `sync()` resolves when synced). */
   sync?: string | string[];
+  /** An invite link from `db.invite()` (needs `sync`): redeemed while the server keeps this new device waiting. */
+  invite?: string;
   onError?: (error: Error) => void;
 }
 
@@ -76,6 +78,10 @@ export declare class NodeDatabase {
   revoke(publicKey: string): Promise<void>;
   setPublic(flags: { read: boolean; write: boolean }): Promise<void>;
   members(): Promise<Members>;
+  /** A one-time invite link (owners only); `base` defaults to `ibexdb:` in Node. */
+  invite(options: { role: Role; expires?: Date | number; uses?: number; base?: string }): Promise<{ link: string; id: string }>;
+  invites(): Promise<Invite[]>;
+  revokeInvite(id: string): Promise<void>;
   sync(url?: string | string[] | null): Promise<void>;
   syncStatus(): Promise<SyncStatus>;
   onSyncStatus(cb: (status: SyncStatus) => void): () => void;

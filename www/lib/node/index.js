@@ -20,7 +20,8 @@
 // 20, 21). WebCrypto is Node's own (signatures on sync's critical path).
 
 import { readFileSync } from 'node:fs';
-import { argCollection, argKey, argObject } from '../args.js';
+import { argCollection, argKey, argObject, argString } from '../args.js';
+import { inviteLink, inviteOptions, inviteSecret, parseInvite } from '../invite.js';
 import { decode, decodeMany, decodePage, decodeRows, encode, encodeObject } from '../codec.js';
 import { openEngine, provideWasmModule } from '../engine.js';
 import { ClosedError, IbexError, InvalidValueError, PanicError, fromWire } from '../errors.js';
@@ -39,7 +40,7 @@ import { exportPassphrase, openIdentity, wrapIdentity } from '../identity-wrap.j
 
 export * from '../errors.js';
 
-const OPTIONS = ['storage', 'directory', 'lockTimeout', 'durability', 'trusted', 'identity', 'passphrase', 'schemas', 'version', 'migrations', 'onMigrationProgress', 'recovery', 'quotaBytes', 'acceptTrusted', 'sync', 'onError'];
+const OPTIONS = ['storage', 'directory', 'lockTimeout', 'durability', 'trusted', 'identity', 'passphrase', 'schemas', 'version', 'migrations', 'onMigrationProgress', 'recovery', 'quotaBytes', 'acceptTrusted', 'sync', 'invite', 'onError'];
 
 let wasmReady = false;
 async function prepare() {
@@ -75,6 +76,8 @@ export async function open(name, options = {}) {
   const lockTimeout = options.lockTimeout ?? 0;
   if (typeof lockTimeout !== 'number' || !Number.isFinite(lockTimeout) || lockTimeout < 0) throw bad('lockTimeout', 'a number of milliseconds >= 0', lockTimeout);
   checkVersionOptions(/** @type {any} */ (options), bad);
+  if (options.invite !== undefined && options.sync == null) throw bad('invite', 'given with sync (an invite is redeemed at the server)', options.invite);
+  const invite = options.invite === undefined ? null : parseInvite(name, options.invite);
   if (options.identity !== undefined && typeof options.identity !== 'string') throw bad('identity', 'a string from exportIdentity()', options.identity);
   // A wrapped identity is unwrapped before anything is opened: a wrong passphrase opens nothing.
   const given = await openIdentity(options);
@@ -100,6 +103,7 @@ export async function open(name, options = {}) {
         throw e;
       });
     }
+    if (invite) db._sync.invite = invite;
     if (options.sync != null) db.sync(options.sync).catch(() => {});
     return db;
   } catch (e) {
@@ -394,6 +398,21 @@ export class NodeDatabase {
   /** @param {string} publicKey */
   revoke(publicKey) {
     return this._write(() => this._engine.revoke(publicKey));
+  }
+  /** A one-time invite link (docs/design.md §6.4 "Invites"); `base` is required in Node. @param {any} options */
+  async invite(options) {
+    const o = inviteOptions(options);
+    const secret = inviteSecret();
+    const r = JSON.parse(await this._write(() => this._engine.invite(secret, o.role, o.expires, o.uses)));
+    return { link: inviteLink(o.base ?? 'ibexdb:', this.name, r.commit, o.role, secret), id: r.id };
+  }
+  invites() {
+    return this._run(() => JSON.parse(this._engine.invitesJson()));
+  }
+  /** @param {string} id */
+  revokeInvite(id) {
+    argString('revokeInvite', id, 'id', 'an invite id (32 hex digits)');
+    return this._write(() => this._engine.revokeInvite(id));
   }
   /** @param {{read: boolean, write: boolean}} flags */
   setPublic(flags) {
