@@ -35,10 +35,7 @@ impl Engine {
     ) -> JsResult<String> {
         let r = role(role_name).js()?;
         let s = secret(secret_bytes).js()?;
-        let (id, c) = self
-            .repo_mut()?
-            .invite(&s, r, expires as u64, uses)
-            .js()?;
+        let (id, c) = self.repo_mut()?.invite(&s, r, expires as u64, uses).js()?;
         let commit = c.map(|c| c.to_hex());
         Ok(json!({"id": hex(&id), "commit": commit}).to_string())
     }
@@ -88,7 +85,9 @@ impl Engine {
             .js()?;
         let repo = self.repo()?;
         let Some(me) = repo.identity() else {
-            return Err(js_sys::Error::new("a trusted-mode replica cannot redeem an invite").into());
+            return Err(
+                js_sys::Error::new("a trusted-mode replica cannot redeem an invite").into(),
+            );
         };
         let now = js_sys::Date::now() as u64;
         let (id, bytes, seal) = redemption_commit(me, repo.name(), &s, r, vec![on], now);

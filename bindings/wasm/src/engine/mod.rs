@@ -13,8 +13,8 @@
 //! `exchange.rs` (bundles); sync is in `../sync.rs`.
 
 mod access;
-mod invites;
 mod exchange;
+mod invites;
 mod live;
 mod maintenance;
 mod read;
