@@ -77,6 +77,8 @@ test('every public method rejects every wrong argument type with a typed error n
       ['grant', [validKey, 'reader'], ['publicKey', 'role'], ['publicKey', 'role']],
       ['revoke', [validKey], ['publicKey'], ['publicKey']],
       ['setPublic', [{ read: false, write: false }], ['flags'], ['flags']],
+      ['invite', [{ role: 'reader' }], ['flags'], ['options']],
+      ['revokeInvite', ['0'.repeat(32)], ['publicKey'], ['id']],
       ['sync', [undefined], ['url'], ['url']],
     ];
     const cases: any[] = [];
@@ -124,6 +126,8 @@ test('every public method rejects every wrong argument type with a typed error n
       ['live({collection: {}})', () => db.live({ collection: {} }), 'query.collection'],
       ['setPublic({read: "yes", write: false})', () => db.setPublic({ read: 'yes', write: false }), 'flags.read'],
       ['grant(validKey, "god")', () => db.grant(validKey, 'god'), 'role'],
+      ['invite({role: "god"})', () => db.invite({ role: 'god' }), 'options'],
+      ['invite({role: "reader", uses: 0})', () => db.invite({ role: 'reader', uses: 0 }), 'options'],
       ['put("notes/x", {"a.b": 1})', () => db.put('notes/x', { 'a.b': 1 }), 'a.b'],
       ['transaction(async fn)', () => db.transaction(async () => {}), 'fn'],
     ] as [string, () => unknown, string][]) {
