@@ -30,13 +30,13 @@ async function startServer(): Promise<{ url: string; proc: ChildProcess; dir: st
  * A new device (its own context) opens `name` with `link`, waits until synced or refused, then
  * reads `items/a` and tries to write `items/<tag>`.
  */
-async function join(browser: Browser, name: string, url: string, link: string, tag: string) {
+async function join(browser: Browser, name: string, url: string, link: string, tag: string, upgrade: string | null = null) {
   const ctx = await browser.newContext();
   try {
     const page = await ctx.newPage();
     await gotoPlayground(page);
     return await page.evaluate(
-      async ([name, url, link, tag]) => {
+      async ([name, url, link, tag, upgrade]) => {
         const db = await (window as any).ibexdb.open(name, { sync: url, invite: link });
         const deadline = Date.now() + 20_000;
         let st = await db.syncStatus();
@@ -57,11 +57,19 @@ async function join(browser: Browser, name: string, url: string, link: string, t
           } catch (e: any) {
             out.wrote = `${e.name}:${e.kind}`;
           }
+          if (upgrade) {
+            // A device that already reads redeems a writer link with db.redeem: then writes.
+            await db.redeem(upgrade);
+            await db.put(`items/${tag}2`, { by: tag });
+            await db.sync();
+            out.upgraded = (await db.members()).members.find((m: any) => m.publicKey === db.publicKey)?.role;
+            out.again = await db.redeem(upgrade).then(() => null, (e: any) => `${e.name}:${e.kind}`);
+          }
         }
         await db.close();
         return out;
       },
-      [name, url, link, tag],
+      [name, url, link, tag, upgrade],
     );
   } finally {
     await ctx.close();
@@ -90,11 +98,12 @@ test('invite links: a new device joins with the role of its link, the owner offl
         const reader = await db.invite({ role: 'reader', uses: 1 });
         const expired = await db.invite({ role: 'reader', expires: Date.now() - 1000 });
         const revoked = await db.invite({ role: 'reader' });
+        const upgrade = await db.invite({ role: 'writer' });
         await db.revokeInvite(revoked.id);
         const list = await db.invites();
         await db.sync();
         await db.close();
-        return { writer, reader, expired, revoked, list, bad };
+        return { writer, reader, expired, revoked, upgrade, list, bad };
       },
       [name, server.url],
     );
@@ -102,13 +111,13 @@ test('invite links: a new device joins with the role of its link, the owner offl
     expect(links.writer.link).toMatch(/^https:\/\/app\.example\/board#ibexdb-invite=/);
     expect(links.writer.link.startsWith(`https://app.example/board#ibexdb-invite=${name}.`)).toBe(true);
     expect(links.list.map((i: any) => [i.id, i.revoked]).sort()).toEqual(
-      [links.writer.id, links.reader.id, links.expired.id, links.revoked.id].map((id) => [id, id === links.revoked.id]).sort(),
+      [links.writer.id, links.reader.id, links.expired.id, links.revoked.id, links.upgrade.id].map((id) => [id, id === links.revoked.id]).sort(),
     );
     // The owner is offline now.
     const w = await join(browser, name, server.url, links.writer.link, 'w');
     expect(w).toMatchObject({ state: 'synced', read: { v: 1 }, wrote: true });
-    const r = await join(browser, name, server.url, links.reader.link, 'r');
-    expect(r).toMatchObject({ state: 'synced', read: { v: 1 }, wrote: 'PermissionError:cannot-write' });
+    const r = await join(browser, name, server.url, links.reader.link, 'r', links.upgrade.link);
+    expect(r).toMatchObject({ state: 'synced', read: { v: 1 }, wrote: 'PermissionError:cannot-write', upgraded: 'writer', again: 'PermissionError:invite-used' });
     const again = await join(browser, name, server.url, links.writer.link, 'x');
     expect(again).toEqual({ state: 'error', kind: 'invite-used', error: 'PermissionError' });
     const late = await join(browser, name, server.url, links.expired.link, 'x');
@@ -137,7 +146,7 @@ test('invite links: a new device joins with the role of its link, the owner offl
       },
       [name, server.url],
     );
-    expect(seen).toEqual({ got: { by: 'w' }, members: ['owner', 'reader', 'writer'] });
+    expect(seen).toEqual({ got: { by: 'w' }, members: ['owner', 'writer', 'writer'] });
   } finally {
     server.proc.kill('SIGKILL');
     rmSync(server.dir, { recursive: true, force: true });

@@ -288,6 +288,8 @@ test('invites in Node: a link gives its role through the real server; a second u
     await owner.sync(server.url);
     const { link, id } = await owner.invite({ role: 'writer' });
     assert.match(link, /^ibexdb:#ibexdb-invite=invited\.[0-9a-f]{64}\.writer\.[A-Za-z0-9_-]{43}$/);
+    const reader = await owner.invite({ role: 'reader' });
+    const upgrade = await owner.invite({ role: 'writer' });
     await owner.sync();
     await owner.close();
     const joined = async (link) => {
@@ -310,6 +312,15 @@ test('invites in Node: a link gives its role through the real server; a second u
     assert.equal(st2.state, 'error');
     assert.equal(st2.lastError.kind, 'invite-used');
     await c.close();
+    // A reader given a writer link on a device that already reads: db.redeem(link).
+    const { db: r, st: st3 } = await joined(reader.link);
+    assert.equal(st3.state, 'synced');
+    await assert.rejects(r.put('items/r', { v: 3 }), (e) => e.name === 'PermissionError' && e.kind === 'cannot-write');
+    await r.redeem(upgrade.link);
+    await r.put('items/r', { v: 3 });
+    await r.sync();
+    await assert.rejects(r.redeem(upgrade.link), (e) => e.name === 'PermissionError' && e.kind === 'invite-used');
+    await r.close();
     await assert.rejects(open('other', { storage: 'memory', sync: server.url, invite: link }), InvalidValueError);
   } finally {
     server.stop();

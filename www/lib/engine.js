@@ -657,6 +657,10 @@ export class EngineHandle {
   invite(secret, role, expires, uses) {
     return this._call((r) => r.invite(secret, role, expires, uses));
   }
+  /** Redeem an invite this replica's history holds. @param {Uint8Array} secret */
+  redeem(secret) {
+    this._call((r) => r.redeem(secret));
+  }
   /** Revoke an invite. @param {string} id */
   revokeInvite(id) {
     this._call((r) => r.revokeInvite(id));

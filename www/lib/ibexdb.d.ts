@@ -565,6 +565,12 @@ export declare class Database {
    * (default 1). `base` is the page the link opens (default `location.href`).
    */
   invite(options: { role: Role; expires?: Date | number; uses?: number; base?: string }): Promise<{ link: string; id: string }>;
+  /**
+   * Redeem an invite link on a device that already reads the repository (e.g. a reader given a
+   * writer link): one commit giving this key the link's role; PermissionError 'invite-used',
+   * 'invite-expired', 'invite-revoked' or 'invite-invalid' otherwise, nothing written.
+   */
+  redeem(link: string): Promise<void>;
   /** The invites of the access list. */
   invites(): Promise<Invite[]>;
   /** Revoke an invite before it is used up (owners only). */

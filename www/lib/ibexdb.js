@@ -641,6 +641,11 @@ export class Database {
     });
   }
 
+  /** Redeem a link on a device that already reads the repository (typed PermissionError if used up, expired, revoked). @param {string} link @returns {Promise<void>} */
+  redeem(link) {
+    return this._checked(() => parseInvite(this.name, link), (i) => this._send('redeem', [i.secret], none));
+  }
+
   /** The invites of the access list. @returns {Promise<import('./ibexdb.js').Invite[]>} */
   invites() {
     return this._send('invites', [], parseJson);

@@ -80,6 +80,7 @@ export declare class NodeDatabase {
   members(): Promise<Members>;
   /** A one-time invite link (owners only); `base` defaults to `ibexdb:` in Node. */
   invite(options: { role: Role; expires?: Date | number; uses?: number; base?: string }): Promise<{ link: string; id: string }>;
+  redeem(link: string): Promise<void>;
   invites(): Promise<Invite[]>;
   revokeInvite(id: string): Promise<void>;
   sync(url?: string | string[] | null): Promise<void>;

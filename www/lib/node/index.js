@@ -406,6 +406,11 @@ export class NodeDatabase {
     const r = JSON.parse(await this._write(() => this._engine.invite(secret, o.role, o.expires, o.uses)));
     return { link: inviteLink(o.base ?? 'ibexdb:', this.name, r.commit, o.role, secret), id: r.id };
   }
+  /** @param {string} link */
+  redeem(link) {
+    const i = parseInvite(this.name, link);
+    return this._write(() => this._engine.redeem(i.secret));
+  }
   invites() {
     return this._run(() => JSON.parse(this._engine.invitesJson()));
   }

@@ -56,6 +56,7 @@ export const OPS = Object.freeze({
   grant: op((cx, /** @type {string} */ publicKey, /** @type {string} */ role) => cx.engine.grant(publicKey, role), true),
   revoke: op((cx, /** @type {string} */ publicKey) => cx.engine.revoke(publicKey), true),
   invite: op((cx, /** @type {Uint8Array} */ secret, /** @type {string} */ role, /** @type {number} */ expires, /** @type {number} */ uses) => cx.engine.invite(secret, role, expires, uses), true),
+  redeem: op((cx, /** @type {Uint8Array} */ secret) => cx.engine.redeem(secret), true),
   revokeInvite: op((cx, /** @type {string} */ id) => cx.engine.revokeInvite(id), true),
   invites: op((cx) => cx.engine.invitesJson()),
   // The invite this replica redeems when the server keeps its session waiting (sync.js).

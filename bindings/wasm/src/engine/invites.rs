@@ -51,6 +51,15 @@ impl Engine {
         Ok(())
     }
 
+    /// Redeem an invite whose commit this replica holds (a device that can already read): one
+    /// commit granting this replica's key the invite's role; a used-up, expired, revoked or
+    /// unknown invite is a typed `PermissionError` and nothing is written.
+    pub fn redeem(&mut self, secret_bytes: &[u8]) -> JsResult<()> {
+        let s = secret(secret_bytes).js()?;
+        self.repo_mut()?.redeem(&s).js()?;
+        Ok(())
+    }
+
     /// `[{"id", "role", "expires", "uses", "used", "revoked"}]`, in id order.
     pub fn invites(&self) -> JsResult<String> {
         let acl = self.repo()?.access();
