@@ -97,4 +97,5 @@ pub mod testing {
         MAX_FRAME_PAYLOAD,
     };
     pub use crate::store::snapshot::index_blocks as snapshot_index_blocks;
+    pub use crate::store::snapshot::table_segments as snapshot_table_segments;
 }
