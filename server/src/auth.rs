@@ -20,7 +20,7 @@ use std::path::Path;
 
 /// The longest token accepted (bytes); a longer one is refused without being parsed.
 pub const MAX_TOKEN_BYTES: usize = 8192;
-/// Clock difference tolerated on `exp` and `nbf` (seconds).
+/// Clock difference tolerated on `exp` and `nbf` by default (seconds; `--auth-leeway-s`).
 pub const LEEWAY_S: u64 = 60;
 /// The subprotocol prefix that carries a token from a browser.
 pub const PROTOCOL_PREFIX: &str = "ibexdb.bearer.";
@@ -59,6 +59,8 @@ pub struct Auth {
     keys: Vec<Jwk>,
     audience: String,
     issuer: Option<String>,
+    /// Clock difference tolerated on `exp` and `nbf` (seconds).
+    leeway_s: u64,
 }
 
 /// What a verified token allows: the repositories it may open, and whether it may create them.
@@ -67,6 +69,8 @@ pub struct Grant {
     /// Names, or prefixes ending in `*` (`*` alone: any repository).
     pub repos: Vec<String>,
     pub create: bool,
+    /// When the session must end (Unix seconds): the token's `exp` plus the leeway.
+    pub ends_s: u64,
 }
 
 fn refusal(kind: AuthErrorKind, detail: impl Into<String>) -> Refusal {
@@ -121,7 +125,12 @@ fn token_of(t: &[u8]) -> Bearer {
 
 impl Auth {
     /// Read the JWKS file (`{"keys": [...]}`): EC P-256 and RSA keys; others are skipped.
-    pub fn load(path: &Path, audience: &str, issuer: Option<&str>) -> Result<Auth, String> {
+    pub fn load(
+        path: &Path,
+        audience: &str,
+        issuer: Option<&str>,
+        leeway_s: u64,
+    ) -> Result<Auth, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("--auth-jwks {}: {e}", path.display()))?;
         let keys = parse_jwks(&text).map_err(|e| format!("--auth-jwks {}: {e}", path.display()))?;
@@ -135,6 +144,7 @@ impl Auth {
             keys,
             audience: audience.to_string(),
             issuer: issuer.map(str::to_string),
+            leeway_s,
         })
     }
 
@@ -187,8 +197,10 @@ impl Auth {
         }
         let claims: Value = serde_json::from_slice(&b64(p, "the payload").map_err(invalid)?)
             .map_err(|_| invalid("the payload is not JSON".into()))?;
-        self.check_claims(&claims, now_s)?;
-        grant(&claims)
+        let exp = self.check_claims(&claims, now_s)?;
+        let mut g = grant(&claims)?;
+        g.ends_s = (exp.max(0.0) as u64).saturating_add(self.leeway_s);
+        Ok(g)
     }
 
     /// The key for `kid` (any key of `alg`'s type when the token names none and only one fits).
@@ -218,21 +230,23 @@ impl Auth {
         }
     }
 
-    fn check_claims(&self, c: &Value, now_s: u64) -> Result<(), Refusal> {
+    /// The claims' checks; the token's `exp` when they pass.
+    fn check_claims(&self, c: &Value, now_s: u64) -> Result<f64, Refusal> {
         let Some(exp) = c["exp"].as_f64() else {
             return Err(refusal(AuthErrorKind::TokenInvalid, "no exp claim"));
         };
-        if now_s as f64 > exp + LEEWAY_S as f64 {
+        let leeway = self.leeway_s;
+        if now_s as f64 > exp + leeway as f64 {
             return Err(refusal(
                 AuthErrorKind::TokenExpired,
-                format!("expired at {exp} (now {now_s}, leeway {LEEWAY_S} s)"),
+                format!("expired at {exp} (now {now_s}, leeway {leeway} s)"),
             ));
         }
         if let Some(nbf) = c["nbf"].as_f64() {
-            if ((now_s + LEEWAY_S) as f64) < nbf {
+            if ((now_s + leeway) as f64) < nbf {
                 return Err(refusal(
                     AuthErrorKind::TokenNotYetValid,
-                    format!("not valid before {nbf} (now {now_s}, leeway {LEEWAY_S} s)"),
+                    format!("not valid before {nbf} (now {now_s}, leeway {leeway} s)"),
                 ));
             }
         }
@@ -255,7 +269,7 @@ impl Auth {
                 ));
             }
         }
-        Ok(())
+        Ok(exp)
     }
 }
 
@@ -277,10 +291,25 @@ fn grant(c: &Value) -> Result<Grant, Refusal> {
         Value::Bool(b) => *b,
         _ => return Err(bad("ibexdb_create is not a boolean")),
     };
-    Ok(Grant { repos, create })
+    Ok(Grant {
+        repos,
+        create,
+        ends_s: 0,
+    })
 }
 
 impl Grant {
+    /// The refusal that ends a session when its token expires (sent before the close).
+    pub fn expired(&self) -> Refusal {
+        refusal(
+            AuthErrorKind::TokenExpired,
+            format!(
+                "the session's token expired (the session ends at exp plus the leeway, {} s since 1970); dial again with a fresh token",
+                self.ends_s
+            ),
+        )
+    }
+
     /// Whether the token names `repo` (a name, or a prefix ending in `*`).
     pub fn covers(&self, repo: &str) -> bool {
         self.repos.iter().any(|r| match r.strip_suffix('*') {
@@ -362,6 +391,7 @@ mod tests {
         let g = Grant {
             repos: vec!["team-*".into(), "notes".into()],
             create: false,
+            ends_s: 0,
         };
         assert!(g.covers("team-a") && g.covers("notes"));
         assert!(!g.covers("notes2") && !g.covers("other"));
@@ -369,6 +399,7 @@ mod tests {
         let all = Grant {
             repos: vec!["*".into()],
             create: true,
+            ends_s: 0,
         };
         assert!(all.may_create("anything").is_ok());
         let none = grant(&serde_json::json!({})).unwrap();

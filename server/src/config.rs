@@ -62,6 +62,8 @@ pub struct Config {
     pub auth_jwks: Option<PathBuf>,
     pub auth_audience: Option<String>,
     pub auth_issuer: Option<String>,
+    /// Clock difference tolerated on a token's `exp` and `nbf`; a session ends at `exp` plus it.
+    pub auth_leeway_s: u64,
 }
 
 /// One flag: name, value name (empty for a switch), default shown in `--help`, description.
@@ -302,6 +304,12 @@ const FLAGS: &[Flag] = &[
         "any",
         "the iss a bearer token must carry",
     ),
+    (
+        "--auth-leeway-s",
+        "S",
+        "60",
+        "clock difference tolerated on a bearer token's exp and nbf; a session ends (AuthError token-expired) at exp plus this",
+    ),
     ("--help", "", "", "print this help"),
 ];
 
@@ -367,6 +375,7 @@ impl Config {
             auth_jwks: None,
             auth_audience: None,
             auth_issuer: None,
+            auth_leeway_s: crate::auth::LEEWAY_S,
         }
     }
 
@@ -472,6 +481,7 @@ impl Config {
             "--auth-jwks" => self.auth_jwks = Some(PathBuf::from(v)),
             "--auth-audience" => self.auth_audience = Some(v.to_string()),
             "--auth-issuer" => self.auth_issuer = Some(v.to_string()),
+            "--auth-leeway-s" => self.auth_leeway_s = int(name, v)?,
             _ => unreachable!("flag {name} listed but not handled"),
         }
         Ok(())

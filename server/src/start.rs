@@ -46,13 +46,16 @@ pub async fn run(cfg: Config) -> i32 {
         _ => None,
     };
     let auth = match (&cfg.auth_jwks, &cfg.auth_audience) {
-        (Some(jwks), Some(aud)) => match Auth::load(jwks, aud, cfg.auth_issuer.as_deref()) {
-            Ok(a) => Some(a),
-            Err(e) => {
-                eprintln!("ibexdb-server: {e}");
-                return 1;
+        (Some(jwks), Some(aud)) => {
+            let (iss, leeway) = (cfg.auth_issuer.as_deref(), cfg.auth_leeway_s);
+            match Auth::load(jwks, aud, iss, leeway) {
+                Ok(a) => Some(a),
+                Err(e) => {
+                    eprintln!("ibexdb-server: {e}");
+                    return 1;
+                }
             }
-        },
+        }
         _ => None,
     };
     let listener = match TcpListener::bind(&cfg.listen).await {

@@ -208,12 +208,16 @@ fn stored(server: &Server) -> Vec<String> {
 }
 
 fn start(provider: &Provider, tag: &str) -> Server {
+    start_with(provider, tag, &[])
+}
+
+fn start_with(provider: &Provider, tag: &str, more: &[&str]) -> Server {
     let dir = Server::dir(tag);
     std::fs::create_dir_all(&dir).unwrap();
     let jwks = dir.with_extension("jwks.json");
     std::fs::write(&jwks, provider.jwks().to_string()).unwrap();
     let jwks = jwks.to_string_lossy().into_owned();
-    let args = [
+    let mut args = vec![
         "--auth-jwks",
         &jwks,
         "--auth-audience",
@@ -221,6 +225,7 @@ fn start(provider: &Provider, tag: &str) -> Server {
         "--auth-issuer",
         ISS,
     ];
+    args.extend_from_slice(more);
     Server::start_with(dir, &args)
 }
 
@@ -380,4 +385,74 @@ async fn bad_tokens_are_refused_and_nothing_is_stored() {
     // server's own answer (not-found), not a token refusal.
     let got = attempt(&url, &h(idp.es256(&good)), "team-ok", false).await;
     assert_eq!(got, "Permission:not-found");
+}
+
+/// A session ends when its token does: with `--auth-leeway-s 0` and a token good for 3 s, a
+/// welcomed session that keeps quiet gets `AuthError` `token-expired` at `exp`, then the close;
+/// the same key with a fresh token is welcomed again. A session whose token outlives the wait
+/// is not cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_ends_when_its_token_expires() {
+    let idp = Provider::new();
+    let server = start_with(&idp, "jwt-expiry", &["--auth-leeway-s", "0"]);
+    let url = server.url.clone();
+    let mut owner = Peer::new(1, "team-exp");
+    owner.write();
+    owner.ws = Some(dial(&url, &Bearer::Header(idp.es256(&claims(&["team-*"], true)))).await);
+    owner.client.set_url(&url);
+    owner.client.connect();
+    owner.push().await;
+    owner.settle(1).await;
+
+    // A token good for 3 more seconds (exp is whole seconds: 2-3 s from now).
+    let mut short = claims(&["team-*"], false);
+    short["exp"] = json!(now() + 3);
+    let exp = short["exp"].as_u64().unwrap();
+    let long = Bearer::Header(idp.es256(&claims(&["team-*"], false)));
+    let mut cut = welcomed(&url, &Bearer::Header(idp.es256(&short)), "team-exp").await;
+    let mut kept = welcomed(&url, &long, "team-exp").await;
+    let got = loop {
+        match recv_or_closed(&mut cut, Duration::from_secs(8)).await {
+            Recv::Message(Message::Error { code, kind, .. }) => break (code, kind),
+            Recv::Message(_) => continue,
+            Recv::Closed => panic!("the session closed without a token-expired error"),
+            Recv::Idle => panic!("the session was not cut within 8 s"),
+        }
+    };
+    let at = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    assert_eq!(got, (ErrorCode::Auth, Some("token-expired".to_string())));
+    assert!(
+        at.as_secs() >= exp && at.as_secs_f64() < exp as f64 + 1.5,
+        "cut at {at:?}, exp {exp}"
+    );
+    assert!(matches!(recv_or_closed(&mut cut, WAIT).await, Recv::Closed));
+    // The other session (its token good for an hour) is still served.
+    assert!(matches!(
+        recv_or_closed(&mut kept, Duration::from_millis(300)).await,
+        Recv::Idle
+    ));
+    // A fresh token: welcomed again.
+    let _again = welcomed(&url, &long, "team-exp").await;
+    assert!(server.log_text().contains("token-expired"));
+}
+
+/// A session of the owner (identity 1) of `repo` with `bearer`, past its Welcome.
+async fn welcomed(url: &str, bearer: &Bearer, repo: &str) -> Socket {
+    let mut ws = dial(url, bearer).await;
+    loop {
+        match recv(&mut ws, WAIT).await {
+            Some(Message::Challenge { nonce, .. }) => {
+                let auth = Some(SessionProof::sign(&identity(1), nonce, url, repo));
+                let hello = Message::Hello {
+                    repo: repo.into(),
+                    cursor: 0,
+                    auth,
+                    create: false,
+                };
+                send(&mut ws, &hello).await;
+            }
+            Some(Message::Welcome { .. }) => return ws,
+            m => panic!("unexpected {m:?}"),
+        }
+    }
 }
