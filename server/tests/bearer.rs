@@ -427,10 +427,14 @@ async fn a_session_ends_when_its_token_expires() {
     );
     assert!(matches!(recv_or_closed(&mut cut, WAIT).await, Recv::Closed));
     // The other session (its token good for an hour) is still served.
-    assert!(matches!(
-        recv_or_closed(&mut kept, Duration::from_millis(300)).await,
-        Recv::Idle
-    ));
+    loop {
+        match recv_or_closed(&mut kept, Duration::from_millis(300)).await {
+            Recv::Message(Message::Error { kind, .. }) => panic!("kept session refused: {kind:?}"),
+            Recv::Message(_) => continue, // its catch-up
+            Recv::Idle => break,
+            Recv::Closed => panic!("the session with a good token was closed"),
+        }
+    }
     // A fresh token: welcomed again.
     let _again = welcomed(&url, &long, "team-exp").await;
     assert!(server.log_text().contains("token-expired"));
