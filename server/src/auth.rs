@@ -10,13 +10,18 @@
 //! beside `ibexdb` (the server answers `ibexdb`). Tokens longer than `MAX_TOKEN_BYTES` are
 //! refused unparsed.
 
+use crate::jwks_fetch::{self, Url};
+use crate::log;
 use crate::refusal::Refusal;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use ibexdb::{AuthErrorKind, Error};
 use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
 use serde_json::Value;
-use std::path::Path;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+use tokio_rustls::TlsConnector;
 
 /// The longest token accepted (bytes); a longer one is refused without being parsed.
 pub const MAX_TOKEN_BYTES: usize = 8192;
@@ -54,9 +59,33 @@ struct Jwk {
     key: Key,
 }
 
+/// Where the keys come from when `--auth-jwks` is a URL: fetched at start, again when a token
+/// names a `kid` the keys lack (at most once per `min_interval`; connections that ask meanwhile
+/// wait for the fetch under way) and every `JWKS_MAX_AGE`. A failed fetch keeps the keys.
+struct Remote {
+    url: Url,
+    /// The URL as given, for the log.
+    shown: String,
+    tls: Option<TlsConnector>,
+    min_interval: Duration,
+    /// When the last fetch began (held while a fetch runs).
+    last: tokio::sync::Mutex<Option<Instant>>,
+}
+
+/// How a URL source is fetched (`--auth-jwks-ca`, `--auth-jwks-refresh-ms`).
+pub struct RemoteOptions {
+    pub ca: Option<PathBuf>,
+    pub min_interval: Duration,
+}
+
+/// A JWKS URL's keys are fetched again at least this often (a key the provider removed stops
+/// being trusted within it).
+pub const JWKS_MAX_AGE: Duration = Duration::from_secs(3600);
+
 /// The verifier configured by `--auth-jwks`, `--auth-audience` and `--auth-issuer`.
 pub struct Auth {
-    keys: Vec<Jwk>,
+    keys: RwLock<Arc<Vec<Jwk>>>,
+    remote: Option<Remote>,
     audience: String,
     issuer: Option<String>,
     /// Clock difference tolerated on `exp` and `nbf` (seconds).
@@ -124,24 +153,47 @@ fn token_of(t: &[u8]) -> Bearer {
 }
 
 impl Auth {
-    /// Read the JWKS file (`{"keys": [...]}`): EC P-256 and RSA keys; others are skipped.
-    pub fn load(
-        path: &Path,
-        audience: &str,
-        issuer: Option<&str>,
+    /// The keys of `source`: a JWKS file (`{"keys": [...]}`), or an `https://` URL (`http://`
+    /// to a loopback address) fetched now. EC P-256 and RSA keys; others are skipped; none is
+    /// an error.
+    pub async fn load(
+        source: &str,
+        (audience, issuer): (&str, Option<&str>),
         leeway_s: u64,
+        opts: RemoteOptions,
     ) -> Result<Auth, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("--auth-jwks {}: {e}", path.display()))?;
-        let keys = parse_jwks(&text).map_err(|e| format!("--auth-jwks {}: {e}", path.display()))?;
-        if keys.is_empty() {
-            return Err(format!(
-                "--auth-jwks {}: no ES256 (EC P-256) or RS256 (RSA) key",
-                path.display()
-            ));
-        }
+        let (keys, remote) = if jwks_fetch::is_url(source) {
+            let url = jwks_fetch::parse(source).map_err(|e| format!("--auth-jwks {e}"))?;
+            let tls = match url.tls {
+                true => Some(jwks_fetch::tls_connector(opts.ca.as_deref())?),
+                false => None,
+            };
+            let remote = Remote {
+                url,
+                shown: source.to_string(),
+                tls,
+                min_interval: opts.min_interval,
+                last: tokio::sync::Mutex::new(Some(Instant::now())),
+            };
+            let keys = remote
+                .fetch_keys()
+                .await
+                .map_err(|e| format!("--auth-jwks {source}: {e}"))?;
+            (keys, Some(remote))
+        } else {
+            let text = std::fs::read_to_string(source)
+                .map_err(|e| format!("--auth-jwks {source}: {e}"))?;
+            let keys = parse_jwks(&text).map_err(|e| format!("--auth-jwks {source}: {e}"))?;
+            if keys.is_empty() {
+                return Err(format!(
+                    "--auth-jwks {source}: no ES256 (EC P-256) or RS256 (RSA) key"
+                ));
+            }
+            (keys, None)
+        };
         Ok(Auth {
-            keys,
+            keys: RwLock::new(Arc::new(keys)),
+            remote,
             audience: audience.to_string(),
             issuer: issuer.map(str::to_string),
             leeway_s,
@@ -150,7 +202,68 @@ impl Auth {
 
     /// How many keys the JWKS gave (0 in the start log line: no tokens required).
     pub fn key_count(&self) -> usize {
-        self.keys.len()
+        self.keys().len()
+    }
+
+    /// Whether the keys come from a URL (and are refreshed).
+    pub fn is_remote(&self) -> bool {
+        self.remote.is_some()
+    }
+
+    fn keys(&self) -> Arc<Vec<Jwk>> {
+        self.keys.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// `check`, and when the token names a key the keys lack and they come from a URL, fetch
+    /// them again (rate-limited: `Remote`) and check once more.
+    pub async fn check_fresh(&self, bearer: &Bearer, now_s: fn() -> u64) -> Result<Grant, Refusal> {
+        match self.check(bearer, now_s()) {
+            Err(r) if self.remote.is_some() && r.kind() == Some("unknown-key") => {
+                self.refresh("unknown-kid").await;
+                self.check(bearer, now_s())
+            }
+            other => other,
+        }
+    }
+
+    /// Fetch a URL's keys again, unless a fetch began less than `min_interval` ago (one under
+    /// way is waited for). A failed fetch, an oversized or garbage answer, or one without a
+    /// usable key keeps the keys as they are; each attempt is logged (`event=jwks_refresh`).
+    pub async fn refresh(&self, why: &str) {
+        let Some(remote) = &self.remote else { return };
+        let mut last = remote.last.lock().await;
+        if last.is_some_and(|t| t.elapsed() < remote.min_interval) {
+            return;
+        }
+        *last = Some(Instant::now());
+        let started = Instant::now();
+        let ms = || started.elapsed().as_millis();
+        match remote.fetch_keys().await {
+            Ok(keys) => {
+                let n = keys.len();
+                *self.keys.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(keys);
+                let fields: [(&str, &dyn std::fmt::Display); 5] = [
+                    ("url", &remote.shown),
+                    ("why", &why),
+                    ("ok", &true),
+                    ("keys", &n),
+                    ("ms", &ms()),
+                ];
+                log::event("jwks_refresh", &fields);
+            }
+            Err(e) => {
+                let kept = self.key_count();
+                let fields: [(&str, &dyn std::fmt::Display); 6] = [
+                    ("url", &remote.shown),
+                    ("why", &why),
+                    ("ok", &false),
+                    ("kept", &kept),
+                    ("ms", &ms()),
+                    ("error", &e),
+                ];
+                log::event("jwks_refresh", &fields);
+            }
+        }
     }
 
     /// Check a connection's token at `now_s` (Unix seconds): what it grants, or the refusal.
@@ -181,7 +294,8 @@ impl Auth {
         if alg != "ES256" && alg != "RS256" {
             return Err(invalid(format!("algorithm {alg:?}: only ES256 and RS256")));
         }
-        let key = self.select(header["kid"].as_str(), alg)?;
+        let keys = self.keys();
+        let key = select(&keys, header["kid"].as_str(), alg)?;
         let sig = b64(s, "the signature").map_err(invalid)?;
         let signed = &token.as_bytes()[..h.len() + 1 + p.len()];
         let ok = match &key.key {
@@ -201,33 +315,6 @@ impl Auth {
         let mut g = grant(&claims)?;
         g.ends_s = (exp.max(0.0) as u64).saturating_add(self.leeway_s);
         Ok(g)
-    }
-
-    /// The key for `kid` (any key of `alg`'s type when the token names none and only one fits).
-    fn select(&self, kid: Option<&str>, alg: &str) -> Result<&Jwk, Refusal> {
-        let fits = |k: &&Jwk| match k.key {
-            Key::Es256(_) => alg == "ES256",
-            Key::Rs256 { .. } => alg == "RS256",
-        };
-        let unknown = |d: String| refusal(AuthErrorKind::UnknownKey, d);
-        match kid {
-            Some(kid) => self
-                .keys
-                .iter()
-                .filter(fits)
-                .find(|k| k.kid.as_deref() == Some(kid))
-                .ok_or_else(|| unknown(format!("no {alg} key with kid {kid:?} in --auth-jwks"))),
-            None => {
-                let fitting: Vec<&Jwk> = self.keys.iter().filter(fits).collect();
-                match fitting[..] {
-                    [k] => Ok(k),
-                    _ => Err(unknown(format!(
-                        "the token names no kid and --auth-jwks has {} {alg} keys",
-                        fitting.len()
-                    ))),
-                }
-            }
-        }
     }
 
     /// The claims' checks; the token's `exp` when they pass.
@@ -270,6 +357,32 @@ impl Auth {
             }
         }
         Ok(exp)
+    }
+}
+
+/// The key for `kid` (any key of `alg`'s type when the token names none and only one fits).
+fn select<'k>(keys: &'k [Jwk], kid: Option<&str>, alg: &str) -> Result<&'k Jwk, Refusal> {
+    let fits = |k: &&Jwk| match k.key {
+        Key::Es256(_) => alg == "ES256",
+        Key::Rs256 { .. } => alg == "RS256",
+    };
+    let unknown = |d: String| refusal(AuthErrorKind::UnknownKey, d);
+    match kid {
+        Some(kid) => keys
+            .iter()
+            .filter(fits)
+            .find(|k| k.kid.as_deref() == Some(kid))
+            .ok_or_else(|| unknown(format!("no {alg} key with kid {kid:?} in --auth-jwks"))),
+        None => {
+            let fitting: Vec<&Jwk> = keys.iter().filter(fits).collect();
+            match fitting[..] {
+                [k] => Ok(k),
+                _ => Err(unknown(format!(
+                    "the token names no kid and --auth-jwks has {} {alg} keys",
+                    fitting.len()
+                ))),
+            }
+        }
     }
 }
 
@@ -339,6 +452,19 @@ impl Grant {
             AuthErrorKind::TokenCannotCreate,
             format!("the token has no {CLAIM_CREATE}: true claim; {repo:?} does not exist"),
         ))
+    }
+}
+
+impl Remote {
+    /// The keys the URL serves now (an error for an answer with none).
+    async fn fetch_keys(&self) -> Result<Vec<Jwk>, String> {
+        let body = jwks_fetch::fetch(&self.url, self.tls.as_ref()).await?;
+        let text = std::str::from_utf8(&body).map_err(|_| "the JWKS is not UTF-8".to_string())?;
+        let keys = parse_jwks(text)?;
+        if keys.is_empty() {
+            return Err("no ES256 (EC P-256) or RS256 (RSA) key".into());
+        }
+        Ok(keys)
     }
 }
 

@@ -59,7 +59,12 @@ pub struct Config {
     /// Longest wait for one PostgreSQL operation (connect, query, commit).
     pub pg_timeout: Duration,
     /// Bearer tokens (docs/design.md §12.4): the JWKS file, the audience, the issuer.
-    pub auth_jwks: Option<PathBuf>,
+    /// A file, or an `https://` URL (`http://` to a loopback address) fetched and refreshed.
+    pub auth_jwks: Option<String>,
+    /// The CA certificates (PEM) an `https://` JWKS URL is verified against (else the system's).
+    pub auth_jwks_ca: Option<PathBuf>,
+    /// At most one fetch of a JWKS URL per this when tokens name unknown keys.
+    pub auth_jwks_refresh: Duration,
     pub auth_audience: Option<String>,
     pub auth_issuer: Option<String>,
     /// Clock difference tolerated on a token's `exp` and `nbf`; a session ends at `exp` plus it.
@@ -288,9 +293,21 @@ const FLAGS: &[Flag] = &[
     ),
     (
         "--auth-jwks",
-        "FILE",
+        "FILE|URL",
         "none",
-        "a JWKS (JSON) of the app's identity provider: every connection must present a bearer token it signed (ES256, RS256); its ibexdb_repos and ibexdb_create claims bound what it may open or create",
+        "a JWKS (JSON) of the app's identity provider: every connection must present a bearer token it signed (ES256, RS256); its ibexdb_repos and ibexdb_create claims bound what it may open or create. An https:// URL (http:// only to 127.0.0.1, [::1], localhost) is fetched at start, again when a token names an unknown kid, and hourly; a failed or oversized fetch keeps the keys",
+    ),
+    (
+        "--auth-jwks-ca",
+        "FILE",
+        "system",
+        "CA certificates (PEM) an https:// --auth-jwks URL is verified against (default: SSL_CERT_FILE, else the system bundle)",
+    ),
+    (
+        "--auth-jwks-refresh-ms",
+        "MS",
+        "30000",
+        "at most one fetch of the --auth-jwks URL per this when tokens name unknown keys",
     ),
     (
         "--auth-audience",
@@ -373,6 +390,8 @@ impl Config {
             pg_connections: 16,
             pg_timeout: Duration::from_secs(5),
             auth_jwks: None,
+            auth_jwks_ca: None,
+            auth_jwks_refresh: Duration::from_secs(30),
             auth_audience: None,
             auth_issuer: None,
             auth_leeway_s: crate::auth::LEEWAY_S,
@@ -478,7 +497,14 @@ impl Config {
             "--shutdown-timeout-ms" => self.shutdown_timeout = ms(name, v)?,
             "--pg-connections" => self.pg_connections = int(name, v)? as usize,
             "--pg-timeout-ms" => self.pg_timeout = ms(name, v)?,
-            "--auth-jwks" => self.auth_jwks = Some(PathBuf::from(v)),
+            "--auth-jwks" => {
+                if crate::jwks_fetch::is_url(v) {
+                    crate::jwks_fetch::parse(v).map_err(|e| format!("--auth-jwks {e}"))?;
+                }
+                self.auth_jwks = Some(v.to_string())
+            }
+            "--auth-jwks-ca" => self.auth_jwks_ca = Some(PathBuf::from(v)),
+            "--auth-jwks-refresh-ms" => self.auth_jwks_refresh = ms(name, v)?,
             "--auth-audience" => self.auth_audience = Some(v.to_string()),
             "--auth-issuer" => self.auth_issuer = Some(v.to_string()),
             "--auth-leeway-s" => self.auth_leeway_s = int(name, v)?,
@@ -501,6 +527,14 @@ impl Config {
         }
         if self.auth_issuer.is_some() && self.auth_jwks.is_none() {
             return Err("--auth-issuer needs --auth-jwks".into());
+        }
+        if self.auth_jwks_ca.is_some()
+            && !self
+                .auth_jwks
+                .as_deref()
+                .is_some_and(|j| j.starts_with("https://"))
+        {
+            return Err("--auth-jwks-ca needs an https:// --auth-jwks URL".into());
         }
         if self.tls_cert.is_some() != self.tls_key.is_some() {
             return Err("--tls-cert and --tls-key go together".into());

@@ -205,7 +205,7 @@ where
     // The bearer token first (`--auth-jwks`): a refused one ends the connection before the
     // handshake, with nothing read, opened or stored.
     let grant = match &server.auth {
-        Some(auth) => match auth.check(bearer, now_s()) {
+        Some(auth) => match auth.check_fresh(bearer, now_s).await {
             Ok(g) => Some(g),
             Err(r) => return (Ended::Refused(r), None),
         },

@@ -2,7 +2,7 @@
 //! until SIGTERM or Ctrl-C, then shut down gracefully (stop accepting, let connections finish
 //! their pushes and tell them, close every repository with a snapshot) and return.
 
-use crate::auth::Auth;
+use crate::auth::{Auth, RemoteOptions, JWKS_MAX_AGE};
 use crate::backend::Backend;
 use crate::config::{Config, Store};
 use crate::limits::{ConnLimiter, CreateLimiter, PushBudgets};
@@ -47,8 +47,12 @@ pub async fn run(cfg: Config) -> i32 {
     };
     let auth = match (&cfg.auth_jwks, &cfg.auth_audience) {
         (Some(jwks), Some(aud)) => {
-            let (iss, leeway) = (cfg.auth_issuer.as_deref(), cfg.auth_leeway_s);
-            match Auth::load(jwks, aud, iss, leeway) {
+            let opts = RemoteOptions {
+                ca: cfg.auth_jwks_ca.clone(),
+                min_interval: cfg.auth_jwks_refresh,
+            };
+            let claims = (aud.as_str(), cfg.auth_issuer.as_deref());
+            match Auth::load(jwks, claims, cfg.auth_leeway_s, opts).await {
                 Ok(a) => Some(a),
                 Err(e) => {
                     eprintln!("ibexdb-server: {e}");
@@ -118,10 +122,24 @@ pub async fn run(cfg: Config) -> i32 {
         tokio::spawn(pg::listen::run(pg.clone(), on_notice));
     }
     tokio::spawn(close_idle_repos(server.clone()));
+    if server.auth.as_ref().is_some_and(|a| a.is_remote()) {
+        tokio::spawn(refresh_jwks(server.clone()));
+    }
     let accepting = tokio::spawn(listener::accept_loop(server.clone(), listener));
     shutdown::signalled().await;
     stop(&server, accepting).await;
     0
+}
+
+/// A JWKS URL's keys, fetched again every `JWKS_MAX_AGE` (a key the provider removed is not
+/// trusted past it).
+async fn refresh_jwks(server: Arc<Server>) {
+    loop {
+        tokio::time::sleep(JWKS_MAX_AGE).await;
+        if let Some(auth) = &server.auth {
+            auth.refresh("max-age").await;
+        }
+    }
 }
 
 /// The store for the log: the data directory, or PostgreSQL's hosts and database (never the
