@@ -14,7 +14,10 @@ use ring::rand::SystemRandom;
 use ring::rsa::PublicKeyComponents;
 use ring::signature::{self, EcdsaKeyPair, KeyPair, RsaKeyPair};
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -458,5 +461,186 @@ async fn welcomed(url: &str, bearer: &Bearer, repo: &str) -> Socket {
             Some(Message::Welcome { .. }) => return ws,
             m => panic!("unexpected {m:?}"),
         }
+    }
+}
+
+/// What the test's JWKS endpoint answers.
+#[derive(Clone)]
+enum Serve {
+    /// 200 with this body and its Content-Length.
+    Json(Vec<u8>),
+    /// 200 without a length, this many bytes, then the close.
+    Stream(usize),
+    /// Nothing: the request is read and never answered.
+    Stall,
+}
+
+/// A plain HTTP/1.1 endpoint on 127.0.0.1 serving `Serve` (switchable), counting requests.
+struct Endpoint {
+    url: String,
+    serve: Arc<Mutex<Serve>>,
+    hits: Arc<AtomicUsize>,
+}
+
+impl Endpoint {
+    async fn start(first: Serve) -> Endpoint {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!(
+            "http://{}/.well-known/jwks.json",
+            listener.local_addr().unwrap()
+        );
+        let serve = Arc::new(Mutex::new(first));
+        let hits = Arc::new(AtomicUsize::new(0));
+        let (s, h) = (serve.clone(), hits.clone());
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut tcp, _)) = listener.accept().await else {
+                    return;
+                };
+                let (s, h) = (s.clone(), h.clone());
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut b = [0u8; 1024];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match tcp.read(&mut b).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&b[..n]),
+                        }
+                    }
+                    h.fetch_add(1, SeqCst);
+                    let serve = s.lock().unwrap().clone();
+                    let ok =
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close";
+                    let _ = match serve {
+                        Serve::Json(body) => {
+                            let head = format!("{ok}\r\nContent-Length: {}\r\n\r\n", body.len());
+                            tcp.write_all(&[head.as_bytes(), &body].concat()).await
+                        }
+                        Serve::Stream(n) => {
+                            let body = vec![b'{'; n];
+                            tcp.write_all(&[format!("{ok}\r\n\r\n").as_bytes(), &body].concat())
+                                .await
+                        }
+                        Serve::Stall => {
+                            tokio::time::sleep(Duration::from_secs(30)).await;
+                            Ok(())
+                        }
+                    };
+                });
+            }
+        });
+        Endpoint { url, serve, hits }
+    }
+
+    fn set(&self, serve: Serve) {
+        *self.serve.lock().unwrap() = serve;
+    }
+
+    fn hits(&self) -> usize {
+        self.hits.load(SeqCst)
+    }
+}
+
+/// `--auth-jwks URL` (issue 27 §4): the keys are fetched at start; a token naming a kid they
+/// lack makes the server fetch them again, at most once per `--auth-jwks-refresh-ms`, so a key
+/// the provider adds (rotation) is accepted without a restart; a garbage, oversized (by its
+/// length or streamed without one) or stalled answer is refused and the keys are kept (tokens of
+/// the old keys still pass; the new kid is `unknown-key`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jwks_url_is_fetched_refreshed_on_a_new_kid_and_bad_answers_keep_the_keys() {
+    let idp = Provider::new();
+    let es1 = idp.jwks()["keys"][0].clone();
+    let p = idp.stranger.public_key().as_ref();
+    let es2 = json!({ "kty": "EC", "crv": "P-256", "kid": "es2", "alg": "ES256",
+                      "x": b64(&p[1..33]), "y": b64(&p[33..65]) });
+    let jwks = |keys: &[&Value]| Serve::Json(json!({ "keys": keys }).to_string().into_bytes());
+    let ep = Endpoint::start(jwks(&[&es1])).await;
+    let dir = Server::dir("jwt-url");
+    std::fs::create_dir_all(&dir).unwrap();
+    let args = [
+        "--auth-jwks",
+        &ep.url,
+        "--auth-audience",
+        AUD,
+        "--auth-jwks-refresh-ms",
+        "400",
+    ];
+    let server = Server::start_with(dir, &args);
+    let url = server.url.clone();
+    assert_eq!(ep.hits(), 1, "fetched at start");
+    let good = claims(&["team-*"], true);
+    let old = Bearer::Header(idp.es256(&good));
+    let new = Bearer::Header(idp.sign("ES256", "es2", &good, true));
+    let passes = "Permission:not-found"; // past the door: the server's own answer for the name
+    assert_eq!(attempt(&url, &old, "team-u", false).await, passes);
+    assert_eq!(ep.hits(), 1, "a known kid fetches nothing");
+
+    // A kid the keys lack: fetched again (still not there), then rate-limited.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(attempt(&url, &new, "team-u", false).await, "unknown-key");
+    assert_eq!(ep.hits(), 2);
+    assert_eq!(attempt(&url, &new, "team-u", false).await, "unknown-key");
+    assert_eq!(ep.hits(), 2, "at most one fetch per --auth-jwks-refresh-ms");
+
+    // Rotation: the provider publishes es2; the next unknown-kid fetch finds it.
+    ep.set(jwks(&[&es1, &es2]));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(attempt(&url, &new, "team-u", false).await, passes);
+    assert_eq!(ep.hits(), 3);
+
+    // Bad answers: refused, keys kept (es1 and es2 pass, an es3 token stays unknown).
+    let es3 = Bearer::Header(idp.sign("ES256", "es3", &good, true));
+    let bad = [
+        Serve::Json(b"<html>not json</html>".to_vec()),
+        Serve::Json(br#"{"keys": [{"kty": "OKP", "crv": "Ed25519", "x": "AA"}]}"#.to_vec()),
+        Serve::Json(vec![b' '; 1 << 20]),
+        Serve::Stream(1 << 20),
+    ];
+    for (i, serve) in bad.into_iter().enumerate() {
+        ep.set(serve);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(attempt(&url, &es3, "team-u", false).await, "unknown-key");
+        assert_eq!(ep.hits(), 4 + i, "answer {i} was fetched");
+        assert_eq!(attempt(&url, &old, "team-u", false).await, passes, "{i}");
+        assert_eq!(attempt(&url, &new, "team-u", false).await, passes, "{i}");
+    }
+    // A stalled endpoint: the fetch gives up after 5 s and the token is refused then.
+    ep.set(Serve::Stall);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let t0 = std::time::Instant::now();
+    assert_eq!(attempt(&url, &es3, "team-u", false).await, "unknown-key");
+    let waited = t0.elapsed();
+    assert!(
+        waited >= Duration::from_secs(4) && waited < Duration::from_secs(8),
+        "{waited:?}"
+    );
+    assert_eq!(attempt(&url, &old, "team-u", false).await, passes);
+    let log = server.log_text();
+    assert_eq!(log.matches("ok=false").count(), 5, "{log}");
+    assert_eq!(log.matches("ok=true").count(), 2, "{log}");
+    assert!(log.contains("over 262144 bytes"), "{log}");
+}
+
+/// A JWKS URL that cannot be fetched at start, or an `http://` URL off the loopback, is a start
+/// error: the server does not run without the keys it was told to require.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jwks_url_that_fails_at_start_stops_the_server() {
+    let ep = Endpoint::start(Serve::Json(b"{\"keys\": []}".to_vec())).await;
+    let cases = [
+        (ep.url.as_str(), "no ES256"),
+        ("http://127.0.0.1:1/jwks.json", "connect"),
+        ("http://login.example.com/jwks.json", "loopback"),
+    ];
+    for (jwks, why) in cases {
+        let dir = Server::dir("jwt-url-bad");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ibexdb-server"))
+            .args(["--data", dir.to_str().unwrap(), "--listen", "127.0.0.1:0"])
+            .args(["--auth-jwks", jwks, "--auth-audience", AUD])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{jwks} started");
+        assert!(out.stdout.is_empty(), "{jwks}: no listening line");
+        assert!(err.contains(why), "{jwks}: {err}");
     }
 }
