@@ -484,21 +484,34 @@ struct Endpoint {
 
 impl Endpoint {
     async fn start(first: Serve) -> Endpoint {
+        Endpoint::start_tls(first, None).await
+    }
+
+    /// With `tls`, `https://localhost:PORT/…` (the acceptor's certificate names localhost).
+    async fn start_tls(first: Serve, tls: Option<tokio_rustls::TlsAcceptor>) -> Endpoint {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!(
-            "http://{}/.well-known/jwks.json",
-            listener.local_addr().unwrap()
-        );
+        let port = listener.local_addr().unwrap().port();
+        let url = match tls {
+            Some(_) => format!("https://localhost:{port}/.well-known/jwks.json"),
+            None => format!("http://127.0.0.1:{port}/.well-known/jwks.json"),
+        };
         let serve = Arc::new(Mutex::new(first));
         let hits = Arc::new(AtomicUsize::new(0));
         let (s, h) = (serve.clone(), hits.clone());
         tokio::spawn(async move {
             loop {
-                let Ok((mut tcp, _)) = listener.accept().await else {
+                let Ok((tcp, _)) = listener.accept().await else {
                     return;
                 };
-                let (s, h) = (s.clone(), h.clone());
+                let (s, h, tls) = (s.clone(), h.clone(), tls.clone());
                 tokio::spawn(async move {
+                    let mut tcp: Box<dyn Io> = match tls {
+                        Some(acceptor) => match acceptor.accept(tcp).await {
+                            Ok(t) => Box::new(t),
+                            Err(_) => return,
+                        },
+                        None => Box::new(tcp),
+                    };
                     let mut head = Vec::new();
                     let mut b = [0u8; 1024];
                     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -643,4 +656,62 @@ async fn a_jwks_url_that_fails_at_start_stops_the_server() {
         assert!(out.stdout.is_empty(), "{jwks}: no listening line");
         assert!(err.contains(why), "{jwks}: {err}");
     }
+}
+
+/// An `https://` JWKS URL is verified: with `--auth-jwks-ca` naming the endpoint's (self-signed)
+/// certificate the keys are fetched over TLS and a token passes; without it (the system's CAs)
+/// the certificate is refused and the server does not start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_jwks_url_is_verified_against_the_ca() {
+    use tokio_rustls::rustls::pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer};
+    let idp = Provider::new();
+    let dir = Server::dir("jwt-https");
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, key.cert.pem()).unwrap();
+    let certs = vec![CertificateDer::from_pem_slice(key.cert.pem().as_bytes()).unwrap()];
+    let pk = PrivateKeyDer::from_pem_slice(key.signing_key.serialize_pem().as_bytes()).unwrap();
+    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, pk)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let body = idp.jwks().to_string().into_bytes();
+    let ep = Endpoint::start_tls(Serve::Json(body), Some(acceptor)).await;
+    let ca = ca.to_str().unwrap();
+    let args = [
+        "--auth-jwks",
+        &ep.url,
+        "--auth-audience",
+        AUD,
+        "--auth-jwks-ca",
+        ca,
+    ];
+    let server = Server::start_with(dir.join("data"), &args);
+    let token = Bearer::Header(idp.es256(&claims(&["team-*"], true)));
+    let got = attempt(&server.url, &token, "team-s", false).await;
+    assert_eq!(got, "Permission:not-found", "the token passed the door");
+    assert_eq!(ep.hits(), 1);
+
+    // The system's CAs do not know the certificate: no keys, no start.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ibexdb-server"))
+        .args([
+            "--data",
+            dir.join("d2").to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .args(["--auth-jwks", &ep.url, "--auth-audience", AUD])
+        .env("SSL_CERT_FILE", "/etc/ssl/certs/ca-certificates.crt")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("TLS with localhost"),
+        "{err}"
+    );
 }
