@@ -334,13 +334,17 @@ where
     Ok(repo)
 }
 
-/// The instant Unix time `at_s` is reached (now, if it has passed).
+/// The instant Unix time `at_s` is reached (now, if it has passed; at most a year ahead: a
+/// token whose `exp` is further away ends its session after a year).
 fn until_s(at_s: u64) -> Instant {
-    let at = std::time::UNIX_EPOCH + Duration::from_secs(at_s);
-    let left = at
-        .duration_since(std::time::SystemTime::now())
-        .unwrap_or_default();
-    Instant::now() + left
+    const YEAR: Duration = Duration::from_secs(365 * 86400);
+    let left = std::time::UNIX_EPOCH
+        .checked_add(Duration::from_secs(at_s))
+        .map_or(YEAR, |at| {
+            at.duration_since(std::time::SystemTime::now())
+                .unwrap_or_default()
+        });
+    Instant::now() + left.min(YEAR)
 }
 
 fn now_s() -> u64 {

@@ -552,10 +552,11 @@ export class SyncManager {
         break;
       case 'error': {
         this.lastError = syncErrorToWire(ev);
-        if (this.lastError.name === 'UnavailableError' || (this.welcomed && this.lastError.name === 'AuthError')) {
+        if (this.lastError.name === 'UnavailableError' || ((this.welcomed || this._waiting) && this.lastError.name === 'AuthError')) {
           // Not a refusal: the server is going away (a deploy) or cannot serve now, or it ended
-          // a welcomed session whose bearer token expired (`token-expired`). Dial again (asking
-          // the app for a fresh token first).
+          // a session (welcomed, or waiting for a grant) whose bearer token expired
+          // (`token-expired`). Dial again (asking the app for a fresh token first).
+          if (this.lastError.name === 'AuthError') this._sessionRefused = false;
           this._drop();
           this._retry();
           return;
