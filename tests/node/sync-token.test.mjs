@@ -33,7 +33,9 @@ async function startServer(more = []) {
   const jwks = path.join(dir, 'jwks.json');
   writeFileSync(jwks, JSON.stringify({ keys: [{ ...key.publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'ES256' }] }));
   const args = ['--data', path.join(dir, 'data'), '--listen', '127.0.0.1:0', '--auth-jwks', jwks, '--auth-audience', AUD, ...more];
-  const proc = spawn(SERVER, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  proc.stderr.on('data', (b) => (log += b));
   const line = await new Promise((resolve, reject) => {
     proc.once('error', reject);
     proc.once('exit', (code) => reject(new Error(`ibexdb-server exited with ${code}`)));
@@ -43,6 +45,8 @@ async function startServer(more = []) {
   assert.ok(m, `unexpected server output: ${line}`);
   return {
     url: `ws://${m[1]}`,
+    /** The server's log lines so far. */
+    log: () => log,
     stop: () => {
       proc.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
@@ -137,6 +141,24 @@ test('syncToken in Node: the server ends a session at its token expiry; the clie
     assert.ok(kinds.some((k) => k.endsWith(':token-expired')), kinds.join(' '));
     assert.equal(await writeAndSync(db), 'synced');
     assert.ok((await db.syncStatus()).connects >= 2);
+  } finally {
+    await db.close().catch(() => {});
+    server.stop();
+  }
+});
+
+test('syncToken in Node: a function that never answers is token-unavailable after 10 s, and nothing is dialed', async () => {
+  const server = await startServer();
+  const db = await open('nt-hang', { syncToken: () => new Promise(() => {}) });
+  try {
+    const t0 = performance.now();
+    assert.equal(await writeAndSync(db, server.url), 'token-unavailable');
+    const waited = performance.now() - t0;
+    assert.ok(waited >= 9_500 && waited < 15_000, `${waited} ms`);
+    const st = await db.syncStatus();
+    assert.equal(st.state, 'error');
+    assert.match(st.lastError.message, /did not answer within 10000 ms/);
+    assert.doesNotMatch(server.log(), /event=conn_open/, 'no connection without a token');
   } finally {
     await db.close().catch(() => {});
     server.stop();
