@@ -1,5 +1,5 @@
 //! The application's own login at the server door (docs/design.md §12.4, "Bearer tokens"):
-//! with `--auth-jwks FILE`, every connection presents a JSON Web Token from the application's
+//! with `--auth-jwks FILE|URL`, every connection presents a JSON Web Token from the application's
 //! identity provider, checked here before the handshake: its signature (ES256 or RS256, by a
 //! key of the JWKS, chosen by `kid`), `exp` and `nbf` (with `LEEWAY_S`), `aud` and, if
 //! configured, `iss`. Its claims then bound which repositories the session may open or create
@@ -8,7 +8,9 @@
 //! A token travels in the `Authorization: Bearer` header (non-browser clients) or, since a
 //! browser's `new WebSocket` cannot set headers, as the subprotocol entry `ibexdb.bearer.TOKEN`
 //! beside `ibexdb` (the server answers `ibexdb`). Tokens longer than `MAX_TOKEN_BYTES` are
-//! refused unparsed.
+//! refused unparsed. A session ends at its token's `exp` plus the leeway (`Grant::ends_s`).
+//! Keys from a URL (`jwks_fetch`) are fetched again when a token names an unknown `kid`
+//! (`Auth::check_fresh`, rate-limited) and every `JWKS_MAX_AGE`; a failed fetch keeps them.
 
 use crate::jwks_fetch::{self, Url};
 use crate::log;

@@ -46,9 +46,9 @@
 //   dial and its answer goes only into that WebSocket (a subprotocol entry in the browser, an
 //   Authorization header in Node: `hooks.dial`). A token that cannot be had (the app's function
 //   threw, returned no string, did not answer) is reported like a refusal: state `error`,
-//   asked again at RECONNECT_MAX_MS or at `db.sync()`. A welcomed session the server ends
-//   because its token expired (AuthError `token-expired`) is dialed again at once, with a
-//   fresh token.
+//   asked again at RECONNECT_MAX_MS or at `db.sync()`. A session (welcomed, or waiting for a
+//   grant) the server ends because its token expired (AuthError `token-expired`) is no
+//   refusal: it is dialed again with the usual backoff, with a fresh token.
 // - After an engine panic the wasm instance is new: the client is re-created from the last
 //   durable position and the socket reconnects.
 
