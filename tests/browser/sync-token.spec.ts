@@ -5,7 +5,8 @@
 // function is asked before every dial. A good token syncs; an expired one, a function that
 // throws or returns no string, and a token for another repository are each a typed AuthError in
 // the sync status and from `db.sync()`; a token refreshed by the function on the next dial
-// works; a session whose token expires is ended by the server and dialed again with a fresh one.
+// works; a session whose token expires is ended by the server and dialed again with a fresh one;
+// with two tabs the owner tab's page is asked, and the tab that takes over asks its own.
 // The server binary is target/release/ibexdb-server (`make test` builds it first) or
 // $IBEXDB_SERVER.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -15,7 +16,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Page } from '@playwright/test';
-import { test, expect, gotoPlayground, uniqueName } from './ibexdb.fixtures';
+import { test, expect, gotoPlayground, uniqueName, watch } from './ibexdb.fixtures';
 
 const SERVER = process.env.IBEXDB_SERVER ?? path.resolve('target/release/ibexdb-server');
 const AUD = 'notes-app';
@@ -222,6 +223,39 @@ test('syncToken: a session whose token expires is ended and dialed again with a 
     expect(await writeAndSync(page, name)).toBe('synced');
   } finally {
     await page.evaluate(async () => {
+      for (const db of Object.values((window as any).dbs ?? {})) await (db as any).close();
+    }).catch(() => {});
+    stopServer(server);
+  }
+});
+
+test('syncToken with two tabs: the owner tab is asked; the tab that takes over asks its own page', async ({ context, page, watched }) => {
+  void watched;
+  const idp = new Provider();
+  const server = await startServer(idp);
+  const pageB = await context.newPage();
+  const wB = watch(pageB, 'tab B');
+  try {
+    await gotoPlayground(page);
+    await gotoPlayground(pageB);
+    const name = uniqueName('tok-tabs');
+    const good = idp.token(['tok-*'], 3600);
+    await openWithTokens(page, name, server.url, [good]);
+    await openWithTokens(pageB, name, server.url, [good]);
+    expect(await page.evaluate((n) => (window as any).dbs[n].role, name)).toBe('owner');
+    expect(await pageB.evaluate((n) => (window as any).dbs[n].role, name)).toBe('client');
+    // B's write and sync() go through A's worker, which asks A's page.
+    expect(await writeAndSync(pageB, name)).toBe('synced');
+    expect(await asked(page, name)).toBeGreaterThanOrEqual(1);
+    expect(await asked(pageB, name)).toBe(0);
+    await page.close();
+    // B takes over the files and resumes sync, asking its own page.
+    await expect.poll(() => pageB.evaluate((n) => (window as any).dbs[n].role, name), { timeout: 15_000 }).toBe('owner');
+    expect(await writeAndSync(pageB, name)).toBe('synced');
+    expect(await asked(pageB, name)).toBeGreaterThanOrEqual(1);
+    expect(wB.problems, wB.log.join('\n')).toEqual([]);
+  } finally {
+    await pageB.evaluate(async () => {
       for (const db of Object.values((window as any).dbs ?? {})) await (db as any).close();
     }).catch(() => {});
     stopServer(server);
