@@ -10,7 +10,8 @@
 //! beside `ibexdb` (the server answers `ibexdb`). Tokens longer than `MAX_TOKEN_BYTES` are
 //! refused unparsed. A session ends at its token's `exp` plus the leeway (`Grant::ends_s`).
 //! Keys from a URL (`jwks_fetch`) are fetched again when a token names an unknown `kid`
-//! (`Auth::check_fresh`, rate-limited) and every `JWKS_MAX_AGE`; a failed fetch keeps them.
+//! (`Auth::check_fresh`, rate-limited) and every `--auth-jwks-max-age-ms`; a failed fetch keeps
+//! them.
 
 use crate::jwks_fetch::{self, Url};
 use crate::log;
@@ -63,7 +64,8 @@ struct Jwk {
 
 /// Where the keys come from when `--auth-jwks` is a URL: fetched at start, again when a token
 /// names a `kid` the keys lack (at most once per `min_interval`; connections that ask meanwhile
-/// wait for the fetch under way) and every `JWKS_MAX_AGE`. A failed fetch keeps the keys.
+/// wait for the fetch under way) and every `--auth-jwks-max-age-ms` (start.rs). A failed fetch
+/// keeps the keys.
 struct Remote {
     url: Url,
     /// The URL as given, for the log.
@@ -79,10 +81,6 @@ pub struct RemoteOptions {
     pub ca: Option<PathBuf>,
     pub min_interval: Duration,
 }
-
-/// A JWKS URL's keys are fetched again at least this often (a key the provider removed stops
-/// being trusted within it).
-pub const JWKS_MAX_AGE: Duration = Duration::from_secs(3600);
 
 /// The verifier configured by `--auth-jwks`, `--auth-audience` and `--auth-issuer`.
 pub struct Auth {

@@ -65,6 +65,8 @@ pub struct Config {
     pub auth_jwks_ca: Option<PathBuf>,
     /// At most one fetch of a JWKS URL per this when tokens name unknown keys.
     pub auth_jwks_refresh: Duration,
+    /// A JWKS URL is fetched again at least this often.
+    pub auth_jwks_max_age: Duration,
     pub auth_audience: Option<String>,
     pub auth_issuer: Option<String>,
     /// Clock difference tolerated on a token's `exp` and `nbf`; a session ends at `exp` plus it.
@@ -310,6 +312,12 @@ const FLAGS: &[Flag] = &[
         "at most one fetch of the --auth-jwks URL per this when tokens name unknown keys",
     ),
     (
+        "--auth-jwks-max-age-ms",
+        "MS",
+        "3600000",
+        "fetch the --auth-jwks URL again at least this often (a key the provider removed stops being trusted within it)",
+    ),
+    (
         "--auth-audience",
         "AUD",
         "none",
@@ -392,6 +400,7 @@ impl Config {
             auth_jwks: None,
             auth_jwks_ca: None,
             auth_jwks_refresh: Duration::from_secs(30),
+            auth_jwks_max_age: Duration::from_secs(3600),
             auth_audience: None,
             auth_issuer: None,
             auth_leeway_s: crate::auth::LEEWAY_S,
@@ -505,6 +514,7 @@ impl Config {
             }
             "--auth-jwks-ca" => self.auth_jwks_ca = Some(PathBuf::from(v)),
             "--auth-jwks-refresh-ms" => self.auth_jwks_refresh = ms(name, v)?,
+            "--auth-jwks-max-age-ms" => self.auth_jwks_max_age = ms(name, v)?,
             "--auth-audience" => self.auth_audience = Some(v.to_string()),
             "--auth-issuer" => self.auth_issuer = Some(v.to_string()),
             "--auth-leeway-s" => self.auth_leeway_s = int(name, v)?,

@@ -2,7 +2,7 @@
 //! until SIGTERM or Ctrl-C, then shut down gracefully (stop accepting, let connections finish
 //! their pushes and tell them, close every repository with a snapshot) and return.
 
-use crate::auth::{Auth, RemoteOptions, JWKS_MAX_AGE};
+use crate::auth::{Auth, RemoteOptions};
 use crate::backend::Backend;
 use crate::config::{Config, Store};
 use crate::limits::{ConnLimiter, CreateLimiter, PushBudgets};
@@ -131,11 +131,11 @@ pub async fn run(cfg: Config) -> i32 {
     0
 }
 
-/// A JWKS URL's keys, fetched again every `JWKS_MAX_AGE` (a key the provider removed is not
-/// trusted past it).
+/// A JWKS URL's keys, fetched again every `--auth-jwks-max-age-ms` (a key the provider removed
+/// is not trusted past it).
 async fn refresh_jwks(server: Arc<Server>) {
     loop {
-        tokio::time::sleep(JWKS_MAX_AGE).await;
+        tokio::time::sleep(server.cfg.auth_jwks_max_age).await;
         if let Some(auth) = &server.auth {
             auth.refresh("max-age").await;
         }

@@ -715,3 +715,41 @@ async fn an_https_jwks_url_is_verified_against_the_ca() {
         "{err}"
     );
 }
+
+/// A key the provider removes stops being trusted at the next periodic fetch
+/// (`--auth-jwks-max-age-ms`), without any token naming an unknown kid.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_removed_from_the_jwks_url_is_dropped_at_the_periodic_fetch() {
+    let idp = Provider::new();
+    let es1 = idp.jwks()["keys"][0].clone();
+    let rs1 = idp.jwks()["keys"][1].clone();
+    let jwks = |keys: &[&Value]| Serve::Json(json!({ "keys": keys }).to_string().into_bytes());
+    let ep = Endpoint::start(jwks(&[&es1, &rs1])).await;
+    let dir = Server::dir("jwt-url-age");
+    std::fs::create_dir_all(&dir).unwrap();
+    let args = [
+        &["--auth-jwks", &ep.url, "--auth-audience", AUD][..],
+        &[
+            "--auth-jwks-max-age-ms",
+            "400",
+            "--auth-jwks-refresh-ms",
+            "100",
+        ],
+    ]
+    .concat();
+    let server = Server::start_with(dir, &args);
+    let url = server.url.clone();
+    let good = claims(&["team-*"], true);
+    let es = Bearer::Header(idp.es256(&good));
+    let passes = "Permission:not-found";
+    assert_eq!(attempt(&url, &es, "team-r", false).await, passes);
+    ep.set(jwks(&[&rs1]));
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert!(ep.hits() >= 3, "fetched every 400 ms: {}", ep.hits());
+    let hits = ep.hits();
+    assert_eq!(attempt(&url, &es, "team-r", false).await, "unknown-key");
+    let rs = Bearer::Header(idp.sign("RS256", "rs1", &good, false));
+    assert_eq!(attempt(&url, &rs, "team-r", false).await, passes);
+    assert!(ep.hits() <= hits + 1, "one unknown-kid fetch at most");
+    assert!(server.log_text().contains("why=max-age ok=true keys=1"));
+}
