@@ -633,6 +633,13 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(a.auth_audience.as_deref(), Some("a"));
+        assert_eq!(a.auth_leeway_s, 60);
+        // A JWKS URL: https, or http to loopback only; a CA file only for https.
+        let url = "--data d --auth-audience a --auth-jwks";
+        assert!(Config::parse(args(&format!("{url} https://idp.example/jwks"))).is_ok());
+        assert!(Config::parse(args(&format!("{url} http://127.0.0.1:9/jwks"))).is_ok());
+        assert!(Config::parse(args(&format!("{url} http://idp.example/jwks"))).is_err());
+        assert!(Config::parse(args(&format!("{url} k.json --auth-jwks-ca ca.pem"))).is_err());
         assert!(Config::parse(args("--data d --max-message-bytes 999999999")).is_err());
         // --batch-bytes is a flag (it was validated but missing from FLAGS: refused as unknown).
         let b = Config::parse(args("--data d --batch-bytes 262144"))
