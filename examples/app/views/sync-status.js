@@ -34,7 +34,8 @@ function refusal(err, waiting) {
 
 /**
  * The header's sync status button: the status from useSyncStatus (every sync event), and
- * `pending` read again every second (it moves with every local write, which is no sync event).
+ * `pending` and `navigator.onLine` read again every second (`pending` moves with every local
+ * write, which is no sync event; Firefox may not tell when the browser goes back online).
  * @param {{app: typeof import('../app.js').app, onClick: () => void}} props
  */
 export const SyncStatusButton = {
@@ -46,6 +47,7 @@ export const SyncStatusButton = {
     const waiting = ref(0);
     const onlineNow = () => (online.value = navigator.onLine);
     const count = async () => {
+      onlineNow(); // Firefox may change navigator.onLine without an online/offline event
       const db = props.app.dbRef.value;
       if (db) waiting.value = (await db.syncStatus()).pending;
     };
