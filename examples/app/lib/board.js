@@ -32,6 +32,7 @@ export const SCHEMAS = {
       due: { type: 'string', nullable: true },
       tags: { type: 'set' },
       notes: { type: 'string' },
+      search: { type: 'string' },
       created: { type: 'number' },
       updated: { type: 'number' },
     },

@@ -5,7 +5,7 @@
 // and is disabled while this device may not change the board (`app.ui.editable`: a reader, a
 // removed member); the board is inert while a shared board is fetched (`app.ui.joining`).
 import { useLive } from 'ibexdb/vue';
-import { h, nextTick, onUnmounted, ref, watch } from 'vue';
+import { h, nextTick, onUnmounted, ref, watchEffect } from 'vue';
 import { addDefaultLists, addList, addTask, columnQuery, deleteList, renameList, updateTask } from '../lib/board.js';
 import { confirmDialog, dialog, h as el } from '../lib/dom.js';
 import { report } from './notices.js';
@@ -21,11 +21,13 @@ export const BoardView = {
   /** @param {{app: App}} props @param {{emit: (e: 'ready') => void}} ctx */
   setup({ app }, { emit }) {
     const lists = useLive(/** @type {import('ibexdb').TypedQuery<{name: string, order: number}>} */ ({ collection: 'lists', sort: ['order'] }));
-    const stop = watch(lists.loading, (loading) => {
-      if (loading) return;
+    // Ready once the lists are known (and rendered): the page says so (body[data-state]).
+    let ready = false;
+    watchEffect(() => {
+      if (ready || lists.loading.value) return;
+      ready = true;
       nextTick(() => emit('ready'));
-      nextTick(() => stop());
-    }, { immediate: true });
+    });
     /** @param {SubmitEvent} e */
     const submitList = (e) => {
       e.preventDefault();
