@@ -81,6 +81,9 @@ const Column = {
       const ok = await confirmDialog('Delete list', `Delete the list “${props.name}”? ${what}`, 'Delete list');
       if (ok) report(deleteList(db, id));
     };
+    // The count is blank until the first results; a filter's change keeps the old one meanwhile.
+    let loaded = false;
+    const counted = () => (loaded ||= !tasks.loading.value);
     const input = ref(/** @type {HTMLInputElement | null} */ (null));
     /** @param {SubmitEvent} e */
     const add = (e) => {
@@ -106,7 +109,7 @@ const Column = {
     }, [
       h('header', null, [
         h('h2', { title: `${props.name} (double-click to rename)`, onDblclick: rename }, props.name),
-        h('span', { class: 'count' }, tasks.loading.value ? '' : String(tasks.rows.value.length)),
+        h('span', { class: 'count' }, counted() ? String(tasks.rows.value.length) : ''),
         h(MenuButton, { label: 'List actions', text: '⋯', items: [
           { label: 'Rename list…', run: rename, disabled: () => !app.editable },
           { label: 'Delete list…', run: remove, disabled: () => !app.editable },
