@@ -25,7 +25,7 @@ const port = Number(process.env.PORT ?? 8080);
  * with its own flags (host resolver, site-data blocking), the rest measure Chromium's machinery
  * (the benchmark harness, byte quotas through its profile, compression, the cluster).
  */
-export const FIREFOX_SPECS = ['api', 'persistence', 'crash', 'multitab', 'sync', 'app', 'app-share', 'app-trouble', 'startup', 'package', 'bench-verify', 'settle', 'harness', 'react', 'vue', 'collection', 'bytes', 'identity-wrap', 'sync-token'].map((s) => `**/${s}.spec.ts`);
+export const FIREFOX_SPECS = ['api', 'persistence', 'crash', 'multitab', 'sync', 'app', 'app-share', 'app-trouble', 'app-search', 'startup', 'package', 'bench-verify', 'settle', 'harness', 'react', 'vue', 'collection', 'bytes', 'identity-wrap', 'sync-token'].map((s) => `**/${s}.spec.ts`);
 
 /**
  * The specs the `webkit` project runs: Debian's WebKitGTK (MiniBrowser driven by WebKitWebDriver
