@@ -487,17 +487,17 @@ fn a_block_whose_entries_differ_from_its_directory_keys_is_refused() {
     let (off, len) = (list[1].0 as usize, list[1].1 as usize);
     {
         let mut b = snap.bytes.lock().unwrap();
-        let old_crc = crc32fast::hash(&b[off..off + len]).to_le_bytes();
+        let old_crc = ibexdb::testing::snapshot_checksum(&b[off..off + len]).to_le_bytes();
         // A value entry: tag 1, the number (tag and 8 bytes), lp(id): raise the number.
         assert_eq!(b[off], 1);
         let num_at = off + 2;
         let x = f64::from_le_bytes(b[num_at..num_at + 8].try_into().unwrap());
         b[num_at..num_at + 8].copy_from_slice(&(x + 0.25).to_le_bytes());
-        let new_crc = crc32fast::hash(&b[off..off + len]).to_le_bytes();
+        let new_crc = ibexdb::testing::snapshot_checksum(&b[off..off + len]).to_le_bytes();
         let pos = (meta..b.len()).find(|&i| b[i..i + 4] == old_crc).unwrap();
         b[pos..pos + 4].copy_from_slice(&new_crc);
         let end = b.len();
-        let meta_crc = crc32fast::hash(&b[meta..end - 12]).to_le_bytes();
+        let meta_crc = ibexdb::testing::snapshot_checksum(&b[meta..end - 12]).to_le_bytes();
         b[end - 4..].copy_from_slice(&meta_crc);
     }
     let k = {

@@ -26,7 +26,7 @@ pub struct TableSegment {
     pub len: u32,
     /// Commits it holds (≥ 1).
     pub count: u32,
-    /// CRC-32 of its bytes.
+    /// Checksum of its bytes (`hashing::block_sum`).
     pub crc: u32,
 }
 
@@ -77,7 +77,7 @@ pub(super) fn write_segments(
             offset: f.offset(),
             len: u32::try_from(buf.buf.len()).expect("a segment is a few MiB"),
             count: chunk.len() as u32,
-            crc: crate::hashing::crc32(&buf.buf),
+            crc: crate::hashing::block_sum(&buf.buf),
         });
         f.block(&buf.buf)?;
     }
@@ -128,7 +128,7 @@ pub(super) fn directory(w: &mut Writer, graph: &Graph, segments: &[TableSegment]
 }
 
 /// Read the commit table: its directory from the meta section (`r`), each segment from `src`
-/// (inside `bounds`, between the header and the meta section, checked against its CRC; its
+/// (inside `bounds`, between the header and the meta section, checked against its checksum; its
 /// span is added to `spans`, which must not overlap), into `graph` (its authors and access
 /// lists are read). Returns the segments.
 pub(super) fn read<S: Storage>(
@@ -172,7 +172,7 @@ pub(super) fn read<S: Storage>(
     let mut has_child = vec![false; nc];
     for s in &segments {
         let bytes = src.read_vec(s.offset, s.len as usize)?;
-        if crate::hashing::crc32(&bytes) != s.crc {
+        if crate::hashing::block_sum(&bytes) != s.crc {
             return Err(Error::decode(
                 "snapshot",
                 "commit segment checksum mismatch",

@@ -47,7 +47,7 @@ pub fn read<S: Storage>(s: &S) -> Result<SnapshotData> {
         return Err(Error::decode("snapshot", "meta offset out of range"));
     }
     let meta = s.read_vec(meta_offset, (meta_end - meta_offset) as usize)?;
-    if crate::hashing::crc32(&meta) != crc {
+    if crate::hashing::block_sum(&meta) != crc {
         return Err(Error::decode("snapshot", "checksum mismatch"));
     }
     decode_meta(&meta, meta_offset, s)
@@ -135,7 +135,7 @@ fn directory(r: &mut Reader<'_>, meta_offset: u64) -> Result<Vec<ColdBlock>> {
     Ok(blocks)
 }
 
-/// Magic and version (at the start of the file); the footer: `u64` meta offset, `u32` CRC.
+/// Magic and version (at the start of the file); the footer: `u64` meta offset, `u32` checksum.
 pub(super) const HEAD_LEN: usize = 12;
 pub(super) const FOOT_LEN: usize = 12;
 /// The fewest bytes an item takes in a block: `lp(id)`, reset, last, flags, field and history

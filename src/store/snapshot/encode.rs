@@ -80,7 +80,7 @@ pub(super) fn encode(
     directory(&mut f.w, &dir);
     indexes::directory(&mut f.w, &written);
     // The meta section is written whole into the buffer (nothing is handed out meanwhile).
-    let crc = crate::hashing::crc32(&f.w.buf[meta_start..]);
+    let crc = crate::hashing::block_sum(&f.w.buf[meta_start..]);
     f.w.u64(meta_offset);
     f.w.u32(crc);
     f.flush()?;
@@ -226,7 +226,7 @@ fn new_block<'g, I: Iterator<Item = (&'g ItemId, &'g Item)>>(
         len: block.buf.len(),
         count,
         live,
-        crc: crate::hashing::crc32(&block.buf),
+        crc: crate::hashing::block_sum(&block.buf),
         cold: false,
     };
     f.block(&block.buf)?;

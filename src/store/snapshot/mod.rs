@@ -4,7 +4,7 @@
 //! ignored.
 //!
 //! The file: a header, the items of every collection cut into blocks of 4–32 KiB (each with
-//! its own CRC), then the meta section (log length and anchor, the commit table, the field-name
+//! its own checksum), then the meta section (log length and anchor, the commit table, the field-name
 //! table, each collection's block directory) and a footer pointing at it. Open reads only the
 //! meta section; a block is read when a read, a write or a scan first needs its items
 //! (`cold.rs`). `encode.rs` writes the file in one streaming pass through `out.rs` (the index
