@@ -3,7 +3,7 @@
 //! connect) without applying it.
 
 use super::{parse_change, Acl, AclWrite, Role};
-use crate::commit::{Commit, CommitId};
+use crate::commit::{Change, Commit, CommitId};
 use crate::error::{Error, PermissionErrorKind, Result};
 use crate::schema::{check_change, parse_schema_change, SchemaWrite};
 
@@ -42,12 +42,30 @@ pub fn is_void(e: &Error) -> bool {
 /// empty list for a root), and return the access list after it. The answer depends only on
 /// the commit and its ancestry.
 pub fn check_commit(past: &Acl, commit: &Commit, id: &CommitId) -> Result<Acl> {
-    Ok(judge(past, commit, id)?.unwrap_or_else(|| past.clone()))
+    check_commit_bytes(past, commit, id, None)
 }
 
-/// [`check_commit`] without copying `past` when the commit leaves the list as it was:
+/// [`check_commit`] of a commit that may have been decoded access-only (its data changes
+/// elided, [`Commit::decode_access_only`]): `bytes` are its encoded form, from which the
+/// stored-schema check reads the shapes of those changes. Without them, elided changes pass
+/// that check unseen.
+pub fn check_commit_bytes(
+    past: &Acl,
+    commit: &Commit,
+    id: &CommitId,
+    bytes: Option<&[u8]>,
+) -> Result<Acl> {
+    Ok(judge(past, commit, id, bytes)?.unwrap_or_else(|| past.clone()))
+}
+
+/// [`check_commit_bytes`] without copying `past` when the commit leaves the list as it was:
 /// `Ok(None)` for a commit that counts and writes no `_acl` item.
-pub(crate) fn judge(past: &Acl, commit: &Commit, id: &CommitId) -> Result<Option<Acl>> {
+pub(crate) fn judge(
+    past: &Acl,
+    commit: &Commit,
+    id: &CommitId,
+    bytes: Option<&[u8]>,
+) -> Result<Option<Acl>> {
     let (writes, schemas, data) = split(commit)?;
     let founder = if commit.parents.is_empty() {
         check_root(commit, &writes)?.then_some(commit.author)
@@ -57,14 +75,14 @@ pub(crate) fn judge(past: &Acl, commit: &Commit, id: &CommitId) -> Result<Option
     };
     check_schema_writes(past, commit, &schemas)?;
     if writes.is_empty() && schemas.is_empty() && founder == past.founder {
-        check_data(past, commit)?;
+        check_data(past, commit, bytes)?;
         return Ok(None);
     }
     let mut after = past.clone();
     after.founder = founder;
     after.apply(*id, &writes);
     after.apply_schemas(*id, &schemas);
-    check_data(&after, commit)?;
+    check_data(&after, commit, bytes)?;
     Ok(Some(after))
 }
 
@@ -100,18 +118,26 @@ fn check_schema_writes(past: &Acl, commit: &Commit, schemas: &[SchemaWrite]) -> 
 }
 
 /// Every data change against its collection's stored schema in `list` (the commit's causal
-/// past with the commit's own `_schema` writes): `SchemaError` naming the field otherwise.
-fn check_data(list: &Acl, commit: &Commit) -> Result<()> {
+/// past with the commit's own `_schema` writes): `SchemaError` naming the field otherwise. The
+/// changes an access-only decode elided are checked by their shapes, read from `bytes` (only
+/// those of collections with a stored schema, one at a time; the same check, since a schema
+/// looks at a field's kind and, for integers, its number).
+fn check_data(list: &Acl, commit: &Commit, bytes: Option<&[u8]>) -> Result<()> {
     if list.schemas.is_empty() {
         return Ok(());
     }
+    let check = |ch: &Change| match list.stored_schema(&ch.collection) {
+        Some(s) if !ch.collection.starts_with('_') => check_change(&s.schema, ch),
+        _ => Ok(()),
+    };
     for ch in &commit.changes {
-        if ch.is_elided() || ch.collection.starts_with('_') {
-            continue;
+        if !ch.is_elided() {
+            check(ch)?;
         }
-        if let Some(s) = list.stored_schema(&ch.collection) {
-            check_change(&s.schema, ch)?;
-        }
+    }
+    if let (Some(bytes), true) = (bytes, commit.changes.iter().any(Change::is_elided)) {
+        let wanted = |c: &str| !c.starts_with('_') && list.stored_schema(c).is_some();
+        Commit::visit_shapes(bytes, &wanted, &check)?;
     }
     Ok(())
 }

@@ -48,30 +48,40 @@ impl Commit {
 
     /// Decode and check canonical form. Returns the commit and its id.
     pub fn decode(bytes: &[u8]) -> Result<(Commit, CommitId)> {
-        Self::decode_with(bytes, None)
+        Self::decode_with(bytes, Mode::Full)
     }
 
-    /// [`Commit::decode`] building only the changes of collection `keep` (each passed to
-    /// `check` as soon as it is built): the access-only decode of a sync server
-    /// (`Commit::decode_access_only`, in `access`, docs/design.md §12.4). Every rule of the
-    /// decoder is checked, and so are the rules a received commit's items obey (structure,
-    /// field names, finite numbers, `MAX_ITEM_BYTES` per change). The changes to other
-    /// collections are checked in place and stand, if there are any, as one
+    /// [`Commit::decode`] building only the changes of the collections `keep` names, each op at
+    /// most its bytes (each change passed to `check` as soon as it is built): the access-only
+    /// decode of a sync server (`Commit::decode_access_only`, in `access`, docs/design.md
+    /// §12.4). Every rule of the decoder is checked, and so are the rules a received commit's
+    /// items obey (structure, field names, finite numbers, `MAX_ITEM_BYTES` per change). The
+    /// changes to other collections are checked in place and stand, if there are any, as one
     /// [`Change::elided`] marker at the end. What it costs is the kept changes plus a constant,
     /// whatever the commit's size. The result must not be encoded again (its id is the id of
     /// `bytes`).
     pub fn decode_keeping(
         bytes: &[u8],
-        keep: &str,
+        keep: &[(&str, usize)],
         check: &dyn Fn(&Change) -> Result<()>,
     ) -> Result<(Commit, CommitId)> {
-        Self::decode_with(bytes, Some((keep, check)))
+        Self::decode_with(bytes, Mode::Keep(keep, check))
     }
 
-    fn decode_with(
+    /// Visit the changes of `bytes` (a commit [`Commit::decode`] accepts) whose collection is
+    /// `wanted`, each as its shape: a put's or a patch's fields with the values' kinds (numbers
+    /// as they are, other values empty; `value::shallow_value`), set edits empty. What the
+    /// stored-schema check of a commit decoded access-only needs (docs/design.md §2.4), at the
+    /// cost of one change's field names, whatever its values.
+    pub fn visit_shapes(
         bytes: &[u8],
-        keep: Option<(&str, CheckKept<'_>)>,
-    ) -> Result<(Commit, CommitId)> {
+        wanted: &dyn Fn(&str) -> bool,
+        visit: &dyn Fn(&Change) -> Result<()>,
+    ) -> Result<()> {
+        Self::decode_with(bytes, Mode::Shapes(wanted, visit)).map(|_| ())
+    }
+
+    fn decode_with(bytes: &[u8], mode: Mode<'_>) -> Result<(Commit, CommitId)> {
         if bytes.len() > MAX_COMMIT_BYTES {
             return Err(Error::TooLarge {
                 what: "commit".into(),
@@ -92,9 +102,13 @@ impl Commit {
         let hlc = r.u64()?;
         let parents = decode_parents(&mut r)?;
         let mut d = Decoder::new(r)?;
-        let changes = match keep {
-            Some((keep, check)) => d.kept_changes(keep, check)?,
-            None => d.changes()?,
+        let changes = match mode {
+            Mode::Full => d.changes()?,
+            Mode::Keep(keep, check) => d.kept_changes(keep, check)?,
+            Mode::Shapes(wanted, visit) => {
+                d.shapes(wanted, visit)?;
+                Vec::new()
+            }
         };
         d.finish()?;
         let commit = Commit {
@@ -108,8 +122,15 @@ impl Commit {
     }
 }
 
-/// What `Commit::decode_keeping` does with each change it builds.
-type CheckKept<'f> = &'f dyn Fn(&Change) -> Result<()>;
+/// What `Commit::decode_with` builds of the changes.
+enum Mode<'f> {
+    /// Every change.
+    Full,
+    /// Those of these collections (each op at most so many bytes), checked as built.
+    Keep(&'f [(&'f str, usize)], &'f dyn Fn(&Change) -> Result<()>),
+    /// None: the shapes of the wanted collections' changes, visited.
+    Shapes(&'f dyn Fn(&str) -> bool, &'f dyn Fn(&Change) -> Result<()>),
+}
 
 /// The collection and field-name tables of a commit: every name used, ascending, with its
 /// index.
