@@ -8,7 +8,9 @@
 
 mod common;
 use common::*;
-use ibexdb::{map, member_value, Change, Commit, CommitId, ErrorCode, Identity, Message, Op, Role, Seal, Txn};
+use ibexdb::{
+    map, member_value, Change, Commit, CommitId, ErrorCode, Identity, Message, Op, Role, Seal, Txn,
+};
 use serde_json::json;
 use std::time::Duration;
 
@@ -85,7 +87,10 @@ fn tasks_v2() -> serde_json::Value {
 async fn founded_with_schema(url: &str, repo: &str) -> Peer {
     let mut owner = Peer::new(1, repo);
     owner.write();
-    owner.repo.store_schemas(1, &[("tasks".into(), tasks_v1())]).unwrap();
+    owner
+        .repo
+        .store_schemas(1, &[("tasks".into(), tasks_v1())])
+        .unwrap();
     owner.connect(url).await;
     owner.settle(2).await;
     owner
@@ -100,29 +105,52 @@ async fn a_push_breaking_its_stored_schema_is_refused_typed_and_nothing_reaches_
     let heads = owner.repo.heads();
 
     // A title that is a number, and a task without its required title: each refused whole.
-    for bad in [map! { "title" => 5 }, map! { "n" => 1 }, map! { "title" => "ok", "n" => 1.5 }] {
+    for bad in [
+        map! { "title" => 5 },
+        map! { "n" => 1 },
+        map! { "title" => "ok", "n" => 1.5 },
+    ] {
         let before = server.log_len("r");
         let mut ws = session(&url, "r", &me).await;
         let c = forged(&me, heads.clone(), vec![put("tasks/bad", bad.as_map())]);
         send(&mut ws, &push_of(&me, "r", vec![c])).await;
         let (code, text) = expect_error(&mut ws, WAIT).await;
         assert_eq!(code, ErrorCode::Schema, "{text}");
-        assert!(text.starts_with("SchemaError") && text.contains("tasks"), "{text}");
+        assert!(
+            text.starts_with("SchemaError") && text.contains("tasks"),
+            "{text}"
+        );
         assert_eq!(server.log_len("r"), before, "nothing stored: {text}");
     }
     // A junk commit hidden in a push with a valid one: the push is refused whole.
     let before = server.log_len("r");
     let mut ws = session(&url, "r", &me).await;
-    let good = forged(&me, heads.clone(), vec![put("tasks/good", map! { "title" => "fine" }.as_map())]);
-    let junk = forged(&me, vec![good.0], vec![put("tasks/junk", map! { "title" => false }.as_map())]);
+    let good = forged(
+        &me,
+        heads.clone(),
+        vec![put("tasks/good", map! { "title" => "fine" }.as_map())],
+    );
+    let junk = forged(
+        &me,
+        vec![good.0],
+        vec![put("tasks/junk", map! { "title" => false }.as_map())],
+    );
     send(&mut ws, &push_of(&me, "r", vec![good.clone(), junk])).await;
     let (code, text) = expect_error(&mut ws, WAIT).await;
     assert_eq!(code, ErrorCode::Schema, "{text}");
     assert_eq!(server.log_len("r"), before);
     // Data in a collection without a stored schema, and a valid task: stored and acknowledged.
     let mut ws = session(&url, "r", &me).await;
-    let other = forged(&me, vec![good.0], vec![put("notes/1", map! { "anything" => 1 }.as_map())]);
-    send(&mut ws, &push_of(&me, "r", vec![good.clone(), other.clone()])).await;
+    let other = forged(
+        &me,
+        vec![good.0],
+        vec![put("notes/1", map! { "anything" => 1 }.as_map())],
+    );
+    send(
+        &mut ws,
+        &push_of(&me, "r", vec![good.clone(), other.clone()]),
+    )
+    .await;
     assert_eq!(expect_ack(&mut ws).await, vec![good.0, other.0]);
     assert!(server.log_len("r") > before);
 
@@ -131,11 +159,19 @@ async fn a_push_breaking_its_stored_schema_is_refused_typed_and_nothing_reaches_
     server.kill();
     let server = server.restart();
     let mut ws = session(&server.url, "r", &me).await;
-    let c = forged(&me, vec![other.0], vec![put("tasks/after", map! { "title" => 7 }.as_map())]);
+    let c = forged(
+        &me,
+        vec![other.0],
+        vec![put("tasks/after", map! { "title" => 7 }.as_map())],
+    );
     send(&mut ws, &push_of(&me, "r", vec![c])).await;
     let (code, text) = expect_error(&mut ws, WAIT).await;
     assert_eq!(code, ErrorCode::Schema, "{text}");
-    assert_eq!(server.log_len("r"), before, "nothing stored after the restart either");
+    assert_eq!(
+        server.log_len("r"),
+        before,
+        "nothing stored after the restart either"
+    );
     owner.disconnect();
 }
 
@@ -146,7 +182,10 @@ async fn after_a_schema_upgrade_a_write_valid_only_under_the_new_version_needs_i
     let mut owner = founded_with_schema(&url, "r").await;
     let me = identity(1);
     let v1_heads = owner.repo.heads();
-    owner.repo.store_schemas(2, &[("tasks".into(), tasks_v2())]).unwrap();
+    owner
+        .repo
+        .store_schemas(2, &[("tasks".into(), tasks_v2())])
+        .unwrap();
     owner.push().await;
     owner.settle(3).await;
     let v2_heads = owner.repo.heads();
@@ -163,7 +202,14 @@ async fn after_a_schema_upgrade_a_write_valid_only_under_the_new_version_needs_i
     assert_eq!(server.log_len("r"), before);
     // A version-1 write made concurrently with the upgrade is valid (its past is version 1).
     let mut ws = session(&url, "r", &me).await;
-    let old = forged(&me, v1_heads, vec![put("tasks/old", map! { "title" => "old", "n" => 1 }.as_map())]);
+    let old = forged(
+        &me,
+        v1_heads,
+        vec![put(
+            "tasks/old",
+            map! { "title" => "old", "n" => 1 }.as_map(),
+        )],
+    );
     send(&mut ws, &push_of(&me, "r", vec![old.clone()])).await;
     assert_eq!(expect_ack(&mut ws).await, vec![old.0]);
     // On top of the upgrade: stored; the version-1 shape there is refused.
@@ -173,7 +219,11 @@ async fn after_a_schema_upgrade_a_write_valid_only_under_the_new_version_needs_i
     assert_eq!(expect_ack(&mut ws).await, vec![new.0]);
     let before = server.log_len("r");
     let mut ws = session(&url, "r", &me).await;
-    let v1_shape = forged(&me, vec![new.0], vec![put("tasks/c", map! { "title" => "t", "n" => 3 }.as_map())]);
+    let v1_shape = forged(
+        &me,
+        vec![new.0],
+        vec![put("tasks/c", map! { "title" => "t", "n" => 3 }.as_map())],
+    );
     send(&mut ws, &push_of(&me, "r", vec![v1_shape])).await;
     let (code, text) = expect_error(&mut ws, WAIT).await;
     assert_eq!(code, ErrorCode::Schema, "{text}");
@@ -198,7 +248,10 @@ async fn a_vouched_junk_commit_is_stored_without_effect_as_on_every_replica() {
     let url = server.url.clone();
     let mut team = Peer::team("r", &[1, 2]).into_iter();
     let (mut owner, mut writer) = (team.next().unwrap(), team.next().unwrap());
-    owner.repo.store_schemas(1, &[("tasks".into(), tasks_v1())]).unwrap();
+    owner
+        .repo
+        .store_schemas(1, &[("tasks".into(), tasks_v1())])
+        .unwrap();
     owner.connect(&url).await;
     owner.push().await;
     owner.settle(2).await;
@@ -210,12 +263,17 @@ async fn a_vouched_junk_commit_is_stored_without_effect_as_on_every_replica() {
         id: stranger.public().to_hex(),
         op: Op::Put(member_value(Role::Writer)),
     };
-    let junk = forged(&me, owner.repo.heads(), vec![grant, put("tasks/junk", map! { "title" => 1 }.as_map())]);
+    let junk = forged(
+        &me,
+        owner.repo.heads(),
+        vec![grant, put("tasks/junk", map! { "title" => 1 }.as_map())],
+    );
     let seal = Seal::create(&me, "r", &[junk.0]).encode();
     let report = writer.repo.receive(&[junk.clone()], &[seal]).unwrap();
     assert_eq!(report.refused, 1, "stored without effect on the replica");
     let mut t = Txn::new();
-    t.put("tasks/honest", map! { "title" => "on top" }.as_map()).unwrap();
+    t.put("tasks/honest", map! { "title" => "on top" }.as_map())
+        .unwrap();
     writer.repo.commit(t).unwrap();
     writer.push().await;
     writer.settle(4).await;
@@ -223,7 +281,11 @@ async fn a_vouched_junk_commit_is_stored_without_effect_as_on_every_replica() {
     // The grant of the junk commit does not count on the server either.
     let before = server.log_len("r");
     let mut ws = session(&url, "r", &stranger).await;
-    let c = forged(&stranger, writer.repo.heads(), vec![put("notes/x", map! { "by" => "stranger" }.as_map())]);
+    let c = forged(
+        &stranger,
+        writer.repo.heads(),
+        vec![put("notes/x", map! { "by" => "stranger" }.as_map())],
+    );
     send(&mut ws, &push_of(&stranger, "r", vec![c])).await;
     let (code, text) = expect_error(&mut ws, WAIT).await;
     assert_eq!(code, ErrorCode::Permission, "{text}");

@@ -58,7 +58,10 @@ impl crate::commit::Commit {
     pub fn decode_access_only(bytes: &[u8]) -> Result<(Self, crate::commit::CommitId)> {
         let keep = [
             (ACL_COLLECTION, MAX_ACL_OP_BYTES),
-            (crate::schema::SCHEMA_COLLECTION, crate::value::MAX_ITEM_BYTES),
+            (
+                crate::schema::SCHEMA_COLLECTION,
+                crate::value::MAX_ITEM_BYTES,
+            ),
         ];
         Self::decode_keeping(bytes, &keep, &|c| {
             parse_change(c)?;

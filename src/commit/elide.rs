@@ -11,8 +11,8 @@
 use super::encode::{Decoder, COMMIT_FIELD_ASSIGN, COMMIT_FIELD_SET_EDIT, COMMIT_FIELD_UNSET};
 use super::encode::{COMMIT_OP_DELETE, COMMIT_OP_PATCH, COMMIT_OP_PUT};
 use super::{Change, FieldOp, Op, Stamp};
-use crate::value::Name;
 use crate::error::{Error, Result};
+use crate::value::Name;
 use crate::value::{check_item_size, check_str_set, check_value, shallow_value, varint_bytes};
 use std::collections::BTreeMap;
 
@@ -111,7 +111,9 @@ impl<'a> Decoder<'a> {
                     for _ in 0..self.r.count(2, usize::MAX)? {
                         let name = self.field_name(&mut last)?;
                         let op = match self.r.u8()? {
-                            COMMIT_FIELD_ASSIGN => FieldOp::Assign(shallow_value(&mut self.r, &|| at(name))?),
+                            COMMIT_FIELD_ASSIGN => {
+                                FieldOp::Assign(shallow_value(&mut self.r, &|| at(name))?)
+                            }
                             COMMIT_FIELD_UNSET => FieldOp::Unset,
                             COMMIT_FIELD_SET_EDIT => {
                                 self.check_set_edit()?;

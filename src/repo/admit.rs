@@ -83,7 +83,11 @@ impl<S: Storage> Repo<S> {
         for (commit, id, bytes) in accepted {
             let bytes = Some(bytes.as_slice());
             let (after, denied_now, counts) = if commit.parents.is_empty() {
-                (self.admit_root(admission, &prov, (commit, id), bytes)?, None, true)
+                (
+                    self.admit_root(admission, &prov, (commit, id), bytes)?,
+                    None,
+                    true,
+                )
             } else {
                 let Some(past) = self.batch_past(commit, &prov.after) else {
                     continue; // waits for its parents; checked when they arrive
@@ -143,7 +147,13 @@ impl<S: Storage> Repo<S> {
     ) -> Result<()> {
         let parents: Vec<u32> = commit.parents.iter().map(|p| self.graph.by_id[p]).collect();
         let past = self.graph.past_acl(&parents);
-        match admit(admission, self.graph.current_acl(), &past, (commit, id), bytes)? {
+        match admit(
+            admission,
+            self.graph.current_acl(),
+            &past,
+            (commit, id),
+            bytes,
+        )? {
             Judged::Counts(_, Some(e)) => Err(e),
             Judged::Void(e) if matches!(admission, Admission::Server { .. }) => Err(e),
             _ => Ok(()),
@@ -229,6 +239,9 @@ fn admit(
     if matches!(admission, Admission::Server { .. }) {
         let mut now = current.clone();
         now.join(past);
+        // The current list for rights only: a commit's schemas are those of its causal past
+        // (a write made on an older version, concurrently with an upgrade, counts; §2.4).
+        now.schemas = past.schemas.clone();
         denied_now = check_commit_bytes(&now, commit, id, bytes).err();
     }
     Ok(Judged::Counts(after, denied_now))

@@ -284,7 +284,9 @@ impl<S: Storage> Repo<S> {
             };
             self.hlc = self.hlc.max(commit.hlc);
             let bytes = stored.bytes();
-            let idx = self.graph.add_commit(commit, id, offset, bytes, &mut self.query);
+            let idx = self
+                .graph
+                .add_commit(commit, id, offset, bytes, &mut self.query);
             if self.graph.commits[idx as usize].counts {
                 n += 1;
             } else {
