@@ -3,9 +3,11 @@
 //! connect) without applying it.
 
 use super::{parse_change, Acl, AclWrite, Role};
-use crate::commit::{Change, Commit, CommitId};
+use crate::commit::{Change, Commit, CommitId, FieldOp, ShapeVisitor};
 use crate::error::{Error, PermissionErrorKind, Result};
+use crate::schema::Schema;
 use crate::schema::{check_change, parse_schema_change, SchemaWrite};
+use std::collections::BTreeSet;
 
 fn denied(kind: PermissionErrorKind, detail: String) -> Error {
     Error::Permission { kind, detail }
@@ -119,27 +121,88 @@ fn check_schema_writes(past: &Acl, commit: &Commit, schemas: &[SchemaWrite]) -> 
 
 /// Every data change against its collection's stored schema in `list` (the commit's causal
 /// past with the commit's own `_schema` writes): `SchemaError` naming the field otherwise. The
-/// changes an access-only decode elided are checked by their shapes, read from `bytes` (only
-/// those of collections with a stored schema, one at a time; the same check, since a schema
-/// looks at a field's kind and, for integers, its number).
+/// changes an access-only decode elided are checked field by field from `bytes` by
+/// [`ShapeCheck`] (only those of collections with a stored schema).
 fn check_data(list: &Acl, commit: &Commit, bytes: Option<&[u8]>) -> Result<()> {
     if list.schemas.is_empty() {
         return Ok(());
     }
-    let check = |ch: &Change| match list.stored_schema(&ch.collection) {
-        Some(s) if !ch.collection.starts_with('_') => check_change(&s.schema, ch),
-        _ => Ok(()),
-    };
     for ch in &commit.changes {
-        if !ch.is_elided() {
-            check(ch)?;
+        if ch.is_elided() || ch.collection.starts_with('_') {
+            continue;
+        }
+        if let Some(s) = list.stored_schema(&ch.collection) {
+            check_change(&s.schema, ch)?;
         }
     }
     if let (Some(bytes), true) = (bytes, commit.changes.iter().any(Change::is_elided)) {
-        let wanted = |c: &str| !c.starts_with('_') && list.stored_schema(c).is_some();
-        Commit::visit_shapes(bytes, &wanted, &check)?;
+        Commit::visit_shapes(bytes, &mut ShapeCheck { list, cur: None })?;
     }
     Ok(())
+}
+
+/// [`check_change`] field by field, over the shapes of a commit's changes
+/// ([`Commit::visit_shapes`]): a field's kind (and an integer's number) is all a schema looks
+/// at, so the verdict is the same; a put's missing required field is found at its end, so
+/// when a put breaks two rules the error may name the other. It holds the required fields
+/// seen in the current put, a subset of the schema's: never more than the schema's size.
+struct ShapeCheck<'l> {
+    list: &'l Acl,
+    /// The current change: its schema, collection, whether it is a put, the required fields seen.
+    cur: Option<(&'l Schema, String, bool, BTreeSet<&'l str>)>,
+}
+
+impl ShapeVisitor for ShapeCheck<'_> {
+    fn wanted(&self, collection: &str) -> bool {
+        !collection.starts_with('_') && self.list.stored_schema(collection).is_some()
+    }
+
+    fn begin(&mut self, collection: &str, put: bool) {
+        let list: &Acl = self.list;
+        self.cur = list
+            .stored_schema(collection)
+            .map(|s| (&*s.schema, collection.to_string(), put, BTreeSet::new()));
+    }
+
+    fn field(&mut self, name: &str, op: &FieldOp) -> Result<()> {
+        let Some((schema, c, put, seen)) = &mut self.cur else {
+            return Ok(());
+        };
+        match op {
+            FieldOp::Assign(v) if *put => {
+                schema.check_field(c, name, v)?;
+                if let Some((n, _)) = schema
+                    .fields
+                    .get_key_value(name)
+                    .filter(|(_, f)| f.required)
+                {
+                    seen.insert(n.as_str());
+                }
+                Ok(())
+            }
+            FieldOp::Assign(v) => schema.check_assign(c, name, Some(v)),
+            FieldOp::Unset => schema.check_assign(c, name, None),
+            FieldOp::SetEdit { .. } => schema.check_set_edit(c, name),
+        }
+    }
+
+    fn end(&mut self) -> Result<()> {
+        let Some((schema, c, put, seen)) = self.cur.take() else {
+            return Ok(());
+        };
+        let missing = schema
+            .fields
+            .iter()
+            .find(|(n, f)| put && f.required && !seen.contains(n.as_str()));
+        match missing {
+            Some((n, _)) => Err(Error::Schema {
+                collection: c,
+                field: n.clone(),
+                rule: "is required".into(),
+            }),
+            None => Ok(()),
+        }
+    }
 }
 
 /// A root founds the repository: it is owned iff the root makes its own (signed) author owner,

@@ -12,9 +12,21 @@ use super::encode::{Decoder, COMMIT_FIELD_ASSIGN, COMMIT_FIELD_SET_EDIT, COMMIT_
 use super::encode::{COMMIT_OP_DELETE, COMMIT_OP_PATCH, COMMIT_OP_PUT};
 use super::{Change, FieldOp, Op, Stamp};
 use crate::error::{Error, Result};
-use crate::value::Name;
 use crate::value::{check_item_size, check_str_set, check_value, shallow_value, varint_bytes};
-use std::collections::BTreeMap;
+
+/// What [`super::Commit::visit_shapes`] reports of a commit's changes: those of the collections
+/// it wants, field by field, each value as its shape (`value::shallow_value`: numbers as they
+/// are, other values empty of their kind; a set edit empty). Deletes are not reported.
+pub(crate) trait ShapeVisitor {
+    /// Whether the changes of `collection` are reported.
+    fn wanted(&self, collection: &str) -> bool;
+    /// A put (`put`) or a patch of `collection` begins.
+    fn begin(&mut self, collection: &str, put: bool);
+    /// One of its fields, ascending: a put's value as `Assign`, or a patch's field op.
+    fn field(&mut self, name: &str, op: &FieldOp) -> Result<()>;
+    /// The change ends.
+    fn end(&mut self) -> Result<()>;
+}
 
 impl Change {
     /// The marker that stands for the changes [`super::Commit::decode_keeping`] checked and did
@@ -77,36 +89,32 @@ impl<'a> Decoder<'a> {
         Ok(changes)
     }
 
-    /// [`super::Commit::visit_shapes`]: every change checked in place; those of the `wanted`
-    /// collections visited as their shapes, one at a time.
-    pub(super) fn shapes(
-        &mut self,
-        wanted: &dyn Fn(&str) -> bool,
-        visit: &dyn Fn(&Change) -> Result<()>,
-    ) -> Result<()> {
+    /// [`super::Commit::visit_shapes`]: every change checked in place; those of the collections
+    /// `v` wants reported field by field.
+    pub(super) fn shapes(&mut self, v: &mut dyn ShapeVisitor) -> Result<()> {
         let nc = self.r.count(3, usize::MAX)?;
         let mut last: Option<(&'a str, &'a str)> = None;
         for _ in 0..nc {
             let (coll, id) = self.key(last)?;
             last = Some((coll, id));
-            if !wanted(coll) {
+            if !v.wanted(coll) {
                 self.check_op(coll, id)?;
                 continue;
             }
             let at = |name: &str| format!("{coll}/{id}.{name}");
-            let op = match self.r.u8()? {
+            match self.r.u8()? {
                 COMMIT_OP_PUT => {
-                    let mut m = crate::value::Map::new();
+                    v.begin(coll, true);
                     let mut last = None;
                     for _ in 0..self.r.count(2, usize::MAX)? {
                         let name = self.field_name(&mut last)?;
-                        m.insert(Name::new(name), shallow_value(&mut self.r, &|| at(name))?);
+                        let value = shallow_value(&mut self.r, &|| at(name))?;
+                        v.field(name, &FieldOp::Assign(value))?;
                     }
-                    Op::Put(m)
                 }
-                COMMIT_OP_DELETE => Op::Delete,
+                COMMIT_OP_DELETE => continue,
                 COMMIT_OP_PATCH => {
-                    let mut p = BTreeMap::new();
+                    v.begin(coll, false);
                     let mut last = None;
                     for _ in 0..self.r.count(2, usize::MAX)? {
                         let name = self.field_name(&mut last)?;
@@ -124,17 +132,12 @@ impl<'a> Decoder<'a> {
                             }
                             t => return Err(self.r.err(format!("unknown field op {t}"))),
                         };
-                        p.insert(name.to_owned(), op);
+                        v.field(name, &op)?;
                     }
-                    Op::Patch(p)
                 }
                 t => return Err(self.r.err(format!("unknown op {t}"))),
-            };
-            visit(&Change {
-                collection: coll.to_owned(),
-                id: id.to_owned(),
-                op,
-            })?;
+            }
+            v.end()?;
         }
         Ok(())
     }

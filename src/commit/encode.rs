@@ -1,7 +1,9 @@
 //! The canonical commit encoding (docs/design.md §4.1): `Commit::encode` sorts and builds the
 //! name tables, `Commit::decode` accepts nothing but that one form.
 
-use super::{Change, Commit, CommitId, FieldOp, Op, PublicKey, Stamp, COMMIT_VERSION};
+use super::{
+    Change, Commit, CommitId, FieldOp, Op, PublicKey, ShapeVisitor, Stamp, COMMIT_VERSION,
+};
 use super::{FLAG_TRUSTED, PUBLIC_KEY_LEN};
 use super::{MAX_COMMIT_BYTES, MAX_PARENTS};
 use crate::codec::{Reader, Writer};
@@ -68,17 +70,12 @@ impl Commit {
         Self::decode_with(bytes, Mode::Keep(keep, check))
     }
 
-    /// Visit the changes of `bytes` (a commit [`Commit::decode`] accepts) whose collection is
-    /// `wanted`, each as its shape: a put's or a patch's fields with the values' kinds (numbers
-    /// as they are, other values empty; `value::shallow_value`), set edits empty. What the
-    /// stored-schema check of a commit decoded access-only needs (docs/design.md §2.4), at the
-    /// cost of one change's field names, whatever its values.
-    pub fn visit_shapes(
-        bytes: &[u8],
-        wanted: &dyn Fn(&str) -> bool,
-        visit: &dyn Fn(&Change) -> Result<()>,
-    ) -> Result<()> {
-        Self::decode_with(bytes, Mode::Shapes(wanted, visit)).map(|_| ())
+    /// Report the changes of `bytes` (a commit [`Commit::decode`] accepts) of the collections
+    /// `v` wants, field by field, as their shapes (the values' kinds, numbers as they are;
+    /// [`ShapeVisitor`]): what the stored-schema check of a commit decoded access-only needs
+    /// (docs/design.md §2.4). Nothing is built but one field's shape at a time.
+    pub(crate) fn visit_shapes(bytes: &[u8], v: &mut dyn ShapeVisitor) -> Result<()> {
+        Self::decode_with(bytes, Mode::Shapes(v)).map(|_| ())
     }
 
     fn decode_with(bytes: &[u8], mode: Mode<'_>) -> Result<(Commit, CommitId)> {
@@ -105,8 +102,8 @@ impl Commit {
         let changes = match mode {
             Mode::Full => d.changes()?,
             Mode::Keep(keep, check) => d.kept_changes(keep, check)?,
-            Mode::Shapes(wanted, visit) => {
-                d.shapes(wanted, visit)?;
+            Mode::Shapes(v) => {
+                d.shapes(v)?;
                 Vec::new()
             }
         };
@@ -128,8 +125,8 @@ enum Mode<'f> {
     Full,
     /// Those of these collections (each op at most so many bytes), checked as built.
     Keep(&'f [(&'f str, usize)], &'f dyn Fn(&Change) -> Result<()>),
-    /// None: the shapes of the wanted collections' changes, visited.
-    Shapes(&'f dyn Fn(&str) -> bool, &'f dyn Fn(&Change) -> Result<()>),
+    /// None: the shapes of the wanted collections' changes, reported.
+    Shapes(&'f mut dyn ShapeVisitor),
 }
 
 /// The collection and field-name tables of a commit: every name used, ascending, with its

@@ -12,6 +12,7 @@ mod seal;
 pub use crypto::{
     from_hex, Identity, PublicKey, Signature, PUBLIC_KEY_LEN, SIGNATURE_LEN, UNCOMPRESSED_KEY_LEN,
 };
+pub(crate) use elide::ShapeVisitor;
 pub use id::{CommitId, Stamp};
 pub use seal::{Seal, MAX_SEAL_IDS};
 
