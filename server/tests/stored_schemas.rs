@@ -269,7 +269,10 @@ async fn a_vouched_junk_commit_is_stored_without_effect_as_on_every_replica() {
         vec![grant, put("tasks/junk", map! { "title" => 1 }.as_map())],
     );
     let seal = Seal::create(&me, "r", &[junk.0]).encode();
-    let report = writer.repo.receive(std::slice::from_ref(&junk), &[seal]).unwrap();
+    let report = writer
+        .repo
+        .receive(std::slice::from_ref(&junk), &[seal])
+        .unwrap();
     assert_eq!(report.refused, 1, "stored without effect on the replica");
     let mut t = Txn::new();
     t.put("tasks/honest", map! { "title" => "on top" }.as_map())
