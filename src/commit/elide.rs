@@ -10,23 +10,9 @@
 
 use super::encode::{Decoder, COMMIT_FIELD_ASSIGN, COMMIT_FIELD_SET_EDIT, COMMIT_FIELD_UNSET};
 use super::encode::{COMMIT_OP_DELETE, COMMIT_OP_PATCH, COMMIT_OP_PUT};
-use super::{Change, FieldOp, Op, Stamp};
+use super::{Change, FieldOp, Op, ShapeVisitor, Stamp};
 use crate::error::{Error, Result};
 use crate::value::{check_item_size, check_str_set, check_value, shallow_value, varint_bytes};
-
-/// What [`super::Commit::visit_shapes`] reports of a commit's changes: those of the collections
-/// it wants, field by field, each value as its shape (`value::shallow_value`: numbers as they
-/// are, other values empty of their kind; a set edit empty). Deletes are not reported.
-pub(crate) trait ShapeVisitor {
-    /// Whether the changes of `collection` are reported.
-    fn wanted(&self, collection: &str) -> bool;
-    /// A put (`put`) or a patch of `collection` begins.
-    fn begin(&mut self, collection: &str, put: bool);
-    /// One of its fields, ascending: a put's value as `Assign`, or a patch's field op.
-    fn field(&mut self, name: &str, op: &FieldOp) -> Result<()>;
-    /// The change ends.
-    fn end(&mut self) -> Result<()>;
-}
 
 impl Change {
     /// The marker that stands for the changes [`super::Commit::decode_keeping`] checked and did
