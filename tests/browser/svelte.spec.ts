@@ -258,6 +258,43 @@ test('Svelte: a database still opening (a promise, a store set later) is loading
   expect(out.seen).toEqual({ bad: 'QueryError', badKey: 'false undefined InvalidKeyError [key]', noDb: 'true 0', failed: 'InvalidKeyError false' });
 });
 
+test('Svelte: a query given as a store is compared by content: the same content keeps the live query, another replaces it (the old closed)', async ({ page, watched }) => {
+  void watched;
+  await gotoSveltePage(page);
+  const out = await page.evaluate(async (name) => {
+    const { Svelte, store, ibexdb, stores, countLive, components } = (window as any).t;
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const until = async (what: string, f: () => boolean) => {
+      for (let i = 0; i < 500 && !f(); i++) await sleep(10);
+      if (!f()) throw new Error(`timed out waiting for ${what}: ${document.body.innerHTML}`);
+    };
+    const text = (id: string) => document.getElementById(id)?.textContent;
+    const db = await ibexdb.open(name, { storage: 'memory' });
+    await db.put('tasks/1', { title: 'one', done: false });
+    await db.put('tasks/2', { title: 'two', done: true });
+    await db.put('tasks/3', { title: 'three', done: true });
+    const counts = countLive(db);
+    const query = store.writable({ collection: 'tasks', where: { done: false } });
+    const app = Svelte.mount(components.Count, { target: document.getElementById('root'), props: { store: stores.live(db, query), id: 'q' } });
+    await until('first rows', () => text('q') === '1 rows' && counts.pending === 0);
+    const first = { ...counts };
+    query.set({ collection: 'tasks', where: { done: false } }); // a new object, the same query
+    await sleep(100);
+    const same = { ...counts };
+    query.set({ collection: 'tasks', where: { done: true } });
+    await until('the other rows', () => text('q') === '2 rows' && counts.pending === 0);
+    const other = { ...counts, registered: counts.registered };
+    query.set(null);
+    await until('no query', () => text('q') === '0 rows' && counts.opened === counts.closed);
+    await Svelte.unmount(app);
+    await db.close();
+    return { first, same, other };
+  }, uniqueName('svelte-query-store'));
+  expect(out.first).toMatchObject({ calls: 1, opened: 1, closed: 0 });
+  expect(out.same).toMatchObject({ calls: 1, opened: 1, closed: 0 });
+  expect(out.other).toMatchObject({ calls: 2, opened: 2, closed: 1, registered: 1 });
+});
+
 test('Svelte server rendering in Node (svelte/server): the loading state, no Worker, OPFS, IndexedDB or database call', () => {
   const script = path.join(import.meta.dirname, 'support/svelte/ssr.mjs');
   const out = JSON.parse(execFileSync(process.execPath, [script], { encoding: 'utf8' }).trim().split('\n').pop()!);
