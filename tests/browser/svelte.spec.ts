@@ -1,8 +1,9 @@
 // ibexdb/svelte (www/lib/svelte.js) with the real Svelte from npm: the test components
 // (support/svelte/*.svelte) are compiled by svelte/compiler and bundled with Svelte's runtime at
 // test time (support/svelte/build.ts); ibexdb and ibexdb/svelte load unbundled from www/lib/
-// through the page's import map. Runes mode ($store, $derived, fromStore) and legacy mode
-// (Svelte 4 syntax, `$:`, createClassComponent); rows, items and sync status follow writes; a
+// through the page's import map. Runes mode ($store, $derived, fromStore), legacy mode
+// (Svelte 4 syntax, `$:`, createClassComponent), and Svelte 4 itself (its compiler and runtime,
+// the devDependency `svelte4`); rows, items and sync status follow writes; a
 // changed query re-subscribes and closes the old; one live query for two subscribers of a store;
 // an unmount while the first results are pending leaves nothing; a database still opening;
 // typed errors in the state; server rendering in Node touches no Worker, OPFS or database.
@@ -18,7 +19,7 @@ test.beforeAll(async () => {
 
 async function gotoSveltePage(page: Page) {
   await page.goto('/tests/browser/support/svelte/index.html');
-  await page.waitForSelector('body[data-ready="1"]', { state: 'attached', timeout: 20_000 });
+  await page.waitForSelector('body[data-ready="1"][data-ready4="1"]', { state: 'attached', timeout: 20_000 });
 }
 
 test('Svelte runes: $store rows, items and sync status follow writes; a $derived query re-subscribes once and closes the old; nothing left after unmount', async ({ page, watched }) => {
@@ -115,6 +116,43 @@ test('Svelte legacy mode (Svelte 4 syntax) and fromStore: a `$:` store follows i
   expect(out.searched).toMatchObject({ calls: 4, pending: 0, registered: 2 });
   expect(out.after).toMatchObject({ calls: 4, registered: 0 });
   expect(out.after.opened).toBe(out.after.closed);
+});
+
+test('Svelte 4 (its own compiler and runtime): `$store` in a component follows writes; $set re-subscribes; $destroy closes every live query', async ({ page, watched }) => {
+  void watched;
+  await gotoSveltePage(page);
+  const out = await page.evaluate(async (name) => {
+    const { ibexdb, countLive } = (window as any).t;
+    const { Legacy } = (window as any).t4;
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const until = async (what: string, f: () => boolean) => {
+      for (let i = 0; i < 500 && !f(); i++) await sleep(10);
+      if (!f()) throw new Error(`timed out waiting for ${what}: ${document.body.innerHTML}`);
+    };
+    const text = (id: string) => document.getElementById(id)?.textContent;
+    const db = await ibexdb.open(name, { storage: 'memory' });
+    await db.put('tasks/1', { title: 'buy milk', n: 1 });
+    await db.put('tasks/2', { title: 'buy bread', n: 2 });
+    const counts = countLive(db);
+    const versions = [...(window as any).__svelte.v].sort();
+    const app = new Legacy({ target: document.getElementById('root'), props: { db, search: 'milk' } });
+    await until('first rows', () => text('legacy-found') === 'buy milk' && text('legacy-item') === 'buy milk');
+    await db.update('tasks/1', { title: 'buy oat milk' });
+    await until('the update', () => text('legacy-found') === 'buy oat milk' && text('legacy-item') === 'buy oat milk');
+    app.$set({ search: 'bread' });
+    await until('the new search', () => text('legacy-found') === 'buy bread');
+    await until('settled', () => counts.pending === 0);
+    const searched = { ...counts, registered: counts.registered };
+    app.$destroy();
+    await until('closed', () => counts.opened === counts.closed);
+    const after = { ...counts, registered: counts.registered };
+    await db.close();
+    return { versions, searched, after };
+  }, uniqueName('svelte4'));
+  expect(out.versions).toEqual(['4', '5']);
+  // milk, the item, bread; the milk query closed when the search changed.
+  expect(out.searched).toMatchObject({ calls: 3, opened: 3, closed: 1, registered: 2 });
+  expect(out.after).toMatchObject({ calls: 3, registered: 0 });
 });
 
 test('Svelte: two subscribers of one store share one live query, closed when the last leaves; an item store hears its own id alone', async ({ page, watched }) => {
