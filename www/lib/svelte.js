@@ -5,7 +5,7 @@
 //   syncStatus(db)      a store of the latest SyncStatus (null before it is known)
 //
 // They follow the Svelte store contract (`subscribe(run)` calls `run` at once with the current
-// value and returns the unsubscriber), so `$tasks` works in Svelte 3, 4 and 5 components, legacy
+// value and returns the unsubscriber), so `$tasks` works in Svelte 4 and 5 components (3 has the same contract), legacy
 // or runes mode (`const tasks = $derived(live(db, {…}))` re-subscribes when the query's inputs
 // change; `fromStore(store).current` from svelte/store reads one as state). `db` may be a
 // Database, null or undefined (still opening: loading), a promise of one (what `open()` returns:
