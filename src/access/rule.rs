@@ -7,7 +7,6 @@ use crate::commit::{Change, Commit, CommitId, FieldOp, ShapeVisitor};
 use crate::error::{Error, PermissionErrorKind, Result};
 use crate::schema::Schema;
 use crate::schema::{check_change, parse_schema_change, SchemaWrite};
-use std::collections::BTreeSet;
 
 fn denied(kind: PermissionErrorKind, detail: String) -> Error {
     Error::Permission { kind, detail }
@@ -136,7 +135,12 @@ fn check_data(list: &Acl, commit: &Commit, bytes: Option<&[u8]>) -> Result<()> {
         }
     }
     if let (Some(bytes), true) = (bytes, commit.changes.iter().any(Change::is_elided)) {
-        Commit::visit_shapes(bytes, &mut ShapeCheck { list, cur: None })?;
+        let mut check = ShapeCheck {
+            list,
+            cur: None,
+            seen: Vec::new(),
+        };
+        Commit::visit_shapes(bytes, &mut check)?;
     }
     Ok(())
 }
@@ -148,8 +152,10 @@ fn check_data(list: &Acl, commit: &Commit, bytes: Option<&[u8]>) -> Result<()> {
 /// seen in the current put, a subset of the schema's: never more than the schema's size.
 struct ShapeCheck<'l> {
     list: &'l Acl,
-    /// The current change: its schema, collection, whether it is a put, the required fields seen.
-    cur: Option<(&'l Schema, String, bool, BTreeSet<&'l str>)>,
+    /// The current change's schema and whether it is a put.
+    cur: Option<(&'l Schema, bool)>,
+    /// The required fields the current put has (cleared at each change, its room kept).
+    seen: Vec<&'l str>,
 }
 
 impl ShapeVisitor for ShapeCheck<'_> {
@@ -159,24 +165,23 @@ impl ShapeVisitor for ShapeCheck<'_> {
 
     fn begin(&mut self, collection: &str, put: bool) {
         let list: &Acl = self.list;
-        self.cur = list
-            .stored_schema(collection)
-            .map(|s| (&*s.schema, collection.to_string(), put, BTreeSet::new()));
+        self.cur = list.stored_schema(collection).map(|s| (&*s.schema, put));
+        self.seen.clear();
     }
 
-    fn field(&mut self, name: &str, op: &FieldOp) -> Result<()> {
-        let Some((schema, c, put, seen)) = &mut self.cur else {
+    fn field(&mut self, c: &str, name: &str, op: &FieldOp) -> Result<()> {
+        let Some((schema, put)) = self.cur else {
             return Ok(());
         };
         match op {
-            FieldOp::Assign(v) if *put => {
+            FieldOp::Assign(v) if put => {
                 schema.check_field(c, name, v)?;
                 if let Some((n, _)) = schema
                     .fields
                     .get_key_value(name)
                     .filter(|(_, f)| f.required)
                 {
-                    seen.insert(n.as_str());
+                    self.seen.push(n.as_str());
                 }
                 Ok(())
             }
@@ -186,17 +191,21 @@ impl ShapeVisitor for ShapeCheck<'_> {
         }
     }
 
-    fn end(&mut self) -> Result<()> {
-        let Some((schema, c, put, seen)) = self.cur.take() else {
+    fn end(&mut self, c: &str) -> Result<()> {
+        let Some((schema, true)) = self.cur.take() else {
             return Ok(());
         };
-        let missing = schema
-            .fields
-            .iter()
-            .find(|(n, f)| put && f.required && !seen.contains(n.as_str()));
+        // A put's fields are distinct: it has them all when it has as many.
+        let required = schema.fields.iter().filter(|(_, f)| f.required);
+        if required.clone().count() == self.seen.len() {
+            return Ok(());
+        }
+        let missing = required
+            .map(|(n, _)| n)
+            .find(|n| !self.seen.contains(&n.as_str()));
         match missing {
-            Some((n, _)) => Err(Error::Schema {
-                collection: c,
+            Some(n) => Err(Error::Schema {
+                collection: c.to_string(),
                 field: n.clone(),
                 rule: "is required".into(),
             }),

@@ -95,7 +95,7 @@ impl<'a> Decoder<'a> {
                     for _ in 0..self.r.count(2, usize::MAX)? {
                         let name = self.field_name(&mut last)?;
                         let value = shallow_value(&mut self.r, &|| at(name))?;
-                        v.field(name, &FieldOp::Assign(value))?;
+                        v.field(coll, name, &FieldOp::Assign(value))?;
                     }
                 }
                 COMMIT_OP_DELETE => continue,
@@ -118,12 +118,12 @@ impl<'a> Decoder<'a> {
                             }
                             t => return Err(self.r.err(format!("unknown field op {t}"))),
                         };
-                        v.field(name, &op)?;
+                        v.field(coll, name, &op)?;
                     }
                 }
                 t => return Err(self.r.err(format!("unknown op {t}"))),
             }
-            v.end()?;
+            v.end(coll)?;
         }
         Ok(())
     }

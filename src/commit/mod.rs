@@ -91,7 +91,7 @@ pub(crate) trait ShapeVisitor {
     /// A put (`put`) or a patch of `collection` begins.
     fn begin(&mut self, collection: &str, put: bool);
     /// One of its fields, ascending: a put's value as `Assign`, or a patch's field op.
-    fn field(&mut self, name: &str, op: &FieldOp) -> crate::error::Result<()>;
-    /// The change ends.
-    fn end(&mut self) -> crate::error::Result<()>;
+    fn field(&mut self, collection: &str, name: &str, op: &FieldOp) -> crate::error::Result<()>;
+    /// The change of `collection` ends.
+    fn end(&mut self, collection: &str) -> crate::error::Result<()>;
 }
