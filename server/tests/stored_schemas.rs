@@ -3,8 +3,9 @@
 //! refused with a typed `SchemaError` and nothing of it reaches the server's disk; a valid one
 //! is stored; after a schema upgrade, a write valid only under the new version is stored on top
 //! of the upgrade and refused on top of a history that has not seen it; the server decides the
-//! same after a restart (its log replayed); and a junk commit an honest replica vouches for is
-//! stored without effect, as every replica has it (its grant does not count on the server).
+//! same after a restart (its log replayed); a junk commit an honest replica vouches for is
+//! stored without effect, as every replica has it (its grant does not count on the server); and
+//! on PostgreSQL, a schema stored through one node binds another.
 
 mod common;
 use common::*;
@@ -299,4 +300,39 @@ async fn a_vouched_junk_commit_is_stored_without_effect_as_on_every_replica() {
     assert!(reader.repo.get("tasks/honest").unwrap().is_some());
     assert!(reader.repo.get("tasks/junk").unwrap().is_none());
     owner.disconnect();
+}
+
+/// The PostgreSQL store (docs/design.md §12.5): a schema stored through one node binds another
+/// at once — node 2 takes in what node 1 stored (its replica keeps the `_schema` changes) before
+/// it checks a push.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_stored_through_one_postgres_node_binds_another() {
+    const FAST: [&str; 4] = ["--push-rate", "100000", "--push-burst", "100000"];
+    let pg = common::pg::Postgres::start("schema");
+    let n1 = Server::node("schema-1", &pg.url, &FAST);
+    let n2 = Server::node("schema-2", &pg.url, &FAST);
+    let mut owner = founded_with_schema(&n1.url, "r").await;
+    let me = identity(1);
+    let heads = owner.repo.heads();
+    let mut ws = session(&n2.url, "r", &me).await;
+    let bad = forged(
+        &me,
+        heads.clone(),
+        vec![put("tasks/bad", map! { "title" => 5 }.as_map())],
+    );
+    send(&mut ws, &push_of(&me, "r", vec![bad])).await;
+    let (code, text) = expect_error(&mut ws, WAIT).await;
+    assert_eq!(code, ErrorCode::Schema, "{text}");
+    let mut ws = session(&n2.url, "r", &me).await;
+    let good = forged(
+        &me,
+        heads,
+        vec![put("tasks/good", map! { "title" => "fine" }.as_map())],
+    );
+    send(&mut ws, &push_of(&me, "r", vec![good.clone()])).await;
+    assert_eq!(expect_ack(&mut ws).await, vec![good.0]);
+    // Node 1 relays the valid task to its client, and nothing else.
+    owner.settle(3).await;
+    assert!(owner.repo.get("tasks/good").unwrap().is_some());
+    assert!(owner.repo.get("tasks/bad").unwrap().is_none());
 }
