@@ -41,5 +41,5 @@ pub(crate) use acl::{Register, Write};
 pub use parse::{member_value, parse_change, public_value, AclWrite, ACL_COLLECTION, PUBLIC_ID};
 pub use role::Role;
 pub(crate) use rule::judge;
-pub use rule::{check_commit, is_void};
+pub use rule::{check_commit, check_commit_bytes, is_void};
 pub use table::AclTable;

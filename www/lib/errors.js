@@ -186,6 +186,7 @@ const SYNC_CODES = {
   9: 'AuthError',
   10: 'LimitError',
   11: 'UnavailableError',
+  12: 'SchemaError',
 };
 
 /**
