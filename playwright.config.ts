@@ -17,7 +17,7 @@ const port = Number(process.env.PORT ?? 8080);
  * scripts/firefox-bidi.mjs): the public API, persistence across reloads, crash recovery,
  * multi-tab ownership and failover, sync with the real server, the task board's flows through its
  * UI (app*.spec.ts), the packed npm package (unbundled, from a CDN, built by Vite), collection
- * handles, bytes values, identities wrapped under a passphrase, ibexdb/react and ibexdb/vue with the real React and Vue (StrictMode, pending unmounts,
+ * handles, bytes values, identities wrapped under a passphrase, ibexdb/react, ibexdb/vue and ibexdb/svelte with the real React, Vue and Svelte (StrictMode, pending unmounts,
  * hydration, server rendering), opening without
  * a persistence prompt, the benchmark's verify row (its helper thread started by the page), and the
  * harness itself (harness.spec.ts). A test of these that cannot run in Firefox skips itself there
@@ -25,7 +25,7 @@ const port = Number(process.env.PORT ?? 8080);
  * with its own flags (host resolver, site-data blocking), the rest measure Chromium's machinery
  * (the benchmark harness, byte quotas through its profile, compression, the cluster).
  */
-export const FIREFOX_SPECS = ['api', 'persistence', 'crash', 'multitab', 'sync', 'app', 'app-share', 'app-trouble', 'startup', 'package', 'bench-verify', 'settle', 'harness', 'react', 'vue', 'collection', 'bytes', 'identity-wrap', 'invites'].map((s) => `**/${s}.spec.ts`);
+export const FIREFOX_SPECS = ['api', 'persistence', 'crash', 'multitab', 'sync', 'app', 'app-share', 'app-trouble', 'app-search', 'startup', 'package', 'bench-verify', 'settle', 'harness', 'react', 'vue', 'svelte', 'collection', 'bytes', 'identity-wrap', 'sync-token', 'invites'].map((s) => `**/${s}.spec.ts`);
 
 /**
  * The specs the `webkit` project runs: Debian's WebKitGTK (MiniBrowser driven by WebKitWebDriver

@@ -7,6 +7,7 @@
 //     ibexdb.js  ibexdb.d.ts            the public module and its types
 //     react.js  react.d.ts              ibexdb/react: React hooks (imports `react` and errors.js)
 //     vue.js  vue.d.ts                  ibexdb/vue: Vue composables (imports `vue` and errors.js)
+//     svelte.js  svelte.d.ts            ibexdb/svelte: Svelte stores (imports only errors.js: the store contract is plain JS)
 //     collection.js                     db.collection(name) handles
 //     worker.js  worker/*.js            the worker
 //     engine.js loader.js policy.js storage.js codec.js txn.js errors.js
@@ -152,6 +153,8 @@ export async function buildPackage({ out = path.join(REPO, 'dist/npm') } = {}) {
       './react': { types: './react.d.ts', default: './react.js' },
       // Vue 3 composables (useLive, useItem, useSyncStatus); `vue` is an optional peer.
       './vue': { types: './vue.d.ts', default: './vue.js' },
+      // Svelte stores (live, item, syncStatus): the store contract, no import of `svelte` at all.
+      './svelte': { types: './svelte.d.ts', default: './svelte.js' },
       './package.json': './package.json',
     },
     files: ['*.js', '*.d.ts', 'worker/', 'backends/', 'node/', 'wasm/', 'README.md'],

@@ -64,17 +64,20 @@ impl Graph {
     }
 
     /// Record a commit whose parents are all present and, if it counts (§6.4), apply it to the
-    /// state (consuming the commit: its values move into the state).
+    /// state (consuming the commit: its values move into the state). `bytes`: its encoded
+    /// form, for a commit decoded access-only (the rule reads the shapes of its elided changes
+    /// from them, `access::check_commit_bytes`).
     pub(crate) fn add_commit(
         &mut self,
         mut commit: Commit,
         id: CommitId,
         offset: u64,
+        bytes: Option<&[u8]>,
         sink: &mut dyn ChangeSink,
     ) -> u32 {
         let author = self.author_index(commit.author);
         let parents: Vec<u32> = commit.parents.iter().map(|p| self.by_id[p]).collect();
-        let (acl, counts) = self.acl_of(&commit, &id, &parents);
+        let (acl, counts) = self.acl_of(&commit, &id, &parents, bytes);
         if !counts {
             // Stored and stamped, but none of its writes applies.
             commit.changes.clear();
@@ -107,13 +110,20 @@ impl Graph {
     /// The access list after `commit` (whose parents have these indices), interned, and
     /// whether the commit counts (a commit that does not keeps its past's list). Most commits
     /// change nothing: they share their parent's list.
-    fn acl_of(&mut self, commit: &Commit, id: &CommitId, parents: &[u32]) -> (u32, bool) {
+    fn acl_of(
+        &mut self,
+        commit: &Commit,
+        id: &CommitId,
+        parents: &[u32],
+        bytes: Option<&[u8]>,
+    ) -> (u32, bool) {
         let first = parents.first().map_or(0, |&p| self.commits[p as usize].acl);
         let same = parents
             .iter()
             .all(|&p| self.commits[p as usize].acl == first);
         let merged = (!same).then(|| self.past_acl(parents));
-        let verdict = judge(merged.as_ref().unwrap_or(self.acls.get(first)), commit, id);
+        let past = merged.as_ref().unwrap_or(self.acls.get(first));
+        let verdict = judge(past, commit, id, bytes);
         let counts = verdict.is_ok();
         let acl = match (verdict, merged) {
             (Ok(Some(after)), _) => self.acls.intern(after),

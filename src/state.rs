@@ -179,12 +179,12 @@ impl PartialEq for State {
 }
 
 impl State {
-    /// Whether the state holds no item outside `_acl` (an access-only repository's,
-    /// `RepoOptions::access_only`).
+    /// Whether the state holds no item outside `_acl` and `_schema` (an access-only
+    /// repository's, `RepoOptions::access_only`).
     pub(crate) fn only_access_list(&self) -> bool {
         self.collections
             .keys()
-            .all(|c| c == crate::access::ACL_COLLECTION)
+            .all(|c| c == crate::access::ACL_COLLECTION || c == crate::schema::SCHEMA_COLLECTION)
     }
 
     /// A state made of decoded collections whose items refer to `stamps` (the snapshot).

@@ -276,6 +276,44 @@ fn scenario(seed: u64) -> (usize, usize, u32) {
             "replica {k} counts others (seed {seed})"
         );
     }
+    // A sync server's replica (access-only: the access list and the stored schemas, not the
+    // items; docs/design.md §12.4) counts the same commits, and so it does once reopened: from
+    // its log replayed, and from a snapshot of it.
+    let opts = || {
+        let mut o = signed(60);
+        o.access_only = true;
+        o
+    };
+    let mut server = Repo::open(MemStorage::new(), None, opts()).unwrap();
+    deliver(&mut rng, &mut server, &all);
+    let agrees = |r: &mut Repo<MemStorage>, how: &str| {
+        assert_eq!(
+            counted(r),
+            counts,
+            "the server {how} counts others (seed {seed})"
+        );
+        assert_eq!(
+            *r.access(),
+            acl,
+            "the server {how}: access list (seed {seed})"
+        );
+        assert_eq!(
+            r.stored_schemas(),
+            observers_schemas,
+            "the server {how} (seed {seed})"
+        );
+        assert!(r.get("t/k0").unwrap().is_none(), "the server keeps no item");
+    };
+    agrees(&mut server, "receiving");
+    let (log, _) = server.close().unwrap();
+    let mut replayed = Repo::open(log, Some(MemStorage::new()), opts()).unwrap();
+    agrees(&mut replayed, "replaying its log");
+    assert!(replayed.write_snapshot().unwrap());
+    let (log, snap) = replayed.close().unwrap();
+    agrees(
+        &mut Repo::open(log, snap, opts()).unwrap(),
+        "from its snapshot",
+    );
     let accepted_forged = forged.iter().filter(|f| counts.contains(&f.id)).count();
     (refused, accepted_forged, observers[0].schema_version())
 }

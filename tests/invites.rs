@@ -205,7 +205,7 @@ fn an_invite_gives_its_role_once_and_refuses_reuse_expiry_revocation_and_forgery
     // The owner takes a redeemed role away like any other.
     owner.revoke(&ident(2).public()).unwrap();
     assert_eq!(owner.access().role(&ident(2).public()), None);
-    // A repository with invites is not snapshotted (format 7 does not carry them); its log
+    // A repository with invites is not snapshotted (format 8 does not carry them); its log
     // replays them at open.
     let mut o = signed(1);
     o.clock = clock(T0);

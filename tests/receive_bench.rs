@@ -154,3 +154,50 @@ fn seal_checks_made_before_any_apply_vouch_for_the_same_outcome() {
     ));
     assert_eq!(fresh.count("items", None).unwrap(), 0);
 }
+
+/// A sync server's side (an access-only replica, docs/design.md §12.4) receiving the same 100
+/// commits of 1,000 items, without a stored schema and with one for `items` (every field
+/// declared: each item's fields are then checked from the commit's bytes, §2.4). A measurement:
+/// `cargo test -p ibexdb --profile ci --test receive_bench -- --ignored --nocapture server`.
+#[test]
+#[ignore]
+fn a_server_receives_100_commits_of_1000_items_with_and_without_a_stored_schema() {
+    for schema in [false, true] {
+        let mut a = Repo::open(MemStorage::new(), None, signed(1)).unwrap();
+        if schema {
+            let s = serde_json::json!({"fields": {"title": {"type": "string", "required": true},
+                "count": {"type": "integer"}, "tags": {"type": "set"}}, "allowOtherFields": false});
+            a.store_schemas(1, &[("items".into(), s)]).unwrap();
+        } else {
+            a.commit({
+                let mut t = Txn::new();
+                t.put("other/x", item(0)).unwrap();
+                t
+            })
+            .unwrap();
+        }
+        for c in 0..COMMITS {
+            let mut t = Txn::new();
+            for i in c * PER..(c + 1) * PER {
+                t.put(&format!("items/i{i:08}"), item(i)).unwrap();
+            }
+            a.commit(t).unwrap();
+        }
+        a.seal().unwrap();
+        let (commits, seals) = a.export().unwrap();
+        let bytes: usize = commits.iter().map(|c| c.1.len()).sum();
+        for _ in 0..3 {
+            let mut o = signed(2);
+            o.access_only = true;
+            let mut server = Repo::open(MemStorage::new(), None, o).unwrap();
+            let t = Instant::now();
+            let report = server.receive(&commits, &seals).unwrap();
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            assert_eq!(report.refused, 0);
+            println!(
+                "server receive, stored schema {schema}: {} commits, {bytes} B in {ms:.1} ms",
+                commits.len()
+            );
+        }
+    }
+}

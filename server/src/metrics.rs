@@ -14,7 +14,7 @@ const FSYNC_BUCKETS: [f64; 12] = [
 ];
 
 /// Error codes in the order of their numbers (for the per-code counters).
-const CODES: [ErrorCode; 12] = [
+const CODES: [ErrorCode; 13] = [
     ErrorCode::Other,
     ErrorCode::Protocol,
     ErrorCode::Signature,
@@ -27,6 +27,7 @@ const CODES: [ErrorCode; 12] = [
     ErrorCode::Auth,
     ErrorCode::Limit,
     ErrorCode::Unavailable,
+    ErrorCode::Schema,
 ];
 
 #[derive(Default)]

@@ -54,5 +54,5 @@ pub use parse::{
 pub use redeem::{check_redemption, redeemer, redemption_commit};
 pub use role::Role;
 pub(crate) use rule::judge;
-pub use rule::{check_commit, is_void};
+pub use rule::{check_commit, check_commit_bytes, is_void};
 pub use table::AclTable;

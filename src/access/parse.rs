@@ -48,6 +48,10 @@ pub fn public_value(read: bool, write: bool) -> Map {
     m
 }
 
+/// Most encoded bytes of an `_acl` change's op kept by an access-only decode (a member is
+/// `{"role": …}`, the public item two booleans): a longer one is refused before it is built.
+const MAX_ACL_OP_BYTES: usize = 256;
+
 fn bad(id: &str, reason: &str) -> Error {
     let id: String = id.chars().take(120).collect();
     Error::invalid_value(&format!("{ACL_COLLECTION}/{id}"), reason)
@@ -55,13 +59,26 @@ fn bad(id: &str, reason: &str) -> Error {
 
 impl crate::commit::Commit {
     /// [`Commit::decode`](crate::commit::Commit::decode) for a replica that keeps only the
-    /// access list (a sync server, `RepoOptions::access_only`, docs/design.md §12.4): every
-    /// rule of the decoder and of a received write is checked, only the `_acl` changes are
-    /// built (each a well-formed grant, revocation or public switch, or refused at once), and
-    /// the others stand as one [`Change::elided`] marker (the permission rule sees that the
-    /// commit writes data). See [`Commit::decode_keeping`](crate::commit::Commit::decode_keeping).
+    /// access list and the stored schemas (a sync server, `RepoOptions::access_only`,
+    /// docs/design.md §12.4): every rule of the decoder and of a received write is checked,
+    /// only the `_acl` changes (each a well-formed grant, revocation or public switch, at most
+    /// 256 bytes) and the `_schema` changes (each a well-formed versioned schema) are built, or
+    /// refused at once, and the others stand as one [`Change::elided`] marker (the permission
+    /// rule sees that the commit writes data; the stored-schema check reads their shapes from
+    /// the bytes, [`Commit::visit_shapes`](crate::commit::Commit::visit_shapes)). See
+    /// [`Commit::decode_keeping`](crate::commit::Commit::decode_keeping).
     pub fn decode_access_only(bytes: &[u8]) -> Result<(Self, crate::commit::CommitId)> {
-        Self::decode_keeping(bytes, ACL_COLLECTION, &|c| parse_change(c).map(|_| ()))
+        let keep = [
+            (ACL_COLLECTION, MAX_ACL_OP_BYTES),
+            (
+                crate::schema::SCHEMA_COLLECTION,
+                crate::value::MAX_ITEM_BYTES,
+            ),
+        ];
+        Self::decode_keeping(bytes, &keep, &|c| {
+            parse_change(c)?;
+            crate::schema::parse_schema_change(c).map(|_| ())
+        })
     }
 }
 

@@ -3,8 +3,9 @@
 //! connect) without applying it.
 
 use super::{check_redemption, parse_change, Acl, AclWrite, Role};
-use crate::commit::{Commit, CommitId};
+use crate::commit::{Change, Commit, CommitId, FieldOp, ShapeVisitor};
 use crate::error::{Error, PermissionErrorKind, Result};
+use crate::schema::Schema;
 use crate::schema::{check_change, parse_schema_change, SchemaWrite};
 
 fn denied(kind: PermissionErrorKind, detail: String) -> Error {
@@ -42,12 +43,30 @@ pub fn is_void(e: &Error) -> bool {
 /// empty list for a root), and return the access list after it. The answer depends only on
 /// the commit and its ancestry.
 pub fn check_commit(past: &Acl, commit: &Commit, id: &CommitId) -> Result<Acl> {
-    Ok(judge(past, commit, id)?.unwrap_or_else(|| past.clone()))
+    check_commit_bytes(past, commit, id, None)
 }
 
-/// [`check_commit`] without copying `past` when the commit leaves the list as it was:
+/// [`check_commit`] of a commit that may have been decoded access-only (its data changes
+/// elided, [`Commit::decode_access_only`]): `bytes` are its encoded form, from which the
+/// stored-schema check reads the shapes of those changes. Without them, elided changes pass
+/// that check unseen.
+pub fn check_commit_bytes(
+    past: &Acl,
+    commit: &Commit,
+    id: &CommitId,
+    bytes: Option<&[u8]>,
+) -> Result<Acl> {
+    Ok(judge(past, commit, id, bytes)?.unwrap_or_else(|| past.clone()))
+}
+
+/// [`check_commit_bytes`] without copying `past` when the commit leaves the list as it was:
 /// `Ok(None)` for a commit that counts and writes no `_acl` item.
-pub(crate) fn judge(past: &Acl, commit: &Commit, id: &CommitId) -> Result<Option<Acl>> {
+pub(crate) fn judge(
+    past: &Acl,
+    commit: &Commit,
+    id: &CommitId,
+    bytes: Option<&[u8]>,
+) -> Result<Option<Acl>> {
     let (writes, schemas, data) = split(commit)?;
     if let Some(AclWrite::Redeem { .. }) =
         writes.iter().find(|w| matches!(w, AclWrite::Redeem { .. }))
@@ -65,14 +84,14 @@ pub(crate) fn judge(past: &Acl, commit: &Commit, id: &CommitId) -> Result<Option
     };
     check_schema_writes(past, commit, &schemas)?;
     if writes.is_empty() && schemas.is_empty() && founder == past.founder {
-        check_data(past, commit)?;
+        check_data(past, commit, bytes)?;
         return Ok(None);
     }
     let mut after = past.clone();
     after.founder = founder;
     after.apply(*id, &writes);
     after.apply_schemas(*id, &schemas);
-    check_data(&after, commit)?;
+    check_data(&after, commit, bytes)?;
     Ok(Some(after))
 }
 
@@ -140,8 +159,10 @@ fn check_schema_writes(past: &Acl, commit: &Commit, schemas: &[SchemaWrite]) -> 
 }
 
 /// Every data change against its collection's stored schema in `list` (the commit's causal
-/// past with the commit's own `_schema` writes): `SchemaError` naming the field otherwise.
-fn check_data(list: &Acl, commit: &Commit) -> Result<()> {
+/// past with the commit's own `_schema` writes): `SchemaError` naming the field otherwise. The
+/// changes an access-only decode elided are checked field by field from `bytes` by
+/// [`ShapeCheck`] (only those of collections with a stored schema).
+fn check_data(list: &Acl, commit: &Commit, bytes: Option<&[u8]>) -> Result<()> {
     if list.schemas.is_empty() {
         return Ok(());
     }
@@ -153,7 +174,84 @@ fn check_data(list: &Acl, commit: &Commit) -> Result<()> {
             check_change(&s.schema, ch)?;
         }
     }
+    if let (Some(bytes), true) = (bytes, commit.changes.iter().any(Change::is_elided)) {
+        let mut check = ShapeCheck {
+            list,
+            cur: None,
+            seen: Vec::new(),
+        };
+        Commit::visit_shapes(bytes, &mut check)?;
+    }
     Ok(())
+}
+
+/// [`check_change`] field by field, over the shapes of a commit's changes
+/// ([`Commit::visit_shapes`]): a field's kind (and an integer's number) is all a schema looks
+/// at, so the verdict is the same; a put's missing required field is found at its end, so
+/// when a put breaks two rules the error may name the other. It holds the required fields
+/// seen in the current put, a subset of the schema's: never more than the schema's size.
+struct ShapeCheck<'l> {
+    list: &'l Acl,
+    /// The current change's schema and whether it is a put.
+    cur: Option<(&'l Schema, bool)>,
+    /// The required fields the current put has (cleared at each change, its room kept).
+    seen: Vec<&'l str>,
+}
+
+impl ShapeVisitor for ShapeCheck<'_> {
+    fn wanted(&self, collection: &str) -> bool {
+        !collection.starts_with('_') && self.list.stored_schema(collection).is_some()
+    }
+
+    fn begin(&mut self, collection: &str, put: bool) {
+        let list: &Acl = self.list;
+        self.cur = list.stored_schema(collection).map(|s| (&*s.schema, put));
+        self.seen.clear();
+    }
+
+    fn field(&mut self, c: &str, name: &str, op: &FieldOp) -> Result<()> {
+        let Some((schema, put)) = self.cur else {
+            return Ok(());
+        };
+        match op {
+            FieldOp::Assign(v) if put => {
+                schema.check_field(c, name, v)?;
+                if let Some((n, _)) = schema
+                    .fields
+                    .get_key_value(name)
+                    .filter(|(_, f)| f.required)
+                {
+                    self.seen.push(n.as_str());
+                }
+                Ok(())
+            }
+            FieldOp::Assign(v) => schema.check_assign(c, name, Some(v)),
+            FieldOp::Unset => schema.check_assign(c, name, None),
+            FieldOp::SetEdit { .. } => schema.check_set_edit(c, name),
+        }
+    }
+
+    fn end(&mut self, c: &str) -> Result<()> {
+        let Some((schema, true)) = self.cur.take() else {
+            return Ok(());
+        };
+        // A put's fields are distinct: it has them all when it has as many.
+        let required = schema.fields.iter().filter(|(_, f)| f.required);
+        if required.clone().count() == self.seen.len() {
+            return Ok(());
+        }
+        let missing = required
+            .map(|(n, _)| n)
+            .find(|n| !self.seen.contains(&n.as_str()));
+        match missing {
+            Some(n) => Err(Error::Schema {
+                collection: c.to_string(),
+                field: n.clone(),
+                rule: "is required".into(),
+            }),
+            None => Ok(()),
+        }
+    }
 }
 
 /// A root founds the repository: it is owned iff the root makes its own (signed) author owner,

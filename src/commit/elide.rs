@@ -1,20 +1,18 @@
-//! A commit decoded keeping one collection ([`Commit::decode_keeping`], docs/design.md §12.4):
-//! a sync server keeps the access list, not the items, so the changes to other collections
-//! are checked where they lie in the bytes (every rule of the decoder and of a received
-//! write) and never built. A stranger's commit then costs the server what the `_acl` changes
-//! cost, not one value per element of a list.
+//! A commit decoded keeping some collections ([`Commit::decode_keeping`], docs/design.md §12.4):
+//! a sync server keeps the access list and the stored schemas, not the items, so the changes
+//! to other collections are checked where they lie in the bytes (every rule of the decoder and
+//! of a received write) and never built. A stranger's commit then costs the server what the
+//! `_acl` and `_schema` changes cost, not one value per element of a list. When the stored
+//! schemas apply to a commit, their check reads the elided changes' shapes from its bytes
+//! again ([`Commit::visit_shapes`]), one change at a time.
 //!
 //! [`Commit::decode_keeping`]: super::Commit::decode_keeping
 
 use super::encode::{Decoder, COMMIT_FIELD_ASSIGN, COMMIT_FIELD_SET_EDIT, COMMIT_FIELD_UNSET};
 use super::encode::{COMMIT_OP_DELETE, COMMIT_OP_PATCH, COMMIT_OP_PUT};
-use super::{Change, Op, Stamp};
+use super::{Change, FieldOp, Op, ShapeVisitor, Stamp};
 use crate::error::{Error, Result};
-use crate::value::{check_item_size, check_str_set, check_value, varint_bytes};
-
-/// Most encoded bytes of a kept change's op (an `_acl` member is `{"role": …}`, the public item
-/// two booleans): a longer one is refused before it is built.
-const MAX_KEPT_OP_BYTES: usize = 256;
+use crate::value::{check_item_size, check_str_set, check_value, shallow_value, varint_bytes};
 
 impl Change {
     /// The marker that stands for the changes [`super::Commit::decode_keeping`] checked and did
@@ -34,12 +32,13 @@ impl Change {
 }
 
 impl<'a> Decoder<'a> {
-    /// The changes of [`super::Commit::decode_keeping`]: those of collection `keep` built
-    /// (each passed to `check` at once, so refused ones never pile up), the others checked in
-    /// place, then one [`Change::elided`] if there were any.
+    /// The changes of [`super::Commit::decode_keeping`]: those of the collections `keep` names
+    /// built (an op longer than its collection's bound refused first; each change passed to
+    /// `check` at once, so refused ones never pile up), the others checked in place, then one
+    /// [`Change::elided`] if there were any.
     pub(super) fn kept_changes(
         &mut self,
-        keep: &str,
+        keep: &[(&str, usize)],
         check: &dyn Fn(&Change) -> Result<()>,
     ) -> Result<Vec<Change>> {
         let nc = self.r.count(3, usize::MAX)?;
@@ -51,14 +50,14 @@ impl<'a> Decoder<'a> {
             last = Some((coll, id));
             let start = self.r.clone();
             self.check_op(coll, id)?;
-            if coll != keep {
+            let Some(&(_, max)) = keep.iter().find(|(k, _)| *k == coll) else {
                 data = true;
                 continue;
-            }
-            if self.r.pos() - start.pos() > MAX_KEPT_OP_BYTES {
+            };
+            if self.r.pos() - start.pos() > max {
                 return Err(Error::invalid_value(
-                    &format!("{keep}/{id}"),
-                    format!("a change of {keep} takes at most {MAX_KEPT_OP_BYTES} bytes"),
+                    &format!("{coll}/{id}"),
+                    format!("a change of {coll} takes at most {max} bytes"),
                 ));
             }
             self.r = start;
@@ -74,6 +73,59 @@ impl<'a> Decoder<'a> {
             changes.push(Change::elided());
         }
         Ok(changes)
+    }
+
+    /// [`super::Commit::visit_shapes`]: every change checked in place; those of the collections
+    /// `v` wants reported field by field.
+    pub(super) fn shapes(&mut self, v: &mut dyn ShapeVisitor) -> Result<()> {
+        let nc = self.r.count(3, usize::MAX)?;
+        let mut last: Option<(&'a str, &'a str)> = None;
+        for _ in 0..nc {
+            let (coll, id) = self.key(last)?;
+            last = Some((coll, id));
+            if !v.wanted(coll) {
+                self.check_op(coll, id)?;
+                continue;
+            }
+            let at = |name: &str| format!("{coll}/{id}.{name}");
+            match self.r.u8()? {
+                COMMIT_OP_PUT => {
+                    v.begin(coll, true);
+                    let mut last = None;
+                    for _ in 0..self.r.count(2, usize::MAX)? {
+                        let name = self.field_name(&mut last)?;
+                        let value = shallow_value(&mut self.r, &|| at(name))?;
+                        v.field(coll, name, &FieldOp::Assign(value))?;
+                    }
+                }
+                COMMIT_OP_DELETE => continue,
+                COMMIT_OP_PATCH => {
+                    v.begin(coll, false);
+                    let mut last = None;
+                    for _ in 0..self.r.count(2, usize::MAX)? {
+                        let name = self.field_name(&mut last)?;
+                        let op = match self.r.u8()? {
+                            COMMIT_FIELD_ASSIGN => {
+                                FieldOp::Assign(shallow_value(&mut self.r, &|| at(name))?)
+                            }
+                            COMMIT_FIELD_UNSET => FieldOp::Unset,
+                            COMMIT_FIELD_SET_EDIT => {
+                                self.check_set_edit()?;
+                                FieldOp::SetEdit {
+                                    add: Default::default(),
+                                    remove: Default::default(),
+                                }
+                            }
+                            t => return Err(self.r.err(format!("unknown field op {t}"))),
+                        };
+                        v.field(coll, name, &op)?;
+                    }
+                }
+                t => return Err(self.r.err(format!("unknown op {t}"))),
+            }
+            v.end(coll)?;
+        }
+        Ok(())
     }
 
     /// Step over one change's op, checking what decoding it and receiving it would check:

@@ -1,7 +1,9 @@
 //! The canonical commit encoding (docs/design.md §4.1): `Commit::encode` sorts and builds the
 //! name tables, `Commit::decode` accepts nothing but that one form.
 
-use super::{Change, Commit, CommitId, FieldOp, Op, PublicKey, Stamp, COMMIT_VERSION};
+use super::{
+    Change, Commit, CommitId, FieldOp, Op, PublicKey, ShapeVisitor, Stamp, COMMIT_VERSION,
+};
 use super::{FLAG_TRUSTED, PUBLIC_KEY_LEN};
 use super::{MAX_COMMIT_BYTES, MAX_PARENTS};
 use crate::codec::{Reader, Writer};
@@ -48,30 +50,35 @@ impl Commit {
 
     /// Decode and check canonical form. Returns the commit and its id.
     pub fn decode(bytes: &[u8]) -> Result<(Commit, CommitId)> {
-        Self::decode_with(bytes, None)
+        Self::decode_with(bytes, Mode::Full)
     }
 
-    /// [`Commit::decode`] building only the changes of collection `keep` (each passed to
-    /// `check` as soon as it is built): the access-only decode of a sync server
-    /// (`Commit::decode_access_only`, in `access`, docs/design.md §12.4). Every rule of the
-    /// decoder is checked, and so are the rules a received commit's items obey (structure,
-    /// field names, finite numbers, `MAX_ITEM_BYTES` per change). The changes to other
-    /// collections are checked in place and stand, if there are any, as one
+    /// [`Commit::decode`] building only the changes of the collections `keep` names, each op at
+    /// most its bytes (each change passed to `check` as soon as it is built): the access-only
+    /// decode of a sync server (`Commit::decode_access_only`, in `access`, docs/design.md
+    /// §12.4). Every rule of the decoder is checked, and so are the rules a received commit's
+    /// items obey (structure, field names, finite numbers, `MAX_ITEM_BYTES` per change). The
+    /// changes to other collections are checked in place and stand, if there are any, as one
     /// [`Change::elided`] marker at the end. What it costs is the kept changes plus a constant,
     /// whatever the commit's size. The result must not be encoded again (its id is the id of
     /// `bytes`).
     pub fn decode_keeping(
         bytes: &[u8],
-        keep: &str,
+        keep: &[(&str, usize)],
         check: &dyn Fn(&Change) -> Result<()>,
     ) -> Result<(Commit, CommitId)> {
-        Self::decode_with(bytes, Some((keep, check)))
+        Self::decode_with(bytes, Mode::Keep(keep, check))
     }
 
-    fn decode_with(
-        bytes: &[u8],
-        keep: Option<(&str, CheckKept<'_>)>,
-    ) -> Result<(Commit, CommitId)> {
+    /// Report the changes of `bytes` (a commit [`Commit::decode`] accepts) of the collections
+    /// `v` wants, field by field, as their shapes (the values' kinds, numbers as they are;
+    /// [`ShapeVisitor`]): what the stored-schema check of a commit decoded access-only needs
+    /// (docs/design.md §2.4). Nothing is built but one field's shape at a time.
+    pub(crate) fn visit_shapes(bytes: &[u8], v: &mut dyn ShapeVisitor) -> Result<()> {
+        Self::decode_with(bytes, Mode::Shapes(v)).map(|_| ())
+    }
+
+    fn decode_with(bytes: &[u8], mode: Mode<'_>) -> Result<(Commit, CommitId)> {
         if bytes.len() > MAX_COMMIT_BYTES {
             return Err(Error::TooLarge {
                 what: "commit".into(),
@@ -92,9 +99,13 @@ impl Commit {
         let hlc = r.u64()?;
         let parents = decode_parents(&mut r)?;
         let mut d = Decoder::new(r)?;
-        let changes = match keep {
-            Some((keep, check)) => d.kept_changes(keep, check)?,
-            None => d.changes()?,
+        let changes = match mode {
+            Mode::Full => d.changes()?,
+            Mode::Keep(keep, check) => d.kept_changes(keep, check)?,
+            Mode::Shapes(v) => {
+                d.shapes(v)?;
+                Vec::new()
+            }
         };
         d.finish()?;
         let commit = Commit {
@@ -108,8 +119,15 @@ impl Commit {
     }
 }
 
-/// What `Commit::decode_keeping` does with each change it builds.
-type CheckKept<'f> = &'f dyn Fn(&Change) -> Result<()>;
+/// What `Commit::decode_with` builds of the changes.
+enum Mode<'f> {
+    /// Every change.
+    Full,
+    /// Those of these collections (each op at most so many bytes), checked as built.
+    Keep(&'f [(&'f str, usize)], &'f dyn Fn(&Change) -> Result<()>),
+    /// None: the shapes of the wanted collections' changes, reported.
+    Shapes(&'f mut dyn ShapeVisitor),
+}
 
 /// The collection and field-name tables of a commit: every name used, ascending, with its
 /// index.

@@ -82,3 +82,17 @@ impl Commit {
         }
     }
 }
+
+/// What [`Commit::visit_shapes`] reports of a commit's changes: those of the collections
+/// it wants, field by field, each value as its shape (`value::shallow_value`: numbers as they
+/// are, other values empty of their kind; a set edit empty). Deletes are not reported.
+pub(crate) trait ShapeVisitor {
+    /// Whether the changes of `collection` are reported.
+    fn wanted(&self, collection: &str) -> bool;
+    /// A put (`put`) or a patch of `collection` begins.
+    fn begin(&mut self, collection: &str, put: bool);
+    /// One of its fields, ascending: a put's value as `Assign`, or a patch's field op.
+    fn field(&mut self, collection: &str, name: &str, op: &FieldOp) -> crate::error::Result<()>;
+    /// The change of `collection` ends.
+    fn end(&mut self, collection: &str) -> crate::error::Result<()>;
+}

@@ -14,7 +14,7 @@
 //! an unowned root.
 
 use super::Repo;
-use crate::access::{check_commit, is_void, redeemer, Acl, ACL_COLLECTION};
+use crate::access::{check_commit_bytes, is_void, redeemer, Acl, ACL_COLLECTION};
 use crate::commit::{Commit, CommitId, PublicKey};
 use crate::error::{Error, PermissionErrorKind, Result};
 use crate::schema::SCHEMA_COLLECTION;
@@ -84,14 +84,19 @@ impl<S: Storage> Repo<S> {
         let before = self.graph.current_acl();
         let server = matches!(admission, Admission::Server { .. });
         let mut verdicts = Vec::new();
-        for (commit, id, _) in accepted {
+        for (commit, id, bytes) in accepted {
+            let bytes = Some(bytes.as_slice());
             let (after, denied_now, counts) = if commit.parents.is_empty() {
-                (self.admit_root(admission, &prov, commit, id)?, None, true)
+                (
+                    self.admit_root(admission, &prov, (commit, id), bytes)?,
+                    None,
+                    true,
+                )
             } else {
                 let Some(past) = self.batch_past(commit, &prov.after) else {
                     continue; // waits for its parents; checked when they arrive
                 };
-                match admit(admission, &prov.current, &past, commit, id)? {
+                match admit(admission, &prov.current, &past, (commit, id), bytes)? {
                     Judged::Counts(after, denied_now) => (after, denied_now, true),
                     // A server stores a commit that does not count only if vouched for.
                     Judged::Void(e) => (past, server.then_some(e), false),
@@ -167,10 +172,17 @@ impl<S: Storage> Repo<S> {
         admission: &Admission,
         commit: &Commit,
         id: &CommitId,
+        bytes: Option<&[u8]>,
     ) -> Result<()> {
         let parents: Vec<u32> = commit.parents.iter().map(|p| self.graph.by_id[p]).collect();
         let past = self.graph.past_acl(&parents);
-        match admit(admission, self.graph.current_acl(), &past, commit, id)? {
+        match admit(
+            admission,
+            self.graph.current_acl(),
+            &past,
+            (commit, id),
+            bytes,
+        )? {
             Judged::Counts(_, Some(e)) => Err(e),
             Judged::Void(e) if matches!(admission, Admission::Server { .. }) => Err(e),
             _ => Ok(()),
@@ -183,10 +195,10 @@ impl<S: Storage> Repo<S> {
         &self,
         admission: &Admission,
         prov: &Provisional,
-        commit: &Commit,
-        id: &CommitId,
+        (commit, id): (&Commit, &CommitId),
+        bytes: Option<&[u8]>,
     ) -> Result<Acl> {
-        let after = check_commit(&Acl::default(), commit, id)?;
+        let after = check_commit_bytes(&Acl::default(), commit, id, bytes)?;
         self.check_founder(commit, &after)?;
         if prov.have_root && (prov.current.owned() || after.owned()) {
             return Err(denied(
@@ -237,15 +249,16 @@ enum Judged {
 }
 
 /// The rule for one commit with a known past, plus a server's check against its current list.
-/// Errors other than the rule's (a malformed `_acl` change) refuse the commit.
+/// Errors other than the rule's (a malformed `_acl` change) refuse the commit. `bytes`: the
+/// commit's, for one decoded access-only (its stored-schema check reads them).
 fn admit(
     admission: &Admission,
     current: &Acl,
     past: &Acl,
-    commit: &Commit,
-    id: &CommitId,
+    (commit, id): (&Commit, &CommitId),
+    bytes: Option<&[u8]>,
 ) -> Result<Judged> {
-    let after = match check_commit(past, commit, id) {
+    let after = match check_commit_bytes(past, commit, id, bytes) {
         Ok(after) => after,
         // The rule's verdicts that depend on the past (rights, the stored schemas, §2.4).
         Err(e) if is_void(&e) => return Ok(Judged::Void(e)),
@@ -255,7 +268,11 @@ fn admit(
     if matches!(admission, Admission::Server { .. }) {
         let mut now = current.clone();
         now.join(past);
-        denied_now = check_commit(&now, commit, id).err();
+        // The current list for rights only: a commit's schemas are those of its causal past
+        // (a write made on an older version, concurrently with an upgrade, counts; §2.4), whose
+        // check just passed; so the elided changes are not read again (no bytes).
+        now.schemas = past.schemas.clone();
+        denied_now = check_commit_bytes(&now, commit, id, None).err();
     }
     Ok(Judged::Counts(after, denied_now))
 }

@@ -16,8 +16,22 @@ use std::collections::{HashMap, HashSet};
 pub(super) enum Stored {
     /// Already in the log at this offset (replay, or a repaired log with a hole).
     InLog(u64),
+    /// Already in the log at this offset, its bytes kept: a commit of an access-only
+    /// repository's log that waits (its stored-schema check reads them,
+    /// `access::check_commit_bytes`).
+    Logged(u64, Vec<u8>),
     /// Received from a peer, not stored yet.
     Bytes(Vec<u8>),
+}
+
+impl Stored {
+    /// The commit's bytes, when they are at hand.
+    pub(super) fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            Stored::Bytes(b) | Stored::Logged(_, b) => Some(b),
+            Stored::InLog(_) => None,
+        }
+    }
 }
 
 struct Pending {
@@ -56,6 +70,11 @@ impl Waiting {
         }
     }
 
+    /// Whether commits are decoded access-only.
+    pub(super) fn access_only(&self) -> bool {
+        self.access_only
+    }
+
     pub(super) fn contains(&self, id: &CommitId) -> bool {
         self.pending.contains_key(id)
     }
@@ -88,6 +107,7 @@ impl Waiting {
         }
         let commit = match &stored {
             Stored::InLog(_) => Some(commit),
+            Stored::Logged(..) => None,
             Stored::Bytes(b) => {
                 self.bytes += b.len();
                 None
@@ -118,7 +138,7 @@ impl Waiting {
                 self.removed(&p);
                 let commit = match (p.commit, &p.stored) {
                     (Some(c), _) => c,
-                    (None, Stored::Bytes(b)) => self.decode(b)?.0,
+                    (None, Stored::Bytes(b) | Stored::Logged(_, b)) => self.decode(b)?.0,
                     (None, Stored::InLog(_)) => unreachable!("logged commits wait decoded"),
                 };
                 out.push((commit, child, p.stored));

@@ -271,18 +271,22 @@ impl<S: Storage> Repo<S> {
         let first = id;
         while let Some((commit, id, stored)) = stack.pop() {
             // The batch's own ready commits were admitted before anything was stored.
-            if id != first && self.admit_ready(admission, &commit, &id).is_err() {
+            let bytes = stored.bytes();
+            if id != first && self.admit_ready(admission, &commit, &id, bytes).is_err() {
                 refused += 1 + self.wait.discard_dependents(&id);
                 continue;
             }
             // Before the append: a failed load rebuilds the state from the log.
             self.warm_changes(&commit.changes)?;
-            let offset = match stored {
-                Stored::InLog(o) => o,
-                Stored::Bytes(b) => self.log.append(FRAME_COMMIT, &b)?,
+            let offset = match &stored {
+                Stored::InLog(o) | Stored::Logged(o, _) => *o,
+                Stored::Bytes(b) => self.log.append(FRAME_COMMIT, b)?,
             };
             self.hlc = self.hlc.max(commit.hlc);
-            let idx = self.graph.add_commit(commit, id, offset, &mut self.query);
+            let bytes = stored.bytes();
+            let idx = self
+                .graph
+                .add_commit(commit, id, offset, bytes, &mut self.query);
             if self.graph.commits[idx as usize].counts {
                 n += 1;
             } else {

@@ -3,7 +3,7 @@
 //! repository and the permission rule are checked only when verifying.
 
 use super::causal::{missing_parents, Stored, Waiting};
-use crate::access::{check_commit, is_void};
+use crate::access::{check_commit_bytes, is_void};
 use crate::commit::{Commit, CommitId, Seal};
 use crate::error::{Error, Result};
 use crate::graph::Graph;
@@ -73,26 +73,32 @@ fn check_seal(seal: &Seal, offset: u64, proof: &Proof) -> Result<()> {
 
 /// Add a logged commit to the graph; when verifying, first check it against the permission
 /// rule (docs/design.md §6.4).
+/// `bytes`: the commit's, for one decoded access-only (its stored-schema check reads them).
 fn apply_logged(
     graph: &mut Graph,
     (commit, id, offset): (Commit, CommitId, u64),
+    bytes: Option<&[u8]>,
     verify: bool,
     warm: Warm<'_>,
 ) -> Result<()> {
     if verify {
-        check_logged(graph, &commit, &id, offset)?;
+        check_logged(graph, (&commit, &id, offset), bytes)?;
     }
     warm(graph, &commit)?;
-    graph.add_commit(commit, id, offset, &mut NoSink);
+    graph.add_commit(commit, id, offset, bytes, &mut NoSink);
     Ok(())
 }
 
-fn check_logged(graph: &Graph, commit: &Commit, id: &CommitId, offset: u64) -> Result<()> {
+fn check_logged(
+    graph: &Graph,
+    (commit, id, offset): (&Commit, &CommitId, u64),
+    bytes: Option<&[u8]>,
+) -> Result<()> {
     let parents: Vec<u32> = commit.parents.iter().map(|p| graph.by_id[p]).collect();
     let fail = |why: String| Error::VerifyFailed {
         reason: format!("commit {} at offset {offset} {why}", id.to_hex()),
     };
-    let after = match check_commit(&graph.past_acl(&parents), commit, id) {
+    let after = match check_commit_bytes(&graph.past_acl(&parents), commit, id, bytes) {
         Ok(after) => after,
         // A commit the rule refuses is stored without effect (§6.4), but never a root.
         Err(e) if is_void(&e) && !parents.is_empty() => return Ok(()),
@@ -119,17 +125,22 @@ fn replay_commit(
     }
     let missing = missing_parents(graph, &commit);
     if !missing.is_empty() {
-        wait.defer(commit, id, Stored::InLog(offset), &missing);
+        let stored = if wait.access_only() {
+            Stored::Logged(offset, payload.to_vec())
+        } else {
+            Stored::InLog(offset)
+        };
+        wait.defer(commit, id, stored, &missing);
         return Ok(());
     }
-    apply_logged(graph, (commit, id, offset), verify, warm)?;
+    apply_logged(graph, (commit, id, offset), Some(payload), verify, warm)?;
     let mut stack = vec![id];
     while let Some(a) = stack.pop() {
         for (c, cid, stored) in wait.ready(&a)? {
-            let Stored::InLog(o) = stored else {
+            let (Stored::InLog(o) | Stored::Logged(o, _)) = &stored else {
                 unreachable!("replay defers only logged commits")
             };
-            apply_logged(graph, (c, cid, o), verify, warm)?;
+            apply_logged(graph, (c, cid, *o), stored.bytes(), verify, warm)?;
             stack.push(cid);
         }
     }

@@ -82,7 +82,8 @@ impl<S: Storage> Repo<S> {
         self.check_own_commit(&commit, &id)?;
         let offset = self.log.append(FRAME_COMMIT, &bytes)?;
         let trusted = commit.trusted;
-        self.graph.add_commit(commit, id, offset, &mut self.query);
+        self.graph
+            .add_commit(commit, id, offset, None, &mut self.query);
         if !trusted {
             self.unsealed.push(id);
         }

@@ -146,7 +146,7 @@ impl Schema {
         }
     }
 
-    fn check_field(&self, collection: &str, name: &str, v: &Value) -> Result<()> {
+    pub(crate) fn check_field(&self, collection: &str, name: &str, v: &Value) -> Result<()> {
         match self.fields.get(name) {
             Some(spec) => {
                 if spec.ty.accepts(v) || (spec.nullable && *v == Value::Null) {

@@ -79,6 +79,10 @@ pub enum ErrorCode {
     /// The server cannot serve this now ([`Error::Unavailable`]): shutting down, or the
     /// repository cannot be opened. Try again later.
     Unavailable = 11,
+    /// A pushed commit breaks its collection's stored schema in its causal past
+    /// ([`Error::Schema`], [`Error::SchemaVersion`]), or writes a malformed one
+    /// ([`Error::InvalidSchema`]; docs/design.md §2.4); nothing stored.
+    Schema = 12,
 }
 
 impl ErrorCode {
@@ -95,6 +99,7 @@ impl ErrorCode {
             9 => ErrorCode::Auth,
             10 => ErrorCode::Limit,
             11 => ErrorCode::Unavailable,
+            12 => ErrorCode::Schema,
             _ => ErrorCode::Other,
         }
     }
@@ -113,6 +118,9 @@ impl ErrorCode {
             Error::Limit { .. } => ErrorCode::Limit,
             Error::Unavailable { .. } => ErrorCode::Unavailable,
             Error::InvalidKey { .. } => ErrorCode::InvalidRepository,
+            Error::Schema { .. } | Error::SchemaVersion { .. } | Error::InvalidSchema { .. } => {
+                ErrorCode::Schema
+            }
             _ => ErrorCode::Other,
         }
     }

@@ -283,6 +283,28 @@ pub(crate) fn check_value(r: &mut Reader<'_>, depth: usize, at: &dyn Fn() -> Str
     Ok(())
 }
 
+/// A value's shape, for the stored-schema check of a change nobody keeps (a sync server's,
+/// docs/design.md §2.4): the value itself for null, booleans and numbers (an integer field looks
+/// at the number), an empty one of its kind otherwise. Steps over the whole value, checking it
+/// as [`check_value`] does; costs nothing whatever the value's size.
+pub(crate) fn shallow_value(r: &mut Reader<'_>, at: &dyn Fn() -> String) -> Result<Value> {
+    let mut peek = r.clone();
+    let v = match peek.u8()? {
+        T_NULL => Value::Null,
+        T_FALSE => Value::Bool(false),
+        T_TRUE => Value::Bool(true),
+        T_NUMBER => Value::Number(decode_number::<false>(&mut peek)?),
+        T_STRING => Value::String(Name::new("")),
+        T_BYTES => Value::Bytes(std::sync::Arc::from(&[][..])),
+        T_LIST => Value::List(Vec::new()),
+        T_MAP => Value::Map(Map::new()),
+        T_SET => Value::Set(Set::new()),
+        t => return Err(r.err(format!("unknown value tag {t}"))),
+    };
+    check_value(r, 0, at)?;
+    Ok(v)
+}
+
 /// Check a strictly ascending set of strings without building it; `each` sees every element.
 pub(crate) fn check_str_set<'a>(r: &mut Reader<'a>, each: &mut dyn FnMut(&'a str)) -> Result<()> {
     let n = r.count(1, usize::MAX)?;

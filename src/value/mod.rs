@@ -9,7 +9,9 @@ mod map;
 mod name;
 mod set;
 
-pub(crate) use encode::{check_str_set, check_value, decode_str_set, skip_value, varint_bytes};
+pub(crate) use encode::{
+    check_str_set, check_value, decode_str_set, shallow_value, skip_value, varint_bytes,
+};
 #[cfg(test)]
 pub(crate) use encode::{
     T_BYTES, T_FALSE, T_LIST, T_MAP, T_NULL, T_NUMBER, T_SET, T_STRING, T_TRUE,

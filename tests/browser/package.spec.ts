@@ -27,11 +27,13 @@ test('installed package, unbundled, from a sub-path without COOP/COEP', async ({
   // ibexdb/react and ibexdb/vue ship as sub-paths; React and Vue are optional peers (an app without them installs neither).
   expect(installed.exports['./react']).toEqual({ types: './react.d.ts', default: './react.js' });
   expect(installed.exports['./vue']).toEqual({ types: './vue.d.ts', default: './vue.js' });
+  // ibexdb/svelte imports nothing from svelte (the store contract is plain JS): no peer at all.
+  expect(installed.exports['./svelte']).toEqual({ types: './svelte.d.ts', default: './svelte.js' });
   expect(installed.peerDependencies).toEqual({ react: '>=18', vue: '>=3.3' });
   expect(installed.peerDependenciesMeta).toEqual({ react: { optional: true }, vue: { optional: true } });
   expect(readdirSync(path.join(scratch.dir, 'node_modules'))).not.toContain('react');
   expect(readdirSync(path.join(scratch.dir, 'node_modules'))).not.toContain('vue');
-  for (const f of ['react.js', 'react.d.ts', 'vue.js', 'vue.d.ts', 'collection.js']) expect(readdirSync(path.join(scratch.dir, 'node_modules/ibexdb')), f).toContain(f);
+  for (const f of ['react.js', 'react.d.ts', 'vue.js', 'vue.d.ts', 'svelte.js', 'svelte.d.ts', 'collection.js']) expect(readdirSync(path.join(scratch.dir, 'node_modules/ibexdb')), f).toContain(f);
   expect(readdirSync(path.join(scratch.dir, 'node_modules/ibexdb/wasm')).sort()).toEqual(['ibexdb.d.ts', 'ibexdb.js', 'ibexdb_bg.wasm', 'ibexdb_bg.wasm.br', 'ibexdb_bg.wasm.gz']);
   const site = await serve(scratch.dir, { mount: '/apps/notes/' });
   try {

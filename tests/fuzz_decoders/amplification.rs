@@ -5,27 +5,38 @@
 //! The full decoder's factor (a client's, which builds every value) is printed for the record.
 
 use super::{alloc, check};
-use ibexdb::{map, system_clock, Commit, Map, MemStorage, Name, Repo, RepoOptions, Txn, Value};
+use ibexdb::{
+    map, system_clock, Commit, CommitId, Map, MemStorage, Name, Repo, RepoOptions, Txn, Value,
+};
 
-/// One trusted commit of `txn` (no seal needed to receive it), encoded.
-fn commit_of(fill: impl FnOnce(&mut Txn)) -> Vec<u8> {
+/// Commits a trusted repository holds (no seal needed to receive them).
+type History = [(CommitId, Vec<u8>)];
+
+/// One trusted commit of `txn` on top of `base` (a root when it is empty), encoded.
+fn commit_of(base: &History, fill: impl FnOnce(&mut Txn)) -> Vec<u8> {
     let opts = RepoOptions::new("r", None, system_clock());
     let mut repo = Repo::open(MemStorage::new(), None, opts).unwrap();
+    repo.receive(base, &[]).unwrap();
     let mut t = Txn::new();
     fill(&mut t);
     repo.commit(t).unwrap();
     let (commits, _) = repo.export().unwrap();
-    commits[0].1.clone()
+    commits.last().unwrap().1.clone()
 }
 
-fn one_field(v: Value) -> Vec<u8> {
-    commit_of(|t| {
+fn one_field(base: &History, v: Value) -> Vec<u8> {
+    commit_of(base, |t| {
         t.put("items/a", map! { "l" => v }.as_map()).unwrap();
     })
 }
 
 /// The shapes, each about 200 KB encoded.
 fn shapes() -> Vec<(&'static str, Vec<u8>)> {
+    shapes_on(&[])
+}
+
+/// The shapes on top of `base`.
+fn shapes_on(base: &History) -> Vec<(&'static str, Vec<u8>)> {
     let n = 200_000;
     let wide: Map = (0..n / 8)
         .map(|i| (Name::from(format!("k{i:06}").as_str()), Value::Null))
@@ -33,32 +44,35 @@ fn shapes() -> Vec<(&'static str, Vec<u8>)> {
     vec![
         (
             "a list of nulls",
-            one_field(Value::List(vec![Value::Null; n])),
+            one_field(base, Value::List(vec![Value::Null; n])),
         ),
         (
             "a list of empty lists",
-            one_field(Value::List(vec![Value::List(vec![]); n / 2])),
+            one_field(base, Value::List(vec![Value::List(vec![]); n / 2])),
         ),
         (
             "lists nested to the deepest",
-            one_field(Value::List(
-                (0..n / 40)
-                    .map(|_| (0..31).fold(Value::Null, |v, _| Value::List(vec![v])))
-                    .collect(),
-            )),
+            one_field(
+                base,
+                Value::List(
+                    (0..n / 40)
+                        .map(|_| (0..31).fold(Value::Null, |v, _| Value::List(vec![v])))
+                        .collect(),
+                ),
+            ),
         ),
         (
             "a list of one-byte strings",
-            one_field(Value::List(vec![Value::from("x"); n / 3])),
+            one_field(base, Value::List(vec![Value::from("x"); n / 3])),
         ),
-        ("a wide map", one_field(Value::Map(wide))),
+        ("a wide map", one_field(base, Value::Map(wide))),
         (
             "a set",
-            one_field(Value::set((0..n / 8).map(|i| format!("{i:06}")))),
+            one_field(base, Value::set((0..n / 8).map(|i| format!("{i:06}")))),
         ),
         (
             "many empty items",
-            commit_of(|t| {
+            commit_of(base, |t| {
                 for i in 0..n / 12 {
                     t.put(&format!("c/{i:06}"), Map::new()).unwrap();
                 }
@@ -66,7 +80,7 @@ fn shapes() -> Vec<(&'static str, Vec<u8>)> {
         ),
         (
             "many deletes",
-            commit_of(|t| {
+            commit_of(base, |t| {
                 for i in 0..n / 10 {
                     t.delete(&format!("c/{i:06}")).unwrap();
                 }
@@ -85,7 +99,7 @@ fn access_only_receiver() -> Repo<MemStorage> {
 /// received the way a server does, within the bound.
 #[test]
 fn a_list_of_nulls_decodes_within_the_bound() {
-    let bytes = one_field(Value::List(vec![Value::Null; 200_000]));
+    let bytes = one_field(&[], Value::List(vec![Value::Null; 200_000]));
     check("nulls", 0, &bytes, &mut |b| {
         Commit::decode_access_only(b).unwrap();
     });
@@ -135,7 +149,7 @@ fn what_a_server_decodes_and_receives_costs_at_most_the_factor_of_its_bytes() {
 /// builds the `_acl` changes.
 #[test]
 fn the_access_only_decode_keeps_the_rules_of_a_received_write() {
-    let mut dotted = one_field(map! { "a~b" => 1 });
+    let mut dotted = one_field(&[], map! { "a~b" => 1 });
     let at = dotted.windows(3).position(|w| w == b"a~b").unwrap();
     dotted[at + 1] = b'.';
     assert!(
@@ -163,4 +177,64 @@ fn the_access_only_decode_keeps_the_rules_of_a_received_write() {
     assert_eq!(c.changes.len(), acl.len() + 1);
     assert!(c.changes.iter().zip(&acl).all(|(a, b)| a == *b));
     assert!(c.changes.last().unwrap().is_elided());
+}
+
+/// The same shapes received by a server whose repository stores schemas for their collections
+/// (docs/design.md §2.4): the stored-schema check reads each change's shape from the bytes
+/// (`Commit::visit_shapes`), field by field, so the bound holds; and a shape the schema
+/// refuses is stored without effect, as a full replica has it.
+#[test]
+fn a_server_checks_the_stored_schemas_within_the_factor_of_its_bytes() {
+    let schemas = |required: bool| {
+        move |t: &mut Txn| {
+            let items = serde_json::json!({"fields": {"l": {"type": "any", "required": required}}});
+            let c = serde_json::json!({"fields": {}});
+            t.put("_schema/items", ibexdb::schema_value(1, &items).unwrap())
+                .unwrap();
+            t.put("_schema/c", ibexdb::schema_value(1, &c).unwrap())
+                .unwrap();
+        }
+    };
+    let root = commit_of(&[], schemas(true));
+    let base = vec![(CommitId::of(&root), root)];
+    for (what, bytes) in shapes_on(&base) {
+        let id = CommitId::of(&bytes);
+        let mut repo = access_only_receiver();
+        repo.receive(&base, &[]).unwrap();
+        let commits = vec![(id, bytes.clone())];
+        let mut report = None;
+        check(
+            &format!("receive {what} under stored schemas"),
+            0,
+            &bytes,
+            &mut |_| {
+                report = Some(repo.receive(&commits, &[]).unwrap());
+            },
+        );
+        assert_eq!(report.unwrap().refused, 0, "{what}: valid under its schema");
+    }
+    // `items` with a required field the deletes and empty items of `c` do not touch; a put of
+    // `items` without it does not count, on the server as on a full replica.
+    let valid = commit_of(&base, |t| {
+        t.put("items/b", map! { "l" => 1, "other" => 1 }.as_map())
+            .unwrap();
+    });
+    let (mut c, _) = Commit::decode(&valid).unwrap();
+    let ibexdb::Op::Put(m) = &mut c.changes[0].op else {
+        unreachable!()
+    };
+    m.remove("l");
+    let bad = c.encode();
+    let commits = vec![(CommitId::of(&bad), bad)];
+    let mut server = access_only_receiver();
+    server.receive(&base, &[]).unwrap();
+    let mut full = Repo::open(
+        MemStorage::new(),
+        None,
+        RepoOptions::new("r", None, system_clock()),
+    )
+    .unwrap();
+    full.receive(&base, &[]).unwrap();
+    assert_eq!(server.receive(&commits, &[]).unwrap().refused, 1);
+    assert_eq!(full.receive(&commits, &[]).unwrap().refused, 1);
 }

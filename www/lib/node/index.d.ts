@@ -35,6 +35,12 @@ export interface NodeOpenOptions {
   sync?: string | string[];
   /** An invite link from `db.invite()` (needs `sync`): redeemed while the server keeps this new device waiting. */
   invite?: string;
+  /**
+   * The app's bearer token for a server with `--auth-jwks`, sent as `Authorization: Bearer`:
+   * a string, or a function (sync or async) called before every dial (see the browser's
+   * `OpenOptions.syncToken`).
+   */
+  syncToken?: string | (() => string | Promise<string>);
   onError?: (error: Error) => void;
 }
 
