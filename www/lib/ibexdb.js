@@ -23,7 +23,7 @@ import { waitSynced } from './sync-wait.js';
 import { startSchemas } from './schema-upgrade.js';
 import { checkOptions } from './open-options.js';
 import { exportPassphrase, openIdentity, wrapIdentity } from './identity-wrap.js';
-import { inviteLink, inviteOptions, inviteSecret, parseInvite } from './invite.js';
+import { inviteOptions, parseInvite, sendInvite } from './invite.js';
 
 export * from './errors.js';
 
@@ -645,34 +645,17 @@ export class Database {
       argBoolean('setPublic', flags.write, 'flags.write');
     }, () => this._send('setPublic', [flags.read, flags.write], none));
   }
-
-  /**
-   * Invite a device (owners only): a one-time link that gives `role` to whoever opens it with
-   * `open(name, { sync, invite: link })`, until `expires` (Date or ms; default 7 days), `uses`
-   * times (default 1), revocable with `revokeInvite(id)`. The secret is only in the link's
-   * fragment. @param {{role: import('./ibexdb.js').Role, expires?: Date | number, uses?: number, base?: string}} options
-   * @returns {Promise<{link: string, id: string}>}
-   */
-  invite(options) {
-    return this._checked(() => inviteOptions(options), (o) => {
-      const secret = inviteSecret();
-      return this._send('invite', [secret, o.role, o.expires, o.uses], parseJson).then(
-        (/** @type {{id: string, commit: string}} */ r) => ({ link: inviteLink(o.base, this.name, r.commit, o.role, secret), id: r.id }));
-    });
+  // Invites (docs/design.md §6.4 "Invites"; www/lib/invite.js). Owners only:
+  invite(/** @type {any} */ options) {
+    return this._checked(() => inviteOptions(options), (o) => sendInvite(this, o));
   }
-
-  /** Redeem a link on a device that already reads the repository (typed PermissionError if used up, expired, revoked). @param {string} link @returns {Promise<void>} */
-  redeem(link) {
+  redeem(/** @type {string} */ link) {
     return this._checked(() => parseInvite(this.name, link), (i) => this._send('redeem', [i.secret], none));
   }
-
-  /** The invites of the access list. @returns {Promise<import('./ibexdb.js').Invite[]>} */
   invites() {
     return this._send('invites', [], parseJson);
   }
-
-  /** Revoke an invite before it is used up. @param {string} id @returns {Promise<void>} */
-  revokeInvite(id) {
+  revokeInvite(/** @type {string} */ id) {
     return this._checked(() => argString('revokeInvite', id, 'id', 'an invite id (32 hex digits)'), () => this._send('revokeInvite', [id], none));
   }
 

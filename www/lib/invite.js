@@ -75,3 +75,15 @@ export function parseInvite(name, link) {
   if (m[1] !== name) throw bad(`the invite is for repository ${JSON.stringify(m[1])}, not ${JSON.stringify(name)}`);
   return { secret, role: m[3], commit: m[2] };
 }
+
+/**
+ * Have `db`'s worker write an invite with a fresh secret; the link and the invite's id.
+ * @param {{name: string, _send: (op: any, args: any[], dec: (t: string) => any) => Promise<any>}} db
+ * @param {ReturnType<typeof inviteOptions>} o
+ * @returns {Promise<{link: string, id: string}>}
+ */
+export async function sendInvite(db, o) {
+  const secret = inviteSecret();
+  const r = await db._send('invite', [secret, o.role, o.expires, o.uses], (t) => JSON.parse(t));
+  return { link: inviteLink(o.base, db.name, r.commit, o.role, secret), id: r.id };
+}
