@@ -25,7 +25,7 @@ const port = Number(process.env.PORT ?? 8080);
  * with its own flags (host resolver, site-data blocking), the rest measure Chromium's machinery
  * (the benchmark harness, byte quotas through its profile, compression, the cluster).
  */
-export const FIREFOX_SPECS = ['api', 'persistence', 'crash', 'multitab', 'sync', 'app', 'app-share', 'app-trouble', 'startup', 'package', 'bench-verify', 'settle', 'harness', 'react', 'vue', 'collection', 'bytes', 'identity-wrap'].map((s) => `**/${s}.spec.ts`);
+export const FIREFOX_SPECS = ['api', 'persistence', 'crash', 'multitab', 'sync', 'app', 'app-share', 'app-trouble', 'startup', 'package', 'bench-verify', 'settle', 'harness', 'react', 'vue', 'collection', 'bytes', 'identity-wrap', 'arguments', 'errors', 'storage', 'search', 'schema-versions', 'schema-sync', 'quota'].map((s) => `**/${s}.spec.ts`);
 
 /**
  * The specs the `webkit` project runs: Debian's WebKitGTK (MiniBrowser driven by WebKitWebDriver
@@ -37,7 +37,7 @@ export const FIREFOX_SPECS = ['api', 'persistence', 'crash', 'multitab', 'sync',
  * engine row; the benchmark runs in WebKitGTK through `make bench BENCH_BROWSER=webkit`), and the
  * Chromium-only specs the Firefox list leaves out too.
  */
-export const WEBKIT_SPECS = ['api', 'arguments', 'errors', 'persistence', 'crash', 'multitab', 'storage', 'sync', 'startup', 'harness'].map((s) => `**/${s}.spec.ts`);
+export const WEBKIT_SPECS = ['api', 'arguments', 'errors', 'persistence', 'crash', 'multitab', 'storage', 'sync', 'startup', 'harness', 'collection', 'bytes', 'identity-wrap', 'search', 'schema-versions', 'schema-sync', 'settle', 'quota', 'react', 'vue'].map((s) => `**/${s}.spec.ts`);
 
 /** The Firefox Playwright launches (scripts/firefox-bidi.mjs starts FIREFOX_BIN, default Debian's firefox-esr). */
 export const FIREFOX_LAUNCH = { executablePath: path.resolve(import.meta.dirname ?? '.', 'scripts/firefox-bidi.mjs') };

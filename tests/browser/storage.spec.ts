@@ -168,7 +168,7 @@ test('storage: indexeddb: two tabs share the repository, the survivor takes over
 });
 
 test('storage: indexeddb: out of the origin quota, writes fail with QuotaExceededError and nothing acknowledged is lost', async ({ page, watched, browserName }) => {
-  test.skip(browserName === 'webkit', "sets the origin's quota through Chromium's CDP (Storage.overrideQuotaForOrigin)");
+  test.skip(browserName !== 'chromium', "sets the origin's quota through Chromium's CDP (Storage.overrideQuotaForOrigin); Firefox and WebKit have no per-origin quota a test can set (quota.spec.ts runs the engine's byte limit in every browser)");
   void watched;
   const name = uniqueName('idb-quota');
   await gotoPlayground(page);
