@@ -146,7 +146,7 @@ impl Identity {
     /// [`DERIVE_ATTEMPTS`] candidates at most; then a `SignatureError` (`malformed`), and nothing
     /// was stored.
     pub fn generate(entropy: &[u8; SECRET_KEY_LEN]) -> Result<Identity> {
-        Identity::generate_with(entropy, |k| public_of(k))
+        Identity::generate_with(entropy, public_of)
     }
 
     /// [`Identity::generate`] with the first derivation of the public key given (tests give one
