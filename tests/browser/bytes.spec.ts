@@ -212,8 +212,8 @@ test('bad bytes are typed errors and store nothing: detached, shared, other view
     detached: 'InvalidValueError',
     detachedBuffer: 'InvalidValueError',
     isolated: true,
-    // WebKitGTK 2.50 has no SharedArrayBuffer even cross-origin isolated (its
-    // enable-shared-array-buffer setting is off by default and MiniBrowser does not turn it on).
+    // WebKitGTK 2.50's MiniBrowser has no SharedArrayBuffer even cross-origin isolated
+    // (crossOriginIsolated is true there, `typeof SharedArrayBuffer` 'undefined'): nothing to refuse.
     shared: browserName === 'webkit' ? 'no SharedArrayBuffer' : 'InvalidValueError',
     sharedBuffer: browserName === 'webkit' ? 'no SharedArrayBuffer' : 'InvalidValueError',
     int16: 'InvalidValueError',
