@@ -17,14 +17,15 @@ const port = Number(process.env.PORT ?? 8080);
  * search and paging, live queries, schemas and their versions across devices, errors, argument
  * checks, storage backends and quotas, collection handles, bytes, identities and their wrapping,
  * settle, ibexdb/react and ibexdb/vue with the real React and Vue), persistence across reloads,
- * crash recovery, multi-tab ownership and failover, sync with the real server, opening without a
+ * crash recovery, multi-tab ownership and failover, sync with the real server and with a cluster
+ * of servers on PostgreSQL (cluster: skipped where PostgreSQL is not installed), opening without a
  * persistence prompt (startup), the packed npm package and its notes page (package), the task
  * board's core flows driven through the DOM (app-core: create and edit, reload, offline from its
  * service worker, two devices syncing), and the harness itself. A test of these that cannot run in
  * a browser skips itself there with the reason in its code (`WEBKIT_CANNOT` in the fixtures, or
  * its own `test.skip(browserName ...)`).
  */
-const SHARED_SPECS = ['api', 'arguments', 'errors', 'persistence', 'crash', 'multitab', 'storage', 'sync', 'startup', 'harness', 'collection', 'bytes', 'identity-wrap', 'search', 'schema-versions', 'schema-sync', 'settle', 'quota', 'react', 'vue', 'package', 'app-core'];
+const SHARED_SPECS = ['api', 'arguments', 'errors', 'persistence', 'crash', 'multitab', 'storage', 'sync', 'startup', 'harness', 'collection', 'bytes', 'identity-wrap', 'search', 'schema-versions', 'schema-sync', 'settle', 'quota', 'react', 'vue', 'package', 'app-core', 'cluster'];
 
 /**
  * The specs the `firefox` project runs (Debian's firefox-esr over WebDriver BiDi, through
@@ -32,8 +33,8 @@ const SHARED_SPECS = ['api', 'arguments', 'errors', 'persistence', 'crash', 'mul
  * Playwright locators at two viewports (app*.spec.ts; what cannot run in Firefox skips itself:
  * `firefoxAppSkip` in the fixtures), and the benchmark's verify row (its helper thread started by
  * the page). The other specs run in Chromium only: environments.spec.ts launches Chromium with its
- * own flags (host resolver, site-data blocking); bench-smoke, compression and cluster measure or
- * drive Chromium's machinery (the benchmark harness, Slow 4G through CDP, a PostgreSQL cluster);
+ * own flags (host resolver, site-data blocking); bench-smoke and compression measure or drive
+ * Chromium's machinery (the benchmark harness, Slow 4G through CDP);
  * kept-*, idb-* are review probes of Chromium's clear-site-data (CDP) and its OPFS; and
  * large-values-measure is a measurement run on demand.
  */
