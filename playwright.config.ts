@@ -21,11 +21,12 @@ const port = Number(process.env.PORT ?? 8080);
  * of servers on PostgreSQL (cluster: skipped where PostgreSQL is not installed), opening without a
  * persistence prompt (startup), the packed npm package and its notes page (package), the task
  * board's core flows driven through the DOM (app-core: create and edit, reload, offline from its
- * service worker, two devices syncing), and the harness itself. A test of these that cannot run in
+ * service worker, two devices syncing), the review probes of the storage backends' kept files
+ * (idb-dead-close, idb-removal, kept-files), and the harness itself. A test of these that cannot run in
  * a browser skips itself there with the reason in its code (`WEBKIT_CANNOT` in the fixtures, or
  * its own `test.skip(browserName ...)`).
  */
-const SHARED_SPECS = ['api', 'arguments', 'errors', 'persistence', 'crash', 'multitab', 'storage', 'sync', 'startup', 'harness', 'collection', 'bytes', 'identity-wrap', 'search', 'schema-versions', 'schema-sync', 'settle', 'quota', 'react', 'vue', 'package', 'app-core', 'cluster'];
+const SHARED_SPECS = ['api', 'arguments', 'errors', 'persistence', 'crash', 'multitab', 'storage', 'sync', 'startup', 'harness', 'collection', 'bytes', 'identity-wrap', 'search', 'schema-versions', 'schema-sync', 'settle', 'quota', 'react', 'vue', 'package', 'app-core', 'cluster', 'idb-dead-close', 'idb-removal', 'kept-files'];
 
 /**
  * The specs the `firefox` project runs (Debian's firefox-esr over WebDriver BiDi, through
@@ -35,8 +36,8 @@ const SHARED_SPECS = ['api', 'arguments', 'errors', 'persistence', 'crash', 'mul
  * the page). The other specs run in Chromium only: environments.spec.ts launches Chromium with its
  * own flags (host resolver, site-data blocking); bench-smoke and compression measure or drive
  * Chromium's machinery (the benchmark harness, Slow 4G through CDP);
- * kept-*, idb-* are review probes of Chromium's clear-site-data (CDP) and its OPFS; and
- * large-values-measure is a measurement run on demand.
+ * kept-cleared clears the site's data through CDP; and large-values-measure is a measurement run
+ * on demand.
  */
 export const FIREFOX_SPECS = [...SHARED_SPECS, 'app', 'app-share', 'app-trouble', 'bench-verify'].map((s) => `**/${s}.spec.ts`);
 
