@@ -26,12 +26,12 @@ const port = Number(process.env.PORT ?? 8080);
  * a browser skips itself there with the reason in its code (`WEBKIT_CANNOT` in the fixtures, or
  * its own `test.skip(browserName ...)`).
  */
-const SHARED_SPECS = ['api', 'arguments', 'errors', 'persistence', 'crash', 'multitab', 'storage', 'sync', 'startup', 'harness', 'collection', 'bytes', 'identity-wrap', 'search', 'schema-versions', 'schema-sync', 'settle', 'quota', 'react', 'vue', 'package', 'app-core', 'cluster', 'idb-dead-close', 'idb-removal', 'kept-files'];
+const SHARED_SPECS = ['api', 'arguments', 'errors', 'persistence', 'crash', 'multitab', 'storage', 'sync', 'startup', 'harness', 'collection', 'bytes', 'identity-wrap', 'search', 'schema-versions', 'schema-sync', 'settle', 'quota', 'react', 'vue', 'package', 'app-core', 'cluster', 'idb-dead-close', 'idb-removal', 'kept-files', 'sync-token'];
 
 /**
  * The specs the `firefox` project runs (Debian's firefox-esr over WebDriver BiDi, through
  * scripts/firefox-bidi.mjs): the shared ones, the task board's flows through its UI with
- * Playwright locators at two viewports (app*.spec.ts; what cannot run in Firefox skips itself:
+ * Playwright locators at two viewports (app*.spec.ts, app-search.spec.ts; what cannot run in Firefox skips itself:
  * `firefoxAppSkip` in the fixtures), and the benchmark's verify row (its helper thread started by
  * the page). The other specs run in Chromium only: environments.spec.ts launches Chromium with its
  * own flags (host resolver, site-data blocking); bench-smoke and compression measure or drive
@@ -39,7 +39,7 @@ const SHARED_SPECS = ['api', 'arguments', 'errors', 'persistence', 'crash', 'mul
  * kept-cleared clears the site's data through CDP; and large-values-measure is a measurement run
  * on demand.
  */
-export const FIREFOX_SPECS = [...SHARED_SPECS, 'app', 'app-share', 'app-trouble', 'bench-verify'].map((s) => `**/${s}.spec.ts`);
+export const FIREFOX_SPECS = [...SHARED_SPECS, 'app', 'app-share', 'app-trouble', 'app-search', 'bench-verify'].map((s) => `**/${s}.spec.ts`);
 
 /**
  * The specs the `webkit` project runs: Debian's WebKitGTK (MiniBrowser driven by WebKitWebDriver

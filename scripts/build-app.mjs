@@ -7,7 +7,13 @@
 //   dist/app/index.html              the shell (stable URL): CSP, import map, v-<version>/app.js
 //   dist/app/sw.js                   the service worker (stable URL): VERSION and FILES filled in
 //   dist/app/manifest.webmanifest    dist/app/icons/ (svg, 192 and 512 px PNG drawn here)
-//   dist/app/v-<version>/            app.js, lib/, views/, style.css, ibexdb/ (the package)
+//   dist/app/v-<version>/            app.js, lib/, views/, style.css, ibexdb/ (the package),
+//                                    vendor/vue.js (Vue's ESM browser build, runtime only)
+//
+// The views are Vue components (render functions: no template compiler, no build step) reading
+// the board through ibexdb/vue. Vue comes from node_modules, as `npm install vue` puts it there:
+// its self-contained ESM browser build (vue.runtime.esm-browser.prod.js) is copied as is, and the
+// import map maps `vue` to it and `ibexdb/vue` to the package's composables.
 //
 // <version> is a hash of every file the service worker caches (and BUILD_ID, if given), so the
 // shell, the module, its worker and the wasm change version together. The package's
@@ -18,6 +24,7 @@
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { deflateSync } from 'node:zlib';
 import { buildPackage } from './build-pkg.mjs';
@@ -28,6 +35,8 @@ const SRC = path.join(REPO, 'examples/app');
 const SHELL = new Set(['index.html', 'sw.js', 'manifest.webmanifest', 'README.md']);
 /** Suffixes of the package's precompressed copies (scripts/build-pkg.mjs). */
 const PRECOMPRESSED = ['.br', '.gz'];
+/** Files from node_modules served with the app: its path under v-<version>/ -> the file. */
+const VENDOR = { 'vendor/vue.js': path.join(path.dirname(createRequire(import.meta.url).resolve('vue/package.json')), 'dist/vue.runtime.esm-browser.prod.js') };
 
 /** @param {string} dir @returns {Promise<string[]>} files under dir, relative, sorted */
 async function walk(dir) {
@@ -62,6 +71,7 @@ export async function buildApp({ out = path.join(REPO, 'dist/app'), buildId = ''
   const hash = createHash('sha256').update(`build:${buildId}\n`);
   for (const f of appFiles) hash.update(`app/${f}\n`).update(await fs.readFile(path.join(SRC, f)));
   for (const f of pkgCached) hash.update(`ibexdb/${f}\n`).update(await fs.readFile(path.join(pkg.dir, f)));
+  for (const [f, from] of Object.entries(VENDOR)) hash.update(`vendor/${f}\n`).update(await fs.readFile(from));
   for (const f of ['index.html', 'sw.js', 'manifest.webmanifest', 'icons/icon.svg']) hash.update(`shell/${f}\n`).update(await fs.readFile(path.join(SRC, f)));
   for (const [name, png] of Object.entries(icons)) hash.update(`icons/${name}\n`).update(png);
   const version = hash.digest('hex').slice(0, 12);
@@ -70,12 +80,13 @@ export async function buildApp({ out = path.join(REPO, 'dist/app'), buildId = ''
   await fs.rm(out, { recursive: true, force: true });
   for (const f of appFiles) await copy(path.join(SRC, f), path.join(out, v, f));
   for (const f of pkgFiles) await copy(path.join(pkg.dir, f), path.join(out, v, 'ibexdb', f));
+  for (const [f, from] of Object.entries(VENDOR)) await copy(from, path.join(out, v, f));
   await copy(path.join(SRC, 'manifest.webmanifest'), path.join(out, 'manifest.webmanifest'));
   await copy(path.join(SRC, 'icons/icon.svg'), path.join(out, 'icons/icon.svg'));
   for (const [name, png] of Object.entries(icons)) await fs.writeFile(path.join(out, 'icons', name), png);
 
   // index.html: the import map, and a Content-Security-Policy that allows exactly it.
-  const importMap = JSON.stringify({ imports: { ibexdb: `./${v}/ibexdb/ibexdb.js` } });
+  const importMap = JSON.stringify({ imports: { ibexdb: `./${v}/ibexdb/ibexdb.js`, 'ibexdb/vue': `./${v}/ibexdb/vue.js`, vue: `./${v}/vendor/vue.js` } });
   const csp = [
     "default-src 'self'",
     `script-src 'self' 'wasm-unsafe-eval' 'sha256-${createHash('sha256').update(importMap).digest('base64')}'`,
@@ -95,7 +106,7 @@ export async function buildApp({ out = path.join(REPO, 'dist/app'), buildId = ''
     .replace('%SHORT%', version.slice(0, 7));
   await fs.writeFile(path.join(out, 'index.html'), index);
 
-  const cached = ['./', 'index.html', 'manifest.webmanifest', 'icons/icon.svg', ...Object.keys(icons).map((n) => `icons/${n}`), ...appFiles.map((f) => `${v}/${f}`), ...pkgCached.map((f) => `${v}/ibexdb/${f}`)];
+  const cached = ['./', 'index.html', 'manifest.webmanifest', 'icons/icon.svg', ...Object.keys(icons).map((n) => `icons/${n}`), ...appFiles.map((f) => `${v}/${f}`), ...Object.keys(VENDOR).map((f) => `${v}/${f}`), ...pkgCached.map((f) => `${v}/ibexdb/${f}`)];
   const sw = (await fs.readFile(path.join(SRC, 'sw.js'), 'utf8')).replace("'%VERSION%'", JSON.stringify(version)).replace('%FILES%', JSON.stringify(cached, null, 2));
   await fs.writeFile(path.join(out, 'sw.js'), sw);
   return { dir: out, version, files: cached, packageVersion: pkg.version };

@@ -30,7 +30,7 @@ pub struct ColdBlock {
     /// Items in the block, and how many of them are visible (not deleted).
     pub count: u32,
     pub live: u32,
-    /// CRC-32 of the block's bytes.
+    /// Checksum of the block's bytes (`hashing::block_sum`).
     pub crc: u32,
 }
 

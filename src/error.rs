@@ -175,6 +175,9 @@ pub enum AuthErrorKind {
     TokenScope,
     /// The bearer token's claims do not allow creating a repository.
     TokenCannotCreate,
+    /// The client could not get a token from the app (its `syncToken` function threw, answered
+    /// no usable string, or took too long): raised by the client, never sent by a server.
+    TokenUnavailable,
 }
 
 impl AuthErrorKind {
@@ -196,6 +199,7 @@ impl AuthErrorKind {
             AuthErrorKind::UnknownKey => "unknown-key",
             AuthErrorKind::TokenScope => "token-scope",
             AuthErrorKind::TokenCannotCreate => "token-cannot-create",
+            AuthErrorKind::TokenUnavailable => "token-unavailable",
         }
     }
 }
@@ -669,6 +673,7 @@ pub(crate) mod tests {
             A::UnknownKey,
             A::TokenScope,
             A::TokenCannotCreate,
+            A::TokenUnavailable,
         ];
         for k in &auth {
             match k {
@@ -686,7 +691,8 @@ pub(crate) mod tests {
                 | A::WrongIssuer
                 | A::UnknownKey
                 | A::TokenScope
-                | A::TokenCannotCreate => {}
+                | A::TokenCannotCreate
+                | A::TokenUnavailable => {}
             }
         }
         let names = |v: Vec<&'static str>| v.into_iter().map(String::from).collect();

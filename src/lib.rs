@@ -97,4 +97,9 @@ pub mod testing {
         MAX_FRAME_PAYLOAD,
     };
     pub use crate::store::snapshot::index_blocks as snapshot_index_blocks;
+    pub use crate::store::snapshot::table_segments as snapshot_table_segments;
+    /// The snapshot's block checksum (docs/design.md §8, *Checksums*), to forge blocks in tests.
+    pub fn snapshot_checksum(bytes: &[u8]) -> u32 {
+        crate::hashing::block_sum(bytes)
+    }
 }

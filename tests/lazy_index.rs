@@ -487,17 +487,17 @@ fn a_block_whose_entries_differ_from_its_directory_keys_is_refused() {
     let (off, len) = (list[1].0 as usize, list[1].1 as usize);
     {
         let mut b = snap.bytes.lock().unwrap();
-        let old_crc = crc32fast::hash(&b[off..off + len]).to_le_bytes();
+        let old_crc = ibexdb::testing::snapshot_checksum(&b[off..off + len]).to_le_bytes();
         // A value entry: tag 1, the number (tag and 8 bytes), lp(id): raise the number.
         assert_eq!(b[off], 1);
         let num_at = off + 2;
         let x = f64::from_le_bytes(b[num_at..num_at + 8].try_into().unwrap());
         b[num_at..num_at + 8].copy_from_slice(&(x + 0.25).to_le_bytes());
-        let new_crc = crc32fast::hash(&b[off..off + len]).to_le_bytes();
+        let new_crc = ibexdb::testing::snapshot_checksum(&b[off..off + len]).to_le_bytes();
         let pos = (meta..b.len()).find(|&i| b[i..i + 4] == old_crc).unwrap();
         b[pos..pos + 4].copy_from_slice(&new_crc);
         let end = b.len();
-        let meta_crc = crc32fast::hash(&b[meta..end - 12]).to_le_bytes();
+        let meta_crc = ibexdb::testing::snapshot_checksum(&b[meta..end - 12]).to_le_bytes();
         b[end - 4..].copy_from_slice(&meta_crc);
     }
     let k = {
@@ -523,8 +523,8 @@ fn a_block_whose_entries_differ_from_its_directory_keys_is_refused() {
 #[test]
 fn a_snapshot_of_the_previous_version_is_replayed_and_rewritten() {
     let (log, snap) = build(9);
-    // Version 6 (no stored schemas in the access lists): the header says so.
-    snap.bytes.lock().unwrap()[8..12].copy_from_slice(&6u32.to_le_bytes());
+    // Version 7 (the commit table inline in the meta section): the header says so.
+    snap.bytes.lock().unwrap()[8..12].copy_from_slice(&7u32.to_le_bytes());
     let mut full = full_replay(&log);
     let mut r = open(&log, Some(&snap));
     assert!(!r.open_report().from_snapshot, "an older file is not read");
@@ -535,7 +535,7 @@ fn a_snapshot_of_the_previous_version_is_replayed_and_rewritten() {
     assert_eq!(r.query(&qq).unwrap(), full.query(&qq).unwrap());
     r.write_snapshot().unwrap();
     r.close().unwrap();
-    assert_eq!(&snap.bytes.lock().unwrap()[8..12], &7u32.to_le_bytes());
+    assert_eq!(&snap.bytes.lock().unwrap()[8..12], &8u32.to_le_bytes());
     let mut again = open(&log, Some(&snap));
     assert!(again.open_report().from_snapshot);
     assert_eq!(again.query(&qq).unwrap(), full.query(&qq).unwrap());

@@ -297,13 +297,13 @@ fn verify_finds_an_index_that_differs_from_its_items() {
             .find(|&(o, l)| (o as usize..o as usize + l as usize).contains(&at))
             .expect("the block of the entry");
         let span = off as usize..off as usize + len as usize;
-        let old_crc = crc32fast::hash(&b[span.clone()]).to_le_bytes();
+        let old_crc = ibexdb::testing::snapshot_checksum(&b[span.clone()]).to_le_bytes();
         b[at..at + entry(18.0).len()].copy_from_slice(&entry(18.0));
-        let new_crc = crc32fast::hash(&b[span]).to_le_bytes();
+        let new_crc = ibexdb::testing::snapshot_checksum(&b[span]).to_le_bytes();
         let pos = meta + find(&b[meta..], &old_crc).expect("the block's CRC in the meta section");
         b[pos..pos + 4].copy_from_slice(&new_crc);
         let end = b.len();
-        let meta_crc = crc32fast::hash(&b[meta..end - 12]).to_le_bytes();
+        let meta_crc = ibexdb::testing::snapshot_checksum(&b[meta..end - 12]).to_le_bytes();
         b[end - 4..].copy_from_slice(&meta_crc);
     }
     let mut lazy = open(&log, Some(&snap));

@@ -3,16 +3,21 @@
 //   ?board=NAME   the board (one ibexdb repository; default "my-board")
 //   ?sync=URL     the ibexdb-server to sync with (ws:// or wss://; remembered on this device)
 //
-// Every view is a live query; edits are signed commits in OPFS, so the app works with no network
-// and syncs when it returns. The service worker (sw.js) keeps the app, the module, its worker and
-// the wasm for offline starts.
+// The views are Vue components (render functions, no build step) that read the board through
+// ibexdb/vue's composables: every view is a live query; edits are signed commits in OPFS, so the
+// app works with no network and syncs when it returns. The dialogs that only ask for input
+// (identity, share, backup, sync server, rename, confirm) stay plain DOM (lib/dom.js). The
+// service worker (sw.js) keeps the app, Vue, the module, its worker and the wasm for offline starts.
 import { open, StorageUnavailableError } from 'ibexdb';
-import { SCHEMAS } from './lib/board.js';
+import { databaseKey } from 'ibexdb/vue';
+import { createApp, h as v, reactive, shallowRef } from 'vue';
+import { MIGRATIONS, SCHEMA_VERSION, SCHEMAS, SORTS } from './lib/board.js';
 import { h } from './lib/dom.js';
-import { AccessBanner } from './views/access-banner.js';
+import { AccessBanner, banner } from './views/access-banner.js';
 import { BoardView } from './views/board-view.js';
 import { Header } from './views/header.js';
 import { joinBoard } from './views/join.js';
+import { TaskDialog } from './views/task-dialog.js';
 import { registerServiceWorker } from './views/update.js';
 
 const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
@@ -50,6 +55,19 @@ export const app = {
   board: boardName,
   /** @type {import('ibexdb').Database} */
   db: /** @type {any} */ (null),
+  /** `db` for the views (null while the board reopens): the database ibexdb/vue's composables use. */
+  dbRef: shallowRef(/** @type {import('ibexdb').Database | null} */ (null)),
+  /**
+   * What the views follow: `editable` (below), `joining`, and the task whose dialog is open.
+   */
+  ui: reactive({ board: boardName, editable: true, joining: true, task: /** @type {string | null} */ (null) }),
+  /** The header's search, tag, sort and "hide done", which every column's live query applies. */
+  filters: reactive({
+    search: '',
+    tag: /** @type {string | null} */ (null),
+    sort: /** @type {import('./lib/board.js').SortName} */ ((settings.get('sort') ?? '') in SORTS ? settings.get('sort') : 'created'),
+    hideDone: false,
+  }),
   syncUrl: settings.get('sync') ?? '',
   /** True while a shared board is fetched before the first write (views/join.js). */
   joining: false,
@@ -59,14 +77,12 @@ export const app = {
    * that writes is disabled while it is false.
    */
   editable: true,
-  /** @type {Set<(editable: boolean) => void>} called when `editable` changes */
-  onEditable: new Set(),
   /** @param {boolean} editable */
   setEditable(editable) {
     if (editable === this.editable) return;
     this.editable = editable;
+    this.ui.editable = editable;
     document.body.dataset.edit = editable ? 'yes' : 'no';
-    for (const f of this.onEditable) f(editable);
   },
   settings,
   /** @type {Set<() => void>} called after every (re)open */
@@ -75,8 +91,9 @@ export const app = {
   async reopen(opts = {}) {
     const old = this.db;
     this.db = /** @type {any} */ (null);
+    this.dbRef.value = null;
     if (old) await old.close();
-    const options = { schemas: SCHEMAS, sync: this.syncUrl || undefined };
+    const options = { schemas: SCHEMAS, version: SCHEMA_VERSION, migrations: MIGRATIONS, sync: this.syncUrl || undefined };
     /** @type {unknown} */
     let refused = null;
     try {
@@ -88,6 +105,7 @@ export const app = {
       this.db = await open(this.board, options);
     }
     window.taskboard = this;
+    this.dbRef.value = this.db;
     for (const f of this.onOpen) f();
     if (refused) throw refused;
   },
@@ -98,6 +116,7 @@ export const app = {
   async openBoard(name) {
     if (!NAME_RE.test(name)) throw new RangeError(`not a board name: ${name}`);
     this.board = name;
+    this.ui.board = name;
     settings.set('board', name);
     const q = new URLSearchParams(location.search);
     q.set('board', name);
@@ -126,34 +145,41 @@ async function main() {
     document.body.dataset.state = 'failed';
     return;
   }
-  const header = new Header(app);
-  const banner = new AccessBanner(app);
-  const board = new BoardView(app, header);
-  root.replaceChildren(header.el, banner.el, board.el);
-  await board.start();
-  header.start();
-  document.body.dataset.state = 'ready';
-  registerServiceWorker(header);
-  app.onOpen.add(() => enter(banner, board.el));
-  enter(banner, board.el);
+  // One Vue app: the header, the access banner, the board, and the task dialog when one is open.
+  const ui = createApp({
+    render: () => [
+      v(Header, { app }),
+      v(AccessBanner, { app }),
+      v(BoardView, {
+        app,
+        onReady: () => {
+          document.body.dataset.state = 'ready';
+          registerServiceWorker();
+        },
+      }),
+      app.ui.task && v(TaskDialog, { app, id: app.ui.task, key: app.ui.task, onClose: () => (app.ui.task = null) }),
+    ],
+  });
+  ui.provide(databaseKey, app.dbRef);
+  root.replaceChildren();
+  ui.mount(root);
+  app.onOpen.add(() => enter());
+  enter();
   // Back online: reconnect now rather than at the next backoff step (up to 10 s away).
   addEventListener('online', () => {
     if (app.syncUrl) app.db.sync(app.syncUrl).catch(() => {});
   });
 }
 
-/**
- * Make the board editable once writing is safe (views/join.js), then follow this device's access.
- * @param {AccessBanner} banner @param {HTMLElement} boardEl
- */
-async function enter(banner, boardEl) {
+/** Make the board editable once writing is safe (views/join.js), then follow this device's access. */
+async function enter() {
   app.joining = true;
-  boardEl.inert = true;
+  app.ui.joining = true;
   if (!(await joinBoard(app, banner))) return; // reopened meanwhile: the next enter() takes over
   app.joining = false;
-  boardEl.inert = false;
+  app.ui.joining = false;
+  banner.hide();
   document.body.dataset.access = 'open';
-  await banner.follow();
 }
 
 main();

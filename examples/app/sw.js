@@ -1,6 +1,6 @@
 // The task board's service worker. The build (scripts/build-app.mjs) fills in VERSION (a hash of
 // every file below) and FILES. Everything but index.html, the manifest and the icons lives under
-// v-<VERSION>/, so a page of one version only ever asks for that version's app code, ibexdb
+// v-<VERSION>/, so a page of one version only ever asks for that version's app code, Vue, ibexdb
 // module, worker and wasm: an old page's ibexdb worker never meets a new wasm.
 //
 // - install: fetch every file of this version into the cache taskboard-<VERSION> (all or nothing).

@@ -1,5 +1,5 @@
 //! The application's own login at the server door (docs/design.md §12.4, "Bearer tokens"):
-//! with `--auth-jwks FILE`, every connection presents a JSON Web Token from the application's
+//! with `--auth-jwks FILE|URL`, every connection presents a JSON Web Token from the application's
 //! identity provider, checked here before the handshake: its signature (ES256 or RS256, by a
 //! key of the JWKS, chosen by `kid`), `exp` and `nbf` (with `LEEWAY_S`), `aud` and, if
 //! configured, `iss`. Its claims then bound which repositories the session may open or create
@@ -8,19 +8,27 @@
 //! A token travels in the `Authorization: Bearer` header (non-browser clients) or, since a
 //! browser's `new WebSocket` cannot set headers, as the subprotocol entry `ibexdb.bearer.TOKEN`
 //! beside `ibexdb` (the server answers `ibexdb`). Tokens longer than `MAX_TOKEN_BYTES` are
-//! refused unparsed.
+//! refused unparsed. A session ends at its token's `exp` plus the leeway (`Grant::ends_s`).
+//! Keys from a URL (`jwks_fetch`) are fetched again when a token names an unknown `kid`
+//! (`Auth::check_fresh`, rate-limited) and every `--auth-jwks-max-age-ms`; a failed fetch keeps
+//! them.
 
+use crate::jwks_fetch::{self, Url};
+use crate::log;
 use crate::refusal::Refusal;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use ibexdb::{AuthErrorKind, Error};
 use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
 use serde_json::Value;
-use std::path::Path;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+use tokio_rustls::TlsConnector;
 
 /// The longest token accepted (bytes); a longer one is refused without being parsed.
 pub const MAX_TOKEN_BYTES: usize = 8192;
-/// Clock difference tolerated on `exp` and `nbf` (seconds).
+/// Clock difference tolerated on `exp` and `nbf` by default (seconds; `--auth-leeway-s`).
 pub const LEEWAY_S: u64 = 60;
 /// The subprotocol prefix that carries a token from a browser.
 pub const PROTOCOL_PREFIX: &str = "ibexdb.bearer.";
@@ -54,11 +62,34 @@ struct Jwk {
     key: Key,
 }
 
+/// Where the keys come from when `--auth-jwks` is a URL: fetched at start, again when a token
+/// names a `kid` the keys lack (at most once per `min_interval`; connections that ask meanwhile
+/// wait for the fetch under way) and every `--auth-jwks-max-age-ms` (start.rs). A failed fetch
+/// keeps the keys.
+struct Remote {
+    url: Url,
+    /// The URL as given, for the log.
+    shown: String,
+    tls: Option<TlsConnector>,
+    min_interval: Duration,
+    /// When the last fetch began (held while a fetch runs).
+    last: tokio::sync::Mutex<Option<Instant>>,
+}
+
+/// How a URL source is fetched (`--auth-jwks-ca`, `--auth-jwks-refresh-ms`).
+pub struct RemoteOptions {
+    pub ca: Option<PathBuf>,
+    pub min_interval: Duration,
+}
+
 /// The verifier configured by `--auth-jwks`, `--auth-audience` and `--auth-issuer`.
 pub struct Auth {
-    keys: Vec<Jwk>,
+    keys: RwLock<Arc<Vec<Jwk>>>,
+    remote: Option<Remote>,
     audience: String,
     issuer: Option<String>,
+    /// Clock difference tolerated on `exp` and `nbf` (seconds).
+    leeway_s: u64,
 }
 
 /// What a verified token allows: the repositories it may open, and whether it may create them.
@@ -67,6 +98,8 @@ pub struct Grant {
     /// Names, or prefixes ending in `*` (`*` alone: any repository).
     pub repos: Vec<String>,
     pub create: bool,
+    /// When the session must end (Unix seconds): the token's `exp` plus the leeway.
+    pub ends_s: u64,
 }
 
 fn refusal(kind: AuthErrorKind, detail: impl Into<String>) -> Refusal {
@@ -120,27 +153,117 @@ fn token_of(t: &[u8]) -> Bearer {
 }
 
 impl Auth {
-    /// Read the JWKS file (`{"keys": [...]}`): EC P-256 and RSA keys; others are skipped.
-    pub fn load(path: &Path, audience: &str, issuer: Option<&str>) -> Result<Auth, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("--auth-jwks {}: {e}", path.display()))?;
-        let keys = parse_jwks(&text).map_err(|e| format!("--auth-jwks {}: {e}", path.display()))?;
-        if keys.is_empty() {
-            return Err(format!(
-                "--auth-jwks {}: no ES256 (EC P-256) or RS256 (RSA) key",
-                path.display()
-            ));
-        }
+    /// The keys of `source`: a JWKS file (`{"keys": [...]}`), or an `https://` URL (`http://`
+    /// to a loopback address) fetched now. EC P-256 and RSA keys; others are skipped; none is
+    /// an error.
+    pub async fn load(
+        source: &str,
+        (audience, issuer): (&str, Option<&str>),
+        leeway_s: u64,
+        opts: RemoteOptions,
+    ) -> Result<Auth, String> {
+        let (keys, remote) = if jwks_fetch::is_url(source) {
+            let url = jwks_fetch::parse(source).map_err(|e| format!("--auth-jwks {e}"))?;
+            let tls = match url.tls {
+                true => Some(jwks_fetch::tls_connector(opts.ca.as_deref())?),
+                false => None,
+            };
+            let remote = Remote {
+                url,
+                shown: source.to_string(),
+                tls,
+                min_interval: opts.min_interval,
+                last: tokio::sync::Mutex::new(Some(Instant::now())),
+            };
+            let keys = remote
+                .fetch_keys()
+                .await
+                .map_err(|e| format!("--auth-jwks {source}: {e}"))?;
+            (keys, Some(remote))
+        } else {
+            let text = std::fs::read_to_string(source)
+                .map_err(|e| format!("--auth-jwks {source}: {e}"))?;
+            let keys = parse_jwks(&text).map_err(|e| format!("--auth-jwks {source}: {e}"))?;
+            if keys.is_empty() {
+                return Err(format!(
+                    "--auth-jwks {source}: no ES256 (EC P-256) or RS256 (RSA) key"
+                ));
+            }
+            (keys, None)
+        };
         Ok(Auth {
-            keys,
+            keys: RwLock::new(Arc::new(keys)),
+            remote,
             audience: audience.to_string(),
             issuer: issuer.map(str::to_string),
+            leeway_s,
         })
     }
 
     /// How many keys the JWKS gave (0 in the start log line: no tokens required).
     pub fn key_count(&self) -> usize {
-        self.keys.len()
+        self.keys().len()
+    }
+
+    /// Whether the keys come from a URL (and are refreshed).
+    pub fn is_remote(&self) -> bool {
+        self.remote.is_some()
+    }
+
+    fn keys(&self) -> Arc<Vec<Jwk>> {
+        self.keys.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// `check`, and when the token names a key the keys lack and they come from a URL, fetch
+    /// them again (rate-limited: `Remote`) and check once more.
+    pub async fn check_fresh(&self, bearer: &Bearer, now_s: fn() -> u64) -> Result<Grant, Refusal> {
+        match self.check(bearer, now_s()) {
+            Err(r) if self.remote.is_some() && r.kind() == Some("unknown-key") => {
+                self.refresh("unknown-kid").await;
+                self.check(bearer, now_s())
+            }
+            other => other,
+        }
+    }
+
+    /// Fetch a URL's keys again, unless a fetch began less than `min_interval` ago (one under
+    /// way is waited for). A failed fetch, an oversized or garbage answer, or one without a
+    /// usable key keeps the keys as they are; each attempt is logged (`event=jwks_refresh`).
+    pub async fn refresh(&self, why: &str) {
+        let Some(remote) = &self.remote else { return };
+        let mut last = remote.last.lock().await;
+        if last.is_some_and(|t| t.elapsed() < remote.min_interval) {
+            return;
+        }
+        *last = Some(Instant::now());
+        let started = Instant::now();
+        let ms = || started.elapsed().as_millis();
+        match remote.fetch_keys().await {
+            Ok(keys) => {
+                let n = keys.len();
+                *self.keys.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(keys);
+                let fields: [(&str, &dyn std::fmt::Display); 5] = [
+                    ("url", &remote.shown),
+                    ("why", &why),
+                    ("ok", &true),
+                    ("keys", &n),
+                    ("ms", &ms()),
+                ];
+                log::event("jwks_refresh", &fields);
+            }
+            Err(e) => {
+                let kept = self.key_count();
+                let fields: [(&str, &dyn std::fmt::Display); 6] = [
+                    ("url", &remote.shown),
+                    ("why", &why),
+                    ("ok", &false),
+                    ("kept", &kept),
+                    ("ms", &ms()),
+                    ("error", &e),
+                ];
+                log::event("jwks_refresh", &fields);
+            }
+        }
     }
 
     /// Check a connection's token at `now_s` (Unix seconds): what it grants, or the refusal.
@@ -171,7 +294,8 @@ impl Auth {
         if alg != "ES256" && alg != "RS256" {
             return Err(invalid(format!("algorithm {alg:?}: only ES256 and RS256")));
         }
-        let key = self.select(header["kid"].as_str(), alg)?;
+        let keys = self.keys();
+        let key = select(&keys, header["kid"].as_str(), alg)?;
         let sig = b64(s, "the signature").map_err(invalid)?;
         let signed = &token.as_bytes()[..h.len() + 1 + p.len()];
         let ok = match &key.key {
@@ -187,52 +311,29 @@ impl Auth {
         }
         let claims: Value = serde_json::from_slice(&b64(p, "the payload").map_err(invalid)?)
             .map_err(|_| invalid("the payload is not JSON".into()))?;
-        self.check_claims(&claims, now_s)?;
-        grant(&claims)
+        let exp = self.check_claims(&claims, now_s)?;
+        let mut g = grant(&claims)?;
+        g.ends_s = (exp.max(0.0) as u64).saturating_add(self.leeway_s);
+        Ok(g)
     }
 
-    /// The key for `kid` (any key of `alg`'s type when the token names none and only one fits).
-    fn select(&self, kid: Option<&str>, alg: &str) -> Result<&Jwk, Refusal> {
-        let fits = |k: &&Jwk| match k.key {
-            Key::Es256(_) => alg == "ES256",
-            Key::Rs256 { .. } => alg == "RS256",
-        };
-        let unknown = |d: String| refusal(AuthErrorKind::UnknownKey, d);
-        match kid {
-            Some(kid) => self
-                .keys
-                .iter()
-                .filter(fits)
-                .find(|k| k.kid.as_deref() == Some(kid))
-                .ok_or_else(|| unknown(format!("no {alg} key with kid {kid:?} in --auth-jwks"))),
-            None => {
-                let fitting: Vec<&Jwk> = self.keys.iter().filter(fits).collect();
-                match fitting[..] {
-                    [k] => Ok(k),
-                    _ => Err(unknown(format!(
-                        "the token names no kid and --auth-jwks has {} {alg} keys",
-                        fitting.len()
-                    ))),
-                }
-            }
-        }
-    }
-
-    fn check_claims(&self, c: &Value, now_s: u64) -> Result<(), Refusal> {
+    /// The claims' checks; the token's `exp` when they pass.
+    fn check_claims(&self, c: &Value, now_s: u64) -> Result<f64, Refusal> {
         let Some(exp) = c["exp"].as_f64() else {
             return Err(refusal(AuthErrorKind::TokenInvalid, "no exp claim"));
         };
-        if now_s as f64 > exp + LEEWAY_S as f64 {
+        let leeway = self.leeway_s;
+        if now_s as f64 > exp + leeway as f64 {
             return Err(refusal(
                 AuthErrorKind::TokenExpired,
-                format!("expired at {exp} (now {now_s}, leeway {LEEWAY_S} s)"),
+                format!("expired at {exp} (now {now_s}, leeway {leeway} s)"),
             ));
         }
         if let Some(nbf) = c["nbf"].as_f64() {
-            if ((now_s + LEEWAY_S) as f64) < nbf {
+            if ((now_s + leeway) as f64) < nbf {
                 return Err(refusal(
                     AuthErrorKind::TokenNotYetValid,
-                    format!("not valid before {nbf} (now {now_s}, leeway {LEEWAY_S} s)"),
+                    format!("not valid before {nbf} (now {now_s}, leeway {leeway} s)"),
                 ));
             }
         }
@@ -255,7 +356,33 @@ impl Auth {
                 ));
             }
         }
-        Ok(())
+        Ok(exp)
+    }
+}
+
+/// The key for `kid` (any key of `alg`'s type when the token names none and only one fits).
+fn select<'k>(keys: &'k [Jwk], kid: Option<&str>, alg: &str) -> Result<&'k Jwk, Refusal> {
+    let fits = |k: &&Jwk| match k.key {
+        Key::Es256(_) => alg == "ES256",
+        Key::Rs256 { .. } => alg == "RS256",
+    };
+    let unknown = |d: String| refusal(AuthErrorKind::UnknownKey, d);
+    match kid {
+        Some(kid) => keys
+            .iter()
+            .filter(fits)
+            .find(|k| k.kid.as_deref() == Some(kid))
+            .ok_or_else(|| unknown(format!("no {alg} key with kid {kid:?} in --auth-jwks"))),
+        None => {
+            let fitting: Vec<&Jwk> = keys.iter().filter(fits).collect();
+            match fitting[..] {
+                [k] => Ok(k),
+                _ => Err(unknown(format!(
+                    "the token names no kid and --auth-jwks has {} {alg} keys",
+                    fitting.len()
+                ))),
+            }
+        }
     }
 }
 
@@ -277,10 +404,25 @@ fn grant(c: &Value) -> Result<Grant, Refusal> {
         Value::Bool(b) => *b,
         _ => return Err(bad("ibexdb_create is not a boolean")),
     };
-    Ok(Grant { repos, create })
+    Ok(Grant {
+        repos,
+        create,
+        ends_s: 0,
+    })
 }
 
 impl Grant {
+    /// The refusal that ends a session when its token expires (sent before the close).
+    pub fn expired(&self) -> Refusal {
+        refusal(
+            AuthErrorKind::TokenExpired,
+            format!(
+                "the session's token expired (the session ends at exp plus the leeway, {} s since 1970); dial again with a fresh token",
+                self.ends_s
+            ),
+        )
+    }
+
     /// Whether the token names `repo` (a name, or a prefix ending in `*`).
     pub fn covers(&self, repo: &str) -> bool {
         self.repos.iter().any(|r| match r.strip_suffix('*') {
@@ -310,6 +452,19 @@ impl Grant {
             AuthErrorKind::TokenCannotCreate,
             format!("the token has no {CLAIM_CREATE}: true claim; {repo:?} does not exist"),
         ))
+    }
+}
+
+impl Remote {
+    /// The keys the URL serves now (an error for an answer with none).
+    async fn fetch_keys(&self) -> Result<Vec<Jwk>, String> {
+        let body = jwks_fetch::fetch(&self.url, self.tls.as_ref()).await?;
+        let text = std::str::from_utf8(&body).map_err(|_| "the JWKS is not UTF-8".to_string())?;
+        let keys = parse_jwks(text)?;
+        if keys.is_empty() {
+            return Err("no ES256 (EC P-256) or RS256 (RSA) key".into());
+        }
+        Ok(keys)
     }
 }
 
@@ -362,6 +517,7 @@ mod tests {
         let g = Grant {
             repos: vec!["team-*".into(), "notes".into()],
             create: false,
+            ends_s: 0,
         };
         assert!(g.covers("team-a") && g.covers("notes"));
         assert!(!g.covers("notes2") && !g.covers("other"));
@@ -369,6 +525,7 @@ mod tests {
         let all = Grant {
             repos: vec!["*".into()],
             create: true,
+            ends_s: 0,
         };
         assert!(all.may_create("anything").is_ok());
         let none = grant(&serde_json::json!({})).unwrap();

@@ -59,9 +59,18 @@ pub struct Config {
     /// Longest wait for one PostgreSQL operation (connect, query, commit).
     pub pg_timeout: Duration,
     /// Bearer tokens (docs/design.md §12.4): the JWKS file, the audience, the issuer.
-    pub auth_jwks: Option<PathBuf>,
+    /// A file, or an `https://` URL (`http://` to a loopback address) fetched and refreshed.
+    pub auth_jwks: Option<String>,
+    /// The CA certificates (PEM) an `https://` JWKS URL is verified against (else the system's).
+    pub auth_jwks_ca: Option<PathBuf>,
+    /// At most one fetch of a JWKS URL per this when tokens name unknown keys.
+    pub auth_jwks_refresh: Duration,
+    /// A JWKS URL is fetched again at least this often.
+    pub auth_jwks_max_age: Duration,
     pub auth_audience: Option<String>,
     pub auth_issuer: Option<String>,
+    /// Clock difference tolerated on a token's `exp` and `nbf`; a session ends at `exp` plus it.
+    pub auth_leeway_s: u64,
 }
 
 /// One flag: name, value name (empty for a switch), default shown in `--help`, description.
@@ -286,9 +295,27 @@ const FLAGS: &[Flag] = &[
     ),
     (
         "--auth-jwks",
-        "FILE",
+        "FILE|URL",
         "none",
-        "a JWKS (JSON) of the app's identity provider: every connection must present a bearer token it signed (ES256, RS256); its ibexdb_repos and ibexdb_create claims bound what it may open or create",
+        "a JWKS (JSON) of the app's identity provider: every connection must present a bearer token it signed (ES256, RS256); its ibexdb_repos and ibexdb_create claims bound what it may open or create. An https:// URL (http:// only to 127.0.0.1, [::1], localhost) is fetched at start, again when a token names an unknown kid, and hourly; a failed or oversized fetch keeps the keys",
+    ),
+    (
+        "--auth-jwks-ca",
+        "FILE",
+        "system",
+        "CA certificates (PEM) an https:// --auth-jwks URL is verified against (default: SSL_CERT_FILE, else the system bundle)",
+    ),
+    (
+        "--auth-jwks-refresh-ms",
+        "MS",
+        "30000",
+        "at most one fetch of the --auth-jwks URL per this when tokens name unknown keys",
+    ),
+    (
+        "--auth-jwks-max-age-ms",
+        "MS",
+        "3600000",
+        "fetch the --auth-jwks URL again at least this often (a key the provider removed stops being trusted within it)",
     ),
     (
         "--auth-audience",
@@ -301,6 +328,12 @@ const FLAGS: &[Flag] = &[
         "ISS",
         "any",
         "the iss a bearer token must carry",
+    ),
+    (
+        "--auth-leeway-s",
+        "S",
+        "60",
+        "clock difference tolerated on a bearer token's exp and nbf; a session ends (AuthError token-expired) at exp plus this",
     ),
     ("--help", "", "", "print this help"),
 ];
@@ -365,8 +398,12 @@ impl Config {
             pg_connections: 16,
             pg_timeout: Duration::from_secs(5),
             auth_jwks: None,
+            auth_jwks_ca: None,
+            auth_jwks_refresh: Duration::from_secs(30),
+            auth_jwks_max_age: Duration::from_secs(3600),
             auth_audience: None,
             auth_issuer: None,
+            auth_leeway_s: crate::auth::LEEWAY_S,
         }
     }
 
@@ -469,9 +506,18 @@ impl Config {
             "--shutdown-timeout-ms" => self.shutdown_timeout = ms(name, v)?,
             "--pg-connections" => self.pg_connections = int(name, v)? as usize,
             "--pg-timeout-ms" => self.pg_timeout = ms(name, v)?,
-            "--auth-jwks" => self.auth_jwks = Some(PathBuf::from(v)),
+            "--auth-jwks" => {
+                if crate::jwks_fetch::is_url(v) {
+                    crate::jwks_fetch::parse(v).map_err(|e| format!("--auth-jwks {e}"))?;
+                }
+                self.auth_jwks = Some(v.to_string())
+            }
+            "--auth-jwks-ca" => self.auth_jwks_ca = Some(PathBuf::from(v)),
+            "--auth-jwks-refresh-ms" => self.auth_jwks_refresh = ms(name, v)?,
+            "--auth-jwks-max-age-ms" => self.auth_jwks_max_age = ms(name, v)?,
             "--auth-audience" => self.auth_audience = Some(v.to_string()),
             "--auth-issuer" => self.auth_issuer = Some(v.to_string()),
+            "--auth-leeway-s" => self.auth_leeway_s = int(name, v)?,
             _ => unreachable!("flag {name} listed but not handled"),
         }
         Ok(())
@@ -491,6 +537,14 @@ impl Config {
         }
         if self.auth_issuer.is_some() && self.auth_jwks.is_none() {
             return Err("--auth-issuer needs --auth-jwks".into());
+        }
+        if self.auth_jwks_ca.is_some()
+            && !self
+                .auth_jwks
+                .as_deref()
+                .is_some_and(|j| j.starts_with("https://"))
+        {
+            return Err("--auth-jwks-ca needs an https:// --auth-jwks URL".into());
         }
         if self.tls_cert.is_some() != self.tls_key.is_some() {
             return Err("--tls-cert and --tls-key go together".into());
@@ -579,6 +633,13 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(a.auth_audience.as_deref(), Some("a"));
+        assert_eq!(a.auth_leeway_s, 60);
+        // A JWKS URL: https, or http to loopback only; a CA file only for https.
+        let url = "--data d --auth-audience a --auth-jwks";
+        assert!(Config::parse(args(&format!("{url} https://idp.example/jwks"))).is_ok());
+        assert!(Config::parse(args(&format!("{url} http://127.0.0.1:9/jwks"))).is_ok());
+        assert!(Config::parse(args(&format!("{url} http://idp.example/jwks"))).is_err());
+        assert!(Config::parse(args(&format!("{url} k.json --auth-jwks-ca ca.pem"))).is_err());
         assert!(Config::parse(args("--data d --max-message-bytes 999999999")).is_err());
         // --batch-bytes is a flag (it was validated but missing from FLAGS: refused as unknown).
         let b = Config::parse(args("--data d --batch-bytes 262144"))

@@ -205,7 +205,7 @@ where
     // The bearer token first (`--auth-jwks`): a refused one ends the connection before the
     // handshake, with nothing read, opened or stored.
     let grant = match &server.auth {
-        Some(auth) => match auth.check(bearer, now_s()) {
+        Some(auth) => match auth.check_fresh(bearer, now_s).await {
             Ok(g) => Some(g),
             Err(r) => return (Ended::Refused(r), None),
         },
@@ -238,9 +238,12 @@ where
     if let Some(Err(r)) = grant.as_ref().map(|g| g.may_open(&name)) {
         return (Ended::Refused(r), Some(name));
     }
+    // A session ends when its token does (`exp` plus the leeway), told `token-expired` first:
+    // the client dials again with a fresh token.
+    let ends = grant.as_ref().map(|g| (until_s(g.ends_s), g.expired()));
     let ended = match subscribe(server, source, out, session, hello, grant.as_ref()).await {
         Ok(repo) => {
-            let ended = read_loop(server, source, watch, out, &repo, session).await;
+            let ended = read_loop(server, source, watch, out, (&repo, session), ends).await;
             repo.send(Cmd::Leave { conn: session.conn });
             ended
         }
@@ -331,6 +334,19 @@ where
     Ok(repo)
 }
 
+/// The instant Unix time `at_s` is reached (now, if it has passed; at most a year ahead: a
+/// token whose `exp` is further away ends its session after a year).
+fn until_s(at_s: u64) -> Instant {
+    const YEAR: Duration = Duration::from_secs(365 * 86400);
+    let left = std::time::UNIX_EPOCH
+        .checked_add(Duration::from_secs(at_s))
+        .map_or(YEAR, |at| {
+            at.duration_since(std::time::SystemTime::now())
+                .unwrap_or_default()
+        });
+    Instant::now() + left.min(YEAR)
+}
+
 fn now_s() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -348,14 +364,15 @@ fn gone() -> Ended {
 }
 
 /// Read messages until the session ends: pushes one at a time, pings on silence; a message
-/// begun must be complete within `--message-timeout-ms` (pongs do not extend it).
+/// begun must be complete within `--message-timeout-ms` (pongs do not extend it); at `ends`
+/// (the bearer token's expiry, if any) the session ends with its refusal.
 async fn read_loop<S>(
     server: &Arc<Server>,
     source: &mut S,
     watch: &mut Watch,
     out: &Arc<Outbox>,
-    repo: &RepoHandle,
-    session: &Session,
+    (repo, session): (&RepoHandle, &Session),
+    ends: Option<(Instant, Refusal)>,
 ) -> Ended
 where
     S: Stream<Item = Result<Ws, WsError>> + Unpin,
@@ -365,6 +382,11 @@ where
     let check = (cfg.message_timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
     let mut next_check = Instant::now() + check;
     watch.message();
+    // Without a token, a deadline that never comes (a year: `sleep_until` wants an instant).
+    let (ends_at, mut expired) = match ends {
+        Some((at, r)) => (at, Some(r)),
+        None => (Instant::now() + Duration::from_secs(365 * 86400), None),
+    };
     loop {
         let wake = heard
             + if pinged {
@@ -393,6 +415,12 @@ where
             }
             _ = out.closed() => return Ended::Closed("closed by the server"),
             _ = server.shutdown.wait() => return shutting_down(),
+            _ = sleep_until(ends_at), if expired.is_some() => {
+                if let Some(r) = expired.take() {
+                    return Ended::Refused(r);
+                }
+                continue;
+            }
         };
         (heard, pinged) = (Instant::now(), false);
         match &frame {

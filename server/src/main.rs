@@ -21,6 +21,7 @@
 //! | `server`      | what every connection shares                                           |
 //! | `listener`    | the accept loop: connection limits, back-off on accept errors          |
 //! | `auth`        | bearer tokens (`--auth-jwks`): JWT checks, claims to repositories      |
+//! | `jwks_fetch`  | a JWKS URL's GET over HTTP(S), bounded in time and bytes               |
 //! | `tls`         | the rustls acceptor for `wss://`; the bytes a handshake may read       |
 //! | `stream`      | TCP or TLS behind one type; replaying the request head                 |
 //! | `http`        | the request head: WebSocket upgrade, or `GET /healthz`, `GET /metrics` |
@@ -61,6 +62,7 @@ mod frame_watch;
 mod frames;
 mod handshake;
 mod http;
+mod jwks_fetch;
 mod limits;
 mod listener;
 mod log;

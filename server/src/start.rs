@@ -2,7 +2,7 @@
 //! until SIGTERM or Ctrl-C, then shut down gracefully (stop accepting, let connections finish
 //! their pushes and tell them, close every repository with a snapshot) and return.
 
-use crate::auth::Auth;
+use crate::auth::{Auth, RemoteOptions};
 use crate::backend::Backend;
 use crate::config::{Config, Store};
 use crate::limits::{ConnLimiter, CreateLimiter, PushBudgets};
@@ -46,13 +46,20 @@ pub async fn run(cfg: Config) -> i32 {
         _ => None,
     };
     let auth = match (&cfg.auth_jwks, &cfg.auth_audience) {
-        (Some(jwks), Some(aud)) => match Auth::load(jwks, aud, cfg.auth_issuer.as_deref()) {
-            Ok(a) => Some(a),
-            Err(e) => {
-                eprintln!("ibexdb-server: {e}");
-                return 1;
+        (Some(jwks), Some(aud)) => {
+            let opts = RemoteOptions {
+                ca: cfg.auth_jwks_ca.clone(),
+                min_interval: cfg.auth_jwks_refresh,
+            };
+            let claims = (aud.as_str(), cfg.auth_issuer.as_deref());
+            match Auth::load(jwks, claims, cfg.auth_leeway_s, opts).await {
+                Ok(a) => Some(a),
+                Err(e) => {
+                    eprintln!("ibexdb-server: {e}");
+                    return 1;
+                }
             }
-        },
+        }
         _ => None,
     };
     let listener = match TcpListener::bind(&cfg.listen).await {
@@ -115,10 +122,24 @@ pub async fn run(cfg: Config) -> i32 {
         tokio::spawn(pg::listen::run(pg.clone(), on_notice));
     }
     tokio::spawn(close_idle_repos(server.clone()));
+    if server.auth.as_ref().is_some_and(|a| a.is_remote()) {
+        tokio::spawn(refresh_jwks(server.clone()));
+    }
     let accepting = tokio::spawn(listener::accept_loop(server.clone(), listener));
     shutdown::signalled().await;
     stop(&server, accepting).await;
     0
+}
+
+/// A JWKS URL's keys, fetched again every `--auth-jwks-max-age-ms` (a key the provider removed
+/// is not trusted past it).
+async fn refresh_jwks(server: Arc<Server>) {
+    loop {
+        tokio::time::sleep(server.cfg.auth_jwks_max_age).await;
+        if let Some(auth) = &server.auth {
+            auth.refresh("max-age").await;
+        }
+    }
 }
 
 /// The store for the log: the data directory, or PostgreSQL's hosts and database (never the

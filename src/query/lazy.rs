@@ -383,7 +383,7 @@ impl Entries {
     }
 
     /// Read the noted cold runs (every one when `all`) with `load`, each checked against its
-    /// block (CRC, count), its entries in order and equal at the ends to the directory's; then
+    /// block (checksum, count), its entries in order and equal at the ends to the directory's; then
     /// the writes kept with it are applied and its entries are hot. Whether any was read.
     pub(crate) fn materialize(&mut self, all: bool, load: &mut BlockLoader<'_>) -> Result<bool> {
         let noted = std::mem::take(self.noted.get_mut());
@@ -551,7 +551,7 @@ mod tests {
                 offset: bytes.len() as u64,
                 len: body.len() as u32,
                 count: n as u32,
-                crc: crate::hashing::crc32(&body),
+                crc: crate::hashing::block_sum(&body),
                 first: enc(part[0]).into(),
                 last: enc(part[n - 1]).into(),
             });

@@ -164,6 +164,8 @@ pub struct Repo<S: Storage> {
     /// The secondary indexes that file holds, by collection: each valid while its collection
     /// is not `touched` (`repo/indexes.rs`).
     snap_indexes: snapshot::ColdIndexes,
+    /// Where that file's commit table is: the segments an appended snapshot keeps.
+    snap_table: Vec<snapshot::TableSegment>,
     open_report: OpenReport,
 }
 
@@ -208,6 +210,7 @@ impl<S: Storage> Repo<S> {
             snapshot_log_len: 0,
             snapshot_len: 0,
             snap_indexes: snapshot::ColdIndexes::new(),
+            snap_table: Vec::new(),
             open_report: OpenReport::default(),
         };
         if let Some(d) = snap_data {
@@ -215,6 +218,7 @@ impl<S: Storage> Repo<S> {
             repo.snapshot_len = repo.snapshot_bytes()?;
             repo.graph = d.graph;
             repo.snap_indexes = d.indexes;
+            repo.snap_table = d.table;
             repo.open_report.from_snapshot = true;
         }
         let mut n = 0;
@@ -364,6 +368,7 @@ impl<S: Storage> Repo<S> {
         self.snapshot_log_len = 0;
         self.snapshot_len = 0;
         self.snap_indexes.clear();
+        self.snap_table.clear();
         self.open_report.from_snapshot = false;
         Ok(true)
     }
@@ -395,7 +400,8 @@ impl<S: Storage> Repo<S> {
         }
         self.flush()?;
         let blocks = self.graph.state.kept_block_bytes();
-        let cold = blocks + self.kept_index_bytes();
+        let table: u64 = self.snap_table.iter().map(|t| u64::from(t.len)).sum();
+        let cold = blocks + self.kept_index_bytes() + table;
         let mut append = (cold > 0 && self.snapshot_len > 0 && 2 * cold >= self.snapshot_len)
             .then_some(self.snapshot_len);
         let compact = append.is_none() && blocks > 0 && self.snapshot_len > 0;
@@ -424,8 +430,9 @@ impl<S: Storage> Repo<S> {
         let persist = indexes::to_persist(&self.query, &self.graph.state, kept, keep_indexes);
         let s = self.snap.as_mut().unwrap();
         let log = (log_len, self.log.storage());
+        let table: &[_] = if keep_indexes { &self.snap_table } else { &[] };
         let (end, indexes, blocks) =
-            match snapshot::write_for(&self.graph, log, s, append, &persist) {
+            match snapshot::write_for(&self.graph, log, s, (append, table), &persist) {
                 Ok(done) => done,
                 Err(e) => {
                     // A snapshot that did not fit takes no room: cut the file back to what it held
@@ -438,6 +445,7 @@ impl<S: Storage> Repo<S> {
                         && append.is_none()
                     {
                         self.snap_indexes.clear();
+                        self.snap_table.clear();
                     }
                     if append.is_none() {
                         // The file no longer holds the blocks loaded from it.
@@ -449,6 +457,7 @@ impl<S: Storage> Repo<S> {
         self.snapshot_len = end;
         self.snapshot_log_len = log_len;
         self.snap_indexes = indexes;
+        self.snap_table = blocks.table;
         self.graph
             .state
             .snapshot_written(blocks.blocks, blocks.tables);
@@ -471,6 +480,7 @@ impl<S: Storage> Repo<S> {
                 let _ = s.truncate(0).and_then(|()| s.flush());
                 self.graph.state.forget_clean();
                 self.snap_indexes.clear();
+                self.snap_table.clear();
                 self.rebuild_from_log()?;
                 Err(e)
             }
@@ -497,13 +507,21 @@ impl<S: Storage> Repo<S> {
     /// only those), close drops them and succeeds: the commits they cover are durable, and
     /// the next open finds them unsealed and seals them again. Unwritten commits are an error.
     pub fn close(mut self) -> Result<(S, Option<S>)> {
+        self.flush_for_close()?;
+        Ok((self.log.into_storage(), self.snap))
+    }
+
+    /// What [`Repo::close`] does before handing the files back: flush, dropping buffered seal
+    /// frames (only those) when out of room. For a caller that ends right after (a worker about
+    /// to be terminated) and lets go of the repository without freeing its memory.
+    pub fn flush_for_close(&mut self) -> Result<()> {
         if let Err(e) = self.flush() {
             if !(is_quota(&e) && self.log.pending_seals_only()) {
                 return Err(e);
             }
             self.log.discard_pending();
         }
-        Ok((self.log.into_storage(), self.snap))
+        Ok(())
     }
 }
 

@@ -153,6 +153,7 @@ impl<S: Storage> Repo<S> {
         self.wait = wait;
         self.snapshot_log_len = 0;
         self.snap_indexes.clear();
+        self.snap_table.clear();
         self.open_report.from_snapshot = false;
         Ok(())
     }

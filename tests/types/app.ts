@@ -93,6 +93,12 @@ export async function example(): Promise<void> {
   await synced.sync('ws://127.0.0.1:8788');
   await synced.sync(['wss://a.example.org', 'wss://b.example.org']);
   const cluster = await open('notes-cluster', { sync: ['ws://127.0.0.1:8787', 'ws://127.0.0.1:8788'] });
+  const withLogin = await open('notes-login', { sync: 'wss://sync.example.org', syncToken: async () => 'eyJ.a.b' });
+  await open('notes-login2', { sync: 'wss://sync.example.org', syncToken: 'eyJ.a.b' });
+  // @ts-expect-error the token is a string or a function returning one
+  await open('notes-login3', { syncToken: 42 });
+  const lastAuth = (await withLogin.syncStatus()).lastError;
+  if (lastAuth instanceof AuthError && (lastAuth.kind === 'token-expired' || lastAuth.kind === 'token-unavailable')) void lastAuth.message;
   const urls: string[] | null = (await cluster.syncStatus()).urls;
   void urls;
   const st: SyncStatus = await synced.syncStatus();

@@ -28,6 +28,8 @@ export async function nodeExample(directory: string): Promise<number> {
     });
   }
   await db.sync('ws://127.0.0.1:8787');
+  const backend = await open('notes-server', { storage: 'memory', sync: 'wss://sync.example.org', syncToken: async () => 'eyJ.a.b' });
+  await backend.close();
   await db.close();
   await mem.close();
   return rows.length + (n?.title.length ?? 0) + storage.length;

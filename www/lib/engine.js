@@ -752,8 +752,12 @@ export class EngineHandle {
    * Seal, flush, snapshot (if the tail is non-empty), release the files. Out of room, the seal
    * and the snapshot wait for a later session (the commits are durable; the engine's close
    * drops only seals it cannot write): close fails only for commits it could not write.
+   * `free: false` leaves the repository's memory to the end of the worker, for a worker that
+   * is terminated right after (the page API's): freeing every loaded item would cost
+   * milliseconds of the close for memory the worker's end frees anyway.
+   * @param {{free?: boolean}} [opts]
    */
-  async close() {
+  async close({ free = true } = {}) {
     if (this._raw && !this._dead) {
       try {
         try {
@@ -761,7 +765,7 @@ export class EngineHandle {
         } catch (e) {
           if (!(e instanceof QuotaExceededError)) throw e;
         }
-        this._call((r) => r.close());
+        this._call((r) => (free ? r.close() : r.closeWithoutFree()));
         await this.durable();
       } finally {
         this._release();

@@ -81,7 +81,11 @@ export class ProtocolError extends IbexError {}
  * founder is not the `owner` the application pinned.
  */
 export class PermissionError extends IbexError {}
-/** The sync server did not accept this replica's session proof (`kind`: `stale`, `wrong-server`, ...). */
+/**
+ * The sync server did not accept this replica's session proof (`kind`: `stale`, `wrong-server`,
+ * ...) or its bearer token (`token-expired`, `token-scope`, ...); `token-unavailable`: the app's
+ * `syncToken` failed, so nothing was dialed.
+ */
 export class AuthError extends IbexError {}
 /** The sync server refused something over one of its limits (`limit` names it). */
 export class LimitError extends IbexError {}

@@ -185,6 +185,18 @@ export interface OpenOptions {
    */
   sync?: string | string[];
   /**
+   * The application's bearer token for a server started with `--auth-jwks` (its identity
+   * provider's JWT): a string, or a function (sync or async) returning one, called before every
+   * dial so a reconnect carries a fresh token (the server ends a session when its token expires,
+   * and the next dial asks again). The browser offers it as the WebSocket subprotocol
+   * `ibexdb.bearer.TOKEN`, Node as an `Authorization: Bearer` header. A function that throws,
+   * returns no string or takes over 10 s: AuthError kind 'token-unavailable' in the sync
+   * status (`db.sync()` rejects with it); a token the server refuses: its AuthError kind
+   * ('token-expired', 'token-scope', ...). In the browser the tab that owns the files asks its
+   * own page.
+   */
+  syncToken?: string | (() => string | Promise<string>);
+  /**
    * The public key (`db.publicKey`, 98 hex digits) of the device that founds this repository.
    * A repository whose root was written by another key (a squatter who took the name first)
    * is refused with PermissionError kind 'wrong-founder' and nothing of it is applied; a
@@ -635,7 +647,7 @@ export declare class PermissionError extends IbexError {
   readonly code?: number;
 }
 export declare class AuthError extends IbexError {
-  readonly kind?: 'bad-signature' | 'replayed' | 'stale' | 'wrong-server' | 'malformed' | 'token-missing' | 'token-too-large' | 'token-invalid' | 'token-expired' | 'token-not-yet-valid' | 'wrong-audience' | 'wrong-issuer' | 'unknown-key' | 'token-scope' | 'token-cannot-create';
+  readonly kind?: 'bad-signature' | 'replayed' | 'stale' | 'wrong-server' | 'malformed' | 'token-missing' | 'token-too-large' | 'token-invalid' | 'token-expired' | 'token-not-yet-valid' | 'wrong-audience' | 'wrong-issuer' | 'unknown-key' | 'token-scope' | 'token-cannot-create' | 'token-unavailable';
   readonly code?: number;
 }
 export declare class LimitError extends IbexError {

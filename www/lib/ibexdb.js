@@ -13,7 +13,8 @@
 import { argBoolean, argCollection, argFunction, argKey, argKeys, argObject, argPublicKey, argQuery, argString, argWhere, describe, isPlainObject } from './args.js';
 import { decode, decodeMany, decodePage, decodeRows, encode, encodeObject } from './codec.js';
 import { TxnBuilder, txnBytes } from './txn.js';
-import { ClosedError, IbexError, InvalidValueError, StorageUnavailableError, fromWire } from './errors.js';
+import { ClosedError, IbexError, InvalidValueError, StorageUnavailableError, fromWire, toWire } from './errors.js';
+import { fetchToken, unavailable } from './sync-token.js';
 import { LiveQuery, applyChange, publicChange } from './live-query.js';
 import { Collection } from './collection.js';
 import { askPersist, checkEnvironment, compileWasm, persistedNow, startVerifyThread, startWorker, watchViolations, workerFailure } from './loader.js';
@@ -143,6 +144,8 @@ export class Database {
     this._verifyThread = null;
     /** @type {import('./schema-upgrade.js').SchemaUpgrader | null} open()'s `version`: upgrades and migrations */
     this._upgrader = null;
+    /** @type {OpenOptions['syncToken']} open()'s bearer token (or its function), asked for by the worker before each dial */
+    this._syncToken = undefined;
     worker.onmessage = (ev) => this._onMessage(ev.data);
     worker.onerror = (ev) => {
       ev.preventDefault?.();
@@ -263,8 +266,25 @@ export class Database {
       case 'verify-thread':
         this._startVerifyThread();
         break;
+      case 'token':
+        this._answerToken(m.id);
+        break;
       default:
     }
+  }
+
+  /**
+   * The worker is about to dial the sync server: call open()'s `syncToken` and answer with the
+   * token, or with the AuthError (`token-unavailable`) when it fails (sync-token.js).
+   * @param {number} id
+   */
+  _answerToken(id) {
+    const source = this._syncToken;
+    const asked = source == null ? Promise.reject(unavailable('open() was given no syncToken in this tab')) : fetchToken(source);
+    asked.then(
+      (token) => this._closed || this._worker.postMessage({ type: 'token', id, token }),
+      (e) => this._closed || this._worker.postMessage({ type: 'token', id, error: toWire(e) }),
+    );
   }
 
   /**
@@ -824,6 +844,8 @@ export async function open(name, options = {}) {
           schemas: options.schemas,
           version: options.version,
           storage: options.storage ?? 'auto',
+          // The token function stays here: the worker asks this page before every dial.
+          syncToken: options.syncToken != null,
         },
         wasm: module,
       };
@@ -845,6 +867,7 @@ export async function open(name, options = {}) {
       started.started();
     });
   const db = new Database(name, worker, info, durability, options.onError, await persisted);
+  db._syncToken = options.syncToken;
   if (options.persist !== false && !db.persisted) db.persist().catch(() => {});
   if (options.version !== undefined || options.sync != null) {
     try {

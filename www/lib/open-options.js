@@ -5,6 +5,7 @@ import { describe, isPlainObject } from './args.js';
 import { InvalidValueError } from './errors.js';
 import { MAX_SYNC_URLS, isSyncUrls } from './policy.js';
 import { checkVersionOptions } from './schema-upgrade.js';
+import { isSyncTokenOption } from './sync-token.js';
 
 /** @typedef {import('./ibexdb.js').OpenOptions} OpenOptions */
 
@@ -13,7 +14,7 @@ import { checkVersionOptions } from './schema-upgrade.js';
  * list differ).
  * @type {Record<keyof OpenOptions, true>}
  */
-const OPTION_NAMES = { durability: true, trusted: true, identity: true, passphrase: true, schemas: true, version: true, migrations: true, onMigrationProgress: true, recovery: true, quotaBytes: true, sync: true, owner: true, onError: true, storage: true, persist: true };
+const OPTION_NAMES = { durability: true, trusted: true, identity: true, passphrase: true, schemas: true, version: true, migrations: true, onMigrationProgress: true, recovery: true, quotaBytes: true, sync: true, syncToken: true, owner: true, onError: true, storage: true, persist: true };
 
 /**
  * Check `open()`'s options: InvalidValueError naming the option (`options.<name>`) for an
@@ -66,6 +67,9 @@ export function checkOptions(options) {
         break;
       case 'sync':
         if (v !== null && !isSyncUrls(v)) throw bad(k, `a ws:// or wss:// URL or a list of 1-${MAX_SYNC_URLS} of them`, v);
+        break;
+      case 'syncToken':
+        if (!isSyncTokenOption(v)) throw bad(k, 'a non-empty string (a bearer token) or a function returning one', v);
         break;
       default:
     }

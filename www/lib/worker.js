@@ -17,6 +17,7 @@
 //                   {type:'close'}
 //                   {type:'verify-port', port}              verify()'s helper thread (a MessagePort, or null)
 //                   {type:'verify-failed'}                  that helper thread failed to start
+//                   {type:'token', id, token?, error?}      the page's answer to a token ask
 //   worker -> page  {type:'opened', publicKey, trusted, role, sync} | {type:'open-failed', error}
 //                   {type:'results', results: [[seq, ok, payload], ...], live?}
 //                   {type:'live', epoch, changes?, resets?}   live-query updates
@@ -26,6 +27,8 @@
 //                   {type:'background-error', error}         a relaxed flush / seal failed
 //                   {type:'closed', error?}
 //                   {type:'verify-thread'}                   start verify()'s helper thread, send its port
+//                   {type:'token', id}                       sync is about to dial: the app's bearer token,
+//                                                            please (open()'s syncToken; sync-token.js)
 // Values, queries and results travel as JSON text (codec.js); a result holding bytes values as
 // `{json, bytes}` (codec.js EngineText), its Uint8Arrays' buffers transferred; errors as
 // {name, message, ...}.
@@ -34,7 +37,8 @@
 // recovery and takeover.
 
 import { transferables } from './codec.js';
-import { ClosedError, toWire } from './errors.js';
+import { ClosedError, fromWire, toWire } from './errors.js';
+import { TOKEN_TIMEOUT_MS, checkToken, unavailable } from './sync-token.js';
 import { Batches } from './worker/batch.js';
 import { LiveQueries } from './worker/live.js';
 import { Maintenance } from './worker/maintenance.js';
@@ -54,8 +58,9 @@ import { SyncManager } from './worker/sync.js';
  */
 
 /**
- * What open() passes on to the worker (the engine's options plus schemas to declare).
- * @typedef {import('./engine.js').EngineOptions} WorkerOptions
+ * What open() passes on to the worker (the engine's options plus schemas to declare, and
+ * whether the page has a `syncToken` to ask for before each dial).
+ * @typedef {import('./engine.js').EngineOptions & {syncToken?: boolean}} WorkerOptions
  */
 
 /**
@@ -107,6 +112,44 @@ async function recover() {
   live.renew();
 }
 
+/** @type {Map<number, {resolve: (t: string) => void, reject: (e: unknown) => void, timer: ReturnType<typeof setTimeout>}>} token asks waiting for the page */
+const tokenAsks = new Map();
+let tokenSeq = 0;
+
+/**
+ * Ask the page for the app's bearer token (it calls open()'s `syncToken`), before a dial. The
+ * answer is handed to that dial only; nothing here keeps it.
+ * @returns {Promise<string>}
+ */
+function askToken() {
+  return new Promise((resolve, reject) => {
+    const id = ++tokenSeq;
+    // The page's own timeout answers first; this one covers a page that is gone or frozen.
+    const timer = setTimeout(() => {
+      tokenAsks.delete(id);
+      reject(unavailable(`the page did not answer the token request within ${TOKEN_TIMEOUT_MS + 2000} ms`));
+    }, TOKEN_TIMEOUT_MS + 2000);
+    tokenAsks.set(id, { resolve, reject, timer });
+    rt.post({ type: 'token', id });
+  });
+}
+
+/** The page's answer to token ask `m.id`. @param {{id: number, token?: unknown, error?: any}} m */
+function tokenAnswer(m) {
+  const ask = tokenAsks.get(m.id);
+  if (!ask) return;
+  tokenAsks.delete(m.id);
+  clearTimeout(ask.timer);
+  if (m.error) ask.reject(fromWire(m.error));
+  else {
+    try {
+      ask.resolve(checkToken(m.token));
+    } catch (e) {
+      ask.reject(e);
+    }
+  }
+}
+
 const live = new LiveQueries(rt);
 const maintenance = new Maintenance(rt, { recover });
 const sync = new SyncManager({
@@ -122,6 +165,10 @@ const sync = new SyncManager({
     rt.post({ type: 'received' });
   },
   afterPush: () => maintenance.schedule(),
+  // open()'s syncToken lives on the page: asked for before every dial.
+  get token() {
+    return rt.options.syncToken ? askToken : undefined;
+  },
   onStatus: (status) => {
     rt.syncUrl = status.urls;
     rt.post({ type: 'sync-status', status });
@@ -165,6 +212,9 @@ self.onmessage = (ev) => {
       break;
     case 'verify-failed':
       batches.crypto?.helperFailed();
+      break;
+    case 'token':
+      tokenAnswer(m);
       break;
     default:
   }

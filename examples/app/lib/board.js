@@ -4,8 +4,14 @@
 //   lists/<id>   {name, order}
 //   tasks/<id>   {id, title, notes, list, done, due ('YYYY-MM-DD' | null), tags: Set<string>,
 //                 created, updated, createdBy}  + derived fields written in the same commit:
-//                 titleLc, notesLc (search), hasDue (sorting: dated tasks first)
+//                 titleLc (sorting by title), hasDue (sorting: dated tasks first), search
+//                 (title, notes and tags in one string, under a full-text index: the search box)
 //   people/<key> {name}       the display name a user gave their public key
+//
+// The schemas are stored in the board at SCHEMA_VERSION (open(..., {schemas, version,
+// migrations})): version 1 added `search`, and its migration writes it for the tasks of a board
+// made before (by the board's owner when they open the upgraded app; an older app's task that
+// arrives later is migrated by the first upgraded device that sees it).
 //
 // Concurrent edits merge per field (the later edit of a field wins, by the commits' hybrid
 // clocks); tags are a set, so concurrent additions and removals of different tags all apply.
@@ -26,13 +32,37 @@ export const SCHEMAS = {
       due: { type: 'string', nullable: true },
       tags: { type: 'set' },
       notes: { type: 'string' },
+      search: { type: 'string' },
       created: { type: 'number' },
       updated: { type: 'number' },
     },
-    indexes: ['id', 'list', 'updated'],
+    indexes: ['id', 'list', 'updated', { field: 'search', kind: 'text' }],
   },
   people: { fields: { name: { type: 'string', required: true } } },
 };
+
+/** The version of SCHEMAS (stored in the board; an older app opens a newer board read-only). */
+export const SCHEMA_VERSION = 1;
+
+/**
+ * The text the search box searches: title, notes and tags. The full-text index folds case and
+ * accents and splits words itself.
+ * @param {{title?: unknown, notes?: unknown, tags?: Iterable<string>}} t
+ */
+export const searchText = (t) => [String(t.title ?? ''), String(t.notes ?? ''), ...[...(t.tags ?? [])].sort()].join(' ').trim();
+
+/** How a task of a board made before version n becomes one of version n. @type {Record<number, Record<string, import('ibexdb').Migration>>} */
+export const MIGRATIONS = {
+  1: { tasks: (t) => ({ ...t, search: searchText(/** @type {any} */ (t)) }) },
+};
+
+/** The words of a search (at most 32, at most 1,024 bytes: what `match` accepts), '' for none. @param {string} text */
+export function searchWords(text) {
+  const words = text.split(/[^\p{L}\p{N}\p{M}]+/u).filter(Boolean).slice(0, 32);
+  const enc = new TextEncoder();
+  while (words.length && enc.encode(words.join(' ')).length > 1024) words.pop();
+  return words.join(' ');
+}
 
 /** @typedef {'created' | 'due' | 'title' | 'updated'} SortName */
 
@@ -45,7 +75,7 @@ export const SORTS = {
 };
 
 /** Fields the app derives; the history view does not show them. */
-export const DERIVED = new Set(['titleLc', 'notesLc', 'hasDue', 'updated']);
+export const DERIVED = new Set(['titleLc', 'notesLc', 'hasDue', 'updated', 'search']);
 
 /** A new id: time-ordered, unique across devices. */
 export const newId = () => `${Date.now().toString(36)}-${crypto.getRandomValues(new Uint32Array(1))[0].toString(36)}`;
@@ -58,8 +88,9 @@ export const newId = () => `${Date.now().toString(36)}-${crypto.getRandomValues(
 export function columnQuery(list, { search = '', tag = null, sort = 'created', hideDone = false } = {}) {
   /** @type {Record<string, any>[]} */
   const and = [{ list }];
-  const q = search.trim().toLowerCase();
-  if (q) and.push({ or: [{ titleLc: { includes: q } }, { notesLc: { includes: q } }, { tags: { contains: q.replace(/^#/, '') } }] });
+  // Every word, the last one possibly a prefix, in the title, notes or tags (the text index).
+  const words = searchWords(search);
+  if (words) and.push({ search: { match: words } });
   if (tag) and.push({ tags: { contains: tag } });
   if (hideDone) and.push({ done: false });
   return { collection: 'tasks', where: { and }, sort: (SORTS[sort] ?? SORTS.created).sort };
@@ -78,13 +109,17 @@ export function parseQuickAdd(text) {
   return { title: title || text.trim(), tags };
 }
 
-/** The fields an edit writes, with the derived ones that go with them. @param {Record<string, any>} fields */
-function withDerived(fields) {
+/**
+ * The fields an edit writes, with the derived ones that go with them. `current`: the task as it
+ * is here (its search text is rebuilt from it and the edit).
+ * @param {Record<string, any>} fields @param {Record<string, any> | undefined} current
+ */
+function withDerived(fields, current) {
   /** @type {Record<string, any>} */
   const out = { ...fields, updated: Date.now() };
   if ('title' in fields) out.titleLc = String(fields.title).toLowerCase();
-  if ('notes' in fields) out.notesLc = String(fields.notes).toLowerCase();
   if ('due' in fields) out.hasDue = !!fields.due;
+  if (current && ('title' in fields || 'notes' in fields || 'tags' in fields)) out.search = searchText({ ...current, ...fields });
   return out;
 }
 
@@ -129,7 +164,7 @@ export async function addTask(db, list, text) {
     title,
     titleLc: title.toLowerCase(),
     notes: '',
-    notesLc: '',
+    search: searchText({ title, tags }),
     list,
     done: false,
     due: null,
@@ -142,25 +177,39 @@ export async function addTask(db, list, text) {
   return id;
 }
 
-/** Change some fields of a task. @param {import('ibexdb').Database} db @param {string} id @param {Record<string, any>} fields */
-export const updateTask = (db, id, fields) => db.update(`tasks/${id}`, withDerived(fields));
+/**
+ * Change some fields of a task (with its search text when the title or notes change: read from
+ * the task as it is here, so an edit of another field made concurrently on another device is in
+ * it only once that device's edit has arrived; the next edit of the task brings it up to date).
+ * @param {import('ibexdb').Database} db @param {string} id @param {Record<string, any>} fields
+ */
+export async function updateTask(db, id, fields) {
+  const current = 'title' in fields || 'notes' in fields ? await db.get(`tasks/${id}`) : undefined;
+  await db.update(`tasks/${id}`, withDerived(fields, current));
+}
+
+/** Add or remove a tag (a set edit: concurrent edits of other tags all apply), and the search text. @param {import('ibexdb').Database} db @param {string} id @param {string} tag @param {boolean} add */
+async function editTag(db, id, tag, add) {
+  const current = await db.get(`tasks/${id}`);
+  const tags = new Set(/** @type {Iterable<string>} */ (current?.tags ?? []));
+  if (add) tags.add(tag);
+  else tags.delete(tag);
+  await db.transaction((tx) => {
+    if (add) tx.setAdd(`tasks/${id}`, 'tags', [tag]);
+    else tx.setRemove(`tasks/${id}`, 'tags', [tag]);
+    tx.update(`tasks/${id}`, { updated: Date.now(), ...(current ? { search: searchText({ ...current, tags }) } : {}) });
+  });
+}
 
 /** @param {import('ibexdb').Database} db @param {string} id @param {string} tag */
 export function addTag(db, id, tag) {
   const t = tag.trim().replace(/^#/, '').toLowerCase();
   if (!t) return Promise.resolve();
-  return db.transaction((tx) => {
-    tx.setAdd(`tasks/${id}`, 'tags', [t]);
-    tx.update(`tasks/${id}`, { updated: Date.now() });
-  });
+  return editTag(db, id, t, true);
 }
 
 /** @param {import('ibexdb').Database} db @param {string} id @param {string} tag */
-export const removeTag = (db, id, tag) =>
-  db.transaction((tx) => {
-    tx.setRemove(`tasks/${id}`, 'tags', [tag]);
-    tx.update(`tasks/${id}`, { updated: Date.now() });
-  });
+export const removeTag = (db, id, tag) => editTag(db, id, tag, false);
 
 /** @param {import('ibexdb').Database} db @param {string} id */
 export const deleteTask = (db, id) => db.delete(`tasks/${id}`);

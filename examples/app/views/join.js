@@ -7,7 +7,6 @@
 // and lets it in the moment a grant lands, so the board opens within about a second).
 import { ClosedError, PermissionError } from 'ibexdb';
 import { explain } from '../lib/access.js';
-import { h } from '../lib/dom.js';
 
 const RECHECK_MS = 10_000;
 
@@ -15,7 +14,7 @@ const RECHECK_MS = 10_000;
  * Resolve once writing is safe: at once for a local board or one with data here, otherwise after
  * the first sync. False when the database was replaced meanwhile (a new join runs for it).
  * @param {typeof import('../app.js').app} app
- * @param {import('./access-banner.js').AccessBanner} banner
+ * @param {typeof import('./access-banner.js').banner} banner
  * @returns {Promise<boolean>}
  */
 export async function joinBoard(app, banner) {
@@ -42,21 +41,22 @@ export async function joinBoard(app, banner) {
   }
 }
 
-/** @param {import('./access-banner.js').AccessBanner} banner @param {import('ibexdb').SyncStatus} st */
+/** @param {typeof import('./access-banner.js').banner} banner @param {import('ibexdb').SyncStatus} st */
 function waiting(banner, st) {
   if (st.state === 'error') return; // refused() shows it
   const reach = !navigator.onLine || st.state === 'offline';
-  banner.show('joining', 'Fetching this board from the server before you can edit it…',
-    h('p', null, reach
+  banner.show('joining', 'Fetching this board from the server before you can edit it…', {
+    text: reach
       ? 'The server cannot be reached right now; the board opens as soon as it can. (To keep a board on this device only, clear the server under the sync status.)'
-      : 'Its lists and tasks arrive first, so that your changes go into the same board as everyone else’s.'));
+      : 'Its lists and tasks arrive first, so that your changes go into the same board as everyone else’s.',
+  });
 }
 
 /**
  * Show the refusal; resolve when the user asks to check again, after RECHECK_MS, or as soon
  * as the server welcomes this device (it keeps a refused session waiting and lets it in the
  * moment an owner grants its key a role).
- * @param {import('./access-banner.js').AccessBanner} banner @param {unknown} err
+ * @param {typeof import('./access-banner.js').banner} banner @param {unknown} err
  * @param {import('ibexdb').Database} db
  */
 function refused(banner, err, db) {
@@ -70,11 +70,12 @@ function refused(banner, err, db) {
     stop = db.onSyncStatus((st) => {
       if (st.state === 'syncing' || st.state === 'synced') done();
     });
-    const again = h('button.primary', { type: 'button', onclick: done }, 'Check again');
     const noRead = err instanceof PermissionError && err.kind === 'cannot-read';
-    banner.show('denied', noRead ? 'You do not have access to this board yet.' : 'The server refused this device.',
-      h('p', null, noRead ? 'Send your public key to an owner of the board; once they invite you (Share → Invite), it opens here.' : explain(err)),
-      banner.keyBox(),
-      h('div.row', null, again, h('span.hint', null, 'It opens here as soon as you are invited.')));
+    banner.show('denied', noRead ? 'You do not have access to this board yet.' : 'The server refused this device.', {
+      text: noRead ? 'Send your public key to an owner of the board; once they invite you (Share → Invite), it opens here.' : explain(err),
+      key: true,
+      again: done,
+      hint: 'It opens here as soon as you are invited.',
+    });
   });
 }

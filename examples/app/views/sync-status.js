@@ -2,8 +2,10 @@
 // sync, Server unreachable, Server unavailable (it is shutting down or restarting: a deploy),
 // No access, Read only. n is `pending`: the local changes the server has not acknowledged (the
 // library knows it from the persisted sync position, offline and after a reload too). Updated
-// at every sync event (db.onSyncStatus) and every second (n moves with every write).
+// at every sync event (useSyncStatus) and every second (n moves with every write).
 import { PermissionError, UnavailableError } from 'ibexdb';
+import { useSyncStatus } from 'ibexdb/vue';
+import { h, onMounted, onUnmounted, ref, watch } from 'vue';
 
 /**
  * @param {import('ibexdb').SyncStatus} st
@@ -31,32 +33,48 @@ function refusal(err, waiting) {
 }
 
 /**
- * Follow the database's sync status into `button`.
- * @param {typeof import('../app.js').app} app
- * @param {HTMLElement} button
+ * The header's sync status button: the status from useSyncStatus (every sync event), and
+ * `pending` and `navigator.onLine` read again every second (`pending` moves with every local
+ * write, which is no sync event; Firefox may not tell when the browser goes back online).
+ * @param {{app: typeof import('../app.js').app, onClick: () => void}} props
  */
-export function followSyncStatus(app, button) {
-  const render = async () => {
-    const db = app.db;
-    if (!db) return; // being reopened
-    const st = await db.syncStatus();
-    const waiting = st.pending;
-    const [state, text] = describeSync(st, { hasServer: !!app.syncUrl, online: navigator.onLine, waiting });
-    button.dataset.state = state;
-    button.dataset.waiting = String(waiting);
-    button.textContent = text;
-    button.title = st.lastError ? `Last error: ${st.lastError.message}` : `${st.url ?? 'no server'} · ${waiting} changes not on the server yet`;
-  };
-  const safe = () => render().catch(() => {}); // the database is being reopened
-  for (const ev of ['online', 'offline']) addEventListener(ev, safe);
-  /** @type {() => void} */
-  let unsubscribe = () => {};
-  const bind = () => {
-    unsubscribe();
-    unsubscribe = app.db.onSyncStatus(safe);
-    safe();
-  };
-  app.onOpen.add(bind);
-  bind();
-  setInterval(safe, 1000);
-}
+export const SyncStatusButton = {
+  props: { app: { type: Object, required: true }, onClick: { type: Function, required: true } },
+  /** @param {{app: typeof import('../app.js').app, onClick: () => void}} props */
+  setup(props) {
+    const status = useSyncStatus();
+    const online = ref(navigator.onLine);
+    const waiting = ref(0);
+    const onlineNow = () => (online.value = navigator.onLine);
+    const count = async () => {
+      onlineNow(); // Firefox may change navigator.onLine without an online/offline event
+      const db = props.app.dbRef.value;
+      if (db) waiting.value = (await db.syncStatus()).pending;
+    };
+    watch(status, (st) => st && (waiting.value = st.pending));
+    /** @type {ReturnType<typeof setInterval> | undefined} */
+    let timer;
+    onMounted(() => {
+      for (const ev of ['online', 'offline']) addEventListener(ev, onlineNow);
+      timer = setInterval(() => count().catch(() => {}), 1000); // the database is being reopened
+    });
+    onUnmounted(() => {
+      for (const ev of ['online', 'offline']) removeEventListener(ev, onlineNow);
+      clearInterval(timer);
+    });
+    return () => {
+      const st = status.value;
+      if (!st) return h('button', { class: 'status', type: 'button', 'aria-label': 'Sync status', onClick: props.onClick }, '…');
+      const [state, text] = describeSync(st, { hasServer: !!props.app.syncUrl, online: online.value, waiting: waiting.value });
+      return h('button', {
+        class: 'status',
+        type: 'button',
+        'aria-label': 'Sync status',
+        'data-state': state,
+        'data-waiting': String(waiting.value),
+        title: st.lastError ? `Last error: ${st.lastError.message}` : `${st.url ?? 'no server'} · ${waiting.value} changes not on the server yet`,
+        onClick: props.onClick,
+      }, text);
+    };
+  },
+};

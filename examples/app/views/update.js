@@ -2,9 +2,12 @@
 // module, its worker and the wasm, all under one versioned folder, for starts with no network.
 // A new version installs in the background and waits; the header offers to reload into it.
 // Only then does it take over (a tab still on the old version keeps its old files: see sw.js).
+import { reactive } from 'vue';
 
-/** @param {import('./header.js').Header} header */
-export function registerServiceWorker(header) {
+/** What the header shows: "Works offline", and a waiting new version's reload (null: none). */
+export const serviceWorker = reactive({ ready: false, reload: /** @type {(() => void) | null} */ (null) });
+
+export function registerServiceWorker() {
   if (!('serviceWorker' in navigator)) return;
   const sw = navigator.serviceWorker;
   let updating = false;
@@ -12,7 +15,7 @@ export function registerServiceWorker(header) {
   // this page is controlled": a page loaded while the worker was activating stays uncontrolled
   // (its clients.claim() ran before the page existed) though the next start is served offline.
   const markReady = () => {
-    header.offlineReady.hidden = false;
+    serviceWorker.ready = true;
     document.body.dataset.offline = 'ready';
   };
   sw.addEventListener('controllerchange', () => {
@@ -23,19 +26,11 @@ export function registerServiceWorker(header) {
   sw.ready.then(markReady, () => {});
   /** @param {ServiceWorker} waiting */
   const offer = (waiting) => {
-    header.update.replaceChildren(
-      document.createTextNode('A new version of the app is ready. '),
-      Object.assign(document.createElement('button'), {
-        type: 'button',
-        textContent: 'Reload to update',
-        onclick: async () => {
-          updating = true;
-          await window.taskboard?.db?.close().catch(() => {});
-          waiting.postMessage({ type: 'skip-waiting' });
-        },
-      }),
-    );
-    header.update.hidden = false;
+    serviceWorker.reload = async () => {
+      updating = true;
+      await window.taskboard?.db?.close().catch(() => {});
+      waiting.postMessage({ type: 'skip-waiting' });
+    };
   };
   sw.register('./sw.js', { scope: './', updateViaCache: 'none' }).then((reg) => {
     if (reg.waiting && sw.controller) offer(reg.waiting);

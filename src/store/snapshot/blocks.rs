@@ -1,6 +1,6 @@
 //! A snapshot's item blocks (docs/design.md §8): loading the cold blocks a read or a write
 //! needs into the state, and decoding one block's items. Every count, order and reference is
-//! checked, and each block against its CRC and its directory entry: a damaged block is a
+//! checked, and each block against its checksum and its directory entry: a damaged block is a
 //! `DecodeError`, never a wrong item (the repository then rebuilds its state from the log).
 
 use super::{I_DELETE, I_META, M_SET, M_TOP};
@@ -128,14 +128,14 @@ pub(super) fn read_blocks<S: Storage>(
     Ok(())
 }
 
-/// One block's items, checked against its CRC and directory entry, into the empty `out`.
+/// One block's items, checked against its checksum and directory entry, into the empty `out`.
 fn decode_block(
     bytes: &[u8],
     b: &ColdBlock,
     t: &Tables<'_>,
     out: &mut Builder<ItemId, Item>,
 ) -> Result<()> {
-    if crate::hashing::crc32(bytes) != b.crc {
+    if crate::hashing::block_sum(bytes) != b.crc {
         return Err(Error::decode("snapshot", "block checksum mismatch"));
     }
     let mut r = Reader::new(bytes, "snapshot block");

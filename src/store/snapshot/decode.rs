@@ -3,15 +3,16 @@
 //! count, index and order the encoder guarantees is checked: a damaged or foreign file is a
 //! `DecodeError`, never a wrong graph.
 
+use super::commits::{self, TableSegment};
 use super::indexes;
-use super::{commit_stamps, SnapshotData, F_SEALED, F_TRUSTED, F_VOID};
+use super::{commit_stamps, SnapshotData};
 use super::{SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
 use crate::access::{Acl, Register, Role, Write};
 use crate::codec::Reader;
 use crate::cold::{ColdBlock, ColdTables};
 use crate::commit::{CommitId, PublicKey, PUBLIC_KEY_LEN};
 use crate::error::{Error, Result};
-use crate::graph::{CommitInfo, Graph};
+use crate::graph::Graph;
 use crate::item::ItemId;
 use crate::schema::StoredSchema;
 use crate::state::{Collection, State};
@@ -46,23 +47,23 @@ pub fn read<S: Storage>(s: &S) -> Result<SnapshotData> {
         return Err(Error::decode("snapshot", "meta offset out of range"));
     }
     let meta = s.read_vec(meta_offset, (meta_end - meta_offset) as usize)?;
-    if crate::hashing::crc32(&meta) != crc {
+    if crate::hashing::block_sum(&meta) != crc {
         return Err(Error::decode("snapshot", "checksum mismatch"));
     }
-    decode_meta(&meta, meta_offset)
+    decode_meta(&meta, meta_offset, s)
 }
 
-/// The meta section: header fields, the commit table, the field names, the directory. Blocks
-/// must lie between the header and `meta_offset`.
-fn decode_meta(meta: &[u8], meta_offset: u64) -> Result<SnapshotData> {
+/// The meta section: header fields, the commit table (its segments read from `src`), the field
+/// names, the directory. Blocks and segments must lie between the header and `meta_offset`.
+fn decode_meta<S: Storage>(meta: &[u8], meta_offset: u64, src: &S) -> Result<SnapshotData> {
     let mut r = Reader::new(meta, "snapshot");
     let (log_len, anchor) = header(&mut r)?;
     let mut graph = Graph::default();
-    commit_table(&mut r, &mut graph)?;
+    let mut spans = Vec::new();
+    let table = commit_table(&mut r, &mut graph, (src, meta_offset), &mut spans)?;
     let names = name_table(&mut r)?;
     let ncoll = r.count(2, usize::MAX)?;
     let mut collections = BTreeMap::new();
-    let mut spans = Vec::new();
     for _ in 0..ncoll {
         let name = r.str()?.to_owned();
         if collections
@@ -98,6 +99,7 @@ fn decode_meta(meta: &[u8], meta_offset: u64) -> Result<SnapshotData> {
         anchor,
         graph,
         indexes,
+        table,
     })
 }
 
@@ -133,7 +135,7 @@ fn directory(r: &mut Reader<'_>, meta_offset: u64) -> Result<Vec<ColdBlock>> {
     Ok(blocks)
 }
 
-/// Magic and version (at the start of the file); the footer: `u64` meta offset, `u32` CRC.
+/// Magic and version (at the start of the file); the footer: `u64` meta offset, `u32` checksum.
 pub(super) const HEAD_LEN: usize = 12;
 pub(super) const FOOT_LEN: usize = 12;
 /// The fewest bytes an item takes in a block: `lp(id)`, reset, last, flags, field and history
@@ -151,31 +153,21 @@ fn header(r: &mut Reader<'_>) -> Result<(u64, Option<(u64, u32)>)> {
     Ok((log_len, anchor))
 }
 
-/// Authors, commits (heads are derived: the commits no other names as a parent), seal
-/// offsets and the seal cover.
-fn commit_table(r: &mut Reader<'_>, graph: &mut Graph) -> Result<()> {
+/// Authors, access lists, the commit table (`commits.rs`; heads are derived: the commits no
+/// other names as a parent), seal offsets and the seal cover. Returns the table's segments.
+fn commit_table<S: Storage>(
+    r: &mut Reader<'_>,
+    graph: &mut Graph,
+    (src, meta_offset): (&S, u64),
+    spans: &mut Vec<(u64, u64)>,
+) -> Result<Vec<TableSegment>> {
     let na = r.count(PUBLIC_KEY_LEN, u32::MAX as usize)?;
     for _ in 0..na {
         let pk = PublicKey(r.array()?);
         graph.author_index(pk);
     }
     access_lists(r, graph)?;
-    let nl = graph.acls.len();
-    let nc = r.count(32 + 12, u32::MAX as usize)?;
-    graph.commits.reserve(nc);
-    let mut has_child = vec![false; nc];
-    for i in 0..nc {
-        let c = commit(r, i, (na, nl), &mut has_child)?;
-        graph.by_id.insert(c.id, i as u32);
-        graph.commits.push(c);
-    }
-    graph.heads = graph
-        .commits
-        .iter()
-        .zip(&has_child)
-        .filter(|(_, c)| !**c)
-        .map(|(c, _)| c.id)
-        .collect();
+    let table = commits::read(r, src, (HEAD_LEN as u64, meta_offset), graph, spans)?;
     let ns = r.count(1, usize::MAX)?;
     for _ in 0..ns {
         graph.seal_offsets.push(r.varint()?);
@@ -190,7 +182,7 @@ fn commit_table(r: &mut Reader<'_>, graph: &mut Graph) -> Result<()> {
         }
         graph.seal_cover.insert(id, v);
     }
-    Ok(())
+    Ok(table)
 }
 
 /// The interned access lists: list 0 is the empty list and no list appears twice (the table
@@ -282,49 +274,6 @@ fn flag(r: &mut Reader<'_>) -> Result<bool> {
         1 => Ok(true),
         _ => Err(r.err("bad flag byte")),
     }
-}
-
-/// Commit `i` of the table (`na` authors, `nl` access lists); marks its parents in
-/// `has_child`.
-fn commit(
-    r: &mut Reader<'_>,
-    i: usize,
-    (na, nl): (usize, usize),
-    has_child: &mut [bool],
-) -> Result<CommitInfo> {
-    let id = CommitId(r.array()?);
-    let offset = r.varint()?;
-    let hlc = r.u64()?;
-    let author = r.varint()?;
-    if author >= na as u64 {
-        return Err(r.err("author index out of range"));
-    }
-    let flags = r.u8()?;
-    let np = r.count(1, i)?;
-    let mut parents = Vec::with_capacity(np);
-    for _ in 0..np {
-        let p = r.varint()?;
-        if p >= i as u64 {
-            return Err(r.err("parent index out of range"));
-        }
-        has_child[p as usize] = true;
-        parents.push(p as u32);
-    }
-    let acl = r.varint()?;
-    if acl >= nl as u64 {
-        return Err(r.err("access-list index out of range"));
-    }
-    Ok(CommitInfo {
-        id,
-        offset,
-        hlc,
-        author: author as u32,
-        trusted: flags & F_TRUSTED != 0,
-        sealed: flags & F_SEALED != 0,
-        parents,
-        acl: acl as u32,
-        counts: flags & F_VOID == 0,
-    })
 }
 
 /// The field names, each once (ascending, then the names added by appended snapshots).

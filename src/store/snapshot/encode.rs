@@ -1,8 +1,9 @@
 //! Writing a snapshot, one function per section of the format (docs/design.md §8).
 
+use super::commits::{self, TableSegment};
 use super::indexes::{self, Persist, BLOCK_BYTES};
 use super::out::{Out, CHUNK_BYTES};
-use super::{commit_stamps, F_SEALED, F_TRUSTED, F_VOID, I_DELETE, I_META, M_SET, M_TOP};
+use super::{commit_stamps, I_DELETE, I_META, M_SET, M_TOP};
 use super::{SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
 use crate::access::{Acl, Register, Role};
 use crate::codec::Writer;
@@ -28,6 +29,8 @@ pub(super) const ITEM_BLOCK_MAX: usize = 32 << 10;
 pub struct Written {
     pub blocks: BTreeMap<String, Vec<ColdBlock>>,
     pub tables: ColdTables,
+    /// The commit table's segments.
+    pub table: Vec<TableSegment>,
 }
 
 /// Encode `graph` as the snapshot of the first `log_len` log bytes, whose last frame is at
@@ -42,7 +45,7 @@ pub struct Written {
 pub(super) fn encode(
     graph: &Graph,
     (log_len, anchor): (u64, Option<(u64, u32)>),
-    append: Option<u64>,
+    (append, kept_table): (Option<u64>, &[TableSegment]),
     persist: &[Persist<'_>],
     out: &mut dyn FnMut(&[u8]) -> Result<()>,
 ) -> Result<(Vec<(String, ColdIndex)>, Written)> {
@@ -63,6 +66,8 @@ pub(super) fn encode(
         f.w.bytes(SNAPSHOT_MAGIC);
         f.w.u32(SNAPSHOT_VERSION);
     }
+    let keep = commits::kept_prefix(kept_table, graph.commits.len());
+    let segments = commits::write_segments(&mut f, &graph.commits, &kept_table[..keep])?;
     let stamps = StampRefs::new(graph);
     let (table, mut names) = names_of(graph);
     let dir = collections(&mut f, graph, &stamps, &mut names)?;
@@ -70,12 +75,12 @@ pub(super) fn encode(
     let meta_offset = f.offset();
     let meta_start = f.w.buf.len();
     header(&mut f.w, log_len, anchor);
-    commit_table(&mut f.w, graph);
+    commit_table(&mut f.w, graph, &segments);
     name_table(&mut f.w, &table);
     directory(&mut f.w, &dir);
     indexes::directory(&mut f.w, &written);
     // The meta section is written whole into the buffer (nothing is handed out meanwhile).
-    let crc = crate::hashing::crc32(&f.w.buf[meta_start..]);
+    let crc = crate::hashing::block_sum(&f.w.buf[meta_start..]);
     f.w.u64(meta_offset);
     f.w.u32(crc);
     f.flush()?;
@@ -90,7 +95,12 @@ pub(super) fn encode(
             ((*c).to_owned(), kept.collect())
         })
         .collect();
-    Ok((written, Written { blocks, tables }))
+    let w = Written {
+        blocks,
+        tables,
+        table: segments,
+    };
+    Ok((written, w))
 }
 
 /// One directory entry: where a block is and what it holds (docs/design.md §8).
@@ -216,7 +226,7 @@ fn new_block<'g, I: Iterator<Item = (&'g ItemId, &'g Item)>>(
         len: block.buf.len(),
         count,
         live,
-        crc: crate::hashing::crc32(&block.buf),
+        crc: crate::hashing::block_sum(&block.buf),
         cold: false,
     };
     f.block(&block.buf)?;
@@ -253,29 +263,15 @@ fn header(w: &mut Writer, log_len: u64, anchor: Option<(u64, u32)>) {
     }
 }
 
-/// Authors, access lists, commits, seal offsets and the seal cover of commits not yet present.
-fn commit_table(w: &mut Writer, graph: &Graph) {
+/// Authors, access lists, the commit table's directory (`commits.rs`), seal offsets and the
+/// seal cover of commits not yet present.
+fn commit_table(w: &mut Writer, graph: &Graph, segments: &[TableSegment]) {
     w.varint(graph.authors.len() as u64);
     for a in &graph.authors {
         w.bytes(&a.0);
     }
     access_lists(w, graph);
-    w.varint(graph.commits.len() as u64);
-    for c in &graph.commits {
-        w.bytes(&c.id.0);
-        w.varint(c.offset);
-        w.u64(c.hlc);
-        w.varint(u64::from(c.author));
-        let flags = if c.trusted { F_TRUSTED } else { 0 }
-            | if c.sealed { F_SEALED } else { 0 }
-            | if c.counts { 0 } else { F_VOID };
-        w.u8(flags);
-        w.varint(c.parents.len() as u64);
-        for p in &c.parents {
-            w.varint(u64::from(*p));
-        }
-        w.varint(u64::from(c.acl));
-    }
+    commits::directory(w, graph, segments);
     w.varint(graph.seal_offsets.len() as u64);
     for o in &graph.seal_offsets {
         w.varint(*o);

@@ -1,5 +1,5 @@
 //! A snapshot's persisted secondary indexes (docs/design.md §8, "Indexes"): each index's value
-//! and element entries in CRC-checked blocks after the item blocks, and their directory at the
+//! and element entries in checksummed blocks after the item blocks, and their directory at the
 //! end of the meta section. The query engine's indexes are written through [`IndexEntries`] and
 //! read back through two sinks, so this module knows the format, not the index.
 
@@ -130,7 +130,7 @@ fn blocks<T>(
             offset: f.offset(),
             len: block.buf.len() as u32,
             count,
-            crc: crate::hashing::crc32(&block.buf),
+            crc: crate::hashing::block_sum(&block.buf),
             first: block.buf[..first_end].into(),
             last: block.buf[last_start..].into(),
         });
@@ -233,7 +233,7 @@ fn block_list(
 }
 
 /// Read a persisted index's entries from `src`, in order, into `sink`. Every block is checked
-/// against its CRC and its count; the sink checks the order.
+/// against its checksum and its count; the sink checks the order.
 pub fn load<S: Storage>(src: &S, ix: &ColdIndex, sink: &mut dyn IndexSink) -> Result<()> {
     for b in &ix.values {
         load_block(src, b, true, sink)?;
@@ -245,7 +245,7 @@ pub fn load<S: Storage>(src: &S, ix: &ColdIndex, sink: &mut dyn IndexSink) -> Re
 }
 
 /// Read one block of value entries (`values`) or element entries from `src` into `sink`,
-/// checked against its CRC and its count; the sink checks the order.
+/// checked against its checksum and its count; the sink checks the order.
 pub fn load_block<S: Storage>(
     src: &S,
     b: &IndexBlock,
@@ -277,14 +277,14 @@ fn entry(r: &mut Reader<'_>, values: bool, sink: &mut dyn IndexSink) -> Result<(
     }
 }
 
-/// Read one block, check its CRC, decode its `count` entries with `entry`.
+/// Read one block, check its checksum, decode its `count` entries with `entry`.
 fn read_block<S: Storage>(
     src: &S,
     b: &IndexBlock,
     entry: &mut dyn FnMut(&mut Reader<'_>) -> Result<()>,
 ) -> Result<()> {
     let bytes = src.read_vec(b.offset, b.len as usize)?;
-    if crate::hashing::crc32(&bytes) != b.crc {
+    if crate::hashing::block_sum(&bytes) != b.crc {
         return Err(Error::decode("snapshot", "index block checksum mismatch"));
     }
     let mut r = Reader::new(&bytes, "snapshot index block");

@@ -4,7 +4,7 @@
 //! ignored.
 //!
 //! The file: a header, the items of every collection cut into blocks of 4–32 KiB (each with
-//! its own CRC), then the meta section (log length and anchor, the commit table, the field-name
+//! its own checksum), then the meta section (log length and anchor, the commit table, the field-name
 //! table, each collection's block directory) and a footer pointing at it. Open reads only the
 //! meta section; a block is read when a read, a write or a scan first needs its items
 //! (`cold.rs`). `encode.rs` writes the file in one streaming pass through `out.rs` (the index
@@ -12,6 +12,7 @@
 //! `blocks.rs` the blocks, one function per section.
 
 mod blocks;
+mod commits;
 mod decode;
 mod encode;
 mod indexes;
@@ -20,6 +21,7 @@ mod scan;
 
 use blocks::decode_cold;
 pub use blocks::{load_all, load_changes, load_collection, load_key};
+pub use commits::TableSegment;
 pub use decode::read;
 use decode::{FOOT_LEN, HEAD_LEN};
 pub use encode::Written;
@@ -38,12 +40,13 @@ use crate::item::{Item, ItemId};
 use crate::state::State;
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"IBEXSNP1";
-/// Version 7 adds the stored schemas to every access list (docs/design.md §2.4). Version 6 lists each index block's first and last entries in the index directory (a query
+/// Version 8 writes the commit table in segments an appended snapshot keeps (docs/design.md §8,
+/// *Commit table*). Version 7 adds the stored schemas to every access list (docs/design.md §2.4). Version 6 lists each index block's first and last entries in the index directory (a query
 /// reads only the index blocks it needs); version 5 changed the access lists (each entry keeps its uncovered writes by commit id, not
 /// a stamp; the founder's key) and marks the commits that do not count; version 4 added the persisted secondary indexes; version 3 cut the items into blocks read
 /// on demand; version 2 added the access lists (docs/design.md §8). A file of an older version
 /// is ignored (the log is replayed) and rewritten at the next snapshot.
-pub const SNAPSHOT_VERSION: u32 = 7;
+pub const SNAPSHOT_VERSION: u32 = 8;
 /// Commit flags.
 const F_TRUSTED: u8 = 1;
 const F_SEALED: u8 = 2;
@@ -65,6 +68,8 @@ pub struct SnapshotData {
     pub graph: Graph,
     /// The persisted secondary indexes, by collection (valid for the snapshot's items).
     pub indexes: ColdIndexes,
+    /// Where the commit table's segments are (an appended snapshot keeps them).
+    pub table: Vec<TableSegment>,
 }
 
 /// Write a snapshot of `graph`, which must be the result of replaying exactly the first
@@ -73,11 +78,13 @@ pub struct SnapshotData {
 /// the file is rewritten (every item must be loaded). With `append` = the length of the file
 /// the graph's cold blocks are in, the new blocks and meta section are written after it, and
 /// the cold blocks stay where they are. `persist`: the indexes to hold (valid for `graph`).
+/// `table`: the commit-table segments of the file an append keeps (those of the snapshot it
+/// was opened from or last wrote; ignored without `append`).
 pub fn write_for<S: Storage, D: Storage>(
     graph: &Graph,
     (log_len, log): (u64, &S),
     dst: &mut D,
-    append: Option<u64>,
+    (append, table): (Option<u64>, &[TableSegment]),
     persist: &[Persist<'_>],
 ) -> Result<(u64, ColdIndexes, Written)> {
     let at = (log_len, anchor_of(graph, log)?);
@@ -85,7 +92,8 @@ pub fn write_for<S: Storage, D: Storage>(
         dst.truncate(0)?;
     }
     let mut end = append.unwrap_or(0);
-    let (written, blocks) = encode::encode(graph, at, append, persist, &mut |b| {
+    let table = if append.is_some() { table } else { &[] };
+    let (written, blocks) = encode::encode(graph, at, (append, table), persist, &mut |b| {
         dst.write_at(end, b)?;
         end += b.len() as u64;
         Ok(())
@@ -260,5 +268,16 @@ pub fn index_blocks<S: Storage>(
                 )
             })
         })
+        .collect())
+}
+
+/// Test hook: where the commit table of the snapshot in `s` is, as (offset, length, commits)
+/// per segment.
+#[cfg(feature = "testing")]
+pub fn table_segments<S: Storage>(s: &S) -> Result<Vec<(u64, u32, u32)>> {
+    Ok(read(s)?
+        .table
+        .iter()
+        .map(|t| (t.offset, t.len, t.count))
         .collect())
 }

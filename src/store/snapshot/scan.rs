@@ -1,7 +1,7 @@
 //! One top-level field, or the id, of every visible item in a collection's cold blocks, read
 //! without building the items (docs/design.md §8, *Scans*): an aggregate's first scan after an
 //! open needs one value per item, and `keys` one id, not the items. Each block is checked as
-//! `blocks.rs` checks it when it loads one (its CRC, its item count, its first and last id,
+//! `blocks.rs` checks it when it loads one (its checksum, its item count, its first and last id,
 //! ascending ids, its visible count, stamp and name references in range); the other fields, the
 //! history and the metadata are stepped over.
 
@@ -110,7 +110,7 @@ fn scan_block(
     target: Option<usize>,
     visit: &mut dyn FnMut(&str, Option<&Value>),
 ) -> Result<()> {
-    if crate::hashing::crc32(bytes) != b.crc {
+    if crate::hashing::block_sum(bytes) != b.crc {
         return Err(Error::decode("snapshot", "block checksum mismatch"));
     }
     let mut r = Reader::new(bytes, "snapshot block");

@@ -33,6 +33,12 @@ export interface NodeOpenOptions {
   acceptTrusted?: boolean;
   /** Sync with an ibexdb-server (not waited for; `sync()` resolves when synced). */
   sync?: string | string[];
+  /**
+   * The app's bearer token for a server with `--auth-jwks`, sent as `Authorization: Bearer`:
+   * a string, or a function (sync or async) called before every dial (see the browser's
+   * `OpenOptions.syncToken`).
+   */
+  syncToken?: string | (() => string | Promise<string>);
   onError?: (error: Error) => void;
 }
 

@@ -33,25 +33,36 @@ import { Maintenance } from '../worker/maintenance.js';
 import { SyncManager } from '../worker/sync.js';
 import { verifyRepository } from '../worker/verify.js';
 import { waitSynced } from '../sync-wait.js';
+import { fetchToken, isSyncTokenOption } from '../sync-token.js';
 import { diskBackend } from './disk.js';
 import { checkVersionOptions, startSchemas } from '../schema-upgrade.js';
 import { exportPassphrase, openIdentity, wrapIdentity } from '../identity-wrap.js';
 
 export * from '../errors.js';
 
-const OPTIONS = ['storage', 'directory', 'lockTimeout', 'durability', 'trusted', 'identity', 'passphrase', 'schemas', 'version', 'migrations', 'onMigrationProgress', 'recovery', 'quotaBytes', 'acceptTrusted', 'sync', 'onError'];
+const OPTIONS = ['storage', 'directory', 'lockTimeout', 'durability', 'trusted', 'identity', 'passphrase', 'schemas', 'version', 'migrations', 'onMigrationProgress', 'recovery', 'quotaBytes', 'acceptTrusted', 'sync', 'syncToken', 'onError'];
 
 let wasmReady = false;
+/** @type {any} the `ws` package's WebSocket: it can send headers (Authorization), Node's own cannot */
+let WsSocket = null;
 async function prepare() {
   if (!wasmReady) {
     provideWasmModule(new WebAssembly.Module(readFileSync(WASM_URL)));
     wasmReady = true;
   }
+  WsSocket ??= (await import('ws')).WebSocket;
   if (typeof globalThis.WebSocket !== 'function') {
-    const { WebSocket } = await import('ws');
-    /** @type {any} */ (globalThis).WebSocket = WebSocket;
+    /** @type {any} */ (globalThis).WebSocket = WsSocket;
   }
 }
+
+/**
+ * Sync's WebSocket to `url`: with a bearer token the `ws` package's, the token in an
+ * `Authorization: Bearer` header (never in the URL); without one the global WebSocket.
+ * @param {string} url @param {string | null} token
+ * @returns {WebSocket}
+ */
+const dialNode = (url, token) => (token === null ? new WebSocket(url) : new WsSocket(url, { headers: { Authorization: `Bearer ${token}` } }));
 
 /** @param {string} k @param {string} what @param {unknown} v */
 const bad = (k, what, v) => new InvalidValueError(`open(options): options.${k} must be ${what}, got ${JSON.stringify(v) ?? String(v)}`, { path: `options.${k}`, argument: `options.${k}` });
@@ -72,6 +83,7 @@ export async function open(name, options = {}) {
   const durability = options.durability ?? 'flush';
   if (durability !== 'flush' && durability !== 'relaxed') throw bad('durability', "'flush' or 'relaxed'", durability);
   if (options.sync != null && !isSyncUrls(options.sync)) throw bad('sync', 'a ws:// or wss:// URL or a list of them', options.sync);
+  if (options.syncToken !== undefined && !isSyncTokenOption(options.syncToken)) throw bad('syncToken', 'a non-empty string (a bearer token) or a function returning one', options.syncToken);
   const lockTimeout = options.lockTimeout ?? 0;
   if (typeof lockTimeout !== 'number' || !Number.isFinite(lockTimeout) || lockTimeout < 0) throw bad('lockTimeout', 'a number of milliseconds >= 0', lockTimeout);
   checkVersionOptions(/** @type {any} */ (options), bad);
@@ -93,6 +105,7 @@ export async function open(name, options = {}) {
       version: options.version,
     }, backend);
     const db = new NodeDatabase(name, engine, durability, storage, release, options.onError);
+    db._syncToken = options.syncToken;
     if (options.version !== undefined) {
       // Upgrade and migrate before sync starts (../schema-upgrade.js); a MigrationError closes.
       await startSchemas(db, /** @type {any} */ ({ ...options, version: options.version })).catch(async (e) => {
@@ -151,6 +164,8 @@ export class NodeDatabase {
     this._syncState = null;
     /** @type {import('../schema-upgrade.js').SchemaUpgrader | null} open()'s `version`: upgrades and migrations */
     this._upgrader = null;
+    /** @type {import('./index.js').NodeOpenOptions['syncToken']} */
+    this._syncToken = undefined;
     this._sync = new SyncManager({
       name,
       engine: () => (this._closed ? null : engine),
@@ -161,6 +176,9 @@ export class NodeDatabase {
         this._upgrader?.afterReceive();
       },
       afterPush: () => this._maintenance.schedule(),
+      // open()'s syncToken, asked for before every dial (../sync-token.js).
+      token: () => (this._syncToken == null ? Promise.resolve(null) : fetchToken(this._syncToken)),
+      dial: dialNode,
       onStatus: (s) => {
         const st = revive(s);
         for (const f of [...this._syncListeners]) f(st);

@@ -165,7 +165,8 @@ export class Ownership {
     let error;
     if (wasOwner && this.rt.engine) {
       try {
-        await this.rt.engine.close();
+        // The page terminates this worker once it is told: the engine's memory goes with it.
+        await this.rt.engine.close({ free: false });
       } catch (e) {
         error = toWire(e);
       }

@@ -42,11 +42,19 @@
 //   it already has once. A server that refuses the session (PermissionError at Hello, AuthError)
 //   is retried at RECONNECT_MAX_MS only; a push refused for lack of permission pauses pushing
 //   (the engine resumes once a grant arrives), it is not retried in a loop.
+// - Bearer tokens (`syncToken`, docs/design.md §12.4): `hooks.token()` is asked before every
+//   dial and its answer goes only into that WebSocket (a subprotocol entry in the browser, an
+//   Authorization header in Node: `hooks.dial`). A token that cannot be had (the app's function
+//   threw, returned no string, did not answer) is reported like a refusal: state `error`,
+//   asked again at RECONNECT_MAX_MS or at `db.sync()`. A session (welcomed, or waiting for a
+//   grant) the server ends because its token expired (AuthError `token-expired`) is no
+//   refusal: it is dialed again with the usual backoff, with a fresh token.
 // - After an engine panic the wasm instance is new: the client is re-created from the last
 //   durable position and the socket reconnects.
 
 import { syncErrorToWire, toWire } from '../errors.js';
 import { HostCrypto } from './crypto.js';
+import { TOKEN_PROTOCOL, TOKEN_PROTOCOL_PREFIX } from '../sync-token.js';
 import { loadPosition, savePosition } from './sync-position.js';
 import { HANDSHAKE_TIMEOUT_MS, WAITING_REDIAL_MS, RECONNECT_MAX_MS, RECONNECT_MIN_MS, SYNC_SAVE_MS, isSyncUrls, normalizeSyncUrls, reconnectWait, syncUrlsKey } from '../policy.js';
 
@@ -62,7 +70,20 @@ import { HANDSHAKE_TIMEOUT_MS, WAITING_REDIAL_MS, RECONNECT_MAX_MS, RECONNECT_MI
  * @property {() => void} afterReceive received commits were applied
  * @property {() => void} afterPush local commits were sealed and pushed
  * @property {(status: SyncStatus) => void} onStatus the state, the URL or the last error changed
+ * @property {() => Promise<string | null>} [token] the application's bearer token, asked for
+ *   before every dial (absent, or null: no token); rejects with an AuthError (`token-unavailable`) when the app's
+ *   `syncToken` fails
+ * @property {(url: string, token: string | null) => WebSocket} [dial] make the WebSocket
+ *   (default: the global one, the token as the `ibexdb.bearer.TOKEN` subprotocol; Node sends
+ *   an Authorization header instead)
  */
+
+/**
+ * A browser's WebSocket to `url`, offering the token as a subprotocol entry beside `ibexdb`
+ * (a browser cannot set headers; the server answers `ibexdb` and never echoes the token).
+ * @param {string} url @param {string | null} token
+ */
+export const dialWebSocket = (url, token) => (token === null ? new WebSocket(url) : new WebSocket(url, [TOKEN_PROTOCOL, TOKEN_PROTOCOL_PREFIX + token]));
 
 export class SyncManager {
   /** @param {SyncHooks} hooks */
@@ -119,6 +140,8 @@ export class SyncManager {
     this._waiting = false;
     /** When the last connection was dialed (performance.now()). */
     this._dialedAt = 0;
+    /** Counts dials: a token answer for an older one (dropped or superseded meanwhile) is not used. */
+    this._dialSeq = 0;
     /** @type {ReturnType<typeof setTimeout> | 0} */
     this._timer = 0;
     /** @type {ReturnType<typeof setTimeout> | 0} */
@@ -379,6 +402,7 @@ export class SyncManager {
 
   _drop() {
     clearTimeout(this._handshakeTimer);
+    this._dialSeq++;
     const ws = this.ws;
     this.ws = null;
     this.open = false;
@@ -399,9 +423,34 @@ export class SyncManager {
     clearTimeout(this._timer);
     this.connects++;
     this._dialedAt = performance.now();
+    const seq = ++this._dialSeq;
+    if (!this.hooks.token) {
+      this._dial(null);
+      return;
+    }
+    // The application's token, asked for now (it may have expired since the last dial) and
+    // kept only until the WebSocket is made.
+    this.hooks.token().then(
+      (token) => {
+        if (seq === this._dialSeq && this.url && !this.ws) this._dial(token);
+      },
+      (e) => {
+        if (seq !== this._dialSeq || !this.url || this.ws) return;
+        // No token, no dial: reported like a refusal (state `error`, `db.sync()` rejects),
+        // asked again at the slowest pace or when the app calls `db.sync()`.
+        this.lastError = toWire(e);
+        this._sessionRefused = true;
+        this._retry();
+      },
+    );
+  }
+
+  /** @param {string | null} token */
+  _dial(token) {
+    const dial = this.hooks.dial ?? dialWebSocket;
     let ws;
     try {
-      ws = new WebSocket(this.url);
+      ws = dial(/** @type {string} */ (this.url), token);
     } catch (e) {
       this._fail(e);
       return;
@@ -437,14 +486,21 @@ export class SyncManager {
     // otherwise. Handled at once, the close moved on to the next node before the refusal was
     // read (seen in WebKitGTK: cluster.spec.ts's owner synced with its second node).
     ws.onclose = () => {
+      if (this.ws !== ws) return;
+      // The messages that came before the close may still wait on the work chain (a refusal
+      // is the server's last message before it closes: a token refused right after the
+      // upgrade arrives while the open is still being handled): the close comes after them.
       this.hooks
-        .run(async () => {
-          if (this.ws === ws) {
-            this._drop();
-            this._retry();
-          }
+        .run(() => {
+          if (this.ws !== ws) return;
+          this._drop();
+          this._retry();
         })
-        .catch(() => {});
+        .catch(() => {
+          if (this.ws !== ws) return;
+          this._drop();
+          this._retry();
+        });
     };
     ws.onerror = () => {};
   }
@@ -502,8 +558,11 @@ export class SyncManager {
         break;
       case 'error': {
         this.lastError = syncErrorToWire(ev);
-        if (this.lastError.name === 'UnavailableError') {
-          // Not a refusal: the server is going away (a deploy) or cannot serve now. Dial again.
+        if (this.lastError.name === 'UnavailableError' || ((this.welcomed || this._waiting) && this.lastError.name === 'AuthError')) {
+          // Not a refusal: the server is going away (a deploy) or cannot serve now, or it ended
+          // a session (welcomed, or waiting for a grant) whose bearer token expired
+          // (`token-expired`). Dial again (asking the app for a fresh token first).
+          if (this.lastError.name === 'AuthError') this._sessionRefused = false;
           this._drop();
           this._retry();
           return;

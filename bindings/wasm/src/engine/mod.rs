@@ -247,6 +247,19 @@ impl Engine {
         Ok(())
     }
 
+    /// Flush and let go of the files without freeing the repository's memory: for a worker
+    /// that ends right after (the page API's close terminates it), where dropping every loaded
+    /// item costs milliseconds the app would wait for and the worker's end frees anyway.
+    #[wasm_bindgen(js_name = closeWithoutFree)]
+    pub fn close_without_free(&mut self) -> JsResult<()> {
+        if let Some(mut r) = self.repo.take() {
+            let flushed = r.flush_for_close();
+            std::mem::forget(r);
+            flushed.js()?;
+        }
+        Ok(())
+    }
+
     /// Test hook: panic inside the engine (the worker must survive and reopen).
     #[wasm_bindgen(js_name = panicForTest)]
     pub fn panic_for_test(&self, msg: &str) {
