@@ -13,31 +13,46 @@ import path from 'node:path';
 const port = Number(process.env.PORT ?? 8080);
 
 /**
- * The specs the `firefox` project runs (Debian's firefox-esr over WebDriver BiDi, through
- * scripts/firefox-bidi.mjs): the public API, persistence across reloads, crash recovery,
- * multi-tab ownership and failover, sync with the real server, the task board's flows through its
- * UI (app*.spec.ts), the packed npm package (unbundled, from a CDN, built by Vite), collection
- * handles, bytes values, identities wrapped under a passphrase, ibexdb/react, ibexdb/vue and ibexdb/svelte with the real React, Vue and Svelte (StrictMode, pending unmounts,
- * hydration, server rendering), opening without
- * a persistence prompt, the benchmark's verify row (its helper thread started by the page), and the
- * harness itself (harness.spec.ts). A test of these that cannot run in Firefox skips itself there
- * with the reason (the board's: `firefoxAppSkip` in the fixtures). The other specs run in Chromium only: environments.spec.ts launches Chromium
- * with its own flags (host resolver, site-data blocking), the rest measure Chromium's machinery
- * (the benchmark harness, byte quotas through its profile, compression, the cluster).
+ * The specs every browser runs: every spec about the public API (CRUD, transactions, queries,
+ * search and paging, live queries, schemas and their versions across devices, errors, argument
+ * checks, storage backends and quotas, collection handles, bytes, identities and their wrapping,
+ * settle, ibexdb/react and ibexdb/vue with the real React and Vue), persistence across reloads,
+ * crash recovery, multi-tab ownership and failover, sync with the real server and with a cluster
+ * of servers on PostgreSQL (cluster: skipped where PostgreSQL is not installed), opening without a
+ * persistence prompt (startup), the packed npm package and its notes page (package), the task
+ * board's core flows driven through the DOM (app-core: create and edit, reload, offline from its
+ * service worker, two devices syncing), the review probes of the storage backends' kept files
+ * (idb-dead-close, idb-removal, kept-files), and the harness itself. A test of these that cannot run in
+ * a browser skips itself there with the reason in its code (`WEBKIT_CANNOT` in the fixtures, or
+ * its own `test.skip(browserName ...)`).
  */
-export const FIREFOX_SPECS = ['api', 'persistence', 'crash', 'multitab', 'sync', 'app', 'app-share', 'app-trouble', 'app-search', 'startup', 'package', 'bench-verify', 'settle', 'harness', 'react', 'vue', 'svelte', 'collection', 'bytes', 'identity-wrap', 'sync-token', 'invites'].map((s) => `**/${s}.spec.ts`);
+const SHARED_SPECS = ['api', 'arguments', 'errors', 'persistence', 'crash', 'multitab', 'storage', 'sync', 'startup', 'harness', 'collection', 'bytes', 'identity-wrap', 'search', 'schema-versions', 'schema-sync', 'settle', 'quota', 'react', 'vue', 'package', 'app-core', 'cluster', 'idb-dead-close', 'idb-removal', 'kept-files', 'sync-token'];
+
+/**
+ * The specs the `firefox` project runs (Debian's firefox-esr over WebDriver BiDi, through
+ * scripts/firefox-bidi.mjs): the shared ones, the task board's flows through its UI with
+ * Playwright locators at two viewports (app*.spec.ts, app-search.spec.ts; what cannot run in Firefox skips itself:
+ * `firefoxAppSkip` in the fixtures), ibexdb/svelte with the real Svelte 5 and 4 (svelte.spec.ts:
+ * not yet tried in WebKitGTK, so not in the shared list), and the benchmark's verify row (its helper thread started by
+ * the page). The other specs run in Chromium only: environments.spec.ts launches Chromium with its
+ * own flags (host resolver, site-data blocking); bench-smoke and compression measure or drive
+ * Chromium's machinery (the benchmark harness, Slow 4G through CDP);
+ * kept-cleared clears the site's data through CDP; and large-values-measure is a measurement run
+ * on demand.
+ */
+export const FIREFOX_SPECS = [...SHARED_SPECS, 'app', 'app-share', 'app-trouble', 'app-search', 'svelte', 'bench-verify', 'invites'].map((s) => `**/${s}.spec.ts`);
 
 /**
  * The specs the `webkit` project runs: Debian's WebKitGTK (MiniBrowser driven by WebKitWebDriver
  * under Xvfb; scripts/webkit/run.mjs runs this project with IBEXDB_WEBKIT=1). Its `browser`,
  * `context` and `page` are tests/browser/support/webkit.ts's, the same test bodies as in the other
  * browsers; a test that cannot run there skips itself with the reason (`WEBKIT_CANNOT` in the
- * fixtures). Not run there: the task board and the packed package's notes page (driven through
- * Playwright locators, which the WebDriver page has not), the benchmark's verify row (its OPFS
- * engine row; the benchmark runs in WebKitGTK through `make bench BENCH_BROWSER=webkit`), and the
- * Chromium-only specs the Firefox list leaves out too.
+ * fixtures). The shared specs only: app*.spec.ts drive the board through Playwright locators,
+ * which the WebDriver page has not (app-core.spec.ts covers the board's core flows through the
+ * DOM instead, in every browser); bench-verify is the benchmark's OPFS engine row (the benchmark
+ * runs in WebKitGTK through `make bench BENCH_BROWSER=webkit`).
  */
-export const WEBKIT_SPECS = ['api', 'arguments', 'errors', 'persistence', 'crash', 'multitab', 'storage', 'sync', 'startup', 'harness'].map((s) => `**/${s}.spec.ts`);
+export const WEBKIT_SPECS = SHARED_SPECS.map((s) => `**/${s}.spec.ts`);
 
 /** The Firefox Playwright launches (scripts/firefox-bidi.mjs starts FIREFOX_BIN, default Debian's firefox-esr). */
 export const FIREFOX_LAUNCH = { executablePath: path.resolve(import.meta.dirname ?? '.', 'scripts/firefox-bidi.mjs') };

@@ -15,6 +15,9 @@ pub const UNCOMPRESSED_KEY_LEN: usize = 97;
 pub const SIGNATURE_LEN: usize = 96;
 /// Length of a P-384 secret scalar.
 pub const SECRET_KEY_LEN: usize = 48;
+/// How many candidates [`Identity::generate`] tries (and how many times
+/// [`Identity::from_secret_bytes_checked`] derives) before giving up with a `SignatureError`.
+pub const DERIVE_ATTEMPTS: u32 = 4;
 
 /// A compressed SEC1 public key (49 bytes).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -137,6 +140,87 @@ impl Identity {
         }
     }
 
+    /// A new identity for storing: [`Identity::from_entropy`], then [`Identity::self_test`].
+    /// A candidate that fails the test (a host computing P-384 wrong: JavaScriptCore's wasm tiers
+    /// did, docs/design.md §15.1a) is dropped and the next is derived from the entropy re-hashed,
+    /// [`DERIVE_ATTEMPTS`] candidates at most; then a `SignatureError` (`malformed`), and nothing
+    /// was stored.
+    pub fn generate(entropy: &[u8; SECRET_KEY_LEN]) -> Result<Identity> {
+        Identity::generate_with(entropy, public_of)
+    }
+
+    /// [`Identity::generate`] with the first derivation of the public key given (tests give one
+    /// that computes wrong, as a faulty host does).
+    fn generate_with(
+        entropy: &[u8; SECRET_KEY_LEN],
+        derive: impl Fn(&SigningKey) -> PublicKey,
+    ) -> Result<Identity> {
+        let mut seed = *entropy;
+        let mut last = None;
+        for attempt in 0..DERIVE_ATTEMPTS {
+            let secret = Identity::from_entropy(&seed).secret;
+            let key = SigningKey::from(secret);
+            let id = Identity {
+                secret,
+                public: derive(&key),
+                key: std::sync::OnceLock::from(key),
+                checked: std::sync::OnceLock::from(true),
+            };
+            match id.self_test() {
+                Ok(()) => return Ok(id),
+                Err(e) => last = Some(e),
+            }
+            let mut h = Sha256::new();
+            h.update(b"ibexdb identity retry");
+            h.update([attempt as u8]);
+            h.update(seed);
+            let h1 = h.finalize();
+            let h2 = Sha256::digest(h1);
+            seed[..32].copy_from_slice(&h1);
+            seed[32..].copy_from_slice(&h2[..16]);
+        }
+        Err(gave_up(last))
+    }
+
+    /// [`Identity::from_secret_bytes`] for a secret about to be stored (imported, or stored
+    /// without its public key): the derivation is done again while [`Identity::self_test`]
+    /// fails, [`DERIVE_ATTEMPTS`] times at most; then a `SignatureError` (`malformed`).
+    pub fn from_secret_bytes_checked(b: &[u8]) -> Result<Identity> {
+        let mut last = None;
+        for _ in 0..DERIVE_ATTEMPTS {
+            let id = Identity::from_secret_bytes(b)?;
+            match id.self_test() {
+                Ok(()) => return Ok(id),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(gave_up(last))
+    }
+
+    /// What a key pair passes before it is stored: its public key derived a second time by
+    /// another computation (the generic variable-base multiplication `G · k`, not the
+    /// precomputed-table one [`SigningKey`] uses) agrees with it; the compressed key decompresses
+    /// to a point of the curve; and a test message signed with the secret verifies under the
+    /// public key. A `SignatureError` (`malformed`) otherwise.
+    pub fn self_test(&self) -> Result<()> {
+        use p384::elliptic_curve::group::GroupEncoding;
+        let second = (p384::ProjectivePoint::GENERATOR * *self.secret).to_bytes();
+        if second.as_slice() != self.public.0.as_slice() {
+            return Err(Error::sig(
+                SignatureErrorKind::Malformed,
+                "two derivations of the public key disagree (the host computed P-384 wrong)",
+            ));
+        }
+        self.public.uncompressed()?;
+        let msg = b"ibexdb identity self-test";
+        self.public.verify(msg, &self.sign(msg)).map_err(|_| {
+            Error::sig(
+                SignatureErrorKind::Malformed,
+                "a test signature does not verify under the derived public key",
+            )
+        })
+    }
+
     /// Import a secret scalar (48 bytes, big-endian), deriving its public key.
     pub fn from_secret_bytes(b: &[u8]) -> Result<Identity> {
         let secret = scalar(b)?;
@@ -204,6 +288,15 @@ impl Identity {
     }
 }
 
+/// The error when no derivation passed [`Identity::self_test`].
+fn gave_up(last: Option<Error>) -> Error {
+    let why = last.map(|e| e.to_string()).unwrap_or_default();
+    Error::sig(
+        SignatureErrorKind::Malformed,
+        format!("no identity passed its self-test in {DERIVE_ATTEMPTS} derivations (last: {why})"),
+    )
+}
+
 /// A secret scalar from its 48 big-endian bytes.
 fn scalar(b: &[u8]) -> Result<p384::NonZeroScalar> {
     let bad = || {
@@ -267,6 +360,70 @@ mod tests {
         assert!(matches!(wrong.check(), Err(Error::Signature { .. })));
         assert!(Identity::from_parts(&[0u8; 48], &a.public().0).is_err());
         assert!(Identity::from_parts(&a.secret_bytes(), &[2u8; 49]).is_err());
+    }
+
+    /// A derivation that computes a wrong public key (as JavaScriptCore's wasm tiers did, at
+    /// times) is caught before the identity is handed out: a wrong point, or bytes that are no
+    /// point of the curve; a few wrong ones are replaced by a fresh candidate, always wrong is a
+    /// typed error.
+    #[test]
+    fn a_new_identity_is_self_tested_and_a_corrupted_key_is_refused() {
+        let good = Identity::generate(&[7u8; 48]).unwrap();
+        assert_eq!(good.public(), Identity::from_entropy(&[7u8; 48]).public());
+        good.self_test().unwrap();
+        // Corrupted keys: another point (a valid key, not the secret's), a flipped bit (not a
+        // point, or another point), bytes of no point at all.
+        let other = Identity::from_entropy(&[9u8; 48]).public();
+        let mut flipped = good.public();
+        flipped.0[30] ^= 0x10;
+        for bad in [other, flipped, PublicKey([2u8; 49])] {
+            let id = Identity {
+                public: bad,
+                ..good.clone()
+            };
+            assert!(
+                matches!(id.self_test(), Err(Error::Signature { .. })),
+                "{bad:?}"
+            );
+        }
+        // Wrong on the first two candidates: the third is taken, and it passes.
+        let calls = std::cell::Cell::new(0);
+        let id = Identity::generate_with(&[7u8; 48], |k| {
+            calls.set(calls.get() + 1);
+            let mut p = public_of(k);
+            if calls.get() <= 2 {
+                p.0[48] ^= 1;
+            }
+            p
+        })
+        .unwrap();
+        assert_eq!(calls.get(), 3);
+        id.self_test().unwrap();
+        assert_ne!(id.public(), good.public());
+        assert_eq!(
+            Identity::from_secret_bytes(&id.secret_bytes())
+                .unwrap()
+                .public(),
+            id.public()
+        );
+        // Always wrong: a SignatureError after DERIVE_ATTEMPTS candidates.
+        calls.set(0);
+        let err = Identity::generate_with(&[7u8; 48], |_| {
+            calls.set(calls.get() + 1);
+            other
+        })
+        .unwrap_err();
+        assert_eq!(calls.get(), DERIVE_ATTEMPTS);
+        assert!(matches!(err, Error::Signature { .. }), "{err}");
+        assert!(err.to_string().contains("self-test"), "{err}");
+        // An imported secret is derived and tested the same way.
+        assert_eq!(
+            Identity::from_secret_bytes_checked(&good.secret_bytes())
+                .unwrap()
+                .public(),
+            good.public()
+        );
+        assert!(Identity::from_secret_bytes_checked(&[0u8; 48]).is_err());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 // Every error class crosses the worker boundary with its stable `name` and is an instance of
 // the class exported by www/ibexdb.js.
-import { test, expect, gotoPlayground, uniqueName, WEBKIT_CANNOT } from './ibexdb.fixtures';
+import { test, expect, gotoPlayground, uniqueName } from './ibexdb.fixtures';
 
 test.beforeEach(async ({ page, watched }) => {
   void watched;
@@ -19,12 +19,46 @@ const HELPERS = `
     }
     return 'no error';
   };
-  window.opfsDir = async (name) => {
-    const root = await navigator.storage.getDirectory();
-    return (await root.getDirectoryHandle('ibexdb')).getDirectoryHandle(name);
+  // The repository's files, wherever the default backend keeps them: its OPFS directory, or (where
+  // there is no OPFS: WebKitGTK) its IndexedDB database, whose layout is backends/indexeddb.js's
+  // (a file's size under [file, -1], its bytes in 64 KiB chunks under [file, i]; a write counts
+  // the repository's generation, so that a worker keeping the closed files' bytes loads them again).
+  const idb = (name) => new Promise((res, rej) => { const r = indexedDB.open('ibexdb/' + name); r.onsuccess = () => res(r.result); r.onerror = () => rej(r.error); });
+  const done = (r) => new Promise((res, rej) => { r.onsuccess = () => res(r.result); r.onerror = () => rej(r.error); });
+  const range = (file) => IDBKeyRange.bound([file, 0], [file, Infinity]);
+  const idbChange = async (name, f) => {
+    const db = await idb(name);
+    const tx = db.transaction('files', 'readwrite');
+    const store = tx.objectStore('files');
+    f(store);
+    const g = store.get('generation');
+    g.onsuccess = () => store.put((g.result ?? 0) + 1, 'generation');
+    await new Promise((res, rej) => { tx.oncomplete = res; tx.onerror = () => rej(tx.error); });
+    db.close();
   };
-  window.readFile = async (dir, file) => new Uint8Array(await (await (await dir.getFileHandle(file)).getFile()).arrayBuffer());
+  window.opfsDir = async (name) => {
+    const inOpfs = await navigator.storage.getDirectory().then((root) => root.getDirectoryHandle('ibexdb')).then((d) => d.getDirectoryHandle(name), () => null);
+    if (inOpfs) return inOpfs;
+    return { idb: name, removeEntry: (file) => idbChange(name, (s) => { s.delete(range(file)); s.delete([file, -1]); }) };
+  };
+  window.readFile = async (dir, file) => {
+    if (!dir.idb) return new Uint8Array(await (await (await dir.getFileHandle(file)).getFile()).arrayBuffer());
+    const db = await idb(dir.idb);
+    const store = db.transaction('files').objectStore('files');
+    const [size, chunks] = await Promise.all([done(store.get([file, -1])), done(store.getAll(range(file)))]);
+    db.close();
+    const out = new Uint8Array(size);
+    chunks.forEach((c, i) => out.set(new Uint8Array(c.buffer ?? c, c.byteOffset ?? 0, Math.min(c.byteLength, size - i * 65536)), i * 65536));
+    return out;
+  };
   window.writeFile = async (dir, file, bytes) => {
+    if (dir.idb) {
+      return idbChange(dir.idb, (s) => {
+        s.delete(range(file));
+        for (let i = 0; i * 65536 < bytes.length; i++) s.put(bytes.slice(i * 65536, (i + 1) * 65536), [file, i]);
+        s.put(bytes.length, [file, -1]);
+      });
+    }
     const w = await (await dir.getFileHandle(file)).createWritable({ keepExistingData: false });
     await w.write(bytes);
     await w.close();
@@ -123,8 +157,7 @@ test("StorageUnavailableError when OPFS is missing and storage: 'opfs' asks for 
   expect(out).toBe('StorageUnavailableError');
 });
 
-test('CorruptError on mid-log damage; repair mode opens anyway', async ({ page, browserName }) => {
-  test.skip(browserName === 'webkit', `damages the repository's files in OPFS (window.opfsDir); ${WEBKIT_CANNOT.opfs} (storage.spec.ts damages a log kept in IndexedDB)`);
+test('CorruptError on mid-log damage; repair mode opens anyway', async ({ page }) => {
   await page.evaluate(HELPERS);
   const out = await page.evaluate(async (name) => {
     const w = window as any;
@@ -151,8 +184,7 @@ test('CorruptError on mid-log damage; repair mode opens anyway', async ({ page, 
   expect(out.after).toEqual([null, null, null]);
 });
 
-test('SignatureError for unsigned commits; a damaged snapshot block: reads answered from the log, VerifyError', async ({ page, browserName }) => {
-  test.skip(browserName === 'webkit', `damages the repository's files in OPFS (window.opfsDir); ${WEBKIT_CANNOT.opfs} (storage.spec.ts damages a log kept in IndexedDB)`);
+test('SignatureError for unsigned commits; a damaged snapshot block: reads answered from the log, VerifyError', async ({ page }) => {
   await page.evaluate(HELPERS);
   const out = await page.evaluate(async ([a, b, c]) => {
     const w = window as any;
@@ -192,8 +224,7 @@ test('SignatureError for unsigned commits; a damaged snapshot block: reads answe
   expect(out.verify).toBe('VerifyError');
 });
 
-test('verify(): seal signatures by WebCrypto; a tampered seal is still a SignatureError', async ({ page, browserName }) => {
-  test.skip(browserName === 'webkit', `damages the repository's files in OPFS (window.opfsDir); ${WEBKIT_CANNOT.opfs} (storage.spec.ts damages a log kept in IndexedDB)`);
+test('verify(): seal signatures by WebCrypto; a tampered seal is still a SignatureError', async ({ page }) => {
   await page.evaluate(HELPERS);
   const out = await page.evaluate(async (name) => {
     const w = window as any;

@@ -4,9 +4,8 @@
 import { test, expect, gotoPlayground, uniqueName } from './ibexdb.fixtures';
 import { installRunWorker } from './support/workers';
 
-test('indexeddb: a worker whose open repository was removed by another context can open it again after its close', async ({ page, watched, browserName }) => {
+test('indexeddb: a worker whose open repository was removed by another context can open it again after its close', async ({ page, watched }) => {
   void watched;
-  test.skip(browserName !== 'chromium', 'Chromium only (the review ran there)');
   // Found in review, fixed: the versionchange handler closes the connection and forget()s the Repo while its files
   // are still open here (the removal succeeds: IndexedDB, unlike OPFS, does not refuse it). When
   // the engine then closes without a flush (nothing written since), sinkFor().close() sees

@@ -78,9 +78,16 @@ test('wrapped identity: a wrong passphrase or a changed byte is a PassphraseErro
       exportErrors.push(await db.exportIdentity(opts).then(() => 'exported', (e: any) => [e.name, e.argument, e instanceof InvalidValueError]));
     }
     await db.close();
+    // Stored in OPFS (the sync-handle backend) or in IndexedDB (the backend where there are no
+    // sync handles: WebKitGTK, whose automation session cannot even get the OPFS directory).
     const stored = async (name: string) => {
-      const root = await (await navigator.storage.getDirectory()).getDirectoryHandle('ibexdb');
-      return root.getDirectoryHandle(name).then(() => true, () => false);
+      const inOpfs = await navigator.storage
+        .getDirectory()
+        .then((d) => d.getDirectoryHandle('ibexdb'))
+        .then((root) => root.getDirectoryHandle(name))
+        .then(() => true, () => false);
+      const inIdb = (await indexedDB.databases()).some((d) => d.name === `ibexdb/${name}`);
+      return inOpfs || inIdb;
     };
     const attempt = (name: string, opts: any) => open(name, opts).then(
       async (d: any) => (await d.close(), 'opened'),

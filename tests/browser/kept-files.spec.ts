@@ -1,12 +1,12 @@
 // Review regression probes that held: kept bytes/handles across a panic's recover(), and an OPFS
 // removal refused while the repository is open elsewhere (the identity handle parked meanwhile).
-import { test, expect, gotoPlayground, uniqueName } from './ibexdb.fixtures';
+import { test, expect, gotoPlayground, uniqueName, WEBKIT_CANNOT } from './ibexdb.fixtures';
 import { installRunWorker } from './support/workers';
 
 for (const storage of ['indexeddb', 'opfs'] as const) {
   test(`${storage}: recover() after a panic and a reopen from kept files see only what was flushed`, async ({ page, watched, browserName }) => {
     void watched;
-    test.skip(browserName !== 'chromium', 'Chromium only (the review ran there)');
+    test.skip(browserName === 'webkit' && storage === 'opfs', WEBKIT_CANNOT.opfs);
     const name = uniqueName(`kept-recover-${storage}`);
     await gotoPlayground(page);
     await installRunWorker(page);
@@ -44,7 +44,7 @@ for (const storage of ['indexeddb', 'opfs'] as const) {
 
 test('opfs: a removal while another worker has the repository open is refused; the open engine goes on, and reopens', async ({ page, watched, browserName }) => {
   void watched;
-  test.skip(browserName !== 'chromium', 'Chromium only (the review ran there)');
+  test.skip(browserName === 'webkit', WEBKIT_CANNOT.opfs);
   const name = uniqueName('opfs-remove-open');
   await gotoPlayground(page);
   await installRunWorker(page);
@@ -89,9 +89,8 @@ test('opfs: a removal while another worker has the repository open is refused; t
   expect(out).toEqual({ parkedWhileOpen: ['identity'], removal: 'NoModificationAllowedError', parkedAfterAsk: [], reopened: 2, sameIdentity: true, verify: 2 });
 });
 
-test('indexeddb: a worker keeps at most KEPT_REPOSITORIES closed repositories, the least recently closed going first', async ({ page, watched, browserName }) => {
+test('indexeddb: a worker keeps at most KEPT_REPOSITORIES closed repositories, the least recently closed going first', async ({ page, watched }) => {
   void watched;
-  test.skip(browserName !== 'chromium', 'Chromium only (the review ran there)');
   const base = uniqueName('kept-bound');
   await gotoPlayground(page);
   await installRunWorker(page);

@@ -68,8 +68,9 @@ test('module loaded from another origin (a CDN): blob-bootstrapped worker, wasm 
   const moduleUrl = `${cdn.url}/npm/ibexdb/ibexdb.js`;
   notesPage(scratch.dir, 'cdn', moduleUrl);
   const site = await serve(scratch.dir, { mount: '/apps/notes/' });
+  // What the two servers were asked for (seen by the servers, so in every browser alike).
   const requests: string[] = [];
-  page.on('request', (r) => requests.push(r.url()));
+  for (const srv of [cdn, site]) srv.server.on('request', (req: { url: string }) => requests.push(`${srv.url}${req.url}`));
   try {
     expect(new URL(site.url).origin).not.toBe(new URL(cdn.url).origin);
     const seen = await exerciseNotes(page, `${site.url}/apps/notes/cdn.html`);

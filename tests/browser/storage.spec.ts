@@ -103,6 +103,11 @@ test('storage: indexeddb: a torn tail in the stored log is cut at open, as on OP
     torn.set([40, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7], size - i * CHUNK); // a length that promises more than there is
     store.put(torn, ['log', i]);
     store.put(size + 11, ['log', -1]);
+    // Count the repository's generation, as a write from another context does: else the worker
+    // that closed it opens it again from the bytes it kept (backends/indexeddb.js) and never
+    // reads the torn log.
+    const gen = store.get('generation');
+    gen.onsuccess = () => store.put((gen.result ?? 0) + 1, 'generation');
     await new Promise((res) => (tx.oncomplete = res));
     idb.close();
     db = await w.ibexdb.open(name, { storage: 'indexeddb', trusted: true });
@@ -168,7 +173,7 @@ test('storage: indexeddb: two tabs share the repository, the survivor takes over
 });
 
 test('storage: indexeddb: out of the origin quota, writes fail with QuotaExceededError and nothing acknowledged is lost', async ({ page, watched, browserName }) => {
-  test.skip(browserName === 'webkit', "sets the origin's quota through Chromium's CDP (Storage.overrideQuotaForOrigin)");
+  test.skip(browserName !== 'chromium', "sets the origin's quota through Chromium's CDP (Storage.overrideQuotaForOrigin); Firefox and WebKit have no per-origin quota a test can set (quota.spec.ts runs the engine's byte limit in every browser)");
   void watched;
   const name = uniqueName('idb-quota');
   await gotoPlayground(page);

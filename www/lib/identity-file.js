@@ -17,7 +17,7 @@ const PUBLIC_BYTES = 49;
  * Read (or make, or replace) the identity in the file.
  * @param {any} idh the file's sync access handle
  * @param {string | undefined} given an exported identity (`options.identity`)
- * @param {import('./wasm-instance.js').Glue} glue the wasm glue (`Engine.identityFromEntropy`, `Engine.publicKeyOf`)
+ * @param {import('./wasm-instance.js').Glue} glue the wasm glue (`Engine.newIdentity`, `Engine.publicKeyOf`)
  * @returns {{secret: Uint8Array, publicKey: Uint8Array}}
  */
 export function identityFile(idh, given, glue) {
@@ -34,13 +34,24 @@ export function identityFile(idh, given, glue) {
       idh.read(storedPublic, { at: SECRET_BYTES });
     }
   }
-  const secret = given !== undefined
-    ? parseIdentity(given)
-    : stored ?? glue.Engine.identityFromEntropy(crypto.getRandomValues(new Uint8Array(SECRET_BYTES)));
+  /** @type {Uint8Array} */
+  let secret;
+  /** @type {Uint8Array | null} */
+  let publicKey = null;
+  if (given !== undefined) secret = parseIdentity(given);
+  else if (stored) secret = stored;
+  else {
+    // A new identity, self-tested in the core before it is stored (its public key derived twice
+    // by two computations, decompressed, a test signature verified: docs/design.md §11.5).
+    const both = glue.Engine.newIdentity(crypto.getRandomValues(new Uint8Array(SECRET_BYTES)));
+    secret = both.slice(0, SECRET_BYTES);
+    publicKey = both.slice(SECRET_BYTES);
+  }
   const same = stored !== null && stored.every((b, i) => b === secret[i]);
   if (same && storedPublic) return { secret, publicKey: storedPublic };
-  // Derives the public key; throws SignatureError for a secret out of range.
-  const publicKey = fromHex(glue.Engine.publicKeyOf(secret));
+  // Derives the public key, self-tested; throws SignatureError for a secret out of range (or one
+  // whose derivations keep disagreeing).
+  publicKey ??= fromHex(glue.Engine.publicKeyOf(secret));
   // Overwrite in place, then trim: never a moment where the file lacks the secret, so a crash
   // here cannot make the next open mint a new identity.
   const both = new Uint8Array(SECRET_BYTES + PUBLIC_BYTES);

@@ -230,12 +230,17 @@ export async function expectOnScreen(page: Page, el: Locator) {
 /** The owner's change has reached the server (its status says Synced). */
 export const ownerSynced = (owner: Page) => expect(owner.getByRole('button', { name: 'Sync status' })).toHaveText('Synced', { timeout: 20_000 });
 
-/** The guest's board opens by itself within 2 s of the grant (`t0`; it used to re-check every 10 s). */
+/**
+ * The guest's board opens by itself soon after the grant (`t0`): the server welcomes a waiting
+ * session when its grant lands (it used to re-check every 10 s). 39–157 ms on a quiet machine;
+ * up to 3.6 s was seen on 2 cores at load 14, so the bound is 5 s (a 10 s re-check would miss it
+ * half the time); the figure is printed.
+ */
 export async function opensOnGrant(guest: Page, t0: number) {
   await expect(guest.locator('body')).toHaveAttribute('data-access', 'open', { timeout: 10_000 });
   const ms = Date.now() - t0;
   console.log(`grant -> the guest's board is open: ${ms} ms`);
-  expect(ms, 'the joining device learns of its grant within 2 s').toBeLessThan(2_000);
+  expect(ms, 'the joining device learns of its grant within 5 s').toBeLessThan(5_000);
 }
 
 /**

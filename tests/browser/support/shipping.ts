@@ -43,6 +43,8 @@ export function scratchProject(): Promise<Scratch> {
 export interface Served {
   url: string;
   port: number;
+  /** The Node HTTP(S) server (its 'request' events: what browsers asked it for). */
+  server: import('node:http').Server;
   close(): Promise<void>;
 }
 
@@ -75,7 +77,8 @@ export async function pageOpened(page: Page): Promise<null | { error: string; ki
   return page.evaluate(() => (document.body.dataset.ready === '1' ? null : { error: document.body.dataset.error ?? '', kind: document.body.dataset.kind ?? '' }));
 }
 
-const listed = (page: Page) => page.locator('#notes li').allTextContents();
+/** The notes listed (through evaluate, not a locator: the same in WebKit's page, support/webkit.ts). */
+const listed = (page: Page) => page.evaluate(() => [...document.querySelectorAll('#notes li')].map((li) => li.textContent ?? ''));
 
 /**
  * What a user does with the notes page: create, read, update and delete, watch the live query

@@ -481,6 +481,12 @@ export class SyncManager {
       const sealsVerified = this._verifyEarly(bytes);
       this.hooks.run(() => this._onMessage(ws, bytes, sealsVerified)).catch((e) => this._fail(e));
     };
+    // Handled on the work chain, after the messages that came before the close: a server that
+    // refuses a session sends the refusal and closes, and the refusal (still queued behind a
+    // message in progress, or behind WebCrypto's check of its seals) decides where the next dial
+    // goes: the same node for a PermissionError (every node would say the same), the next one
+    // otherwise. Handled at once, the close moved on to the next node before the refusal was
+    // read (seen in WebKitGTK: cluster.spec.ts's owner synced with its second node).
     ws.onclose = () => {
       if (this.ws !== ws) return;
       // The messages that came before the close may still wait on the work chain (a refusal
