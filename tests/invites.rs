@@ -205,16 +205,16 @@ fn an_invite_gives_its_role_once_and_refuses_reuse_expiry_revocation_and_forgery
     // The owner takes a redeemed role away like any other.
     owner.revoke(&ident(2).public()).unwrap();
     assert_eq!(owner.access().role(&ident(2).public()), None);
-    // A repository with invites is not snapshotted (format 8 does not carry them); its log
-    // replays them at open.
+    // A replica's snapshot keeps the invites, the revocations and the redemptions.
     let mut o = signed(1);
     o.clock = clock(T0);
     let mut s = Repo::open(MemStorage::new(), Some(MemStorage::new()), o).unwrap();
     deliver(&mut rng, &mut s, &everything(&mut owner));
     let acl = s.access().clone();
-    assert!(!s.write_snapshot().unwrap());
+    assert!(s.write_snapshot().unwrap());
     let (log, snap) = s.close().unwrap();
     let s = Repo::open(log, snap, signed(1)).unwrap();
+    assert!(s.open_report().from_snapshot);
     assert_eq!(*s.access(), acl);
 }
 
@@ -325,4 +325,48 @@ fn concurrent_redemptions_count_at_most_uses_times_the_least_commit_ids_first() 
     if std::env::var("IBEX_SEED").is_err() {
         assert!(raced.get() > 0, "no run had more devices than uses");
     }
+}
+
+#[test]
+fn invites_survive_a_snapshot_and_reopen() {
+    let mut rng = Rng(11);
+    let mut o = signed(1);
+    o.clock = clock(T0 + 7);
+    let mut owner = Repo::open(MemStorage::new(), Some(MemStorage::new()), o).unwrap();
+    write(&mut owner, "a").unwrap();
+    let far = T0 + 3_600_000;
+    owner.invite(&secret(1), Role::Writer, far, 2).unwrap();
+    let (unused, _) = owner.invite(&secret(2), Role::Reader, far, 1).unwrap();
+    let mut b = open_replica(2);
+    deliver(&mut rng, &mut b, &everything(&mut owner));
+    b.redeem(&secret(1)).unwrap().unwrap();
+    write(&mut b, "b").unwrap();
+    deliver(&mut rng, &mut owner, &everything(&mut b));
+    owner.revoke_invite(&unused).unwrap();
+    owner.seal().unwrap();
+    assert!(owner.write_snapshot().unwrap());
+    let before = owner.access().clone();
+    assert_eq!(before.role(&b.author()), Some(Role::Writer));
+    let (log, snap) = owner.close().unwrap();
+    let mut o = signed(1);
+    o.clock = clock(T0 + 100_000);
+    let mut again = Repo::open(log, snap, o).unwrap();
+    let report = again.open_report();
+    assert!(report.from_snapshot && report.replayed_frames == 0);
+    assert_eq!(
+        again.access(),
+        &before,
+        "the invites and redemptions come back"
+    );
+    assert_eq!(again.access().role(&b.author()), Some(Role::Writer));
+    again.verify().unwrap();
+    // A second use of the first invite still counts after the reopen; the revoked one does not.
+    let mut c = open_replica(3);
+    deliver(&mut rng, &mut c, &everything(&mut again));
+    c.redeem(&secret(1)).unwrap().unwrap();
+    let e = c.redeem(&secret(2)).unwrap_err();
+    assert_eq!(kind(&e), Some(PermissionErrorKind::InviteRevoked));
+    let refused = deliver(&mut rng, &mut again, &everything(&mut c));
+    assert_eq!(refused, 0);
+    assert_eq!(again.access().role(&c.author()), Some(Role::Writer));
 }

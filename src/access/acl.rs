@@ -186,11 +186,6 @@ impl Acl {
         self.invites.iter()
     }
 
-    /// Whether this list holds any invite (snapshots do not keep them yet).
-    pub fn has_invites(&self) -> bool {
-        !self.invites.is_empty()
-    }
-
     /// Whether `key`'s entry has concurrent writes that disagree (the least one counts).
     pub fn contested(&self, key: &PublicKey) -> bool {
         self.members.get(key).is_some_and(|r| {

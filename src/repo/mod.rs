@@ -394,12 +394,8 @@ impl<S: Storage> Repo<S> {
     /// changed, not the repository's size). Otherwise the file is compacted: the kept blocks
     /// move down to its start as they are, and the rest is appended after them; with no block
     /// to keep, every item is loaded and the file rewritten.
-    ///
-    /// A repository whose access list holds invites is not snapshotted: the snapshot format
-    /// (version 8) does not carry them yet, and a snapshot without them would give redeemed
-    /// members no role after a reopen (docs/design.md §6.4 "Invites"). Returns `false`.
     pub fn write_snapshot(&mut self) -> Result<bool> {
-        if self.snap.is_none() || self.graph.acls.lists().any(|a| a.has_invites()) {
+        if self.snap.is_none() {
             return Ok(false);
         }
         self.flush()?;

@@ -7,7 +7,9 @@ use super::commits::{self, TableSegment};
 use super::indexes;
 use super::{commit_stamps, SnapshotData};
 use super::{SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
-use crate::access::{Acl, Register, Role, Write};
+use crate::access::{
+    Acl, InviteDef, InviteId, InviteState, Redemption, Register, Role, Write, INVITE_ID_LEN,
+};
 use crate::codec::Reader;
 use crate::cold::{ColdBlock, ColdTables};
 use crate::commit::{CommitId, PublicKey, PUBLIC_KEY_LEN};
@@ -233,7 +235,56 @@ fn access_list(r: &mut Reader<'_>) -> Result<Acl> {
         }
         acl.schemas.insert(c, reg);
     }
+    invites(r, &mut acl)?;
     Ok(acl)
+}
+
+/// The invites (version 8), in strictly ascending id order, each one's redemptions in
+/// strictly ascending commit id order.
+fn invites(r: &mut Reader<'_>, acl: &mut Acl) -> Result<()> {
+    let ni = r.count(INVITE_ID_LEN + 2, usize::MAX)?;
+    for _ in 0..ni {
+        let id: InviteId = r.array()?;
+        let def = register(r, |r| {
+            Ok(match r.u8()? {
+                0 => None,
+                1 => Some(InviteDef {
+                    key: PublicKey(r.array()?),
+                    role: role(r)?,
+                    expires: r.u64()?,
+                    uses: u32::try_from(r.varint()?).map_err(|_| r.err("bad invite uses"))?,
+                }),
+                _ => return Err(r.err("bad invite flag")),
+            })
+        })?;
+        let nr = r.count(32 + PUBLIC_KEY_LEN + 2, usize::MAX)?;
+        let mut redeemed = BTreeMap::new();
+        for _ in 0..nr {
+            let c = CommitId(r.array()?);
+            let red = Redemption {
+                key: PublicKey(r.array()?),
+                role: role(r)?,
+                uses: u32::try_from(r.varint()?).map_err(|_| r.err("bad invite uses"))?,
+            };
+            if redeemed.last_key_value().is_some_and(|(l, _)| *l >= c) {
+                return Err(r.err("redemptions not strictly ascending"));
+            }
+            redeemed.insert(c, red);
+        }
+        if acl.invites.last_key_value().is_some_and(|(l, _)| *l >= id) {
+            return Err(r.err("invites not strictly ascending"));
+        }
+        acl.invites.insert(id, InviteState { def, redeemed });
+    }
+    Ok(())
+}
+
+/// A role byte that names a role (not a revocation).
+fn role(r: &mut Reader<'_>) -> Result<Role> {
+    match Role::from_code(r.u8()?) {
+        Some(Some(role)) => Ok(role),
+        _ => Err(r.err("bad role")),
+    }
 }
 
 /// An entry's uncovered writes (ascending ids), each with the ids it covers (ascending).

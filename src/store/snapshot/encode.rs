@@ -319,6 +319,33 @@ fn access_list(w: &mut Writer, acl: &Acl) {
         w.lp(c.as_bytes());
         register(w, reg, |w, s| w.lp(&s.bytes));
     }
+    invites(w, acl);
+}
+
+/// Version 8: the invites (docs/design.md §6.4 "Invites"), by id: each one's definition
+/// register (0 revoked; 1, key, role, expiry, uses) and its counted redemptions by commit id.
+fn invites(w: &mut Writer, acl: &Acl) {
+    w.varint(acl.invites.len() as u64);
+    for (id, st) in &acl.invites {
+        w.bytes(id);
+        register(w, &st.def, |w, d| match d {
+            None => w.u8(0),
+            Some(d) => {
+                w.u8(1);
+                w.bytes(&d.key.0);
+                w.u8(Role::code(Some(d.role)));
+                w.u64(d.expires);
+                w.varint(u64::from(d.uses));
+            }
+        });
+        w.varint(st.redeemed.len() as u64);
+        for (c, r) in &st.redeemed {
+            w.bytes(&c.0);
+            w.bytes(&r.key.0);
+            w.u8(Role::code(Some(r.role)));
+            w.varint(u64::from(r.uses));
+        }
+    }
 }
 
 /// An entry's uncovered writes: count, then each one's commit id, value and covered ids.
