@@ -3,28 +3,9 @@
 // keys) open the repository with a link and read or write per the invite's role. Reuse, expiry
 // and revocation are each a typed PermissionError. The server binary is
 // target/release/ibexdb-server or $IBEXDB_SERVER.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { createInterface } from 'node:readline';
 import type { Browser } from '@playwright/test';
 import { test, expect, gotoPlayground, uniqueName } from './ibexdb.fixtures';
-
-const SERVER = process.env.IBEXDB_SERVER ?? path.resolve('target/release/ibexdb-server');
-
-async function startServer(): Promise<{ url: string; proc: ChildProcess; dir: string }> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'ibexdb-invites-'));
-  const proc = spawn(SERVER, ['--data', dir, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const line = await new Promise<string>((resolve, reject) => {
-    proc.once('error', reject);
-    proc.once('exit', (code) => reject(new Error(`ibexdb-server exited with ${code} (built? ${SERVER})`)));
-    createInterface({ input: proc.stdout! }).once('line', resolve);
-  });
-  const m = /listening on (\S+)/.exec(line);
-  if (!m) throw new Error(`unexpected server output: ${line}`);
-  return { url: `ws://${m[1]}`, proc, dir };
-}
+import { startSyncServer } from './support/shipping';
 
 /**
  * A new device (its own context) opens `name` with `link`, waits until synced or refused, then
@@ -78,7 +59,7 @@ async function join(browser: Browser, name: string, url: string, link: string, t
 
 test('invite links: a new device joins with the role of its link, the owner offline; reuse, expiry and revocation are typed errors', async ({ browser, page }) => {
   test.setTimeout(120_000);
-  const server = await startServer();
+  const server = await startSyncServer();
   try {
     const name = uniqueName('invite');
     await gotoPlayground(page);
@@ -148,7 +129,6 @@ test('invite links: a new device joins with the role of its link, the owner offl
     );
     expect(seen).toEqual({ got: { by: 'w' }, members: ['owner', 'writer', 'writer'] });
   } finally {
-    server.proc.kill('SIGKILL');
-    rmSync(server.dir, { recursive: true, force: true });
+    await server.stop();
   }
 });

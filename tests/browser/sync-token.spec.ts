@@ -9,16 +9,14 @@
 // with two tabs the owner tab's page is asked, and the tab that takes over asks its own.
 // The server binary is target/release/ibexdb-server (`make test` builds it first) or
 // $IBEXDB_SERVER.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import type { Page } from '@playwright/test';
 import { test, expect, gotoPlayground, uniqueName, watch } from './ibexdb.fixtures';
+import { startSyncServer } from './support/shipping';
 
-const SERVER = process.env.IBEXDB_SERVER ?? path.resolve('target/release/ibexdb-server');
 const AUD = 'notes-app';
 
 /** The test's identity provider: one P-256 key, published as kid `k1`. */
@@ -42,29 +40,26 @@ class Provider {
 
 interface Server {
   url: string;
-  proc: ChildProcess;
-  dir: string;
+  stop(): Promise<void>;
 }
 
+/** The real server (support/shipping.ts) requiring tokens of `idp` for the audience AUD. */
 async function startServer(idp: Provider, more: string[] = []): Promise<Server> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'ibexdb-token-'));
-  const jwks = path.join(dir, 'jwks.json');
+  const keys = mkdtempSync(path.join(tmpdir(), 'ibexdb-token-'));
+  const jwks = path.join(keys, 'jwks.json');
   writeFileSync(jwks, JSON.stringify(idp.jwks()));
-  const args = ['--data', path.join(dir, 'data'), '--listen', '127.0.0.1:0', '--auth-jwks', jwks, '--auth-audience', AUD, ...more];
-  const proc = spawn(SERVER, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  const line = await new Promise<string>((resolve, reject) => {
-    proc.once('error', reject);
-    proc.once('exit', (code) => reject(new Error(`ibexdb-server exited with ${code} (built? ${SERVER})`)));
-    createInterface({ input: proc.stdout! }).once('line', resolve);
-  });
-  const m = /listening on (\S+)/.exec(line);
-  if (!m) throw new Error(`unexpected server output: ${line}`);
-  return { url: `ws://${m[1]}`, proc, dir };
+  const server = await startSyncServer({ args: ['--auth-jwks', jwks, '--auth-audience', AUD, ...more] });
+  return {
+    url: server.url,
+    stop: async () => {
+      await server.stop();
+      rmSync(keys, { recursive: true, force: true });
+    },
+  };
 }
 
 function stopServer(server: Server) {
-  server.proc.kill('SIGKILL');
-  rmSync(server.dir, { recursive: true, force: true });
+  return server.stop();
 }
 
 /**
@@ -196,7 +191,7 @@ test('syncToken: a good token syncs, bad ones are typed AuthErrors, a refreshed 
     await page.evaluate(async () => {
       for (const db of Object.values((window as any).dbs ?? {})) await (db as any).close();
     }).catch(() => {});
-    stopServer(server);
+    await stopServer(server);
   }
 });
 
@@ -225,7 +220,7 @@ test('syncToken: a session whose token expires is ended and dialed again with a 
     await page.evaluate(async () => {
       for (const db of Object.values((window as any).dbs ?? {})) await (db as any).close();
     }).catch(() => {});
-    stopServer(server);
+    await stopServer(server);
   }
 });
 
@@ -258,6 +253,6 @@ test('syncToken with two tabs: the owner tab is asked; the tab that takes over a
     await pageB.evaluate(async () => {
       for (const db of Object.values((window as any).dbs ?? {})) await (db as any).close();
     }).catch(() => {});
-    stopServer(server);
+    await stopServer(server);
   }
 });

@@ -159,6 +159,20 @@ export function toBase64(b) {
   return btoa(s);
 }
 
+/** URL-safe base64 of `b` without padding (invite links, wrapped identities, JWK fields). @param {Uint8Array} b */
+export function toBase64url(b) {
+  return toBase64(b).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+/**
+ * The bytes of URL-safe base64 `text` (padding optional); throws atob's error on a character
+ * outside the alphabet.
+ * @param {string} text @returns {Uint8Array<ArrayBuffer>}
+ */
+export function fromBase64url(text) {
+  return Uint8Array.from(atob(text.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0));
+}
+
 /**
  * Encode a value as JSON text for the engine.
  * @param {unknown} v

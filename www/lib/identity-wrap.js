@@ -15,6 +15,7 @@
 // this shape (cut short, not base64url, iterations out of range) is an InvalidValueError.
 
 import { describe, isPlainObject } from './args.js';
+import { fromBase64url, toBase64url } from './codec.js';
 import { InvalidValueError, PassphraseError } from './errors.js';
 import { IDENTITY_PREFIX, formatIdentity, parseIdentity } from './identity-file.js';
 
@@ -29,12 +30,6 @@ const BYTES = 96;
 const CHARS = 128;
 
 const enc = new TextEncoder();
-
-/** @param {Uint8Array} bytes */
-const b64url = (bytes) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
-
-/** @param {string} text @returns {Uint8Array<ArrayBuffer>} */
-const unb64url = (text) => Uint8Array.from(atob(text.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0));
 
 /** Whether `text` claims to be a wrapped identity (its prefix). @param {unknown} text */
 export const isWrapped = (text) => typeof text === 'string' && text.startsWith(WRAPPED_PREFIX);
@@ -102,7 +97,7 @@ export async function wrapIdentity(identity, passphrase) {
   const all = new Uint8Array(BYTES);
   all.set(header, 0);
   all.set(ct, HEADER);
-  return WRAPPED_PREFIX + b64url(all);
+  return WRAPPED_PREFIX + toBase64url(all);
 }
 
 /**
@@ -118,7 +113,7 @@ export async function unwrapIdentity(wrapped, passphrase) {
   const malformed = (/** @type {string} */ why) => new InvalidValueError(`options.identity is not a whole wrapped identity from exportIdentity({passphrase}) (${why}): "${WRAPPED_PREFIX}" + ${CHARS} base64url characters`, { path: 'options.identity', argument: 'options.identity' });
   if (!/^[A-Za-z0-9_-]*$/.test(body)) throw malformed('it holds characters base64url does not have');
   if (body.length !== CHARS) throw malformed(`it has ${body.length} characters after the prefix`);
-  const all = unb64url(body);
+  const all = fromBase64url(body);
   const iterations = new DataView(all.buffer).getUint32(0);
   if (iterations < ITERATIONS || iterations > MAX_ITERATIONS) throw malformed(`${iterations} PBKDF2 iterations, outside ${ITERATIONS}-${MAX_ITERATIONS}`);
   const header = all.slice(0, HEADER);

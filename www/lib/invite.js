@@ -2,6 +2,7 @@
 // reading one back, and the arguments' checks. The secret travels only in the URL fragment
 // (`#ibexdb-invite=…`), which browsers never send to a server.
 
+import { fromBase64url, toBase64url } from './codec.js';
 import { InvalidValueError } from './errors.js';
 import { describe, isPlainObject } from './args.js';
 
@@ -9,18 +10,9 @@ const ROLES = ['reader', 'writer', 'owner'];
 const PREFIX = 'ibexdb-invite=';
 const MAX_USES = 1000;
 
-/** 32 random bytes as base64url (no padding). @param {Uint8Array} b */
-function b64url(b) {
-  let s = '';
-  for (const x of b) s += String.fromCharCode(x);
-  return btoa(s).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
-}
-
-/** @param {string} s @returns {Uint8Array | null} */
+/** @param {string} s @returns {Uint8Array | null} the 32-byte secret of a link */
 function fromB64url(s) {
-  if (!/^[A-Za-z0-9_-]{43}$/.test(s)) return null;
-  const bin = atob(s.replace(/-/g, '+').replace(/_/g, '/') + '=');
-  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+  return /^[A-Za-z0-9_-]{43}$/.test(s) ? fromBase64url(s) : null;
 }
 
 /**
@@ -54,7 +46,7 @@ export function inviteSecret() {
  */
 export function inviteLink(base, repo, commit, role, secret) {
   const page = base ?? (typeof location !== 'undefined' ? location.href : '');
-  return `${page.split('#')[0]}#${PREFIX}${repo}.${commit}.${role}.${b64url(secret)}`;
+  return `${page.split('#')[0]}#${PREFIX}${repo}.${commit}.${role}.${toBase64url(secret)}`;
 }
 
 /**

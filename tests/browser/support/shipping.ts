@@ -137,14 +137,14 @@ export interface SyncServer {
 
 /**
  * Start the real ibexdb-server on 127.0.0.1 (a free port, or `listen`) with a temp data
- * directory (or `dir`, to restart one that was terminated).
+ * directory (or `dir`, to restart one that was terminated), and `args` (more flags) if given.
  */
-export async function startSyncServer(opts: { dir?: string; listen?: string } = {}): Promise<SyncServer> {
+export async function startSyncServer(opts: { dir?: string; listen?: string; args?: string[] } = {}): Promise<SyncServer> {
   const { spawn } = await import('node:child_process');
   const { createInterface } = await import('node:readline');
   const bin = process.env.IBEXDB_SERVER ?? path.resolve('target/release/ibexdb-server');
   const dir = opts.dir ?? mkdtempSync(path.join(tmpdir(), 'ibexdb-sync-'));
-  const proc = spawn(bin, ['--data', dir, '--listen', opts.listen ?? '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(bin, ['--data', dir, '--listen', opts.listen ?? '127.0.0.1:0', ...(opts.args ?? [])], { stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   const line = await new Promise<string>((resolve, reject) => {
     proc.once('error', reject);

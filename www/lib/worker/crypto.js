@@ -24,6 +24,8 @@
 // Without WebCrypto (no `crypto.subtle`, e.g. an insecure context) `available()` is false and
 // sync and verify() use the engine for everything.
 
+import { toBase64url } from '../codec.js';
+
 /** @typedef {import('../engine.js').EngineHandle} EngineHandle */
 /** A seal's signature to check: `[authorKey (49 bytes, compressed), message, signature (96 bytes, r ‖ s)]`. @typedef {[Uint8Array, Uint8Array, Uint8Array]} SealCheck */
 
@@ -31,13 +33,6 @@ const ECDSA = { name: 'ECDSA', namedCurve: 'P-384' };
 const SIGN = { name: 'ECDSA', hash: 'SHA-384' };
 /** Imported verifying keys kept (authors seen by this worker); the cache is cleared past it. */
 const MAX_KEYS = 1024;
-
-/** @param {Uint8Array} b */
-function base64url(b) {
-  let s = '';
-  for (const x of b) s += String.fromCharCode(x);
-  return btoa(s).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
-}
 
 /** @param {Uint8Array} b */
 function hex(b) {
@@ -86,7 +81,7 @@ export class HostCrypto {
       const secret = engine.identitySecret();
       if (!secret) return null;
       const point = engine.uncompressedKey(hexBytes(tag));
-      const jwk = { kty: 'EC', crv: 'P-384', d: base64url(secret), x: base64url(point.subarray(1, 49)), y: base64url(point.subarray(49, 97)), ext: false };
+      const jwk = { kty: 'EC', crv: 'P-384', d: toBase64url(secret), x: toBase64url(point.subarray(1, 49)), y: toBase64url(point.subarray(49, 97)), ext: false };
       secret.fill(0);
       const key = crypto.subtle.importKey('jwk', jwk, ECDSA, false, ['sign']);
       key.catch(() => {
