@@ -196,3 +196,89 @@ async fn a_device_redeems_an_invite_through_the_server_once_and_is_welcomed() {
     assert_eq!(acl.role(&identity(21).public()), None);
     assert!(owner.repo.get("items/from-20").unwrap().is_some());
 }
+
+/// From outside: a stranger kept waiting (no role) uses the redemption door to push what is not
+/// a redemption, or a redemption carrying bulk beside it, 20 times 1 MiB. Each push is refused
+/// with a typed error, nothing reaches the data directory, and the server's memory does not
+/// keep what the stranger sent once it is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stranger_cannot_push_bulk_through_the_redemption_door() {
+    let server = Server::fresh("invites-door");
+    let url = server.url.clone();
+    let repo = "door";
+    let mut owner = Peer::new(1, repo);
+    owner.write();
+    let far = now_ms() + 3_600_000;
+    owner.repo.invite(&[7; 32], Role::Reader, far, 1).unwrap();
+    let invite = owner.repo.heads()[0];
+    owner.connect(&url).await;
+    owner.push().await;
+    let total = owner.repo.commit_count();
+    owner.settle(total).await;
+    owner.disconnect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (disk0, rss0) = (common::measure::disk_bytes(&server.data), server.rss());
+
+    let blob = "x".repeat(1 << 20);
+    for k in 0..20u64 {
+        // A refused push ends the session: the stranger dials again each time.
+        let mut d = waiting(&url, repo, 30).await;
+        // A signed, sealed commit of its own key on the invite's commit: a 1 MiB item, and
+        // every other push also its own member entry (a redemption claim without a proof).
+        let mut changes = vec![Change {
+            collection: "items".into(),
+            id: format!("bulk-{k}"),
+            op: Op::Put(map! { "v" => blob.clone() }.as_map()),
+        }];
+        if k % 2 == 1 {
+            changes.push(Change {
+                collection: "_acl".into(),
+                id: identity(30).public().to_hex(),
+                op: Op::Put(map! { "role" => "owner" }.as_map()),
+            });
+        }
+        let c = Commit {
+            trusted: false,
+            author: identity(30).public(),
+            hlc: (now_ms() << 16) + k,
+            parents: vec![invite],
+            changes,
+        };
+        let bytes = c.encode();
+        let cid = CommitId::of(&bytes);
+        let seal = Seal::create(&identity(30), repo, &[cid]).encode();
+        send(
+            &mut d,
+            &Message::Push {
+                commits: vec![(cid, bytes)],
+                seals: vec![seal],
+            },
+        )
+        .await;
+        let got = refused_kind(&mut d).await;
+        eprintln!("push {k}: {got}");
+        assert!(
+            got.starts_with("cannot-write") || got.starts_with("invite-invalid"),
+            "push {k}: {got}"
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (disk1, rss1) = (common::measure::disk_bytes(&server.data), server.rss());
+    eprintln!(
+        "20 x 1 MiB through the redemption door: disk {disk0} -> {disk1} B, RSS {} -> {} MiB",
+        rss0 >> 20,
+        rss1 >> 20
+    );
+    assert_eq!(disk1, disk0, "nothing the stranger sent is on disk");
+    assert!(
+        rss1 < rss0 + (8 << 20),
+        "the server keeps less than 8 MiB of 20 MiB sent: {rss0} -> {rss1}"
+    );
+    // The real redemption still works afterwards (the door is not jammed).
+    let mut e = waiting(&url, repo, 31).await;
+    let mine = redeem(&mut e, repo, 31, 7, Role::Reader, invite, now_ms()).await;
+    match recv(&mut e, WAIT).await {
+        Some(Message::Ack { ids }) => assert_eq!(ids, vec![mine]),
+        m => panic!("expected Ack, got {m:?}"),
+    }
+}
