@@ -86,8 +86,11 @@ export const TaskDialog = {
             h('span', null, 'Done')]),
         ]),
         h('div', { class: 'field' }, [h('span', null, 'Tags'), h('div', { class: 'tags-row' }, [
+          // Keyed by tag: a new tag arriving re-renders the list, and an unkeyed span would be
+          // patched in place, so a click in flight on "Remove tag urgent" could land on the
+          // button that had just become "Remove tag bug" (seen in app.spec.ts under load).
           h('div', { class: 'tag-editor' }, [.../** @type {Iterable<string>} */ (t?.tags ?? [])].sort().map((tag) =>
-            h('span', { class: 'tag' }, [`#${tag}`, h('button', { class: 'icon', type: 'button', 'aria-label': `Remove tag ${tag}`, disabled: off, onClick: () => report(removeTag(db, id, tag)) }, '×')]))),
+            h('span', { key: tag, class: 'tag' }, [`#${tag}`, h('button', { class: 'icon', type: 'button', 'aria-label': `Remove tag ${tag}`, disabled: off, onClick: () => report(removeTag(db, id, tag)) }, '×')]))),
           h('form', { class: 'inline', onSubmit: (/** @type {SubmitEvent} */ e) => {
             e.preventDefault();
             const box = newTag.value;
