@@ -235,6 +235,32 @@ pub enum ProtocolErrorKind {
     Unexpected,
 }
 
+/// Why an encrypted repository's data could not be decrypted on this device (docs/design.md
+/// §6.7). The commit's signature was valid: a tampered ciphertext is a `SignatureError`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecryptErrorKind {
+    /// No key of the commit's epoch was wrapped to this device (a member revoked before it, or
+    /// one no owner has given keys yet).
+    MissingKey,
+    /// A key wrapped to this device does not open (wrapped to another key, or not by its owner).
+    Unwrap,
+    /// The ciphertext does not authenticate under the epoch's key (written with a wrong key).
+    Aead,
+    /// A sealed chunk or a wrapped key is not of the documented form.
+    Malformed,
+}
+
+impl DecryptErrorKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            DecryptErrorKind::MissingKey => "missing-key",
+            DecryptErrorKind::Unwrap => "unwrap",
+            DecryptErrorKind::Aead => "aead",
+            DecryptErrorKind::Malformed => "malformed",
+        }
+    }
+}
+
 /// The umbrella error type of the core.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -304,6 +330,11 @@ pub enum Error {
     /// The service cannot serve the request now (shutting down, a repository that cannot be
     /// opened); try again later.
     Unavailable { detail: String },
+    /// An encrypted repository's data could not be decrypted on this device.
+    Decrypt {
+        kind: DecryptErrorKind,
+        detail: String,
+    },
 }
 
 impl Error {
@@ -334,6 +365,7 @@ impl Error {
             Error::Auth { .. } => "AuthError",
             Error::Limit { .. } => "LimitError",
             Error::Unavailable { .. } => "UnavailableError",
+            Error::Decrypt { .. } => "DecryptError",
         }
     }
 
@@ -346,6 +378,7 @@ impl Error {
             Error::Storage(e) => Some(e.kind.name()),
             Error::Permission { kind, .. } => Some(kind.name()),
             Error::Auth { kind, .. } => Some(kind.name()),
+            Error::Decrypt { kind, .. } => Some(kind.name()),
             Error::Limit { what, .. } => Some(what),
             _ => None,
         }
@@ -443,6 +476,9 @@ impl fmt::Display for Error {
             }
             Error::Limit { what, detail } => write!(f, "limit reached ({what}): {detail}"),
             Error::Unavailable { detail } => write!(f, "unavailable: {detail}"),
+            Error::Decrypt { kind, detail } => {
+                write!(f, "cannot decrypt ({}): {detail}", kind.name())
+            }
         }
     }
 }
@@ -525,11 +561,15 @@ pub(crate) mod tests {
                 detail: s("d"),
             },
             Error::Unavailable { detail: s("d") },
+            Error::Decrypt {
+                kind: DecryptErrorKind::Aead,
+                detail: s("d"),
+            },
         ]
     }
 
     /// Number of `Error` variants: the slots of `slot`.
-    const VARIANTS: usize = 20;
+    const VARIANTS: usize = 21;
 
     /// Each variant's slot. A variant added to `Error` does not compile here until it gets an
     /// arm; its arm needs a new slot (so `VARIANTS` grows), and that slot stays empty, failing
@@ -556,6 +596,7 @@ pub(crate) mod tests {
             Error::Limit { .. } => 17,
             Error::Unavailable { .. } => 18,
             Error::SchemaVersion { .. } => 19,
+            Error::Decrypt { .. } => 20,
         }
     }
 
@@ -626,8 +667,9 @@ pub(crate) mod tests {
     /// Every kind of the three kinded classes, with an exhaustive match per enum: a kind added
     /// in Rust does not compile here until it is listed, and then fails the test until the
     /// .d.ts's union names it.
-    fn rust_kinds() -> [(&'static str, BTreeSet<String>); 3] {
+    fn rust_kinds() -> [(&'static str, BTreeSet<String>); 4] {
         use AuthErrorKind as A;
+        use DecryptErrorKind as D;
         use PermissionErrorKind as P;
         use SignatureErrorKind as S;
         let sig = [
@@ -716,6 +758,12 @@ pub(crate) mod tests {
                 | A::TokenUnavailable => {}
             }
         }
+        let dec = [D::MissingKey, D::Unwrap, D::Aead, D::Malformed];
+        for k in &dec {
+            match k {
+                D::MissingKey | D::Unwrap | D::Aead | D::Malformed => {}
+            }
+        }
         let names = |v: Vec<&'static str>| v.into_iter().map(String::from).collect();
         [
             (
@@ -727,6 +775,10 @@ pub(crate) mod tests {
                 names(perm.iter().map(|k| k.name()).collect()),
             ),
             ("AuthError", names(auth.iter().map(|k| k.name()).collect())),
+            (
+                "DecryptError",
+                names(dec.iter().map(|k| k.name()).collect()),
+            ),
         ]
     }
 

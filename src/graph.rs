@@ -50,9 +50,27 @@ pub struct Graph {
     pub acls: AclTable,
     /// The merge of every commit's access list: the access list of the whole graph.
     pub acl: u32,
+    /// The epoch keys this device holds (docs/design.md §6.7); `None` on a replica without an
+    /// identity or that keeps only the access list.
+    pub(crate) keyring: Option<Box<crate::crypt::Keyring>>,
 }
 
 impl Graph {
+    /// Before a commit is applied (docs/design.md §6.7): learn the epoch keys its `_keys` items
+    /// wrap to this device, then replace its sealed chunks by the data changes they hold. A
+    /// commit this device cannot decrypt is applied without its data, and the error is kept
+    /// (`Repo::decrypt_failures`).
+    pub(crate) fn open_sealed(&mut self, commit: &mut Commit, id: &CommitId) {
+        let Some(mut k) = self.keyring.take() else {
+            return;
+        };
+        k.learn(commit, self.current_acl());
+        if let Err(e) = k.open(commit) {
+            k.failures.push((*id, e));
+        }
+        self.keyring = Some(k);
+    }
+
     pub(crate) fn author_index(&mut self, pk: PublicKey) -> u32 {
         if let Some(&i) = self.author_idx.get(&pk) {
             return i;

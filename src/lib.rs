@@ -10,6 +10,7 @@ mod chunked;
 mod codec;
 mod cold;
 mod commit;
+mod crypt;
 mod error;
 mod graph;
 mod hashing;
@@ -29,9 +30,12 @@ mod value;
 
 // Errors: one enum, with a stable name per variant (`Error::name`) that the bindings expose.
 pub use error::{
-    AuthErrorKind, Error, PermissionErrorKind, ProtocolErrorKind, Result, SignatureErrorKind,
-    StorageError, StorageErrorKind,
+    AuthErrorKind, DecryptErrorKind, Error, PermissionErrorKind, ProtocolErrorKind, Result,
+    SignatureErrorKind, StorageError, StorageErrorKind,
 };
+
+// §6.7 End-to-end encrypted repositories.
+pub use crypt::{Random, CONFIG_ID, KEYS_COLLECTION, PAD, SEALED_COLLECTION};
 
 // §3.1 Bytes from outside: UTF-8 checked with an ASCII fast path.
 pub use codec::utf8;

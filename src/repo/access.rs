@@ -30,6 +30,7 @@ impl<S: Storage> Repo<S> {
     pub fn grant(&mut self, key: &PublicKey, role: Role) -> Result<Option<CommitId>> {
         let mut txn = Txn::new();
         txn.put(&member_key(key), member_value(role))?;
+        self.wrap_epochs_to(key, &mut txn)?;
         self.commit(txn)
     }
 
@@ -47,6 +48,7 @@ impl<S: Storage> Repo<S> {
         }
         let mut txn = Txn::new();
         txn.delete(&member_key(key))?;
+        self.new_epoch(key, &mut txn)?;
         self.commit(txn)
     }
 

@@ -21,6 +21,7 @@
 mod access;
 mod admit;
 mod causal;
+mod encrypted;
 mod export;
 mod indexes;
 mod read;
@@ -107,6 +108,13 @@ pub struct RepoOptions {
     ///
     /// [`Commit::decode_access_only`]: crate::Commit::decode_access_only
     pub access_only: bool,
+    /// Found the repository end-to-end encrypted (docs/design.md §6.7): its root records the
+    /// flag, and every replica then seals its data changes. Ignored for a repository that has
+    /// a root already (the flag is fixed at creation).
+    pub encrypted: bool,
+    /// The source of random bytes for epoch keys and nonces (an encrypted repository's writes
+    /// need one): the system's on native builds, the host's on wasm32.
+    pub random: Option<crate::crypt::Random>,
 }
 
 impl RepoOptions {
@@ -125,8 +133,24 @@ impl RepoOptions {
             max_unknown_sealed: usize::MAX,
             expected_founder: None,
             access_only: false,
+            encrypted: false,
+            random: system_random(),
         }
     }
+}
+
+/// The system's random source (native builds).
+#[cfg(not(target_arch = "wasm32"))]
+fn system_random() -> Option<crate::crypt::Random> {
+    Some(Box::new(|b: &mut [u8]| {
+        getrandom::getrandom(b).expect("the system's random source failed")
+    }))
+}
+
+/// wasm32 has none: the host passes one.
+#[cfg(target_arch = "wasm32")]
+fn system_random() -> Option<crate::crypt::Random> {
+    None
 }
 
 /// What `open` found.
@@ -221,6 +245,7 @@ impl<S: Storage> Repo<S> {
             repo.snap_table = d.table;
             repo.open_report.from_snapshot = true;
         }
+        repo.init_keyring()?;
         let mut n = 0;
         let mut snap_failed = false;
         for f in scan.frames() {

@@ -78,7 +78,8 @@ impl<S: Storage> Repo<S> {
         for &idx in &item.history {
             let info = &self.graph.commits[idx as usize];
             let (_, payload) = self.log.read_frame(info.offset)?;
-            let (commit, id) = Commit::decode(&payload)?;
+            let (mut commit, id) = Commit::decode(&payload)?;
+            self.open_logged(&mut commit)?;
             let op = commit
                 .changes
                 .into_iter()

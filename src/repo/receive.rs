@@ -269,13 +269,15 @@ impl<S: Storage> Repo<S> {
         let (mut n, mut refused) = (0, 0);
         let mut stack = vec![(commit, id, stored)];
         let first = id;
-        while let Some((commit, id, stored)) = stack.pop() {
+        while let Some((mut commit, id, stored)) = stack.pop() {
             // The batch's own ready commits were admitted before anything was stored.
             let bytes = stored.bytes();
             if id != first && self.admit_ready(admission, &commit, &id, bytes).is_err() {
                 refused += 1 + self.wait.discard_dependents(&id);
                 continue;
             }
+            // Decrypted before its items are loaded and it is applied (§6.7).
+            self.graph.open_sealed(&mut commit, &id);
             // Before the append: a failed load rebuilds the state from the log.
             self.warm_changes(&commit.changes)?;
             let offset = match &stored {

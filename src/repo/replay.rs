@@ -76,7 +76,7 @@ fn check_seal(seal: &Seal, offset: u64, proof: &Proof) -> Result<()> {
 /// `bytes`: the commit's, for one decoded access-only (its stored-schema check reads them).
 fn apply_logged(
     graph: &mut Graph,
-    (commit, id, offset): (Commit, CommitId, u64),
+    (mut commit, id, offset): (Commit, CommitId, u64),
     bytes: Option<&[u8]>,
     verify: bool,
     warm: Warm<'_>,
@@ -84,6 +84,7 @@ fn apply_logged(
     if verify {
         check_logged(graph, (&commit, &id, offset), bytes)?;
     }
+    graph.open_sealed(&mut commit, &id);
     warm(graph, &commit)?;
     graph.add_commit(commit, id, offset, bytes, &mut NoSink);
     Ok(())

@@ -283,7 +283,8 @@ impl<S: Storage> Repo<S> {
     /// `None` for a delete (the migration's put must not bring back an item its user deleted).
     fn old_edit(&self, collection: &str, id: &str, h: u32, mut value: Map) -> Result<Option<Map>> {
         let (_, payload) = self.log.read_frame(self.graph.commits[h as usize].offset)?;
-        let (commit, _) = crate::commit::Commit::decode(&payload)?;
+        let (mut commit, _) = crate::commit::Commit::decode(&payload)?;
+        self.open_logged(&mut commit)?;
         let op = commit
             .changes
             .into_iter()

@@ -92,7 +92,10 @@ impl<S: Storage> Repo<S> {
             Some(s) if s.len()? > 0 => snapshot::read(s).ok().map(|d| (d, s)),
             _ => None,
         };
-        let mut shadow = Graph::default();
+        let mut shadow = Graph {
+            keyring: self.fresh_keyring(),
+            ..Graph::default()
+        };
         let mut shadow_wait = Waiting::new(self.opts.access_only);
         let mut snap_done = false;
         let log_storage = self.log.storage();

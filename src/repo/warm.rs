@@ -142,7 +142,10 @@ impl<S: Storage> Repo<S> {
     pub(super) fn rebuild_from_log(&mut self) -> Result<()> {
         self.log.write_pending()?;
         let scan = self.log.scan_all()?;
-        let mut graph = Graph::default();
+        let mut graph = Graph {
+            keyring: self.fresh_keyring(),
+            ..Graph::default()
+        };
         let mut wait = Waiting::new(self.opts.access_only);
         for f in scan.frames() {
             replay_frame(

@@ -62,7 +62,8 @@ impl<S: Storage> Repo<S> {
         }
         self.founding_claim(&mut changes);
         self.founding_schemas(&mut changes);
-        let commit = Commit {
+        self.founding_keys(&mut changes)?;
+        let mut commit = Commit {
             trusted: self.opts.trusted,
             author: self.author,
             hlc: self.next_hlc(),
@@ -70,7 +71,10 @@ impl<S: Storage> Repo<S> {
             parents: self.graph.heads.iter().take(MAX_PARENTS).copied().collect(),
             changes,
         };
-        let bytes = commit.encode();
+        // An encrypted repository's commit travels and is stored with its data sealed (§6.7).
+        let sealed = self.seal_local(&commit)?;
+        let wire = sealed.as_ref().unwrap_or(&commit);
+        let bytes = wire.encode();
         if bytes.len() > MAX_COMMIT_BYTES {
             return Err(Error::TooLarge {
                 what: "transaction".into(),
@@ -79,7 +83,8 @@ impl<S: Storage> Repo<S> {
             });
         }
         let id = CommitId::of(&bytes);
-        self.check_own_commit(&commit, &id)?;
+        self.check_own_commit(wire, &id)?;
+        self.graph.open_sealed(&mut commit, &id);
         let offset = self.log.append(FRAME_COMMIT, &bytes)?;
         let trusted = commit.trusted;
         self.graph

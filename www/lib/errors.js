@@ -92,6 +92,11 @@ export class AuthError extends IbexError {}
 export class LimitError extends IbexError {}
 /** The sync server cannot serve the repository now (try again later). */
 export class UnavailableError extends IbexError {}
+/**
+ * An encrypted repository's data could not be decrypted on this device (`kind`: `missing-key`,
+ * `unwrap`, `aead`, `malformed`); a tampered ciphertext is a `SignatureError` instead.
+ */
+export class DecryptError extends IbexError {}
 
 /**
  * Every class by its name. The names are the core's `Error::name` values (plus `IbexError` and
@@ -126,6 +131,7 @@ export const ERROR_CLASSES = {
   AuthError,
   LimitError,
   UnavailableError,
+  DecryptError,
 };
 
 for (const [name, cls] of Object.entries(ERROR_CLASSES)) {

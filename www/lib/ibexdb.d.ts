@@ -688,6 +688,10 @@ export declare class AuthError extends IbexError {
   readonly kind?: 'bad-signature' | 'replayed' | 'stale' | 'wrong-server' | 'malformed' | 'token-missing' | 'token-too-large' | 'token-invalid' | 'token-expired' | 'token-not-yet-valid' | 'wrong-audience' | 'wrong-issuer' | 'unknown-key' | 'token-scope' | 'token-cannot-create' | 'token-unavailable';
   readonly code?: number;
 }
+/** An encrypted repository's data could not be decrypted on this device. */
+export declare class DecryptError extends IbexError {
+  readonly kind: 'missing-key' | 'unwrap' | 'aead' | 'malformed';
+}
 export declare class LimitError extends IbexError {
   /** Which limit. */
   readonly limit?: string;

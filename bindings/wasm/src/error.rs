@@ -59,7 +59,8 @@ pub fn to_js(e: &Error) -> JsValue {
         Error::Signature { .. }
         | Error::Storage(_)
         | Error::Permission { .. }
-        | Error::Auth { .. } => set(&err, "kind", s(e.kind().unwrap_or_default())),
+        | Error::Auth { .. }
+        | Error::Decrypt { .. } => set(&err, "kind", s(e.kind().unwrap_or_default())),
         Error::Limit { .. } => set(&err, "limit", s(e.kind().unwrap_or_default())),
         _ => {}
     }

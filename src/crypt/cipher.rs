@@ -1,0 +1,116 @@
+//! The primitives of end-to-end encryption (docs/design.md §6.7): AES-256-GCM for content and
+//! for wrapped keys, and the key that wraps an epoch key for one member: static-static ECDH on
+//! P-384 between the wrapping owner and the member, through HKDF-SHA-384 with a random salt.
+
+use crate::commit::{Identity, PublicKey};
+use crate::error::{DecryptErrorKind, Error, Result};
+use aes_gcm::aead::{Aead, KeyInit, Payload};
+use aes_gcm::{Aes256Gcm, Nonce};
+use hkdf::Hkdf;
+use sha2::Sha384;
+
+/// Length of an epoch (content) key and of a key-wrapping key.
+pub const KEY_LEN: usize = 32;
+/// Length of an AES-GCM nonce.
+pub const NONCE_LEN: usize = 12;
+/// Length of an AES-GCM tag.
+pub const TAG_LEN: usize = 16;
+/// Length of the HKDF salt of a wrapped key.
+pub const SALT_LEN: usize = 16;
+/// Length of a wrapped key: salt, nonce, the sealed key and its tag.
+pub const WRAPPED_LEN: usize = SALT_LEN + NONCE_LEN + KEY_LEN + TAG_LEN;
+
+pub(crate) fn derr(kind: DecryptErrorKind, detail: impl Into<String>) -> Error {
+    Error::Decrypt {
+        kind,
+        detail: detail.into(),
+    }
+}
+
+/// AES-256-GCM of `plain` under `key` and `nonce`, authenticating `aad`: ciphertext ‖ tag.
+pub fn seal(key: &[u8; KEY_LEN], nonce: &[u8; NONCE_LEN], aad: &[u8], plain: &[u8]) -> Vec<u8> {
+    let c = Aes256Gcm::new(key.into());
+    c.encrypt(Nonce::from_slice(nonce), Payload { msg: plain, aad })
+        .expect("AES-GCM encrypts any message below 64 GiB")
+}
+
+/// The inverse of [`seal`]; `None` when the tag does not authenticate.
+pub fn open(
+    key: &[u8; KEY_LEN],
+    nonce: &[u8; NONCE_LEN],
+    aad: &[u8],
+    ct: &[u8],
+) -> Option<Vec<u8>> {
+    let c = Aes256Gcm::new(key.into());
+    c.decrypt(Nonce::from_slice(nonce), Payload { msg: ct, aad })
+        .ok()
+}
+
+/// The key-wrapping key between `me` and `other` (either side computes the same one):
+/// HKDF-SHA-384 (salt, the x coordinate of ECDH(me, other), `info`).
+fn kek(me: &Identity, other: &PublicKey, salt: &[u8], info: &[u8]) -> Result<[u8; KEY_LEN]> {
+    let pk = p384::PublicKey::from_sec1_bytes(&other.0).map_err(|_| {
+        derr(
+            DecryptErrorKind::Malformed,
+            "a member key is not a P-384 point",
+        )
+    })?;
+    let secret = me.secret_bytes();
+    let scalar: Option<p384::NonZeroScalar> = p384::NonZeroScalar::from_repr(secret.into()).into();
+    let scalar = scalar.ok_or_else(|| derr(DecryptErrorKind::Malformed, "bad identity"))?;
+    let shared = p384::ecdh::diffie_hellman(scalar, pk.as_affine());
+    let hk = Hkdf::<Sha384>::new(Some(salt), shared.raw_secret_bytes());
+    let mut out = [0u8; KEY_LEN];
+    hk.expand(info, &mut out)
+        .expect("32 bytes is a valid HKDF-SHA-384 length");
+    Ok(out)
+}
+
+/// What a wrapped key is bound to: the repository, the epoch, the wrapping owner and the member.
+pub fn wrap_info(repo: &str, epoch: u32, from: &PublicKey, to: &PublicKey) -> Vec<u8> {
+    let mut m = b"ibexdb-epoch-wrap/1".to_vec();
+    m.extend_from_slice(&(repo.len() as u32).to_be_bytes());
+    m.extend_from_slice(repo.as_bytes());
+    m.extend_from_slice(&epoch.to_be_bytes());
+    m.extend_from_slice(&from.0);
+    m.extend_from_slice(&to.0);
+    m
+}
+
+/// Wrap `key` from `me` to `to`: salt ‖ nonce ‖ AES-GCM(kek, key), `random` filling the salt
+/// and the nonce.
+pub fn wrap(
+    me: &Identity,
+    to: &PublicKey,
+    info: &[u8],
+    key: &[u8; KEY_LEN],
+    random: &mut dyn FnMut(&mut [u8]),
+) -> Result<Vec<u8>> {
+    let mut head = [0u8; SALT_LEN + NONCE_LEN];
+    random(&mut head);
+    let kek = kek(me, to, &head[..SALT_LEN], info)?;
+    let nonce: [u8; NONCE_LEN] = head[SALT_LEN..].try_into().unwrap();
+    let mut out = head.to_vec();
+    out.extend_from_slice(&seal(&kek, &nonce, info, key));
+    Ok(out)
+}
+
+/// Unwrap what `from` wrapped to `me` ([`wrap`]): `DecryptError` `unwrap` when it does not open
+/// (not wrapped to this key, or not by `from`), `malformed` when it has the wrong length.
+pub fn unwrap(me: &Identity, from: &PublicKey, info: &[u8], w: &[u8]) -> Result<[u8; KEY_LEN]> {
+    if w.len() != WRAPPED_LEN {
+        return Err(derr(
+            DecryptErrorKind::Malformed,
+            format!("a wrapped key is {WRAPPED_LEN} bytes, not {}", w.len()),
+        ));
+    }
+    let kek = kek(me, from, &w[..SALT_LEN], info)?;
+    let nonce: [u8; NONCE_LEN] = w[SALT_LEN..SALT_LEN + NONCE_LEN].try_into().unwrap();
+    let key = open(&kek, &nonce, info, &w[SALT_LEN + NONCE_LEN..]).ok_or_else(|| {
+        derr(
+            DecryptErrorKind::Unwrap,
+            "the wrapped epoch key does not open with this identity",
+        )
+    })?;
+    Ok(key.try_into().unwrap())
+}

@@ -1,0 +1,375 @@
+//! End-to-end encrypted repositories (docs/design.md §6.7). A repository founded encrypted
+//! (`_keys/config` in its root) carries its data changes sealed: every change to an
+//! application collection of a commit is encoded, padded and encrypted with AES-256-GCM under
+//! the current **epoch key**, and the commit carries the ciphertext as items of the reserved
+//! collection `_e` instead (`_e/0000`, `_e/0001`, … in chunks of at most 8 MiB). The commit
+//! is encoded, hashed and sealed over the ciphertext, so a sync server verifies signatures and
+//! the access rule over what it can see and never holds a content key. Epoch keys are wrapped
+//! to each member (`cipher.rs`) and travel as `_keys/<epoch>-<member key hex>` items written by
+//! an owner: a grant wraps every epoch to the new member, a revocation starts a new epoch
+//! wrapped to every remaining member. The device decrypts a commit before it is applied
+//! (`Keyring::open`), so the state, the indexes and the queries only ever see plaintext.
+//!
+//! | file        | what                                                             |
+//! |-------------|------------------------------------------------------------------|
+//! | `cipher.rs` | AES-256-GCM, and wrapping a key to a member (ECDH P-384 + HKDF)  |
+//! | `mod.rs`    | [`Keyring`]: the epoch keys a device holds; sealing and opening  |
+
+mod cipher;
+
+pub use cipher::{KEY_LEN, NONCE_LEN};
+
+use crate::access::{Acl, Role};
+use crate::commit::{Change, Commit, CommitId, Identity, Op, PublicKey};
+use crate::error::{DecryptErrorKind, Error, Result};
+use crate::value::{Map, Value};
+use cipher::derr;
+use std::collections::BTreeMap;
+
+/// The reserved collection of the encryption flag and the wrapped epoch keys.
+pub const KEYS_COLLECTION: &str = "_keys";
+/// The id of the flag, `_keys/config` = `{"encrypted": true}`, written in the root.
+pub const CONFIG_ID: &str = "config";
+/// The reserved collection that carries a commit's sealed data changes.
+pub const SEALED_COLLECTION: &str = "_e";
+/// The field of a sealed chunk, and of a wrapped key.
+const CHUNK_FIELD: &str = "c";
+/// Largest chunk of a commit's ciphertext in one `_e` item (half the item limit).
+const CHUNK: usize = 8 << 20;
+/// The plaintext is padded to a multiple of this many bytes (the server sees sizes only so).
+pub const PAD: usize = 64;
+/// Format version of a sealed blob.
+const SEALED_VERSION: u8 = 1;
+/// version, epoch, nonce.
+const HEAD: usize = 1 + 4 + NONCE_LEN;
+
+/// Fills a buffer with cryptographically random bytes (the core has no RNG of its own).
+pub type Random = Box<dyn FnMut(&mut [u8]) + Send>;
+
+/// The value of `_keys/config`.
+pub fn config_value() -> Map {
+    let mut m = Map::new();
+    m.insert("encrypted".into(), Value::Bool(true));
+    m
+}
+
+/// The `_keys` id of `epoch`'s key wrapped to `member`.
+pub fn wrap_id(epoch: u32, member: &PublicKey) -> String {
+    format!("{epoch:08x}-{}", member.to_hex())
+}
+
+fn parse_wrap_id(id: &str) -> Option<(u32, &str)> {
+    let (e, hex) = id.split_once('-')?;
+    (e.len() == 8).then_some(())?;
+    Some((u32::from_str_radix(e, 16).ok()?, hex))
+}
+
+/// Whether a change is one the device encrypts: any application collection.
+pub fn is_data(ch: &Change) -> bool {
+    !ch.collection.starts_with('_')
+}
+
+/// The epoch keys a device holds for one repository, learned from the `_keys` items wrapped to
+/// its identity, and the commits it could not open.
+#[derive(Clone)]
+pub struct Keyring {
+    me: Identity,
+    me_hex: String,
+    repo: String,
+    /// The repository's root says it is encrypted.
+    pub encrypted: bool,
+    epochs: BTreeMap<u32, [u8; KEY_LEN]>,
+    /// The highest epoch any `_keys` item names (wrapped to anyone).
+    latest: Option<u32>,
+    /// Commits whose data this device could not decrypt, and why (their data is not applied).
+    pub failures: Vec<(CommitId, Error)>,
+}
+
+impl std::fmt::Debug for Keyring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keyring")
+            .field("encrypted", &self.encrypted)
+            .field("epochs", &self.epochs.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// A keyring is derived from the log like the rest of the graph, and holds no part of the
+/// model `verify()` compares: any two are equal.
+impl PartialEq for Keyring {
+    fn eq(&self, _: &Keyring) -> bool {
+        true
+    }
+}
+
+impl Keyring {
+    pub fn new(me: Identity, repo: &str) -> Keyring {
+        Keyring {
+            me_hex: me.public().to_hex(),
+            me,
+            repo: repo.to_string(),
+            encrypted: false,
+            epochs: BTreeMap::new(),
+            latest: None,
+            failures: Vec::new(),
+        }
+    }
+
+    /// A fresh keyring for the same identity (a replay from the log's start).
+    pub fn fresh(&self) -> Keyring {
+        Keyring::new(self.me.clone(), &self.repo)
+    }
+
+    /// The epoch new writes use: the highest this device holds a key of.
+    pub fn current(&self) -> Option<u32> {
+        self.epochs.keys().next_back().copied()
+    }
+
+    /// The highest epoch named in `_keys` (a new epoch takes the next number).
+    pub fn latest(&self) -> Option<u32> {
+        self.latest
+    }
+
+    /// Epochs this device holds keys of, with the keys.
+    pub fn epochs(&self) -> impl Iterator<Item = (u32, &[u8; KEY_LEN])> {
+        self.epochs.iter().map(|(e, k)| (*e, k))
+    }
+
+    /// Hold `key` for `epoch` (one this device made).
+    pub fn insert(&mut self, epoch: u32, key: [u8; KEY_LEN]) {
+        self.epochs.insert(epoch, key);
+        self.latest = Some(self.latest.map_or(epoch, |l| l.max(epoch)));
+    }
+
+    /// Learn from one `_keys` item: the flag, or a wrapped key (kept if it is this device's and
+    /// wrapped by an owner of `acl`, or by the root's author in the root).
+    pub fn learn_item(
+        &mut self,
+        id: &str,
+        value: &Map,
+        acl: &Acl,
+        root_author: Option<&PublicKey>,
+    ) {
+        if id == CONFIG_ID {
+            self.encrypted |= matches!(value.get("encrypted"), Some(Value::Bool(true)));
+            return;
+        }
+        let Some((epoch, hex)) = parse_wrap_id(id) else {
+            return;
+        };
+        self.latest = Some(self.latest.map_or(epoch, |l| l.max(epoch)));
+        if hex != self.me_hex || self.epochs.contains_key(&epoch) {
+            return;
+        }
+        let (Some(Value::String(from)), Some(Value::Bytes(w))) =
+            (value.get("from"), value.get(CHUNK_FIELD))
+        else {
+            return;
+        };
+        let from = crate::commit::from_hex(from.as_str());
+        let Some(Ok(from)) = from.map(|b| PublicKey::from_bytes(&b)) else {
+            return;
+        };
+        let allowed = acl.role(&from) == Some(Role::Owner) || root_author == Some(&from);
+        if !allowed {
+            return;
+        }
+        let info = cipher::wrap_info(&self.repo, epoch, &from, &self.me.public());
+        if let Ok(k) = cipher::unwrap(&self.me, &from, &info, w) {
+            self.epochs.insert(epoch, k);
+        }
+    }
+
+    /// Learn what `commit`'s `_keys` puts say (`acl`: the access list before it).
+    pub fn learn(&mut self, commit: &Commit, acl: &Acl) {
+        let root = commit.parents.is_empty().then_some(&commit.author);
+        for ch in &commit.changes {
+            if ch.collection != KEYS_COLLECTION {
+                continue;
+            }
+            if let Op::Put(m) = &ch.op {
+                if ch.id == CONFIG_ID && root.is_none() {
+                    continue; // the flag is fixed at creation
+                }
+                self.learn_item(&ch.id, m, acl, root);
+            }
+        }
+    }
+
+    /// `epoch`'s key wrapped by this device (an owner) to `to`: the `_keys` item's value.
+    pub fn wrap_value(
+        &self,
+        epoch: u32,
+        key: &[u8; KEY_LEN],
+        to: &PublicKey,
+        random: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<Map> {
+        let info = cipher::wrap_info(&self.repo, epoch, &self.me.public(), to);
+        let w = cipher::wrap(&self.me, to, &info, key, random)?;
+        let mut m = Map::new();
+        m.insert("from".into(), Value::from(self.me.public().to_hex()));
+        m.insert(CHUNK_FIELD.into(), Value::from(w));
+        Ok(m)
+    }
+
+    /// The commit as it travels: its data changes replaced by the sealed chunks (`None` when it
+    /// has none, or the repository is not encrypted).
+    pub fn seal_commit(
+        &self,
+        commit: &Commit,
+        random: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<Option<Commit>> {
+        if !self.encrypted || !commit.changes.iter().any(is_data) {
+            return Ok(None);
+        }
+        let Some(epoch) = self.current() else {
+            return Err(derr(
+                DecryptErrorKind::MissingKey,
+                "this device holds no key of the repository (no owner has wrapped one to it)",
+            ));
+        };
+        let (data, mut rest): (Vec<Change>, Vec<Change>) =
+            commit.changes.iter().cloned().partition(is_data);
+        let inner = Commit {
+            trusted: commit.trusted,
+            author: commit.author,
+            hlc: commit.hlc,
+            parents: Vec::new(),
+            changes: data,
+        }
+        .encode();
+        let padded = inner.len().div_ceil(PAD) * PAD;
+        let mut plain = Vec::with_capacity(4 + padded);
+        plain.extend_from_slice(&(inner.len() as u32).to_be_bytes());
+        plain.extend_from_slice(&inner);
+        plain.resize(4 + padded, 0);
+        let mut nonce = [0u8; NONCE_LEN];
+        random(&mut nonce);
+        let mut blob = Vec::with_capacity(HEAD + plain.len() + cipher::TAG_LEN);
+        blob.push(SEALED_VERSION);
+        blob.extend_from_slice(&epoch.to_be_bytes());
+        blob.extend_from_slice(&nonce);
+        let aad = self.aad(commit, epoch);
+        blob.extend_from_slice(&cipher::seal(&self.epochs[&epoch], &nonce, &aad, &plain));
+        for (i, chunk) in blob.chunks(CHUNK).enumerate() {
+            let mut m = Map::new();
+            m.insert(CHUNK_FIELD.into(), Value::from(chunk));
+            rest.push(Change {
+                collection: SEALED_COLLECTION.into(),
+                id: format!("{i:04x}"),
+                op: Op::Put(m),
+            });
+        }
+        rest.sort_by(|a, b| (&a.collection, &a.id).cmp(&(&b.collection, &b.id)));
+        Ok(Some(Commit {
+            changes: rest,
+            ..commit.clone()
+        }))
+    }
+
+    fn aad(&self, commit: &Commit, epoch: u32) -> Vec<u8> {
+        let mut a = b"ibexdb-e2e/1".to_vec();
+        a.extend_from_slice(&(self.repo.len() as u32).to_be_bytes());
+        a.extend_from_slice(self.repo.as_bytes());
+        a.extend_from_slice(&commit.author.0);
+        a.extend_from_slice(&commit.hlc.to_be_bytes());
+        a.extend_from_slice(&epoch.to_be_bytes());
+        a
+    }
+
+    /// Replace `commit`'s sealed chunks by the data changes they hold. Without chunks, nothing
+    /// to do. `DecryptError`: `missing-key` (no key of the commit's epoch here), `aead` (the
+    /// ciphertext does not authenticate under it), `malformed`; the chunks are then removed
+    /// and the commit's data does not apply on this device.
+    pub fn open(&self, commit: &mut Commit) -> Result<()> {
+        if !commit
+            .changes
+            .iter()
+            .any(|c| c.collection == SEALED_COLLECTION)
+        {
+            return Ok(());
+        }
+        let (chunks, rest): (Vec<Change>, Vec<Change>) = std::mem::take(&mut commit.changes)
+            .into_iter()
+            .partition(|c| c.collection == SEALED_COLLECTION);
+        commit.changes = rest;
+        let mut blob = Vec::new();
+        for ch in &chunks {
+            match &ch.op {
+                Op::Put(m) => match m.get(CHUNK_FIELD) {
+                    Some(Value::Bytes(b)) => blob.extend_from_slice(b),
+                    _ => {
+                        return Err(derr(
+                            DecryptErrorKind::Malformed,
+                            "a sealed chunk holds no bytes",
+                        ))
+                    }
+                },
+                _ => {
+                    return Err(derr(
+                        DecryptErrorKind::Malformed,
+                        "a sealed chunk is not a put",
+                    ))
+                }
+            }
+        }
+        let data = self.open_blob(commit, &blob)?;
+        commit.changes.extend(data);
+        commit
+            .changes
+            .sort_by(|a, b| (&a.collection, &a.id).cmp(&(&b.collection, &b.id)));
+        if commit
+            .changes
+            .windows(2)
+            .any(|w| w[0].collection == w[1].collection && w[0].id == w[1].id)
+        {
+            commit.changes.retain(|c| !is_data(c));
+            return Err(derr(
+                DecryptErrorKind::Malformed,
+                "a sealed change repeats a key",
+            ));
+        }
+        Ok(())
+    }
+
+    fn open_blob(&self, commit: &Commit, blob: &[u8]) -> Result<Vec<Change>> {
+        let malformed = |why: &str| derr(DecryptErrorKind::Malformed, why.to_string());
+        if blob.len() < HEAD + cipher::TAG_LEN || blob[0] != SEALED_VERSION {
+            return Err(malformed(
+                "a sealed blob is too short or of an unknown version",
+            ));
+        }
+        let epoch = u32::from_be_bytes(blob[1..5].try_into().unwrap());
+        let Some(key) = self.epochs.get(&epoch) else {
+            return Err(derr(
+                DecryptErrorKind::MissingKey,
+                format!("no key of epoch {epoch} was wrapped to this device"),
+            ));
+        };
+        let nonce: [u8; NONCE_LEN] = blob[5..HEAD].try_into().unwrap();
+        let plain = cipher::open(key, &nonce, &self.aad(commit, epoch), &blob[HEAD..]).ok_or_else(
+            || {
+                derr(
+                    DecryptErrorKind::Aead,
+                    format!("the sealed data does not authenticate under the key of epoch {epoch}"),
+                )
+            },
+        )?;
+        if plain.len() < 4 {
+            return Err(malformed("a sealed plaintext has no length"));
+        }
+        let n = u32::from_be_bytes(plain[..4].try_into().unwrap()) as usize;
+        let inner = plain
+            .get(4..4 + n)
+            .ok_or_else(|| malformed("bad padded length"))?;
+        let (inner, _) =
+            Commit::decode(inner).map_err(|_| malformed("the sealed changes do not decode"))?;
+        if inner.author != commit.author || inner.hlc != commit.hlc || !inner.parents.is_empty() {
+            return Err(malformed("the sealed changes belong to another commit"));
+        }
+        if inner.changes.iter().any(|c| !is_data(c)) {
+            return Err(malformed("a sealed change writes a reserved collection"));
+        }
+        Ok(inner.changes)
+    }
+}

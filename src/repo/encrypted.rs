@@ -1,0 +1,202 @@
+//! An end-to-end encrypted repository on this device (docs/design.md §6.7): founding one,
+//! sealing local commits, and the epoch keys a grant or a revocation wraps to the members.
+//! The cipher and the keyring are in `src/crypt/`.
+
+use super::Repo;
+use crate::access::Role;
+use crate::commit::{Change, Commit, CommitId, Op, PublicKey};
+use crate::crypt::{config_value, wrap_id, Keyring, CONFIG_ID, KEYS_COLLECTION, KEY_LEN};
+use crate::error::{Error, Result};
+use crate::store::Storage;
+use crate::txn::Txn;
+use crate::value::Map;
+
+fn no_random() -> Error {
+    Error::InvalidValue {
+        path: "options.random".into(),
+        reason: "an encrypted repository's writes need a random source".into(),
+    }
+}
+
+impl<S: Storage> Repo<S> {
+    /// Whether the repository is end-to-end encrypted (its root says so).
+    pub fn is_encrypted(&self) -> bool {
+        self.graph.keyring.as_ref().is_some_and(|k| k.encrypted)
+    }
+
+    /// The epoch this device's writes use (the newest it holds a key of); `None` in a
+    /// repository that is not encrypted or when no owner has wrapped a key to this device.
+    pub fn epoch(&self) -> Option<u32> {
+        self.graph.keyring.as_ref().and_then(|k| k.current())
+    }
+
+    /// The commits whose data this device could not decrypt since open, and why (each a
+    /// `DecryptError`): their data is not applied here. A replay from the log (open without a
+    /// snapshot, `verify()`) finds them again.
+    pub fn decrypt_failures(&self) -> &[(CommitId, Error)] {
+        self.graph
+            .keyring
+            .as_ref()
+            .map_or(&[], |k| k.failures.as_slice())
+    }
+
+    /// The keyring of this replica, set at open (after a snapshot's state is loaded: the keys
+    /// wrapped to it are read from its `_keys` items).
+    pub(super) fn init_keyring(&mut self) -> Result<()> {
+        let Some(id) = self.opts.identity.clone() else {
+            return Ok(());
+        };
+        if self.opts.trusted || self.opts.access_only {
+            return Ok(());
+        }
+        let mut k = Keyring::new(id, &self.opts.name);
+        if !self.graph.commits.is_empty() {
+            self.warm_collection(KEYS_COLLECTION)?;
+            let acl = self.graph.current_acl();
+            let founder = acl.founder();
+            if let Some(c) = self.graph.state.collection(KEYS_COLLECTION) {
+                for (id, m) in c.iter() {
+                    k.learn_item(id, m, acl, founder.as_ref());
+                }
+            }
+        }
+        self.graph.keyring = Some(Box::new(k));
+        Ok(())
+    }
+
+    /// A keyring for a replay of the whole log (`verify()`, a rebuild): the same identity, no
+    /// keys yet.
+    pub(super) fn fresh_keyring(&self) -> Option<Box<Keyring>> {
+        self.graph.keyring.as_ref().map(|k| Box::new(k.fresh()))
+    }
+
+    /// In the root of a repository opened `encrypted`: the flag and epoch 0's key, wrapped to
+    /// this device.
+    pub(super) fn founding_keys(&mut self, changes: &mut Vec<Change>) -> Result<()> {
+        let first = self.graph.commits.is_empty() && self.wait.len() == 0;
+        if !first || !self.opts.encrypted || self.graph.keyring.is_none() {
+            return Ok(());
+        }
+        let me = self.author;
+        let key = self.random_key()?;
+        let random = self.opts.random.as_mut().ok_or_else(no_random)?;
+        let k = self.graph.keyring.as_mut().unwrap();
+        k.encrypted = true;
+        k.insert(0, key);
+        let wrapped = k.wrap_value(0, &key, &me, &mut **random)?;
+        let put = |id: String, m: Map| Change {
+            collection: KEYS_COLLECTION.into(),
+            id,
+            op: Op::Put(m),
+        };
+        changes.push(put(CONFIG_ID.into(), config_value()));
+        changes.push(put(wrap_id(0, &me), wrapped));
+        changes.sort_by(|a, b| (&a.collection, &a.id).cmp(&(&b.collection, &b.id)));
+        Ok(())
+    }
+
+    /// The commit as it travels and is stored: its data changes sealed (`None`: as it is).
+    pub(super) fn seal_local(&mut self, commit: &Commit) -> Result<Option<Commit>> {
+        let Some(k) = self.graph.keyring.as_ref() else {
+            return Ok(None);
+        };
+        if !k.encrypted {
+            return Ok(None);
+        }
+        let random = self.opts.random.as_mut().ok_or_else(no_random)?;
+        k.seal_commit(commit, &mut **random)
+    }
+
+    fn random_key(&mut self) -> Result<[u8; KEY_LEN]> {
+        let random = self.opts.random.as_mut().ok_or_else(no_random)?;
+        let mut key = [0u8; KEY_LEN];
+        random(&mut key);
+        Ok(key)
+    }
+
+    /// Into `txn`: every epoch key this device holds, wrapped to `to` (a grant in an encrypted
+    /// repository: the new member reads the history it is given keys for).
+    pub(super) fn wrap_epochs_to(&mut self, to: &PublicKey, txn: &mut Txn) -> Result<()> {
+        if !self.is_encrypted() {
+            return Ok(());
+        }
+        let random = self.opts.random.as_mut().ok_or_else(no_random)?;
+        let k = self.graph.keyring.as_ref().unwrap();
+        for (epoch, key) in k.epochs() {
+            let v = k.wrap_value(epoch, key, to, &mut **random)?;
+            txn.put(&format!("{KEYS_COLLECTION}/{}", wrap_id(epoch, to)), v)?;
+        }
+        Ok(())
+    }
+
+    /// Into `txn` (a revocation of `revoked`): a new epoch, its key wrapped to every other
+    /// member (and to this device), so the revoked key can read nothing written after it.
+    pub(super) fn new_epoch(&mut self, revoked: &PublicKey, txn: &mut Txn) -> Result<()> {
+        if !self.is_encrypted() {
+            return Ok(());
+        }
+        let mut members: Vec<PublicKey> = self
+            .access()
+            .members()
+            .filter(|(m, r)| m != revoked && matches!(r, Role::Owner | Role::Writer | Role::Reader))
+            .map(|(m, _)| m)
+            .collect();
+        if !members.contains(&self.author) {
+            members.push(self.author);
+        }
+        let key = self.random_key()?;
+        let random = self.opts.random.as_mut().ok_or_else(no_random)?;
+        let k = self.graph.keyring.as_ref().unwrap();
+        let epoch = k.latest().map_or(0, |l| l + 1);
+        for m in &members {
+            let v = k.wrap_value(epoch, &key, m, &mut **random)?;
+            txn.put(&format!("{KEYS_COLLECTION}/{}", wrap_id(epoch, m)), v)?;
+        }
+        Ok(())
+    }
+
+    /// Wrap every epoch key this device holds to every member that lacks one (an owner's
+    /// device after an invite was redeemed: the new member can then read). Returns the commit,
+    /// `None` when nothing was missing.
+    pub fn share_keys(&mut self) -> Result<Option<CommitId>> {
+        if !self.is_encrypted() {
+            return Ok(None);
+        }
+        let members: Vec<PublicKey> = self.access().members().map(|(m, _)| m).collect();
+        self.warm_collection(KEYS_COLLECTION)?;
+        let epochs: Vec<u32> = self
+            .graph
+            .keyring
+            .as_ref()
+            .unwrap()
+            .epochs()
+            .map(|(e, _)| e)
+            .collect();
+        let random = self.opts.random.as_mut().ok_or_else(no_random)?;
+        let k = self.graph.keyring.as_ref().unwrap();
+        let mut txn = Txn::new();
+        for m in &members {
+            for &e in &epochs {
+                let id = wrap_id(e, m);
+                if self.graph.state.get(KEYS_COLLECTION, &id).is_some() {
+                    continue;
+                }
+                let key = k.epochs().find(|(x, _)| *x == e).unwrap().1;
+                let v = k.wrap_value(e, key, m, &mut **random)?;
+                txn.put(&format!("{KEYS_COLLECTION}/{id}"), v)?;
+            }
+        }
+        if txn.is_empty() {
+            return Ok(None);
+        }
+        self.commit(txn)
+    }
+
+    /// A logged commit's data as this device reads it (history, a migration's older edit).
+    pub(super) fn open_logged(&self, commit: &mut Commit) -> Result<()> {
+        match self.graph.keyring.as_ref() {
+            Some(k) => k.open(commit),
+            None => Ok(()),
+        }
+    }
+}
