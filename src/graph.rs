@@ -64,11 +64,35 @@ impl Graph {
         let Some(mut k) = self.keyring.take() else {
             return;
         };
-        k.learn(commit, self.current_acl());
-        if let Err(e) = k.open(commit) {
+        for e in k.learn(commit, self.current_acl()) {
             k.failures.push((*id, e));
         }
+        // Applied next (`add_commit`), as this index.
+        k.open_applied(commit, id, self.commits.len() as u32);
         self.keyring = Some(k);
+    }
+
+    /// The commits kept for want of a key that open now (docs/design.md §6.7): their data
+    /// changes, to load (`warm`) and apply with [`Graph::apply_late`].
+    pub(crate) fn take_opened(&mut self) -> Vec<(CommitId, u32, Commit)> {
+        self.keyring
+            .as_mut()
+            .map_or_else(Vec::new, |k| k.take_opened())
+    }
+
+    /// Apply the data changes of commit `index`, opened after it was added: as a commit
+    /// delivered late (the merge does not depend on the order, §6.3). Nothing when the commit
+    /// does not count.
+    pub(crate) fn apply_late(
+        &mut self,
+        id: &CommitId,
+        index: u32,
+        commit: Commit,
+        sink: &mut dyn ChangeSink,
+    ) {
+        if self.commits[index as usize].counts {
+            self.state.apply_owned(commit, id, index, sink);
+        }
     }
 
     pub(crate) fn author_index(&mut self, pk: PublicKey) -> u32 {

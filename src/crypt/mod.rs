@@ -83,6 +83,11 @@ pub struct Keyring {
     latest: Option<u32>,
     /// Commits whose data this device could not decrypt, and why (their data is not applied).
     pub failures: Vec<(CommitId, Error)>,
+    /// The sealed chunks of the commits that failed for want of a key, with their index in
+    /// the commit table: opened and applied late when a key of their epoch arrives.
+    pending: Vec<(CommitId, u32, Commit)>,
+    /// A key arrived since the pending commits were last tried.
+    fresh: bool,
 }
 
 impl std::fmt::Debug for Keyring {
@@ -112,6 +117,8 @@ impl Keyring {
             epochs: BTreeMap::new(),
             latest: None,
             failures: Vec::new(),
+            pending: Vec::new(),
+            fresh: false,
         }
     }
 
@@ -142,47 +149,60 @@ impl Keyring {
     }
 
     /// Learn from one `_keys` item: the flag, or a wrapped key (kept if it is this device's and
-    /// wrapped by an owner of `acl`, or by the root's author in the root).
+    /// wrapped by an owner of `acl`, or by the root's author in the root). A key wrapped to this
+    /// device that does not open, or not by an owner, is a `DecryptError` (and is not kept).
     pub fn learn_item(
         &mut self,
         id: &str,
         value: &Map,
         acl: &Acl,
         root_author: Option<&PublicKey>,
-    ) {
+    ) -> Result<()> {
         if id == CONFIG_ID {
             self.encrypted |= matches!(value.get("encrypted"), Some(Value::Bool(true)));
-            return;
+            return Ok(());
         }
         let Some((epoch, hex)) = parse_wrap_id(id) else {
-            return;
+            return Ok(());
         };
         self.latest = Some(self.latest.map_or(epoch, |l| l.max(epoch)));
         if hex != self.me_hex || self.epochs.contains_key(&epoch) {
-            return;
+            return Ok(());
         }
         let (Some(Value::String(from)), Some(Value::Bytes(w))) =
             (value.get("from"), value.get(CHUNK_FIELD))
         else {
-            return;
+            return Err(derr(
+                DecryptErrorKind::Malformed,
+                "a wrapped key is not {from, c}",
+            ));
         };
         let from = crate::commit::from_hex(from.as_str());
         let Some(Ok(from)) = from.map(|b| PublicKey::from_bytes(&b)) else {
-            return;
+            return Err(derr(
+                DecryptErrorKind::Malformed,
+                "a wrapped key's sender is not a key",
+            ));
         };
         let allowed = acl.role(&from) == Some(Role::Owner) || root_author == Some(&from);
         if !allowed {
-            return;
+            return Err(derr(
+                DecryptErrorKind::Unwrap,
+                format!("epoch {epoch}'s key was wrapped by a key that is not an owner"),
+            ));
         }
         let info = cipher::wrap_info(&self.repo, epoch, &from, &self.me.public());
-        if let Ok(k) = cipher::unwrap(&self.me, &from, &info, w) {
-            self.epochs.insert(epoch, k);
-        }
+        let k = cipher::unwrap(&self.me, &from, &info, w)?;
+        self.epochs.insert(epoch, k);
+        self.fresh = true;
+        Ok(())
     }
 
-    /// Learn what `commit`'s `_keys` puts say (`acl`: the access list before it).
-    pub fn learn(&mut self, commit: &Commit, acl: &Acl) {
+    /// Learn what `commit`'s `_keys` puts say (`acl`: the access list before it); the errors of
+    /// the keys wrapped to this device that it could not take.
+    pub fn learn(&mut self, commit: &Commit, acl: &Acl) -> Vec<Error> {
         let root = commit.parents.is_empty().then_some(&commit.author);
+        let mut errors = Vec::new();
         for ch in &commit.changes {
             if ch.collection != KEYS_COLLECTION {
                 continue;
@@ -191,9 +211,12 @@ impl Keyring {
                 if ch.id == CONFIG_ID && root.is_none() {
                     continue; // the flag is fixed at creation
                 }
-                self.learn_item(&ch.id, m, acl, root);
+                if let Err(e) = self.learn_item(&ch.id, m, acl, root) {
+                    errors.push(e);
+                }
             }
         }
+        errors
     }
 
     /// `epoch`'s key wrapped by this device (an owner) to `to`: the `_keys` item's value.
@@ -282,6 +305,57 @@ impl Keyring {
     /// ciphertext does not authenticate under it), `malformed`; the chunks are then removed
     /// and the commit's data does not apply on this device.
     pub fn open(&self, commit: &mut Commit) -> Result<()> {
+        self.open_keeping(commit).map_err(|(e, _)| e)
+    }
+
+    /// [`Keyring::open`] of a commit about to be applied as the commit `index` of the table:
+    /// one that fails for want of a key is kept, and opened when the key arrives
+    /// ([`Keyring::take_opened`]); every failure is recorded.
+    pub fn open_applied(&mut self, commit: &mut Commit, id: &CommitId, index: u32) {
+        if let Err((e, chunks)) = self.open_keeping(commit) {
+            if matches!(
+                e,
+                Error::Decrypt {
+                    kind: DecryptErrorKind::MissingKey,
+                    ..
+                }
+            ) {
+                let kept = Commit {
+                    trusted: commit.trusted,
+                    author: commit.author,
+                    hlc: commit.hlc,
+                    parents: Vec::new(),
+                    changes: chunks,
+                };
+                self.pending.push((*id, index, kept));
+            }
+            self.failures.push((*id, e));
+        }
+    }
+
+    /// The kept commits that open now that new keys arrived (their data changes only), each
+    /// with its id and index; their failures are cleared.
+    pub fn take_opened(&mut self) -> Vec<(CommitId, u32, Commit)> {
+        if !std::mem::take(&mut self.fresh) || self.pending.is_empty() {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for (id, index, mut c) in std::mem::take(&mut self.pending) {
+            match self.open_keeping(&mut c) {
+                Ok(()) => {
+                    self.failures.retain(|(f, _)| *f != id);
+                    out.push((id, index, c));
+                }
+                Err((_, chunks)) => {
+                    c.changes = chunks;
+                    self.pending.push((id, index, c));
+                }
+            }
+        }
+        out
+    }
+
+    fn open_keeping(&self, commit: &mut Commit) -> std::result::Result<(), (Error, Vec<Change>)> {
         if !commit
             .changes
             .iter()
@@ -293,8 +367,15 @@ impl Keyring {
             .into_iter()
             .partition(|c| c.collection == SEALED_COLLECTION);
         commit.changes = rest;
+        match self.open_chunks(commit, &chunks) {
+            Ok(()) => Ok(()),
+            Err(e) => Err((e, chunks)),
+        }
+    }
+
+    fn open_chunks(&self, commit: &mut Commit, chunks: &[Change]) -> Result<()> {
         let mut blob = Vec::new();
-        for ch in &chunks {
+        for ch in chunks {
             match &ch.op {
                 Op::Put(m) => match m.get(CHUNK_FIELD) {
                     Some(Value::Bytes(b)) => blob.extend_from_slice(b),

@@ -21,7 +21,34 @@ fn no_random() -> Error {
 impl<S: Storage> Repo<S> {
     /// Whether the repository is end-to-end encrypted (its root says so).
     pub fn is_encrypted(&self) -> bool {
-        self.graph.keyring.as_ref().is_some_and(|k| k.encrypted)
+        let founding = self.opts.encrypted && self.first_commit();
+        self.graph
+            .keyring
+            .as_ref()
+            .is_some_and(|k| k.encrypted || founding)
+    }
+
+    fn first_commit(&self) -> bool {
+        self.graph.commits.is_empty() && self.wait.len() == 0
+    }
+
+    /// Before the root of a repository opened `encrypted` is written: epoch 0's key.
+    fn founding_epoch(&mut self) -> Result<()> {
+        let founding = self.opts.encrypted && self.first_commit();
+        if !founding
+            || self
+                .graph
+                .keyring
+                .as_ref()
+                .is_none_or(|k| k.current().is_some())
+        {
+            return Ok(());
+        }
+        let key = self.random_key()?;
+        let k = self.graph.keyring.as_mut().unwrap();
+        k.encrypted = true;
+        k.insert(0, key);
+        Ok(())
     }
 
     /// The epoch this device's writes use (the newest it holds a key of); `None` in a
@@ -56,7 +83,8 @@ impl<S: Storage> Repo<S> {
             let founder = acl.founder();
             if let Some(c) = self.graph.state.collection(KEYS_COLLECTION) {
                 for (id, m) in c.iter() {
-                    k.learn_item(id, m, acl, founder.as_ref());
+                    // Failures were reported when the commits were applied.
+                    let _ = k.learn_item(id, m, acl, founder.as_ref());
                 }
             }
         }
@@ -73,16 +101,14 @@ impl<S: Storage> Repo<S> {
     /// In the root of a repository opened `encrypted`: the flag and epoch 0's key, wrapped to
     /// this device.
     pub(super) fn founding_keys(&mut self, changes: &mut Vec<Change>) -> Result<()> {
-        let first = self.graph.commits.is_empty() && self.wait.len() == 0;
-        if !first || !self.opts.encrypted || self.graph.keyring.is_none() {
+        if !self.first_commit() || !self.opts.encrypted || self.graph.keyring.is_none() {
             return Ok(());
         }
+        self.founding_epoch()?;
         let me = self.author;
-        let key = self.random_key()?;
         let random = self.opts.random.as_mut().ok_or_else(no_random)?;
-        let k = self.graph.keyring.as_mut().unwrap();
-        k.encrypted = true;
-        k.insert(0, key);
+        let k = self.graph.keyring.as_ref().unwrap();
+        let key = *k.epochs().next().unwrap().1;
         let wrapped = k.wrap_value(0, &key, &me, &mut **random)?;
         let put = |id: String, m: Map| Change {
             collection: KEYS_COLLECTION.into(),
@@ -120,6 +146,7 @@ impl<S: Storage> Repo<S> {
         if !self.is_encrypted() {
             return Ok(());
         }
+        self.founding_epoch()?;
         let random = self.opts.random.as_mut().ok_or_else(no_random)?;
         let k = self.graph.keyring.as_ref().unwrap();
         for (epoch, key) in k.epochs() {
@@ -190,6 +217,15 @@ impl<S: Storage> Repo<S> {
             return Ok(None);
         }
         self.commit(txn)
+    }
+
+    /// Apply the commits kept for want of a key that open now that one arrived (§6.7).
+    pub(super) fn apply_opened(&mut self) -> Result<()> {
+        for (id, index, late) in self.graph.take_opened() {
+            self.warm_changes(&late.changes)?;
+            self.graph.apply_late(&id, index, late, &mut self.query);
+        }
+        Ok(())
     }
 
     /// A logged commit's data as this device reads it (history, a migration's older edit).

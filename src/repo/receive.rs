@@ -294,6 +294,7 @@ impl<S: Storage> Repo<S> {
             } else {
                 refused += 1;
             }
+            self.apply_opened()?;
             stack.extend(self.wait.ready(&id)?);
         }
         Ok((n, refused))

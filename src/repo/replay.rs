@@ -87,6 +87,10 @@ fn apply_logged(
     graph.open_sealed(&mut commit, &id);
     warm(graph, &commit)?;
     graph.add_commit(commit, id, offset, bytes, &mut NoSink);
+    for (id, index, late) in graph.take_opened() {
+        warm(graph, &late)?;
+        graph.apply_late(&id, index, late, &mut NoSink);
+    }
     Ok(())
 }
 

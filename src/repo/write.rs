@@ -89,6 +89,7 @@ impl<S: Storage> Repo<S> {
         let trusted = commit.trusted;
         self.graph
             .add_commit(commit, id, offset, None, &mut self.query);
+        self.apply_opened()?;
         if !trusted {
             self.unsealed.push(id);
         }
