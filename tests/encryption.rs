@@ -383,3 +383,72 @@ fn a_plaintext_repository_is_unchanged() {
     let sent = everything(&mut r);
     assert!(sent.iter().any(|s| contains(&s.bytes, "plain-alpha")));
 }
+
+/// Write, read and sync latency on an encrypted repository against a plaintext one (docs/design.md
+/// §6.7 "Cost"): `cargo test --profile ci --test encryption -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn encryption_overhead_timing() {
+    use std::time::Instant;
+    const N: u64 = 5000;
+    let run = |encrypted: bool| -> [f64; 4] {
+        let mut o = signed(1);
+        o.encrypted = encrypted;
+        let mut w = Repo::open(MemStorage::new(), None, o).unwrap();
+        w.grant(&ident(2).public(), Role::Reader).unwrap();
+        let t = Instant::now();
+        for i in 0..N {
+            let mut t = Txn::new();
+            t.put(&format!("items/{i}"), item(i)).unwrap();
+            w.commit(t).unwrap();
+        }
+        let write = t.elapsed().as_secs_f64() * 1e6 / N as f64;
+        w.seal().unwrap();
+        let t = Instant::now();
+        for i in 0..N {
+            assert!(w.get(&format!("items/{i}")).unwrap().is_some());
+        }
+        let read = t.elapsed().as_secs_f64() * 1e6 / N as f64;
+        let t = Instant::now();
+        for i in 0..N / 10 {
+            assert_eq!(w.history(&format!("items/{i}")).unwrap().len(), 1);
+        }
+        let history = t.elapsed().as_secs_f64() * 1e6 / (N / 10) as f64;
+        let (commits, seals) = w.export().unwrap();
+        let mut o = signed(2);
+        o.encrypted = encrypted;
+        let mut r = Repo::open(MemStorage::new(), None, o).unwrap();
+        let t = Instant::now();
+        r.receive(&commits, &seals).unwrap();
+        let sync = t.elapsed().as_secs_f64() * 1e6 / N as f64;
+        assert_eq!(r.item_count(), w.item_count());
+        [write, read, history, sync]
+    };
+    // Alternating runs (the machine is shared: a slow spell hits both), medians of 9.
+    let (mut p, mut e) = (Vec::new(), Vec::new());
+    for _ in 0..9 {
+        p.push(run(false));
+        e.push(run(true));
+    }
+    let median = |mut runs: Vec<[f64; 4]>| {
+        let mut out = [0.0; 4];
+        for (k, o) in out.iter_mut().enumerate() {
+            runs.sort_by(|a, b| a[k].total_cmp(&b[k]));
+            *o = runs[runs.len() / 2][k];
+        }
+        out
+    };
+    let plain = median(p);
+    let enc = median(e);
+    for (k, name) in ["write (commit)", "read (get)", "history", "sync (receive)"]
+        .iter()
+        .enumerate()
+    {
+        println!(
+            "{name:16} plaintext {:7.2} µs  encrypted {:7.2} µs  ×{:.2}",
+            plain[k],
+            enc[k],
+            enc[k] / plain[k]
+        );
+    }
+}

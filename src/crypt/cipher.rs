@@ -27,6 +27,36 @@ pub(crate) fn derr(kind: DecryptErrorKind, detail: impl Into<String>) -> Error {
     }
 }
 
+/// An epoch key with its expanded AES key schedule (made once per epoch, not per commit).
+#[derive(Clone)]
+pub struct EpochKey {
+    pub key: [u8; KEY_LEN],
+    aead: Aes256Gcm,
+}
+
+impl EpochKey {
+    pub fn new(key: [u8; KEY_LEN]) -> EpochKey {
+        EpochKey {
+            key,
+            aead: Aes256Gcm::new(&key.into()),
+        }
+    }
+
+    /// [`seal`] under this key.
+    pub fn seal(&self, nonce: &[u8; NONCE_LEN], aad: &[u8], plain: &[u8]) -> Vec<u8> {
+        self.aead
+            .encrypt(Nonce::from_slice(nonce), Payload { msg: plain, aad })
+            .expect("AES-GCM encrypts any message below 64 GiB")
+    }
+
+    /// [`open`] under this key.
+    pub fn open(&self, nonce: &[u8; NONCE_LEN], aad: &[u8], ct: &[u8]) -> Option<Vec<u8>> {
+        self.aead
+            .decrypt(Nonce::from_slice(nonce), Payload { msg: ct, aad })
+            .ok()
+    }
+}
+
 /// AES-256-GCM of `plain` under `key` and `nonce`, authenticating `aad`: ciphertext ‖ tag.
 pub fn seal(key: &[u8; KEY_LEN], nonce: &[u8; NONCE_LEN], aad: &[u8], plain: &[u8]) -> Vec<u8> {
     let c = Aes256Gcm::new(key.into());

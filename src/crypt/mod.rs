@@ -78,7 +78,9 @@ pub struct Keyring {
     repo: String,
     /// The repository's root says it is encrypted.
     pub encrypted: bool,
-    epochs: BTreeMap<u32, [u8; KEY_LEN]>,
+    epochs: BTreeMap<u32, cipher::EpochKey>,
+    /// This session's nonce prefix (8 random bytes, drawn at the first seal) and counter.
+    nonce: Option<([u8; 8], u32)>,
     /// The highest epoch any `_keys` item names (wrapped to anyone).
     latest: Option<u32>,
     /// Commits whose data this device could not decrypt, and why (their data is not applied).
@@ -115,6 +117,7 @@ impl Keyring {
             repo: repo.to_string(),
             encrypted: false,
             epochs: BTreeMap::new(),
+            nonce: None,
             latest: None,
             failures: Vec::new(),
             pending: Vec::new(),
@@ -139,12 +142,12 @@ impl Keyring {
 
     /// Epochs this device holds keys of, with the keys.
     pub fn epochs(&self) -> impl Iterator<Item = (u32, &[u8; KEY_LEN])> {
-        self.epochs.iter().map(|(e, k)| (*e, k))
+        self.epochs.iter().map(|(e, k)| (*e, &k.key))
     }
 
     /// Hold `key` for `epoch` (one this device made).
     pub fn insert(&mut self, epoch: u32, key: [u8; KEY_LEN]) {
-        self.epochs.insert(epoch, key);
+        self.epochs.insert(epoch, cipher::EpochKey::new(key));
         self.latest = Some(self.latest.map_or(epoch, |l| l.max(epoch)));
     }
 
@@ -193,7 +196,7 @@ impl Keyring {
         }
         let info = cipher::wrap_info(&self.repo, epoch, &from, &self.me.public());
         let k = cipher::unwrap(&self.me, &from, &info, w)?;
-        self.epochs.insert(epoch, k);
+        self.epochs.insert(epoch, cipher::EpochKey::new(k));
         self.fresh = true;
         Ok(())
     }
@@ -236,10 +239,11 @@ impl Keyring {
     }
 
     /// The commit as it travels: its data changes replaced by the sealed chunks (`None` when it
-    /// has none, or the repository is not encrypted).
+    /// has none, or the repository is not encrypted). `commit` keeps its changes (moved out to
+    /// be encoded, and back).
     pub fn seal_commit(
-        &self,
-        commit: &Commit,
+        &mut self,
+        commit: &mut Commit,
         random: &mut dyn FnMut(&mut [u8]),
     ) -> Result<Option<Commit>> {
         if !self.encrypted || !commit.changes.iter().any(is_data) {
@@ -251,29 +255,35 @@ impl Keyring {
                 "this device holds no key of the repository (no owner has wrapped one to it)",
             ));
         };
-        let (data, mut rest): (Vec<Change>, Vec<Change>) =
-            commit.changes.iter().cloned().partition(is_data);
-        let inner = Commit {
+        let (data, mut rest): (Vec<Change>, Vec<Change>) = std::mem::take(&mut commit.changes)
+            .into_iter()
+            .partition(is_data);
+        let mut inner = Commit {
             trusted: commit.trusted,
             author: commit.author,
             hlc: commit.hlc,
             parents: Vec::new(),
             changes: data,
-        }
-        .encode();
-        let padded = inner.len().div_ceil(PAD) * PAD;
-        let mut plain = Vec::with_capacity(4 + padded);
-        plain.extend_from_slice(&(inner.len() as u32).to_be_bytes());
-        plain.extend_from_slice(&inner);
-        plain.resize(4 + padded, 0);
-        let mut nonce = [0u8; NONCE_LEN];
-        random(&mut nonce);
+        };
+        let encoded = inner.encode();
+        let n = encoded.len();
+        let mut plain = Vec::with_capacity(4 + n.div_ceil(PAD) * PAD);
+        plain.extend_from_slice(&(n as u32).to_be_bytes());
+        plain.extend_from_slice(&encoded);
+        plain.resize(4 + n.div_ceil(PAD) * PAD, 0);
+        // Give the commit its changes back, in key order.
+        commit.changes = rest.clone();
+        commit.changes.append(&mut inner.changes);
+        commit
+            .changes
+            .sort_by(|a, b| (&a.collection, &a.id).cmp(&(&b.collection, &b.id)));
+        let nonce = self.next_nonce(random);
         let mut blob = Vec::with_capacity(HEAD + plain.len() + cipher::TAG_LEN);
         blob.push(SEALED_VERSION);
         blob.extend_from_slice(&epoch.to_be_bytes());
         blob.extend_from_slice(&nonce);
         let aad = self.aad(commit, epoch);
-        blob.extend_from_slice(&cipher::seal(&self.epochs[&epoch], &nonce, &aad, &plain));
+        blob.extend_from_slice(&self.epochs[&epoch].seal(&nonce, &aad, &plain));
         for (i, chunk) in blob.chunks(CHUNK).enumerate() {
             let mut m = Map::new();
             m.insert(CHUNK_FIELD.into(), Value::from(chunk));
@@ -285,9 +295,31 @@ impl Keyring {
         }
         rest.sort_by(|a, b| (&a.collection, &a.id).cmp(&(&b.collection, &b.id)));
         Ok(Some(Commit {
+            trusted: commit.trusted,
+            author: commit.author,
+            hlc: commit.hlc,
+            parents: commit.parents.clone(),
             changes: rest,
-            ..commit.clone()
         }))
+    }
+
+    /// A fresh nonce: this session's random 8-byte prefix and a 4-byte counter (a new prefix
+    /// every 2³² seals). Unique per key unless two sessions under one epoch draw the same
+    /// prefix (birthday bound: ~2³² sessions per epoch), without a system call per commit.
+    fn next_nonce(&mut self, random: &mut dyn FnMut(&mut [u8])) -> [u8; NONCE_LEN] {
+        let (prefix, count) = match self.nonce {
+            Some((p, c)) if c < u32::MAX => (p, c),
+            _ => {
+                let mut p = [0u8; 8];
+                random(&mut p);
+                (p, 0)
+            }
+        };
+        self.nonce = Some((prefix, count + 1));
+        let mut n = [0u8; NONCE_LEN];
+        n[..8].copy_from_slice(&prefix);
+        n[8..].copy_from_slice(&count.to_be_bytes());
+        n
     }
 
     fn aad(&self, commit: &Commit, epoch: u32) -> Vec<u8> {
@@ -374,27 +406,16 @@ impl Keyring {
     }
 
     fn open_chunks(&self, commit: &mut Commit, chunks: &[Change]) -> Result<()> {
-        let mut blob = Vec::new();
-        for ch in chunks {
-            match &ch.op {
-                Op::Put(m) => match m.get(CHUNK_FIELD) {
-                    Some(Value::Bytes(b)) => blob.extend_from_slice(b),
-                    _ => {
-                        return Err(derr(
-                            DecryptErrorKind::Malformed,
-                            "a sealed chunk holds no bytes",
-                        ))
-                    }
-                },
-                _ => {
-                    return Err(derr(
-                        DecryptErrorKind::Malformed,
-                        "a sealed chunk is not a put",
-                    ))
+        let data = match chunks {
+            [one] => self.open_blob(commit, chunk_bytes(one)?)?,
+            _ => {
+                let mut joined = Vec::new();
+                for ch in chunks {
+                    joined.extend_from_slice(chunk_bytes(ch)?);
                 }
+                self.open_blob(commit, &joined)?
             }
-        }
-        let data = self.open_blob(commit, &blob)?;
+        };
         commit.changes.extend(data);
         commit
             .changes
@@ -428,14 +449,14 @@ impl Keyring {
             ));
         };
         let nonce: [u8; NONCE_LEN] = blob[5..HEAD].try_into().unwrap();
-        let plain = cipher::open(key, &nonce, &self.aad(commit, epoch), &blob[HEAD..]).ok_or_else(
-            || {
+        let plain = key
+            .open(&nonce, &self.aad(commit, epoch), &blob[HEAD..])
+            .ok_or_else(|| {
                 derr(
                     DecryptErrorKind::Aead,
                     format!("the sealed data does not authenticate under the key of epoch {epoch}"),
                 )
-            },
-        )?;
+            })?;
         if plain.len() < 4 {
             return Err(malformed("a sealed plaintext has no length"));
         }
@@ -452,5 +473,22 @@ impl Keyring {
             return Err(malformed("a sealed change writes a reserved collection"));
         }
         Ok(inner.changes)
+    }
+}
+
+/// The bytes of one sealed chunk.
+fn chunk_bytes(ch: &Change) -> Result<&[u8]> {
+    match &ch.op {
+        Op::Put(m) => match m.get(CHUNK_FIELD) {
+            Some(Value::Bytes(b)) => Ok(b),
+            _ => Err(derr(
+                DecryptErrorKind::Malformed,
+                "a sealed chunk holds no bytes",
+            )),
+        },
+        _ => Err(derr(
+            DecryptErrorKind::Malformed,
+            "a sealed chunk is not a put",
+        )),
     }
 }

@@ -122,8 +122,8 @@ impl<S: Storage> Repo<S> {
     }
 
     /// The commit as it travels and is stored: its data changes sealed (`None`: as it is).
-    pub(super) fn seal_local(&mut self, commit: &Commit) -> Result<Option<Commit>> {
-        let Some(k) = self.graph.keyring.as_ref() else {
+    pub(super) fn seal_local(&mut self, commit: &mut Commit) -> Result<Option<Commit>> {
+        let Some(k) = self.graph.keyring.as_mut() else {
             return Ok(None);
         };
         if !k.encrypted {

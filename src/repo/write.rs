@@ -72,7 +72,7 @@ impl<S: Storage> Repo<S> {
             changes,
         };
         // An encrypted repository's commit travels and is stored with its data sealed (§6.7).
-        let sealed = self.seal_local(&commit)?;
+        let sealed = self.seal_local(&mut commit)?;
         let wire = sealed.as_ref().unwrap_or(&commit);
         let bytes = wire.encode();
         if bytes.len() > MAX_COMMIT_BYTES {
