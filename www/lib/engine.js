@@ -224,6 +224,7 @@ export class EngineHandle {
         recovery: opts.recovery ?? 'strict',
         quotaBytes: opts.quotaBytes ?? null,
         expectedFounder: opts.owner ?? null,
+        encrypted: !!opts.encrypted,
       });
       try {
         this._raw = glue.Engine.open(log, snap, engineOpts, secret, publicKey);

@@ -211,6 +211,15 @@ export interface OpenOptions {
    * device with another key cannot found it either (its first write is refused alike).
    */
   owner?: string;
+  /**
+   * Found the repository end-to-end encrypted (docs/design.md §6.7): values, field names and
+   * collection names are sealed (AES-256-GCM under an epoch key) before a commit is signed; the
+   * sync server stores, verifies and relays ciphertext. Fixed at creation (recorded in the
+   * root); ignored when the repository exists. `grant` wraps the keys to the new member,
+   * `revoke` starts a new epoch. A member with no key for some data gets nothing of it (and
+   * its writes are refused with DecryptError kind 'missing-key').
+   */
+  encrypted?: boolean;
   /** Errors of background work (a relaxed flush, a seal) — console.warn when absent. */
   onError?: (error: IbexError) => void;
   /**

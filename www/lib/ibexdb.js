@@ -855,6 +855,7 @@ export async function open(name, options = {}) {
           recovery: options.recovery,
           quotaBytes: options.quotaBytes,
           owner: options.owner,
+          encrypted: !!options.encrypted,
           schemas: options.schemas,
           version: options.version,
           storage: options.storage ?? 'auto',

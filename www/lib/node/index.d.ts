@@ -31,6 +31,8 @@ export interface NodeOpenOptions {
   recovery?: 'strict' | 'repair';
   quotaBytes?: number;
   acceptTrusted?: boolean;
+  /** Found the repository end-to-end encrypted (as the browser's `open`; docs/design.md §6.7). */
+  encrypted?: boolean;
   /** Sync with an ibexdb-server (not waited for; `sync()` resolves when synced). */
   sync?: string | string[];
   /** An invite link from `db.invite()` (needs `sync`): redeemed while the server keeps this new device waiting. */

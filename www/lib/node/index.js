@@ -41,7 +41,7 @@ import { exportPassphrase, openIdentity, wrapIdentity } from '../identity-wrap.j
 
 export * from '../errors.js';
 
-const OPTIONS = ['storage', 'directory', 'lockTimeout', 'durability', 'trusted', 'identity', 'passphrase', 'schemas', 'version', 'migrations', 'onMigrationProgress', 'recovery', 'quotaBytes', 'acceptTrusted', 'sync', 'invite', 'syncToken', 'onError'];
+const OPTIONS = ['storage', 'directory', 'lockTimeout', 'durability', 'trusted', 'identity', 'passphrase', 'schemas', 'version', 'migrations', 'onMigrationProgress', 'recovery', 'quotaBytes', 'acceptTrusted', 'encrypted', 'sync', 'invite', 'syncToken', 'onError'];
 
 let wasmReady = false;
 /** @type {any} the `ws` package's WebSocket: it can send headers (Authorization), Node's own cannot */
@@ -104,6 +104,7 @@ export async function open(name, options = {}) {
       recovery: options.recovery,
       quotaBytes: options.quotaBytes,
       acceptTrusted: options.acceptTrusted,
+      encrypted: !!options.encrypted,
       schemas: options.schemas,
       version: options.version,
     }, backend);

@@ -74,11 +74,28 @@ fn opt_u64(o: &serde_json::Value, k: &str) -> Result<Option<u64>, Error> {
     }
 }
 
+/// `crypto.getRandomValues` of the worker (or of Node, `globalThis.crypto`).
+fn web_random() -> ibexdb::Random {
+    Box::new(|buf: &mut [u8]| {
+        let global = js_sys::global();
+        let crypto = js_sys::Reflect::get(&global, &"crypto".into()).expect("globalThis.crypto");
+        let f: js_sys::Function = js_sys::Reflect::get(&crypto, &"getRandomValues".into())
+            .expect("crypto.getRandomValues")
+            .into();
+        // getRandomValues fills at most 65,536 bytes a call.
+        for chunk in buf.chunks_mut(65536) {
+            let arr = js_sys::Uint8Array::new_with_length(chunk.len() as u32);
+            f.call1(&crypto, &arr).expect("crypto.getRandomValues");
+            arr.copy_to(chunk);
+        }
+    })
+}
+
 #[wasm_bindgen]
 impl Engine {
     /// Open (or create) a repository on two sync access handles (`snapshot` may be null).
     /// `options` is JSON: `{"name": string (required: bound into seals), "trusted": bool, "acceptTrusted": bool, "recovery": "strict" |
-    /// "repair", "quotaBytes": n, "maxClockSkewMs": n, "expectedFounder": hex key}`. `secret` is the 48-byte identity
+    /// "repair", "quotaBytes": n, "maxClockSkewMs": n, "expectedFounder": hex key, "encrypted": bool}`. `secret` is the 48-byte identity
     /// secret (required unless trusted); `public`, its 49-byte compressed public key as stored
     /// beside it, spares deriving it (checked before the first write).
     pub fn open(
@@ -125,6 +142,10 @@ impl Engine {
                     reason: "a public key is 98 hex digits (the founder's db.publicKey)".into(),
                 })?);
         }
+        // An end-to-end encrypted repository (docs/design.md §6.7); nonces and epoch keys from
+        // WebCrypto's getRandomValues.
+        opts.encrypted = opt_bool(&o, "encrypted")?.unwrap_or(false);
+        opts.random = Some(web_random());
         if let Some(ms) = opt_u64(&o, "maxClockSkewMs")? {
             opts.max_clock_skew_ms = ms;
         }
