@@ -14,7 +14,7 @@ import { isSyncTokenOption } from './sync-token.js';
  * list differ).
  * @type {Record<keyof OpenOptions, true>}
  */
-const OPTION_NAMES = { durability: true, trusted: true, identity: true, passphrase: true, schemas: true, version: true, migrations: true, onMigrationProgress: true, recovery: true, quotaBytes: true, sync: true, invite: true, syncToken: true, owner: true, onError: true, storage: true, persist: true };
+const OPTION_NAMES = { durability: true, trusted: true, identity: true, passphrase: true, schemas: true, version: true, migrations: true, onMigrationProgress: true, recovery: true, quotaBytes: true, sync: true, invite: true, syncToken: true, owner: true, encrypted: true, onError: true, storage: true, persist: true };
 
 /**
  * Check `open()`'s options: InvalidValueError naming the option (`options.<name>`) for an
@@ -43,6 +43,7 @@ export function checkOptions(options) {
         if (v !== 'auto' && v !== 'opfs' && v !== 'indexeddb' && v !== 'memory') throw bad(k, "'auto', 'opfs', 'indexeddb' or 'memory'", v);
         break;
       case 'trusted':
+      case 'encrypted':
       case 'persist':
         if (typeof v !== 'boolean') throw bad(k, 'a boolean', v);
         break;
