@@ -85,6 +85,7 @@ export async function open(name, options = {}) {
   if (durability !== 'flush' && durability !== 'relaxed') throw bad('durability', "'flush' or 'relaxed'", durability);
   if (options.sync != null && !isSyncUrls(options.sync)) throw bad('sync', 'a ws:// or wss:// URL or a list of them', options.sync);
   if (options.syncToken !== undefined && !isSyncTokenOption(options.syncToken)) throw bad('syncToken', 'a non-empty string (a bearer token) or a function returning one', options.syncToken);
+  if (options.encrypted !== undefined && typeof options.encrypted !== 'boolean') throw bad('encrypted', 'a boolean', options.encrypted);
   const lockTimeout = options.lockTimeout ?? 0;
   if (typeof lockTimeout !== 'number' || !Number.isFinite(lockTimeout) || lockTimeout < 0) throw bad('lockTimeout', 'a number of milliseconds >= 0', lockTimeout);
   checkVersionOptions(/** @type {any} */ (options), bad);
