@@ -4,7 +4,7 @@
 
 use crate::commit::{Identity, PublicKey};
 use crate::error::{DecryptErrorKind, Error, Result};
-use aes_gcm::aead::{Aead, KeyInit, Payload};
+use aes_gcm::aead::{Aead, AeadInPlace, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
 use hkdf::Hkdf;
 use sha2::Sha384;
@@ -42,11 +42,18 @@ impl EpochKey {
         }
     }
 
-    /// [`seal`] under this key.
-    pub fn seal(&self, nonce: &[u8; NONCE_LEN], aad: &[u8], plain: &[u8]) -> Vec<u8> {
-        self.aead
-            .encrypt(Nonce::from_slice(nonce), Payload { msg: plain, aad })
-            .expect("AES-GCM encrypts any message below 64 GiB")
+    /// [`seal`] of `buf` in place under this key; returns the tag (to append).
+    pub fn seal_in_place(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        aad: &[u8],
+        buf: &mut [u8],
+    ) -> [u8; TAG_LEN] {
+        let tag = self
+            .aead
+            .encrypt_in_place_detached(Nonce::from_slice(nonce), aad, buf)
+            .expect("AES-GCM encrypts any message below 64 GiB");
+        tag.into()
     }
 
     /// [`open`] under this key.

@@ -267,10 +267,7 @@ impl Keyring {
         };
         let encoded = inner.encode();
         let n = encoded.len();
-        let mut plain = Vec::with_capacity(4 + n.div_ceil(PAD) * PAD);
-        plain.extend_from_slice(&(n as u32).to_be_bytes());
-        plain.extend_from_slice(&encoded);
-        plain.resize(4 + n.div_ceil(PAD) * PAD, 0);
+        let padded = 4 + n.div_ceil(PAD) * PAD;
         // Give the commit its changes back, in key order.
         commit.changes = rest.clone();
         commit.changes.append(&mut inner.changes);
@@ -278,12 +275,17 @@ impl Keyring {
             .changes
             .sort_by(|a, b| (&a.collection, &a.id).cmp(&(&b.collection, &b.id)));
         let nonce = self.next_nonce(random);
-        let mut blob = Vec::with_capacity(HEAD + plain.len() + cipher::TAG_LEN);
+        // The blob is built in one buffer and encrypted in place.
+        let mut blob = Vec::with_capacity(HEAD + padded + cipher::TAG_LEN);
         blob.push(SEALED_VERSION);
         blob.extend_from_slice(&epoch.to_be_bytes());
         blob.extend_from_slice(&nonce);
+        blob.extend_from_slice(&(n as u32).to_be_bytes());
+        blob.extend_from_slice(&encoded);
+        blob.resize(HEAD + padded, 0);
         let aad = self.aad(commit, epoch);
-        blob.extend_from_slice(&self.epochs[&epoch].seal(&nonce, &aad, &plain));
+        let tag = self.epochs[&epoch].seal_in_place(&nonce, &aad, &mut blob[HEAD..]);
+        blob.extend_from_slice(&tag);
         for (i, chunk) in blob.chunks(CHUNK).enumerate() {
             let mut m = Map::new();
             m.insert(CHUNK_FIELD.into(), Value::from(chunk));
