@@ -284,6 +284,31 @@ fn a_member_without_a_wrapped_key_cannot_write_and_reads_nothing() {
 }
 
 #[test]
+fn a_member_by_invite_gets_the_keys_when_the_owner_receives_its_redemption() {
+    let mut owner = open(1);
+    put(&mut owner, "tasks/a", "secret-alpha-plaintext");
+    let secret = [7u8; 32];
+    owner
+        .invite(&secret, Role::Reader, T0 + 3_600_000, 1)
+        .unwrap();
+    let mut rd = open(8);
+    deliver(&mut rd, &everything(&mut owner));
+    assert_eq!(title(&mut rd, "tasks/a"), None, "no key yet");
+    rd.redeem(&secret).unwrap().unwrap();
+    // The owner's device wraps the keys as it receives the redemption.
+    let before = owner.commit_count();
+    deliver(&mut owner, &everything(&mut rd));
+    assert_eq!(
+        owner.commit_count(),
+        before + 2,
+        "the redemption and the owner's wraps"
+    );
+    deliver(&mut rd, &everything(&mut owner));
+    assert_eq!(title(&mut rd, "tasks/a").unwrap(), "secret-alpha-plaintext");
+    assert!(rd.decrypt_failures().is_empty());
+}
+
+#[test]
 fn a_key_wrapped_by_a_non_owner_or_to_another_key_is_refused() {
     let mut owner = open(1);
     let (w, m) = (ident(6).public(), ident(7).public());

@@ -228,6 +228,17 @@ impl<S: Storage> Repo<S> {
         Ok(())
     }
 
+    /// On an owner's device of an encrypted repository whose access list changed: wrap the
+    /// epoch keys to the members that lack them (one commit, synced like any other).
+    pub(super) fn share_keys_as_owner(&mut self) -> Result<()> {
+        let owner = self.access().role(&self.author) == Some(Role::Owner);
+        if owner && self.is_encrypted() && self.epoch().is_some() {
+            // Not a failure of the receive: the next change of the access list tries again.
+            let _ = self.share_keys();
+        }
+        Ok(())
+    }
+
     /// A logged commit's data as this device reads it (history, a migration's older edit).
     pub(super) fn open_logged(&self, commit: &mut Commit) -> Result<()> {
         match self.graph.keyring.as_ref() {

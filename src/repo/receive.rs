@@ -92,6 +92,7 @@ impl<S: Storage> Repo<S> {
         vouched: bool,
     ) -> Result<ReceiveReport> {
         let checked = self.check_seals(seals, vouched)?;
+        let acl_before = self.graph.acl;
         let now = (self.opts.clock)();
         let mut report = ReceiveReport::default();
         let mut accepted: Vec<(Commit, CommitId, &Vec<u8>)> = Vec::new();
@@ -116,6 +117,10 @@ impl<S: Storage> Repo<S> {
         report.applied = applied;
         report.refused = refused;
         report.pending = self.wait.len();
+        if self.graph.acl != acl_before {
+            // A new member (an invite redeemed without the owner): its keys (§6.7).
+            self.share_keys_as_owner()?;
+        }
         Ok(report)
     }
 
