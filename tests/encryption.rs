@@ -99,7 +99,22 @@ fn values_travel_sealed_and_read_plain_on_members_devices() {
         );
     }
     let mut rb = open(2);
+    // A live query subscribed before anything arrived sees the decrypted rows.
+    let live = Query::from_json(&serde_json::json!({"collection": "tasks"})).unwrap();
+    let (lid, first) = rb.subscribe(live).unwrap();
+    assert!(first.is_empty());
     deliver(&mut rb, &sent);
+    let changes = rb.take_live_changes();
+    let added: Vec<String> = changes
+        .iter()
+        .filter(|(id, _)| *id == lid)
+        .flat_map(|(_, c)| {
+            c.added
+                .iter()
+                .map(|(_, m, _)| s(m.get("title").unwrap()).unwrap().to_string())
+        })
+        .collect();
+    assert_eq!(added, ["secret-alpha-plaintext", "secret-bravo-plaintext"]);
     assert!(rb.is_encrypted() && rb.epoch() == Some(0));
     assert!(
         rb.decrypt_failures().is_empty(),
@@ -396,6 +411,34 @@ fn a_signed_ciphertext_under_a_wrong_key_is_a_decrypt_error_not_a_panic() {
     assert_eq!(f[0].0, id);
     assert_eq!(kind(&f[0].1), Some(DecryptErrorKind::Aead));
     owner.verify().unwrap();
+}
+
+#[test]
+fn a_commit_larger_than_a_chunk_travels_in_several() {
+    let mut owner = open(1);
+    owner.grant(&ident(2).public(), Role::Reader).unwrap();
+    let big: Vec<u8> = (0..12_000_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    let mut t = Txn::new();
+    t.put("files/big", map! {"data" => big.clone()}.as_map())
+        .unwrap();
+    let id = owner.commit(t).unwrap().unwrap();
+    let sent = everything(&mut owner);
+    let c = sent.iter().find(|s| s.id == id).unwrap();
+    let (decoded, _) = Commit::decode(&c.bytes).unwrap();
+    let chunks = decoded
+        .changes
+        .iter()
+        .filter(|ch| ch.collection == SEALED_COLLECTION)
+        .count();
+    assert_eq!(chunks, 2, "12 MB sealed in chunks of at most 8 MiB");
+    let mut rb = open(2);
+    deliver(&mut rb, &sent);
+    assert_eq!(
+        rb.get("files/big").unwrap().unwrap().get("data"),
+        Some(&ibexdb::Value::from(big))
+    );
 }
 
 #[test]
