@@ -59,6 +59,7 @@ const wasmBytes = (bytes) => /** @type {Uint8Array<ArrayBuffer>} */ (bytes);
  * @property {number} [quotaBytes] byte limit for this repository's files (QuotaExceededError)
  * @property {string} [owner] the founder's public key (hex): a root by another key is refused (PermissionError 'wrong-founder')
  * @property {boolean} [acceptTrusted] accept unsigned commits from peers
+ * @property {boolean} [encrypted] found the repository end-to-end encrypted (docs/design.md §6.7)
  * @property {Record<string, object>} [schemas] collection -> schema
  * @property {number} [version] the schema version the application understands (docs/design.md §2.4)
  * @property {Record<string, object>} [appSchemas] the application's schemas at `version`, when `schemas` is not given (a takeover)
