@@ -84,8 +84,9 @@ impl<S: Storage> Repo<S> {
         }
         let id = CommitId::of(&bytes);
         self.check_own_commit(wire, &id)?;
-        self.graph.open_sealed(&mut commit, &id);
         let offset = self.log.append(FRAME_COMMIT, &bytes)?;
+        // Only once it is logged: the epoch keys it wraps to this device (§6.7).
+        self.graph.open_sealed(&mut commit, &id);
         let trusted = commit.trusted;
         self.graph
             .add_commit(commit, id, offset, None, &mut self.query);
