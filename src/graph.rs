@@ -65,7 +65,7 @@ impl Graph {
             return;
         };
         for e in k.learn(commit, self.current_acl()) {
-            k.failures.push((*id, e));
+            k.fail(*id, e);
         }
         // Applied next (`add_commit`), as this index.
         k.open_applied(commit, id, self.commits.len() as u32);

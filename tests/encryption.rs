@@ -202,6 +202,7 @@ fn a_revocation_starts_an_epoch_the_revoked_member_cannot_read() {
     assert_eq!(f[0].0, after);
     assert_eq!(kind(&f[0].1), Some(DecryptErrorKind::MissingKey));
     assert_eq!(f[0].1.name(), "DecryptError");
+    assert_eq!(rc.decrypt_failed(), 1);
     // Its own writes fail before anything is stored: it has no key of the current epoch...
     // (it still holds epoch 0, so it writes there, and the owner ignores it: it is revoked)
     // The remaining member reads the new epoch.

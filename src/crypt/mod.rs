@@ -43,6 +43,12 @@ const SEALED_VERSION: u8 = 1;
 /// version, epoch, nonce.
 const HEAD: usize = 1 + 4 + NONCE_LEN;
 
+/// The most bytes of sealed chunks a device keeps in memory for want of a key; past it, a commit
+/// that cannot be opened is not kept (a replay from the log opens it once the key is there).
+pub const MAX_PENDING_BYTES: usize = 64 << 20;
+/// The most decrypt failures a device lists (`Repo::decrypt_failures`); later ones are counted.
+pub const MAX_FAILURES: usize = 1024;
+
 /// Fills a buffer with cryptographically random bytes (the core has no RNG of its own).
 pub type Random = Box<dyn FnMut(&mut [u8]) + Send>;
 
@@ -83,11 +89,16 @@ pub struct Keyring {
     nonce: Option<([u8; 8], u32)>,
     /// The highest epoch any `_keys` item names (wrapped to anyone).
     latest: Option<u32>,
-    /// Commits whose data this device could not decrypt, and why (their data is not applied).
+    /// Commits whose data this device could not decrypt, and why (their data is not applied):
+    /// the first [`MAX_FAILURES`].
     pub failures: Vec<(CommitId, Error)>,
+    /// How many commits could not be decrypted (and were not opened since).
+    pub failed: usize,
     /// The sealed chunks of the commits that failed for want of a key, with their index in
     /// the commit table: opened and applied late when a key of their epoch arrives.
     pending: Vec<(CommitId, u32, Commit)>,
+    /// Bytes of sealed chunks `pending` holds (at most [`MAX_PENDING_BYTES`]).
+    pending_bytes: usize,
     /// A key arrived since the pending commits were last tried.
     fresh: bool,
 }
@@ -120,7 +131,9 @@ impl Keyring {
             nonce: None,
             latest: None,
             failures: Vec::new(),
+            failed: 0,
             pending: Vec::new(),
+            pending_bytes: 0,
             fresh: false,
         }
     }
@@ -354,16 +367,31 @@ impl Keyring {
                     ..
                 }
             ) {
-                let kept = Commit {
-                    trusted: commit.trusted,
-                    author: commit.author,
-                    hlc: commit.hlc,
-                    parents: Vec::new(),
-                    changes: chunks,
-                };
-                self.pending.push((*id, index, kept));
+                let size: usize = chunks
+                    .iter()
+                    .map(|c| chunk_bytes(c).map_or(0, <[u8]>::len))
+                    .sum();
+                if self.pending_bytes + size <= MAX_PENDING_BYTES {
+                    self.pending_bytes += size;
+                    let kept = Commit {
+                        trusted: commit.trusted,
+                        author: commit.author,
+                        hlc: commit.hlc,
+                        parents: Vec::new(),
+                        changes: chunks,
+                    };
+                    self.pending.push((*id, index, kept));
+                }
             }
-            self.failures.push((*id, e));
+            self.fail(*id, e);
+        }
+    }
+
+    /// Record a failure (the first [`MAX_FAILURES`]; then only counted).
+    pub fn fail(&mut self, id: CommitId, e: Error) {
+        self.failed += 1;
+        if self.failures.len() < MAX_FAILURES {
+            self.failures.push((id, e));
         }
     }
 
@@ -374,14 +402,22 @@ impl Keyring {
             return Vec::new();
         }
         let mut out = Vec::new();
+        self.pending_bytes = 0;
         for (id, index, mut c) in std::mem::take(&mut self.pending) {
+            let size: usize = c
+                .changes
+                .iter()
+                .map(|c| chunk_bytes(c).map_or(0, <[u8]>::len))
+                .sum();
             match self.open_keeping(&mut c) {
                 Ok(()) => {
                     self.failures.retain(|(f, _)| *f != id);
+                    self.failed -= 1;
                     out.push((id, index, c));
                 }
                 Err((_, chunks)) => {
                     c.changes = chunks;
+                    self.pending_bytes += size;
                     self.pending.push((id, index, c));
                 }
             }

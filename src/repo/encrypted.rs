@@ -58,13 +58,19 @@ impl<S: Storage> Repo<S> {
     }
 
     /// The commits whose data this device could not decrypt since open, and why (each a
-    /// `DecryptError`): their data is not applied here. A replay from the log (open without a
-    /// snapshot, `verify()`) finds them again.
+    /// `DecryptError`; the first 1,024, [`Repo::decrypt_failed`] counts them all): their data
+    /// is not applied here. A replay from the log (open without a snapshot, `verify()`) finds
+    /// them again.
     pub fn decrypt_failures(&self) -> &[(CommitId, Error)] {
         self.graph
             .keyring
             .as_ref()
             .map_or(&[], |k| k.failures.as_slice())
+    }
+
+    /// How many commits' data this device could not decrypt (and has not opened since).
+    pub fn decrypt_failed(&self) -> usize {
+        self.graph.keyring.as_ref().map_or(0, |k| k.failed)
     }
 
     /// The keyring of this replica, set at open (after a snapshot's state is loaded: the keys
