@@ -535,3 +535,61 @@ fn encryption_overhead_timing() {
         );
     }
 }
+
+/// Resident memory of this process, in bytes.
+fn rss() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/statm").unwrap();
+    s.split(' ').nth(1).unwrap().parse::<u64>().unwrap() * 4096
+}
+
+#[test]
+fn a_device_without_keys_keeps_a_bounded_amount_of_sealed_data() {
+    // 16 commits of 8 MB of sealed data each (128 MB) reach a device that has no key: it keeps
+    // at most 64 MiB of them for when a key arrives, its log (on disk) the rest.
+    let mut owner = open(1);
+    let mut sent = Vec::new();
+    for i in 0..16u32 {
+        let data: Vec<u8> = (0..8_000_000u32)
+            .map(|j| (j.wrapping_mul(2_654_435_761) >> 24) as u8 ^ i as u8)
+            .collect();
+        let mut t = Txn::new();
+        t.put(&format!("files/{i}"), map! {"data" => data}.as_map())
+            .unwrap();
+        owner.commit(t).unwrap();
+        owner.seal().unwrap();
+        let (c, s) = owner.export().unwrap();
+        sent.push((c.last().unwrap().clone(), s));
+    }
+    let (first, seals) = owner.export().unwrap();
+    drop(owner);
+    let dir = std::env::temp_dir().join(format!("ibexdb-e2e-rss-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = ibexdb::FileStorage::open(dir.join("log")).unwrap();
+    let mut o = enc(9);
+    o.encrypted = false;
+    let mut keyless = Repo::open(log, None, o).unwrap();
+    keyless.receive(&first[..1], &seals).unwrap();
+    let before = rss();
+    for (c, s) in &sent {
+        keyless.receive(std::slice::from_ref(c), s).unwrap();
+        keyless.flush().unwrap();
+    }
+    let grew = rss().saturating_sub(before);
+    let kept = keyless.decrypt_pending_bytes();
+    assert!(
+        kept > 32 << 20 && kept <= 64 << 20,
+        "kept {kept} bytes of sealed data"
+    );
+    assert_eq!(keyless.decrypt_failed(), 16);
+    assert_eq!(keyless.decrypt_failures().len(), 16);
+    // Freed memory of the owner is reused, so this bounds the growth loosely: below the 128 MB
+    // received, which it would exceed if every sealed commit were kept.
+    assert!(
+        grew < (64 << 20) + (32 << 20),
+        "the keyless device grew by {} MiB for 128 MB of sealed data",
+        grew >> 20
+    );
+    println!("keyless device: +{} MiB for 128 MB sealed", grew >> 20);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -387,6 +387,11 @@ impl Keyring {
         }
     }
 
+    /// Bytes of sealed chunks kept for when a key arrives.
+    pub fn pending_bytes(&self) -> usize {
+        self.pending_bytes
+    }
+
     /// Record a failure (the first [`MAX_FAILURES`]; then only counted).
     pub fn fail(&mut self, id: CommitId, e: Error) {
         self.failed += 1;

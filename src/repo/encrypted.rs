@@ -73,6 +73,12 @@ impl<S: Storage> Repo<S> {
         self.graph.keyring.as_ref().map_or(0, |k| k.failed)
     }
 
+    /// Bytes of sealed data this device keeps in memory for when a key arrives (at most
+    /// 64 MiB, `crypt::MAX_PENDING_BYTES`).
+    pub fn decrypt_pending_bytes(&self) -> usize {
+        self.graph.keyring.as_ref().map_or(0, |k| k.pending_bytes())
+    }
+
     /// The keyring of this replica, set at open (after a snapshot's state is loaded: the keys
     /// wrapped to it are read from its `_keys` items).
     pub(super) fn init_keyring(&mut self) -> Result<()> {
