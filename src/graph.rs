@@ -119,7 +119,14 @@ impl Graph {
     ) -> u32 {
         let author = self.author_index(commit.author);
         let parents: Vec<u32> = commit.parents.iter().map(|p| self.by_id[p]).collect();
-        let (acl, counts) = self.acl_of(&commit, &id, &parents, bytes);
+        // A commit whose sealed data this device opened is judged as it travels (§6.7).
+        let sealed = self.keyring.as_ref().is_some_and(|k| k.opened == Some(id));
+        let (acl, counts) = if sealed {
+            let wire = crate::crypt::Keyring::wire_view(&commit);
+            self.acl_of(&wire, &id, &parents, bytes)
+        } else {
+            self.acl_of(&commit, &id, &parents, bytes)
+        };
         if !counts {
             // Stored and stamped, but none of its writes applies.
             commit.changes.clear();

@@ -443,6 +443,52 @@ fn a_commit_larger_than_a_chunk_travels_in_several() {
 }
 
 #[test]
+fn devices_with_and_without_the_key_judge_a_sealed_commit_alike() {
+    // A reader signs a commit of sealed data (its own device would refuse it): whether it
+    // counts is decided on the commit as it travels, by the owner (who holds the key), by a
+    // member without it, and would be by the server.
+    let mut owner = open(1);
+    let r = ident(6);
+    owner.grant(&r.public(), Role::Reader).unwrap();
+    let e = ident(7).public();
+    let mut t = Txn::new();
+    t.put(
+        &format!("_acl/{}", e.to_hex()),
+        map! {"role" => "reader"}.as_map(),
+    )
+    .unwrap();
+    owner.commit(t).unwrap();
+    let mut keyless = open(7);
+    deliver(&mut keyless, &everything(&mut owner));
+    let mut blob = vec![1u8, 0, 0, 0, 0];
+    blob.extend((0..12 + 64 + 16).map(|i| (i * 37 % 251) as u8));
+    let commit = Commit {
+        trusted: false,
+        author: r.public(),
+        hlc: (T0 + 500) << 16,
+        parents: owner.heads(),
+        changes: vec![ibexdb::Change {
+            collection: SEALED_COLLECTION.into(),
+            id: "0000".into(),
+            op: Op::Put(map! {"c" => blob}.as_map()),
+        }],
+    };
+    let bytes = commit.encode();
+    let id = CommitId::of(&bytes);
+    let seal = Seal::create(&r, REPO, &[id]).encode();
+    for replica in [&mut owner, &mut keyless] {
+        replica
+            .receive(&[(id, bytes.clone())], &[seal.clone()])
+            .unwrap();
+        assert_eq!(
+            replica.counts(&id),
+            Some(false),
+            "a reader's data does not count"
+        );
+    }
+}
+
+#[test]
 fn a_plaintext_repository_is_unchanged() {
     let mut o = signed(1);
     o.clock = clock(T0);

@@ -101,6 +101,8 @@ pub struct Keyring {
     pending_bytes: usize,
     /// A key arrived since the pending commits were last tried.
     fresh: bool,
+    /// The last commit whose sealed chunks [`Keyring::open_applied`] replaced (or removed).
+    pub opened: Option<CommitId>,
 }
 
 impl std::fmt::Debug for Keyring {
@@ -135,6 +137,7 @@ impl Keyring {
             pending: Vec::new(),
             pending_bytes: 0,
             fresh: false,
+            opened: None,
         }
     }
 
@@ -359,6 +362,11 @@ impl Keyring {
     /// one that fails for want of a key is kept, and opened when the key arrives
     /// ([`Keyring::take_opened`]); every failure is recorded.
     pub fn open_applied(&mut self, commit: &mut Commit, id: &CommitId, index: u32) {
+        self.opened = commit
+            .changes
+            .iter()
+            .any(|c| c.collection == SEALED_COLLECTION)
+            .then_some(*id);
         if let Err((e, chunks)) = self.open_keeping(commit) {
             if matches!(
                 e,
@@ -384,6 +392,30 @@ impl Keyring {
                 }
             }
             self.fail(*id, e);
+        }
+    }
+
+    /// What the permission rule judges of a commit whose sealed data this device replaced: the
+    /// commit as every replica sees it, its data changes standing as one sealed chunk (so a
+    /// device with the key, one without and the server decide alike, §6.7).
+    pub fn wire_view(commit: &Commit) -> Commit {
+        let mut changes: Vec<Change> = commit
+            .changes
+            .iter()
+            .filter(|c| !is_data(c))
+            .cloned()
+            .collect();
+        changes.push(Change {
+            collection: SEALED_COLLECTION.into(),
+            id: "0000".into(),
+            op: Op::Put(Map::new()),
+        });
+        Commit {
+            trusted: commit.trusted,
+            author: commit.author,
+            hlc: commit.hlc,
+            parents: commit.parents.clone(),
+            changes,
         }
     }
 

@@ -87,6 +87,12 @@ impl<S: Storage> Repo<S> {
         let offset = self.log.append(FRAME_COMMIT, &bytes)?;
         // Only once it is logged: the epoch keys it wraps to this device (§6.7).
         self.graph.open_sealed(&mut commit, &id);
+        if sealed.is_some() {
+            // Judged as it travels, like a received one (§6.7).
+            if let Some(k) = self.graph.keyring.as_mut() {
+                k.opened = Some(id);
+            }
+        }
         let trusted = commit.trusted;
         self.graph
             .add_commit(commit, id, offset, None, &mut self.query);
