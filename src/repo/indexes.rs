@@ -55,6 +55,20 @@ impl<S: Storage> Repo<S> {
         self.query.install_indexes(collection, built);
     }
 
+    /// Restore the persisted indexes of the collections `changes` write, before they are
+    /// applied: the changes then go into the lazily restored indexes (kept with the blocks
+    /// they fall in, `query/lazy.rs`), so the next snapshot holds the indexes instead of
+    /// dropping them, and the next session's first query does not build them from every item.
+    pub(super) fn restore_written_indexes(&mut self, changes: &[crate::commit::Change]) {
+        let mut last: Option<&str> = None;
+        for ch in changes {
+            if last != Some(ch.collection.as_str()) {
+                self.restore_indexes(&ch.collection);
+                last = Some(&ch.collection);
+            }
+        }
+    }
+
     /// Run `f` (a read of `collection`) until it notes no block of a lazily restored index:
     /// the blocks it noted are read and it runs again, so its answer saw every entry it
     /// needed. Each round reads at least one block, or drops the indexes.
