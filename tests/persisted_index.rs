@@ -245,6 +245,12 @@ fn a_change_before_the_first_query_goes_into_the_restored_index() {
 #[test]
 fn a_session_that_only_writes_keeps_the_persisted_indexes() {
     let (log, snap) = build();
+    let offsets = |snap: &Shared| -> Vec<u64> {
+        let all = ibexdb::testing::snapshot_index_blocks(snap).unwrap();
+        let count = all.iter().find(|(c, p, _, _)| c == C && p == "count");
+        count.map_or(vec![], |(_, _, v, _)| v.iter().map(|&(o, _)| o).collect())
+    };
+    let first = offsets(&snap);
     for round in 0..3u64 {
         let mut r = open(&log, Some(&snap));
         let mut t = Txn::new();
@@ -258,6 +264,15 @@ fn a_session_that_only_writes_keeps_the_persisted_indexes() {
         assert!(r.write_snapshot().unwrap());
         r.close().unwrap();
     }
+    // The blocks no write touched stay where they were: the index was not rewritten.
+    let last = offsets(&snap);
+    let kept = last.iter().filter(|o| first.contains(o)).count();
+    assert!(
+        first.len() >= 3 && 2 * kept >= first.len(),
+        "{kept} of the {} index blocks kept where they were ({} now)",
+        first.len(),
+        last.len()
+    );
     let indexed = ibexdb::testing::snapshot_index_blocks(&snap).unwrap();
     assert!(
         indexed.iter().any(|(c, p, _, _)| c == C && p == "count"),

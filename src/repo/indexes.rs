@@ -11,7 +11,7 @@
 use super::Repo;
 use crate::cold::IndexBlock;
 use crate::error::Result;
-use crate::query::{Index, QueryEngine, Restorer};
+use crate::query::{Index, QueryEngine};
 use crate::state::State;
 use crate::store::snapshot::{self, ColdIndexes, IndexSink, Persist};
 use crate::store::Storage;
@@ -118,6 +118,9 @@ impl<S: Storage> Repo<S> {
             if unchanged && (!self.query.indexes_built(c) || self.query.indexes_lazy(c)) {
                 let blocks = list.iter().flat_map(|ix| ix.values.iter().chain(&ix.elems));
                 n += blocks.map(|b| u64::from(b.len)).sum::<u64>();
+            } else if !unchanged {
+                // Written since: its blocks not read yet stay, with the writes kept beside.
+                n += self.query.cold_index_bytes(c);
             }
         }
         n
@@ -131,14 +134,16 @@ impl<S: Storage> Repo<S> {
         }
     }
 
-    /// Before a snapshot is appended: read whole the lazily restored indexes of collections
-    /// written since (the file's blocks no longer describe them; the snapshot holds them
-    /// built). Those of unchanged collections stay where they are in the file.
+    /// Before a snapshot is appended: of the lazily restored indexes of collections written
+    /// since, read the blocks that keep too many writes (`Entries::note_heavy`); the other
+    /// blocks stay where they are in the file, listed with the writes to their ranges, and the
+    /// entries read are written as new blocks. Those of unchanged collections stay whole.
     pub(super) fn materialize_touched_indexes(&mut self) {
         for c in self.query.lazy_collections() {
             let state = &self.graph.state;
-            if state.collection(&c).is_none_or(|x| x.touched()) {
-                self.materialize_indexes(&c, true);
+            let touched = state.collection(&c).is_none_or(|x| x.touched());
+            if touched && self.query.note_heavy_runs(&c) {
+                self.materialize_indexes(&c, false);
             }
         }
     }
@@ -153,9 +158,12 @@ pub(super) fn to_persist<'a>(
     kept: &'a ColdIndexes,
     append: bool,
 ) -> Vec<Persist<'a>> {
+    // A lazily restored index of a collection written since is written with its blocks kept
+    // where they are (appending only: compacting or rewriting read every index whole first).
+    let touched = |c: &str| state.collection(c).is_none_or(|x| x.touched());
     let mut out: Vec<Persist<'a>> = query
         .built_indexes()
-        .filter(|(_, _, index)| index.is_hot())
+        .filter(|(c, _, index)| index.is_hot() || (append && touched(c)))
         .map(|(collection, path, index)| Persist::Built {
             collection,
             path,
@@ -188,11 +196,15 @@ pub(super) fn snapshot_index_differs<S: Storage>(
 ) -> Option<String> {
     for (c, list) in &d.indexes {
         for ci in list {
-            let mut r = Restorer::new();
-            let read = snapshot::load_index(src, ci, &mut r);
-            let same = read.is_ok()
-                && Index::restored(&ci.path, r, ci.stats)
-                    == Index::build(&ci.path, shadow.state.collection(c));
+            let mut load = |b: &IndexBlock, values: bool, sink: &mut dyn IndexSink| {
+                snapshot::load_index_block(src, b, values, sink)
+            };
+            let read = Index::lazy(ci).and_then(|mut ix| {
+                ix.materialize(true, &mut load)?;
+                Ok(ix)
+            });
+            let same =
+                read.is_ok_and(|ix| ix == Index::build(&ci.path, shadow.state.collection(c)));
             if !same {
                 return Some(format!("{c}.{}", ci.path));
             }
