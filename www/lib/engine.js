@@ -211,7 +211,7 @@ export class EngineHandle {
       if (!trusted) {
         const idh = /** @type {any} */ (handles.shift());
         try {
-          ({ secret, publicKey } = identityFile(idh, opts.identity, glue));
+          ({ secret, publicKey } = await identityFile(idh, opts.identity, glue));
         } finally {
           releaseFiles(this.backend, this.name, [idh]);
         }

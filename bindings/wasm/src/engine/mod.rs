@@ -186,6 +186,18 @@ impl Engine {
 
     /// The public key (hex) of a 48-byte identity secret, self-tested before it is stored
     /// (`Identity::from_secret_bytes_checked`).
+    /// Accept a key pair made by WebCrypto (`generateKey`, exported: the 48-byte secret and the
+    /// 49-byte compressed public key) once the core derives the same public key
+    /// (`Identity::from_generated_pair`): the secret and the public key, 97 bytes, as
+    /// `newIdentity`. A `SignatureError` otherwise (the caller falls back to `newIdentity`).
+    #[wasm_bindgen(js_name = acceptGeneratedIdentity)]
+    pub fn accept_generated_identity(secret: &[u8], public: &[u8]) -> JsResult<Vec<u8>> {
+        let id = Identity::from_generated_pair(secret, public).js()?;
+        let mut out = id.secret_bytes().to_vec();
+        out.extend_from_slice(&id.public().0);
+        Ok(out)
+    }
+
     #[wasm_bindgen(js_name = publicKeyOf)]
     pub fn public_key_of(secret: &[u8]) -> JsResult<String> {
         Ok(Identity::from_secret_bytes_checked(secret)
