@@ -23,7 +23,7 @@ import { waitSynced } from './sync-wait.js';
 import { startSchemas } from './schema-upgrade.js';
 import { checkOptions } from './open-options.js';
 import { exportPassphrase, openIdentity, wrapIdentity } from './identity-wrap.js';
-import { inviteOptions, parseInvite, sendInvite } from './invite.js';
+import { inviteOptions, parseInvite, redeemIfMore, sendInvite } from './invite.js';
 
 export * from './errors.js';
 
@@ -147,6 +147,8 @@ export class Database {
     this._upgrader = null;
     /** @type {OpenOptions['syncToken']} open()'s bearer token (or its function), asked for by the worker before each dial */
     this._syncToken = undefined;
+    /** @type {Promise<'redeemed' | 'kept' | Error> | null} open()'s `invite`: what the link did (invite.js redeemIfMore) */
+    this.invited = null;
     worker.onmessage = (ev) => this._onMessage(ev.data);
     worker.onerror = (ev) => {
       ev.preventDefault?.();
@@ -650,7 +652,7 @@ export class Database {
     return this._checked(() => inviteOptions(options), (o) => sendInvite(this, o));
   }
   redeem(/** @type {string} */ link) {
-    return this._checked(() => parseInvite(this.name, link), (i) => this._send('redeem', [i.secret], none));
+    return this._checked(() => parseInvite(this.name, link), (i) => this._send('redeem', [i.secret], (t) => t === true));
   }
   invites() {
     return this._send('invites', [], parseJson);
@@ -888,9 +890,11 @@ export async function open(name, options = {}) {
       // Upgrade and migrate before sync starts (schema-upgrade.js); a MigrationError closes.
       if (options.version !== undefined) await startSchemas(db, { ...options, version: options.version });
       if (options.sync == null) return db;
-      if (options.invite !== undefined) await db._send('setInvite', [parseInvite(name, options.invite)], none);
+      const invite = options.invite !== undefined ? parseInvite(name, options.invite) : null;
+      if (invite) await db._send('setInvite', [invite], none);
       // Start, do not wait for the server: the database works offline.
       await db._send('sync', [options.sync], none);
+      if (invite) db.invited = redeemIfMore(db, options.invite, invite.role);
     } catch (e) {
       await db.close().catch(() => {});
       throw e;

@@ -79,3 +79,37 @@ export async function sendInvite(db, o) {
   const r = await db._send('invite', [secret, o.role, o.expires, o.uses], (t) => JSON.parse(t));
   return { link: inviteLink(o.base, db.name, r.commit, o.role, secret), id: r.id };
 }
+
+const RANK = { reader: 1, writer: 2, owner: 3 };
+
+/**
+ * What `open(name, {sync, invite})` does with the link once the replica has synced
+ * (docs/design.md §6.4 "Invites", "A device that already reads"): a new device redeemed it
+ * while the server kept it waiting (worker/sync.js); a device that already reads redeems it
+ * only if it gives more than the role it has (`db.redeem`, which writes nothing when the key
+ * already has the role or a higher one, so the link keeps its use, and refuses with
+ * `invite-invalid`, writing nothing, when an owner's entry sets the key's role). Resolves to
+ * 'redeemed' (this device got the link's role), 'kept' (it already had it: the link is unused)
+ * or the typed error; never rejects.
+ * @param {{publicKey: string | null, sync: () => Promise<unknown>, members: () => Promise<{members: {publicKey: string, role: string}[]}>, redeem: (link: string) => Promise<boolean>}} db
+ * @param {string} link @param {string} role
+ * @returns {Promise<'redeemed' | 'kept' | Error>}
+ */
+export async function redeemIfMore(db, link, role) {
+  const rank = async () => {
+    const mine = (await db.members()).members.find((m) => m.publicKey === db.publicKey);
+    return mine ? RANK[/** @type {keyof typeof RANK} */ (mine.role)] ?? 0 : 0;
+  };
+  try {
+    const before = await rank();
+    await db.sync();
+    if (await db.redeem(link)) {
+      await db.sync();
+      return 'redeemed';
+    }
+    const want = RANK[/** @type {keyof typeof RANK} */ (role)];
+    return before < want && (await rank()) >= want ? 'redeemed' : 'kept';
+  } catch (e) {
+    return /** @type {Error} */ (e);
+  }
+}
