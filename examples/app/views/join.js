@@ -10,6 +10,10 @@ import { explain } from '../lib/access.js';
 
 const RECHECK_MS = 10_000;
 
+/** Why the invite link this page was opened with was refused (null: none was, or none given). */
+/** @type {string | null} */
+let inviteRefusal = null;
+
 /**
  * Resolve once writing is safe: at once for a local board or one with data here, otherwise after
  * the first sync. False when the database was replaced meanwhile (a new join runs for it).
@@ -71,8 +75,11 @@ function refused(banner, err, db) {
       if (st.state === 'syncing' || st.state === 'synced') done();
     });
     const noRead = err instanceof PermissionError && err.kind === 'cannot-read';
-    banner.show('denied', noRead ? 'You do not have access to this board yet.' : 'The server refused this device.', {
-      text: noRead ? 'Send your public key to an owner of the board; once they invite you (Share → Invite), it opens here.' : explain(err),
+    // A refused invite link stays said (the session then waits like any other without access).
+    if (err instanceof PermissionError && err.kind?.startsWith('invite-')) inviteRefusal = explain(err);
+    const title = inviteRefusal ? 'This invite link cannot be used.' : noRead ? 'You do not have access to this board yet.' : 'The server refused this device.';
+    banner.show('denied', title, {
+      text: inviteRefusal ?? (noRead ? 'Send your public key to an owner of the board; once they invite you (Share → Invite), it opens here.' : explain(err)),
       key: true,
       again: done,
       hint: 'It opens here as soon as you are invited.',
