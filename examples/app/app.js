@@ -49,6 +49,10 @@ const settings = {
 /** @type {string | null} */
 let inviteLink = location.hash.startsWith('#ibexdb-invite=') ? location.href : null;
 if (inviteLink) history.replaceState(history.state, '', `${location.pathname}${location.search}`);
+// A link pasted into this tab while the board is open changes only the fragment: load it anew.
+addEventListener('hashchange', () => {
+  if (location.hash.startsWith('#ibexdb-invite=')) location.reload();
+});
 
 const params = new URLSearchParams(location.search);
 if (params.has('sync')) settings.set('sync', params.get('sync') || null);

@@ -91,7 +91,7 @@ const RANK = { reader: 1, writer: 2, owner: 3 };
  * `invite-invalid`, writing nothing, when an owner's entry sets the key's role). Resolves to
  * 'redeemed' (this device got the link's role), 'kept' (it already had it: the link is unused)
  * or the typed error; never rejects.
- * @param {{publicKey: string | null, sync: () => Promise<unknown>, members: () => Promise<{members: {publicKey: string, role: string}[]}>, redeem: (link: string) => Promise<boolean>}} db
+ * @param {SyncedDb & {publicKey: string | null, members: () => Promise<{members: {publicKey: string, role: string}[]}>, redeem: (link: string) => Promise<boolean>}} db
  * @param {string} link @param {string} role
  * @returns {Promise<'redeemed' | 'kept' | Error>}
  */
@@ -102,7 +102,7 @@ export async function redeemIfMore(db, link, role) {
   };
   try {
     const before = await rank();
-    await db.sync();
+    await synced(db);
     if (await db.redeem(link)) {
       await db.sync();
       return 'redeemed';
@@ -111,5 +111,35 @@ export async function redeemIfMore(db, link, role) {
     return before < want && (await rank()) >= want ? 'redeemed' : 'kept';
   } catch (e) {
     return /** @type {Error} */ (e);
+  }
+}
+
+/** @typedef {{sync: () => Promise<unknown>, syncStatus: () => Promise<{state: string, lastError: any}>, onSyncStatus: (f: (st: {state: string, lastError: any}) => void) => () => void}} SyncedDb */
+
+/**
+ * `db.sync()`, through the wait of a session the server keeps waiting (`cannot-read`: a new
+ * device whose redemption is on its way is welcomed once it is stored, or refused with its
+ * kind, which is thrown as it is: calling `db.sync()` again would dial again after a refusal
+ * and the status would say `cannot-read` instead).
+ * @param {SyncedDb} db
+ */
+async function synced(db) {
+  for (;;) {
+    try {
+      return await db.sync();
+    } catch (e) {
+      if (/** @type {any} */ (e)?.kind !== 'cannot-read') throw e;
+      /** @type {{state: string, lastError: any}} */
+      const st = await new Promise((resolve) => {
+        const moved = (/** @type {{state: string, lastError: any}} */ st) => st.state !== 'error' || st.lastError?.kind !== 'cannot-read';
+        const stop = db.onSyncStatus((st) => {
+          if (moved(st)) stop(), resolve(st);
+        });
+        db.syncStatus().then((st) => {
+          if (moved(st)) stop(), resolve(st);
+        }, (err) => (stop(), resolve({ state: 'error', lastError: err })));
+      });
+      if (st.state === 'error') throw st.lastError;
+    }
   }
 }

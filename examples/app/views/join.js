@@ -73,16 +73,22 @@ function refused(banner, err, db) {
     timer = setTimeout(done, RECHECK_MS);
     stop = db.onSyncStatus((st) => {
       if (st.state === 'syncing' || st.state === 'synced') done();
+      // The invite link's redemption, refused while the session waits: say why.
+      else if (st.lastError instanceof PermissionError && st.lastError.kind?.startsWith('invite-')) show(st.lastError);
     });
-    const noRead = err instanceof PermissionError && err.kind === 'cannot-read';
-    // A refused invite link stays said (the session then waits like any other without access).
-    if (err instanceof PermissionError && err.kind?.startsWith('invite-')) inviteRefusal = explain(err);
-    const title = inviteRefusal ? 'This invite link cannot be used.' : noRead ? 'You do not have access to this board yet.' : 'The server refused this device.';
-    banner.show('denied', title, {
-      text: inviteRefusal ?? (noRead ? 'Send your public key to an owner of the board; once they invite you (Share → Invite), it opens here.' : explain(err)),
-      key: true,
-      again: done,
-      hint: 'It opens here as soon as you are invited.',
-    });
+    show(err);
+    /** @param {unknown} err */
+    function show(err) {
+      const noRead = err instanceof PermissionError && err.kind === 'cannot-read';
+      // A refused invite link stays said (the session then waits like any other without access).
+      if (err instanceof PermissionError && err.kind?.startsWith('invite-')) inviteRefusal = explain(err);
+      const title = inviteRefusal ? 'This invite link cannot be used.' : noRead ? 'You do not have access to this board yet.' : 'The server refused this device.';
+      banner.show('denied', title, {
+        text: inviteRefusal ?? (noRead ? 'Send your public key to an owner of the board; once they invite you (Share → Invite), it opens here.' : explain(err)),
+        key: true,
+        again: done,
+        hint: 'It opens here as soon as you are invited.',
+      });
+    }
   });
 }
