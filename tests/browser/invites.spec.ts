@@ -40,7 +40,7 @@ async function join(browser: Browser, name: string, url: string, link: string, t
           }
           if (upgrade) {
             // A device that already reads redeems a writer link with db.redeem: then writes.
-            await db.redeem(upgrade);
+            out.first = await db.redeem(upgrade);
             await db.put(`items/${tag}2`, { by: tag });
             await db.sync();
             out.upgraded = (await db.members()).members.find((m: any) => m.publicKey === db.publicKey)?.role;
@@ -99,7 +99,7 @@ test('invite links: a new device joins with the role of its link, the owner offl
     const w = await join(browser, name, server.url, links.writer.link, 'w');
     expect(w).toMatchObject({ state: 'synced', read: { v: 1 }, wrote: true });
     const r = await join(browser, name, server.url, links.reader.link, 'r', links.upgrade.link);
-    expect(r).toMatchObject({ state: 'synced', read: { v: 1 }, wrote: 'PermissionError:cannot-write', upgraded: 'writer', again: false });
+    expect(r).toMatchObject({ state: 'synced', read: { v: 1 }, wrote: 'PermissionError:cannot-write', upgraded: 'writer', first: true, again: false });
     const again = await join(browser, name, server.url, links.writer.link, 'x');
     expect(again).toEqual({ state: 'error', kind: 'invite-used', error: 'PermissionError' });
     const late = await join(browser, name, server.url, links.expired.link, 'x');

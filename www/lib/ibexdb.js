@@ -894,7 +894,7 @@ export async function open(name, options = {}) {
       if (invite) await db._send('setInvite', [invite], none);
       // Start, do not wait for the server: the database works offline.
       await db._send('sync', [options.sync], none);
-      if (invite) db.invited = redeemIfMore(db, options.invite, invite.role);
+      if (invite) db.invited = redeemIfMore(db, /** @type {string} */ (options.invite), invite.role);
     } catch (e) {
       await db.close().catch(() => {});
       throw e;

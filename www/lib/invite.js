@@ -3,7 +3,7 @@
 // (`#ibexdb-invite=…`), which browsers never send to a server.
 
 import { fromBase64url, toBase64url } from './codec.js';
-import { InvalidValueError } from './errors.js';
+import { ClosedError, InvalidValueError } from './errors.js';
 import { describe, isPlainObject } from './args.js';
 
 const ROLES = ['reader', 'writer', 'owner'];
@@ -117,29 +117,25 @@ export async function redeemIfMore(db, link, role) {
 /** @typedef {{sync: () => Promise<unknown>, syncStatus: () => Promise<{state: string, lastError: any}>, onSyncStatus: (f: (st: {state: string, lastError: any}) => void) => () => void}} SyncedDb */
 
 /**
- * `db.sync()`, through the wait of a session the server keeps waiting (`cannot-read`: a new
- * device whose redemption is on its way is welcomed once it is stored, or refused with its
- * kind, which is thrown as it is: calling `db.sync()` again would dial again after a refusal
- * and the status would say `cannot-read` instead).
+ * Until the replica has synced (state `synced`), through the wait of a session the server keeps
+ * waiting (`cannot-read`: a new device whose redemption is on its way is welcomed once it is
+ * stored); a refusal (`invite-used`, …) is thrown as it is. It watches the status rather than
+ * calling `db.sync()`, which dials again after a refusal (and the status would then say
+ * `cannot-read` instead of why the link was refused).
  * @param {SyncedDb} db
  */
 async function synced(db) {
-  for (;;) {
-    try {
-      return await db.sync();
-    } catch (e) {
-      if (/** @type {any} */ (e)?.kind !== 'cannot-read') throw e;
-      /** @type {{state: string, lastError: any}} */
-      const st = await new Promise((resolve) => {
-        const moved = (/** @type {{state: string, lastError: any}} */ st) => st.state !== 'error' || st.lastError?.kind !== 'cannot-read';
-        const stop = db.onSyncStatus((st) => {
-          if (moved(st)) stop(), resolve(st);
-        });
-        db.syncStatus().then((st) => {
-          if (moved(st)) stop(), resolve(st);
-        }, (err) => (stop(), resolve({ state: 'error', lastError: err })));
-      });
-      if (st.state === 'error') throw st.lastError;
-    }
-  }
+  /** @type {{state: string, lastError: any}} */
+  const st = await new Promise((resolve) => {
+    const settled = (/** @type {{state: string, lastError: any}} */ st) =>
+      st.state === 'synced' || st.state === 'off' || (st.state === 'error' && st.lastError?.kind !== 'cannot-read');
+    const stop = db.onSyncStatus((st) => {
+      if (settled(st)) stop(), resolve(st);
+    });
+    db.syncStatus().then((st) => {
+      if (settled(st)) stop(), resolve(st);
+    }, (err) => (stop(), resolve({ state: 'error', lastError: err })));
+  });
+  if (st.state === 'error') throw st.lastError;
+  if (st.state === 'off') throw new ClosedError('sync stopped before the invite link was used');
 }

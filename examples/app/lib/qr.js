@@ -79,6 +79,7 @@ function dataWords(bytes, v, capacity) {
   for (const b of bytes) put(b, 8);
   put(0, Math.min(4, capacity * 8 - bits.length));
   put(0, (8 - (bits.length % 8)) % 8);
+  /** @type {number[]} */
   const words = [];
   for (let i = 0; i < bits.length; i += 8) words.push(bits.slice(i, i + 8).reduce((a, b) => (a << 1) | b, 0));
   for (let pad = 0xec; words.length < capacity; pad ^= 0xec ^ 0x11) words.push(pad);
@@ -102,6 +103,7 @@ function interleaved(data, ecl, v) {
     if (i < short) dat.push(0);
     out.push(dat.concat(ecc));
   }
+  /** @type {number[]} */
   const result = [];
   for (let i = 0; i < out[0].length; i++) {
     out.forEach((b, j) => {
