@@ -30,6 +30,10 @@ export async function joinBoard(app, banner) {
   try {
     for (;;) {
       try {
+        // The invite link this page was opened with, refused before this loop asked: say so
+        // (asking db.sync() now would dial again, and the answer would be cannot-read).
+        const st = await db.syncStatus();
+        if (!inviteRefusal && st.lastError instanceof PermissionError && st.lastError.kind?.startsWith('invite-')) throw st.lastError;
         await db.sync();
         return app.db === db;
       } catch (err) {
