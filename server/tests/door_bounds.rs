@@ -468,8 +468,7 @@ async fn a_hostile_jwks_url_is_bounded_in_bytes_and_time_and_the_last_good_keys_
         let log = server.log_text();
         let line = log
             .lines()
-            .filter(|l| l.contains("event=jwks_refresh"))
-            .last()
+            .rfind(|l| l.contains("event=jwks_refresh"))
             .unwrap_or_default();
         assert!(
             line.contains("ok=false") && line.contains("kept=1") && line.contains(why),

@@ -7,7 +7,7 @@
 import jsQR from 'jsqr';
 import type { Locator } from '@playwright/test';
 import { test, expect, uniqueName } from './ibexdb.fixtures';
-import { useBoard, openBoard, startBoard, addTask, card, dialogOf, device, ownerSynced, site } from './support/board';
+import { useBoard, openBoard, startBoard, addTask, card, dialogOf, device, ownerSynced, site, shoot } from './support/board';
 
 useBoard();
 
@@ -49,6 +49,7 @@ test('invite link: made and shown as a QR code under Share, opened on another de
   expect(link.startsWith(page0), link).toBe(true);
   expect(link).toMatch(new RegExp(`#ibexdb-invite=${board}\\.[0-9a-f]{64}\\.writer\\.[A-Za-z0-9_-]{43}$`));
   console.log(`invite link: ${link.length} characters`);
+  await shoot(page, 'share-invite-link.png');
   expect(await decodeQr(d.getByRole('img', { name: 'QR code of the invite link' }))).toBe(link);
   const pending = d.getByRole('list', { name: 'Pending invites' });
   await expect(pending.locator('li.invite')).toHaveCount(1);
