@@ -147,8 +147,7 @@ export class Database {
     this._upgrader = null;
     /** @type {OpenOptions['syncToken']} open()'s bearer token (or its function), asked for by the worker before each dial */
     this._syncToken = undefined;
-    /** @type {Promise<'redeemed' | 'kept' | Error> | null} open()'s `invite`: what the link did (invite.js redeemIfMore) */
-    this.invited = null;
+    this.invited = /** @type {Promise<'redeemed' | 'kept' | Error> | null} open()'s `invite`: what the link did */ (null);
     worker.onmessage = (ev) => this._onMessage(ev.data);
     worker.onerror = (ev) => {
       ev.preventDefault?.();
@@ -703,7 +702,6 @@ export class Database {
     return waitSynced(this._syncListeners, st);
   }
 
-
   /** Where sync stands: state, position, counters, last error. @returns {Promise<SyncStatus>} */
   syncStatus() {
     return this._send('syncStatus', [], (t) => reviveStatus(JSON.parse(t)));
@@ -890,11 +888,9 @@ export async function open(name, options = {}) {
       // Upgrade and migrate before sync starts (schema-upgrade.js); a MigrationError closes.
       if (options.version !== undefined) await startSchemas(db, { ...options, version: options.version });
       if (options.sync == null) return db;
-      const invite = options.invite !== undefined ? parseInvite(name, options.invite) : null;
-      if (invite) await db._send('setInvite', [invite], none);
-      // Start, do not wait for the server: the database works offline.
-      await db._send('sync', [options.sync], none);
-      if (invite) db.invited = redeemIfMore(db, /** @type {string} */ (options.invite), invite.role);
+      if (options.invite !== undefined) await db._send('setInvite', [parseInvite(name, options.invite)], none);
+      await db._send('sync', [options.sync], none); // started, not waited for: the database works offline
+      if (options.invite !== undefined) db.invited = redeemIfMore(db, options.invite);
     } catch (e) {
       await db.close().catch(() => {});
       throw e;

@@ -91,11 +91,12 @@ const RANK = { reader: 1, writer: 2, owner: 3 };
  * `invite-invalid`, writing nothing, when an owner's entry sets the key's role). Resolves to
  * 'redeemed' (this device got the link's role), 'kept' (it already had it: the link is unused)
  * or the typed error; never rejects.
- * @param {SyncedDb & {publicKey: string | null, members: () => Promise<{members: {publicKey: string, role: string}[]}>, redeem: (link: string) => Promise<boolean>}} db
- * @param {string} link @param {string} role
+ * @param {SyncedDb & {name: string, publicKey: string | null, members: () => Promise<{members: {publicKey: string, role: string}[]}>, redeem: (link: string) => Promise<boolean>}} db
+ * @param {string} link an invite link for this repository (checked by open())
  * @returns {Promise<'redeemed' | 'kept' | Error>}
  */
-export async function redeemIfMore(db, link, role) {
+export async function redeemIfMore(db, link) {
+  const role = parseInvite(db.name, link).role;
   const rank = async () => {
     const mine = (await db.members()).members.find((m) => m.publicKey === db.publicKey);
     return mine ? RANK[/** @type {keyof typeof RANK} */ (mine.role)] ?? 0 : 0;

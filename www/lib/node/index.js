@@ -118,7 +118,7 @@ export async function open(name, options = {}) {
     }
     if (invite) db._sync.invite = invite;
     if (options.sync != null) db.sync(options.sync).catch(() => {});
-    if (invite) db.invited = redeemIfMore(db, /** @type {string} */ (options.invite), invite.role);
+    if (invite) db.invited = redeemIfMore(db, /** @type {string} */ (options.invite));
     return db;
   } catch (e) {
     release();
