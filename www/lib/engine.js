@@ -657,9 +657,9 @@ export class EngineHandle {
   invite(secret, role, expires, uses) {
     return this._call((r) => r.invite(secret, role, expires, uses));
   }
-  /** Redeem an invite this replica's history holds. @param {Uint8Array} secret */
+  /** Redeem an invite this replica's history holds: false when nothing was written (the key already has the role). @param {Uint8Array} secret @returns {boolean} */
   redeem(secret) {
-    this._call((r) => r.redeem(secret));
+    return this._call((r) => r.redeem(secret));
   }
   /** Revoke an invite. @param {string} id */
   revokeInvite(id) {

@@ -499,6 +499,14 @@ export declare class Database {
    * in trusted mode. (Its secret half is the identity: `exportIdentity()`, `options.identity`.)
    */
   readonly publicKey: string | null;
+  /**
+   * With `open(name, { sync, invite })`: what the link did once synced — 'redeemed' (this
+   * device got the link's role: as a new device the server kept waiting, or as one that already
+   * read with a lower role), 'kept' (it already had that role or a higher one: the link was not
+   * used and keeps its use), or the typed error (a refused link: PermissionError 'invite-used',
+   * …). Never rejects. Null without `invite`.
+   */
+  readonly invited: Promise<'redeemed' | 'kept' | Error> | null;
   readonly trusted: boolean;
   readonly durability: 'flush' | 'relaxed';
   /** Where the files are: what `storage: 'auto'` chose, or what was asked for. */
@@ -579,10 +587,13 @@ export declare class Database {
   invite(options: { role: Role; expires?: Date | number; uses?: number; base?: string }): Promise<{ link: string; id: string }>;
   /**
    * Redeem an invite link on a device that already reads the repository (e.g. a reader given a
-   * writer link): one commit giving this key the link's role; PermissionError 'invite-used',
-   * 'invite-expired', 'invite-revoked' or 'invite-invalid' otherwise, nothing written.
+   * writer link): one commit giving this key the link's role (true); false, nothing written and
+   * the link's use kept, when this key already has that role or a higher one;
+   * PermissionError 'invite-used', 'invite-expired', 'invite-revoked' or 'invite-invalid'
+   * otherwise (also 'invite-invalid' when an owner's grant or revocation sets this key's role,
+   * which a link does not change), nothing written.
    */
-  redeem(link: string): Promise<void>;
+  redeem(link: string): Promise<boolean>;
   /** The invites of the access list. */
   invites(): Promise<Invite[]>;
   /** Revoke an invite before it is used up (owners only). */

@@ -23,7 +23,7 @@ import { waitSynced } from './sync-wait.js';
 import { startSchemas } from './schema-upgrade.js';
 import { checkOptions } from './open-options.js';
 import { exportPassphrase, openIdentity, wrapIdentity } from './identity-wrap.js';
-import { inviteOptions, parseInvite, sendInvite } from './invite.js';
+import { inviteOptions, parseInvite, redeemIfMore, sendInvite } from './invite.js';
 
 export * from './errors.js';
 
@@ -147,6 +147,7 @@ export class Database {
     this._upgrader = null;
     /** @type {OpenOptions['syncToken']} open()'s bearer token (or its function), asked for by the worker before each dial */
     this._syncToken = undefined;
+    this.invited = /** @type {Promise<'redeemed' | 'kept' | Error> | null} open()'s `invite`: what the link did */ (null);
     worker.onmessage = (ev) => this._onMessage(ev.data);
     worker.onerror = (ev) => {
       ev.preventDefault?.();
@@ -650,7 +651,7 @@ export class Database {
     return this._checked(() => inviteOptions(options), (o) => sendInvite(this, o));
   }
   redeem(/** @type {string} */ link) {
-    return this._checked(() => parseInvite(this.name, link), (i) => this._send('redeem', [i.secret], none));
+    return this._checked(() => parseInvite(this.name, link), (i) => this._send('redeem', [i.secret], (t) => t === true));
   }
   invites() {
     return this._send('invites', [], parseJson);
@@ -700,7 +701,6 @@ export class Database {
   _waitSynced(st) {
     return waitSynced(this._syncListeners, st);
   }
-
 
   /** Where sync stands: state, position, counters, last error. @returns {Promise<SyncStatus>} */
   syncStatus() {
@@ -889,8 +889,8 @@ export async function open(name, options = {}) {
       if (options.version !== undefined) await startSchemas(db, { ...options, version: options.version });
       if (options.sync == null) return db;
       if (options.invite !== undefined) await db._send('setInvite', [parseInvite(name, options.invite)], none);
-      // Start, do not wait for the server: the database works offline.
-      await db._send('sync', [options.sync], none);
+      await db._send('sync', [options.sync], none); // started, not waited for: the database works offline
+      if (options.invite !== undefined) db.invited = redeemIfMore(db, options.invite);
     } catch (e) {
       await db.close().catch(() => {});
       throw e;

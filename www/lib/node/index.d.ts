@@ -47,6 +47,8 @@ export interface NodeOpenOptions {
 export declare class NodeDatabase {
   readonly name: string;
   readonly publicKey: string | null;
+  /** With `open(name, { sync, invite })`: 'redeemed', 'kept' (already had the role: the link unused) or the typed error; null without. */
+  readonly invited: Promise<'redeemed' | 'kept' | Error> | null;
   readonly trusted: boolean;
   readonly durability: 'flush' | 'relaxed';
   readonly storage: 'memory' | 'disk';
@@ -86,7 +88,8 @@ export declare class NodeDatabase {
   members(): Promise<Members>;
   /** A one-time invite link (owners only); `base` defaults to `ibexdb:` in Node. */
   invite(options: { role: Role; expires?: Date | number; uses?: number; base?: string }): Promise<{ link: string; id: string }>;
-  redeem(link: string): Promise<void>;
+  /** True when a redemption was written; false (the link's use kept) when this key already has the role or a higher one. */
+  redeem(link: string): Promise<boolean>;
   invites(): Promise<Invite[]>;
   revokeInvite(id: string): Promise<void>;
   sync(url?: string | string[] | null): Promise<void>;

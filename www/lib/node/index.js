@@ -21,7 +21,7 @@
 
 import { readFileSync } from 'node:fs';
 import { argCollection, argKey, argObject, argString } from '../args.js';
-import { inviteLink, inviteOptions, inviteSecret, parseInvite } from '../invite.js';
+import { inviteLink, inviteOptions, inviteSecret, parseInvite, redeemIfMore } from '../invite.js';
 import { decode, decodeMany, decodePage, decodeRows, encode, encodeObject } from '../codec.js';
 import { openEngine, provideWasmModule } from '../engine.js';
 import { ClosedError, IbexError, InvalidValueError, PanicError, fromWire } from '../errors.js';
@@ -118,6 +118,7 @@ export async function open(name, options = {}) {
     }
     if (invite) db._sync.invite = invite;
     if (options.sync != null) db.sync(options.sync).catch(() => {});
+    if (invite) db.invited = redeemIfMore(db, /** @type {string} */ (options.invite));
     return db;
   } catch (e) {
     release();
@@ -141,6 +142,8 @@ export class NodeDatabase {
     this.durability = durability;
     this.storage = storage;
     this.role = 'owner';
+    /** @type {Promise<'redeemed' | 'kept' | Error> | null} open()'s `invite`: what the link did */
+    this.invited = null;
     this._engine = engine;
     this._release = release;
     this._closed = false;
