@@ -68,7 +68,7 @@ fn an_attachment_is_listed_hidden_from_fields_and_survives_reopen() {
     let (log, snap) = r.close().unwrap();
     let mut r = Repo::open(log, snap, signed(1)).unwrap();
     assert_eq!(names(&mut r, "tasks/1"), vec![("note.txt".into(), a)]);
-    assert!(r.verify().unwrap().ok());
+    r.verify().unwrap();
 }
 
 #[test]
@@ -92,22 +92,14 @@ fn the_attach_op_round_trips_and_the_decoder_refuses_other_forms() {
     let pos = bytes
         .windows(33)
         .position(|w| w[1..] == a.hash)
-        .expect("the hash is in the commit")
-        - 1;
+        .expect("the hash is in the commit");
     assert_eq!(bytes[pos], 4);
     let mut b = bytes.clone();
     b[pos] = 1;
     assert!(matches!(Commit::decode(&b), Err(Error::Decode { .. })));
     // A put may not carry an attachment field.
     let mut c2 = c.clone();
-    c2.changes[0].op = Op::Put(
-        [(
-            attachment_field("a.png").as_str().into(),
-            ibexdb::Value::from(1i64),
-        )]
-        .into_iter()
-        .collect(),
-    );
+    c2.changes[0].op = Op::Put(map! {attachment_field("a.png").as_str() => 1i64}.as_map());
     assert!(matches!(
         Commit::decode(&c2.encode()),
         Err(Error::Decode { .. })
@@ -144,7 +136,8 @@ fn a_tampered_hash_is_a_signature_error_on_receive() {
 fn attachments_merge_per_key_and_name_like_fields() {
     let mut a = open(1);
     put(&mut a, "tasks/1");
-    let mut b = open(2);
+    // Two devices of one owner (a second author would need a grant first).
+    let mut b = open(1);
     sync(&mut a, &mut b);
     let (x, y, z) = (att(b"x", "a/x"), att(b"y", "a/y"), att(b"z", "a/z"));
     // Concurrent attaches of one name: the later stamp wins on both; other names keep theirs.
@@ -202,9 +195,7 @@ fn attach_needs_the_item_and_a_valid_name() {
     assert!(t
         .update(
             "tasks/1",
-            [(attachment_field("f").as_str().into(), ibexdb::Value::from(1i64))]
-                .into_iter()
-                .collect()
+            map! {attachment_field("f").as_str() => 1i64}.as_map()
         )
         .is_err());
 }
@@ -232,5 +223,5 @@ fn a_file_any_visible_item_refers_to_is_kept() {
     detach(&mut r, "tasks/2", "p");
     detach(&mut r, "tasks/2", "q");
     assert!(r.attachment_hashes().unwrap().is_empty());
-    assert!(r.verify().unwrap().ok());
+    r.verify().unwrap();
 }
