@@ -8,6 +8,7 @@
 // state). Every worker also holds `ibexdb-client:<id>` for its lifetime, so the owner learns when
 // a client's tab is gone and drops its live queries. (docs/design.md §11.4)
 
+import { openAttachments } from '../attachments.js';
 import { openEngine, preloadWasm, provideWasmModule } from '../engine.js';
 import { ClosedError, StorageUnavailableError, toWire } from '../errors.js';
 import { ATTACH_TIMEOUT_MS, channelName, checkName, clientLockName, ownerLockName } from '../policy.js';
@@ -223,6 +224,8 @@ export class Ownership {
   async _becomeOwner() {
     const rt = this.rt;
     rt.engine = await openEngine(rt.name, { ...rt.options, appSchemas: rt.options.schemas, schemas: undefined }, this.backend ?? undefined);
+    // Attachment files: leftovers of a killed write and files no item refers to go now (§6.7).
+    if (rt.engine.storage === 'opfs') rt.engine.attachmentStore = await openAttachments(rt.name, rt.engine);
     for (const [c, s] of this.pageSchemas) rt.engine.defineSchemaJson(c, s);
     this.live.newEpoch();
     const wasClient = this.role === 'client';
