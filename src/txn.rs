@@ -111,7 +111,11 @@ impl Txn {
         if a.size > crate::attach::MAX_ATTACHMENT_SIZE {
             return Err(crate::error::Error::invalid_value("size", "above 2^53 - 1"));
         }
-        self.attachment_write(key, name, FieldWrite::Assign(crate::attach::descriptor_value(a)))
+        self.attachment_write(
+            key,
+            name,
+            FieldWrite::Assign(crate::attach::descriptor_value(a)),
+        )
     }
 
     /// Remove attachment `name` of the item at `key` (an unset of its field; the item must exist).

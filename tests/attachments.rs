@@ -5,8 +5,8 @@
 mod common;
 use common::*;
 use ibexdb::{
-    attachment_field, map, Attachment, Commit, Error, FieldOp, MemStorage, Op, Repo,
-    Sha256Stream, SignatureErrorKind, Txn,
+    attachment_field, map, Attachment, Commit, Error, FieldOp, MemStorage, Op, Repo, Sha256Stream,
+    SignatureErrorKind, Txn,
 };
 
 fn open(n: u8) -> Repo<MemStorage> {
@@ -58,7 +58,10 @@ fn an_attachment_is_listed_hidden_from_fields_and_survives_reopen() {
     put(&mut r, "tasks/1");
     let a = att(b"hello", "text/plain");
     attach(&mut r, "tasks/1", "note.txt", &a);
-    assert_eq!(names(&mut r, "tasks/1"), vec![("note.txt".into(), a.clone())]);
+    assert_eq!(
+        names(&mut r, "tasks/1"),
+        vec![("note.txt".into(), a.clone())]
+    );
     // Not a field: the JSON of the item does not show it.
     let json = serde_json::to_value(r.get("tasks/1").unwrap().unwrap()).unwrap();
     assert_eq!(json, serde_json::json!({"title": "x"}));
@@ -150,7 +153,10 @@ fn attachments_merge_per_key_and_name_like_fields() {
     let got = names(&mut a, "tasks/1");
     assert_eq!(got, names(&mut b, "tasks/1"));
     assert_eq!(got.len(), 2);
-    assert_eq!(got[1].1, y, "b's attach is later (its clock passed a's on receive)");
+    assert_eq!(
+        got[1].1, y,
+        "b's attach is later (its clock passed a's on receive)"
+    );
     // A detach concurrent with a re-attach: last writer wins.
     detach(&mut a, "tasks/1", "photo");
     attach(&mut b, "tasks/1", "photo", &x);

@@ -8,8 +8,8 @@
 //!
 //! [`Commit::decode_keeping`]: super::Commit::decode_keeping
 
-use super::encode::{Decoder, COMMIT_FIELD_ASSIGN, COMMIT_FIELD_SET_EDIT, COMMIT_FIELD_UNSET};
 use super::encode::COMMIT_FIELD_ATTACH;
+use super::encode::{Decoder, COMMIT_FIELD_ASSIGN, COMMIT_FIELD_SET_EDIT, COMMIT_FIELD_UNSET};
 use super::encode::{COMMIT_OP_DELETE, COMMIT_OP_PATCH, COMMIT_OP_PUT};
 use super::{Change, FieldOp, Op, ShapeVisitor, Stamp};
 use crate::error::{Error, Result};

@@ -53,12 +53,7 @@ impl Engine {
     /// exist; nothing is written when it has no such attachment).
     pub fn detach(&mut self, key: &str, name: &str) -> JsResult<bool> {
         let r = self.repo_mut()?;
-        if !r
-            .attachments(key)
-            .js()?
-            .iter()
-            .any(|(n, _)| n == name)
-        {
+        if !r.attachments(key).js()?.iter().any(|(n, _)| n == name) {
             ibexdb::validate_attachment_name(name).js()?;
             if r.get(key).js()?.is_none() {
                 return Err(to_js(&Error::NotFound { key: key.into() }));
