@@ -4,6 +4,7 @@
 // (never a file an item still refers to), reopen, a worker killed mid-write (whole or none),
 // a full quota (nothing half-written) and bad arguments (typed errors naming the argument).
 import { test, expect, gotoPlayground, uniqueName } from './ibexdb.fixtures';
+import { installRunWorker } from './support/workers';
 
 test.beforeEach(async ({ page, watched }) => {
   void watched;
@@ -140,6 +141,44 @@ test('a 200 MB stream round-trips without the page or the engine holding it whol
   expect(out.files).toEqual({ [out.d.hash]: n });
   expect(out.info.attachmentBytes).toBe(n);
   console.log(`200 MB attach: write ${out.writeMs.toFixed(0)} ms, streamed read+compare ${out.readMs.toFixed(0)} ms`);
+});
+
+test('a 200 MB attachment grows wasm memory by less than 4 MiB (1 MiB chunks, hashed in place)', async ({ page }) => {
+  test.setTimeout(240_000);
+  await installRunWorker(page);
+  const out = await page.evaluate(async (name) => {
+    const body = `
+      const A = await import(location.origin + '/www/lib/attachments.js');
+      const eng = await E.openEngine(${JSON.stringify(name)}, { trusted: true });
+      eng.putJson('videos/1', '{"t":1}');
+      eng.flush();
+      const store = await A.openAttachments(eng.name, eng, { create: true });
+      const before = eng.memoryBytes;
+      const n = 200000000;
+      let at = 0;
+      const chunk = new Uint8Array(1 << 20);
+      const stream = new ReadableStream({
+        pull(c) {
+          if (at >= n) { c.close(); return; }
+          const len = Math.min(chunk.length, n - at);
+          const b = new Uint8Array(len);
+          b.fill(at & 255);
+          at += len;
+          c.enqueue(b);
+        },
+      });
+      const w = await store.write(stream, eng);
+      eng.attach('videos/1', 'v', w.hash, w.size, 'video/x');
+      eng.flush();
+      const after = eng.memoryBytes;
+      await eng.close();
+      postMessage({ done: { before, after, size: w.size } });
+    `;
+    return (window as any).__runWorker(body, () => undefined).done;
+  }, uniqueName('att-memory'));
+  expect(out.size).toBe(200_000_000);
+  console.log(`wasm memory: ${out.before} -> ${out.after} bytes over a 200 MB attachment`);
+  expect(out.after - out.before).toBeLessThan(4 << 20);
 });
 
 test('identical bytes are stored once; at reopen a file no item refers to is reclaimed and a referenced one never is', async ({ page }) => {
