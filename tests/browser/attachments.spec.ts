@@ -359,3 +359,37 @@ test('bad arguments are typed errors naming the argument; missing names, items a
   expect(out.files).toEqual({});
   expect(out.list).toEqual(['here.bin']);
 });
+
+test('a tab that is not the owner attaches through the owner (a stream too), and the owner reads it', async ({ page, context }) => {
+  const name = uniqueName('att-tabs');
+  await page.evaluate(HELPERS);
+  await page.evaluate(async (name) => {
+    const db = await (window as any).ibexdb.open(name);
+    await db.put('tasks/1', { t: 1 });
+    (window as any).__db = db;
+  }, name);
+  const page2 = await context.newPage();
+  await gotoPlayground(page2);
+  await page2.evaluate(HELPERS);
+  const sent = await page2.evaluate(async (name) => {
+    const A = (window as any).__att;
+    const db = await (window as any).ibexdb.open(name);
+    const role = db.role;
+    const s = await db.attach('tasks/1', 'from-stream', A.stream(3_000_000, 11, 100_000));
+    const b = await db.attach('tasks/1', 'from-blob', new Blob([A.bytes(1000, 12)]));
+    const back = await A.same(await db.attachment('tasks/1', 'from-stream'), 3_000_000, 11);
+    await db.close();
+    return { role, s, b, back };
+  }, name);
+  const read = await page.evaluate(async () => {
+    const A = (window as any).__att;
+    const db = (window as any).__db;
+    const r = { stream: await A.same(await db.attachment('tasks/1', 'from-stream'), 3_000_000, 11), blob: await A.same(await db.attachment('tasks/1', 'from-blob'), 1000, 12) };
+    await db.close();
+    return r;
+  });
+  expect(sent.role).toBe('client');
+  expect(sent.s.size).toBe(3_000_000);
+  expect(sent.back).toBe('same');
+  expect(read).toEqual({ stream: 'same', blob: 'same' });
+});

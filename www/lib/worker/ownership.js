@@ -145,6 +145,8 @@ export class Ownership {
       const live = changes && this.live.hasLocal() ? { epoch: this.live.epoch, changes } : undefined;
       this.rt.post({ type: 'results', results, live });
     } else if (this.role === 'client') {
+      // A BroadcastChannel cannot carry a stream: an attachment's is read into a Blob here.
+      for (const o of ops) for (let i = 2; i < o.length; i++) if (o[i] instanceof ReadableStream) o[i] = await new Response(o[i]).blob();
       const rid = this._nextRid++;
       this._pending.set(rid, { ops, durability });
       this.broadcast({ type: 'req', from: this.rt.id, rid, durability, ops });
