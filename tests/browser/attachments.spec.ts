@@ -92,11 +92,13 @@ test('attach and read back 0 B, 1 B and 5 MB from a Blob, an ArrayBuffer, a Uint
       results.push({ file, d, want, type: blob.type, same: await A.same(blob, n, seed), readHash: await A.sha256(await blob.arrayBuffer()) });
     }
     const list = await db.attachments('tasks/1');
+    await db.detach('tasks/1', 'one.bin');
+    const history = (await db.history('tasks/1')).map((h: any) => h.op);
     const item = await db.get('tasks/1');
     const files = await A.files(name);
     const info = (await db.storageInfo()).repository;
     await db.close();
-    return { results, list, item, files, info };
+    return { results, list, history, item, files, info };
   }, uniqueName('att-small'));
   for (const r of out.results) {
     expect(r.d.hash, r.file).toBe(r.want);
@@ -106,8 +108,11 @@ test('attach and read back 0 B, 1 B and 5 MB from a Blob, an ArrayBuffer, a Uint
     expect(r.d.name).toBe(r.file);
   }
   expect(out.list.map((a: any) => a.name)).toEqual(['empty.bin', 'five-stream.bin', 'five.bin', 'one.bin']);
-  // Attachments are not fields of the item.
+  // Attachments are not fields of the item; the history shows them apart.
   expect(out.item).toEqual({ title: 'with files' });
+  expect(out.history).toHaveLength(6);
+  expect(out.history[3]).toEqual({ type: 'patch', fields: {}, attachments: { 'five.bin': { attach: { hash: out.results[2].want, size: 5_000_000, type: 'application/x-test' } } } });
+  expect(out.history[5]).toEqual({ type: 'patch', fields: {}, attachments: { 'one.bin': { detach: true } } });
   // Four distinct contents, four files, named by their hashes; nothing temporary left.
   expect(Object.keys(out.files).sort()).toEqual(out.results.map((r: any) => r.want).sort());
   expect(out.info.attachmentBytes).toBe(0 + 1 + 5_000_000 * 2);

@@ -367,7 +367,12 @@ export interface HistoryEntry {
   op:
     | { type: 'put'; value: Item }
     | { type: 'delete' }
-    | { type: 'patch'; fields: Record<string, { assign: Value } | { unset: true } | { add: string[]; remove: string[] }> };
+    | {
+        type: 'patch';
+        fields: Record<string, { assign: Value } | { unset: true } | { add: string[]; remove: string[] }>;
+        /** Attachments the commit attached or detached, by name (absent when none). */
+        attachments?: Record<string, { attach: { hash: string; size: number; type: string } } | { detach: true }>;
+      };
 }
 
 export interface VerifyReport {
