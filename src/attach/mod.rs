@@ -21,9 +21,7 @@ pub use stream::Sha256Stream;
 use crate::error::{Error, Result};
 use crate::value::{Map, Name, Value};
 
-/// The first character of an attachment's field name (U+0001). No user field name can begin
-/// with it (control characters are refused), so attachments never collide with fields.
-pub const ATTACHMENT_PREFIX: char = '\u{1}';
+pub use crate::value::{is_attachment_field, ATTACHMENT_PREFIX};
 /// Longest attachment name, in UTF-8 bytes.
 pub const MAX_ATTACHMENT_NAME: usize = 255;
 /// Longest media type, in UTF-8 bytes.
@@ -85,11 +83,6 @@ pub fn attachment_field(name: &str) -> String {
 /// The attachment name a field name holds, if it is an attachment's.
 pub fn attachment_name(field: &str) -> Option<&str> {
     field.strip_prefix(ATTACHMENT_PREFIX)
-}
-
-/// Whether a field name is an attachment's (checked valid by [`validate_stored_field_name`]).
-pub fn is_attachment_field(field: &str) -> bool {
-    field.starts_with(ATTACHMENT_PREFIX)
 }
 
 /// A field name as a commit may hold it: a user field name, or an attachment's.
