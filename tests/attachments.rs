@@ -231,3 +231,35 @@ fn a_file_any_visible_item_refers_to_is_kept() {
     assert!(r.attachment_hashes().unwrap().is_empty());
     r.verify().unwrap();
 }
+
+#[test]
+fn a_sync_servers_access_only_replica_accepts_attachments_under_a_stored_schema() {
+    let mut a = open(1);
+    a.store_schemas(
+        1,
+        &[(
+            "tasks".into(),
+            serde_json::json!({"fields": {"title": {"type": "string", "required": true}}}),
+        )],
+    )
+    .unwrap();
+    put(&mut a, "tasks/1");
+    let d = att(b"scan", "application/pdf");
+    attach(&mut a, "tasks/1", "scan.pdf", &d);
+    detach(&mut a, "tasks/1", "scan.pdf");
+    attach(&mut a, "tasks/1", "scan.pdf", &d);
+    a.seal().unwrap();
+    let (commits, seals) = a.export().unwrap();
+    let mut opts = signed(2);
+    opts.access_only = true;
+    let mut server = Repo::open(MemStorage::new(), Some(MemStorage::new()), opts).unwrap();
+    let rep = server.receive(&commits, &seals).unwrap();
+    assert_eq!(rep.applied, commits.len());
+    assert_eq!(rep.refused, 0);
+    // And a full replica from the server's log agrees with the writer.
+    let (c2, s2) = server.export().unwrap();
+    let mut b = open(1);
+    b.receive(&c2, &s2).unwrap();
+    assert_eq!(b.state_hash().unwrap(), a.state_hash().unwrap());
+    assert_eq!(names(&mut b, "tasks/1"), vec![("scan.pdf".into(), d)]);
+}
