@@ -28,14 +28,15 @@ function canTransferStreams() {
 }
 
 /**
- * Check `attach`'s arguments; the source as the worker takes it, and its type.
+ * Check `attach`'s arguments; the source as the worker takes it, and its type (also the Node
+ * entry's check: node/index.js).
  * @param {unknown} key
  * @param {unknown} name
  * @param {unknown} data
  * @param {unknown} options
  * @returns {{source: Blob | ReadableStream<unknown>, type: string}}
  */
-function attachArgs(key, name, data, options) {
+export function attachArgs(key, name, data, options) {
   argKey('attach', key);
   argString('attach', name, 'name', 'an attachment name (a string)');
   if (options !== undefined && !isPlainObject(options)) {
