@@ -160,7 +160,6 @@ export class AttachmentStore {
     const hasher = engine.newHasher();
     let size = 0;
     let charged = 0;
-    let done = false;
     try {
       handle = await /** @type {any} */ (tmp).createSyncAccessHandle();
       const buf = new Uint8Array(CHUNK_BYTES);
@@ -194,7 +193,6 @@ export class AttachmentStore {
       handle.close();
       handle = null;
       const hash = hasher.finish();
-      done = true;
       const existing = await this.file(hash);
       if (existing && existing.size === size) {
         // Stored already: one copy on disk.
@@ -219,12 +217,11 @@ export class AttachmentStore {
       if (isQuota(e)) throw e instanceof QuotaExceededError ? e : new QuotaExceededError(/** @type {any} */ (e).message);
       throw e;
     } finally {
-      if (!done) {
-        try {
-          hasher.free();
-        } catch {
-          // spent
-        }
+      // The wasm object's memory (finished or not).
+      try {
+        hasher.free();
+      } catch {
+        // freed already
       }
       reader.releaseLock?.();
     }

@@ -140,6 +140,12 @@ export class NodeAttachments {
       const err = /** @type {any} */ (e);
       if (err?.code === 'ENOSPC' || err?.code === 'EDQUOT') throw new QuotaExceededError(`no space for an attachment: ${err.message}`);
       throw e;
+    } finally {
+      try {
+        hasher.free();
+      } catch {
+        // freed already
+      }
     }
   }
 
