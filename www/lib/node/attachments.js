@@ -2,10 +2,11 @@
 // (../attachments.js) with Node's files: `<directory>/<name>/attachments/<sha256 hex>`, written
 // as `tmp-<uuid>` in 1 MiB chunks hashed by the engine, fsynced, then renamed to the hash before
 // the commit; temporaries and files no visible item refers to are removed at open. With
-// `storage: 'memory'` the bytes are Blobs in memory, gone at close.
+// `storage: 'memory'` the bytes are Blobs in memory, gone at close. The directory exists once
+// something was attached.
 
 import { randomUUID } from 'node:crypto';
-import { closeSync, fsyncSync, mkdirSync, openAsBlob, openSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openAsBlob, openSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { InvalidValueError, QuotaExceededError } from '../errors.js';
 
@@ -31,8 +32,7 @@ export class NodeAttachments {
     /** @type {Map<string, Blob>} in memory only */
     this.mem = new Map();
     this.bytes = 0;
-    if (dir) {
-      mkdirSync(dir, { recursive: true });
+    if (dir && existsSync(dir)) {
       const names = readdirSync(dir);
       const keep = names.some((n) => HASH_NAME.test(n)) ? new Set(engine.attachmentHashes()) : new Set();
       for (const n of names) {
@@ -49,7 +49,8 @@ export class NodeAttachments {
 
   /** File names (tests). */
   names() {
-    return this.dir ? readdirSync(this.dir) : [...this.mem.keys()];
+    if (!this.dir) return [...this.mem.keys()];
+    return existsSync(this.dir) ? readdirSync(this.dir) : [];
   }
 
   /**
@@ -80,6 +81,8 @@ export class NodeAttachments {
    */
   async write(source, engine) {
     const reader = (source instanceof Blob ? source.stream() : source).getReader();
+    // The directory is made by the first attachment (a repository without any has none).
+    if (this.dir) mkdirSync(this.dir, { recursive: true });
     const tmp = this.dir ? path.join(this.dir, `tmp-${randomUUID()}`) : null;
     const fd = tmp ? openSync(tmp, 'w') : -1;
     /** @type {Uint8Array[]} */
