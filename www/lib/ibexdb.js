@@ -24,6 +24,7 @@ import { startSchemas } from './schema-upgrade.js';
 import { checkOptions } from './open-options.js';
 import { exportPassphrase, openIdentity, wrapIdentity } from './identity-wrap.js';
 import { inviteOptions, parseInvite, redeemIfMore, sendInvite } from './invite.js';
+import { sendAttach, sendAttachment, sendAttachments, sendDetach } from './attachments-page.js';
 
 export * from './errors.js';
 
@@ -430,9 +431,7 @@ export class Database {
    * @param {string} name
    * @returns {any}
    */
-  collection(name) {
-    return new Collection(this, name);
-  }
+  collection(name) { return new Collection(this, name); }
 
   /**
    * Aggregates: `{collection, where?, aggregates: {name: {sum|min|max|avg|count: field}}, groupBy?}`.
@@ -568,9 +567,7 @@ export class Database {
   // ----- durability, integrity, identity, storage --------------------------------------
 
   /** Make every write so far durable in OPFS. @returns {Promise<void>} */
-  flush() {
-    return this._send('flush', [], none);
-  }
+  flush() { return this._send('flush', [], none); }
 
   /**
    * Do now the background work the worker's timers would do later (policy.js): seal the unsealed
@@ -578,9 +575,7 @@ export class Database {
    * left pending. For an app (or the benchmark) that wants that work inside its own time, not
    * during whatever runs next. @returns {Promise<void>}
    */
-  settle() {
-    return this._send('settle', [], none);
-  }
+  settle() { return this._send('settle', [], none); }
 
   /** Re-prove the repository: every hash, signature, snapshot and index. @returns {Promise<import('./ibexdb.js').VerifyReport>} */
   verify() {
@@ -646,6 +641,12 @@ export class Database {
       argBoolean('setPublic', flags.write, 'flags.write');
     }, () => this._send('setPublic', [flags.read, flags.write], none));
   }
+  // Attachments (docs/design.md §6.7; www/lib/attachments-page.js; types in ibexdb.d.ts).
+  attach(/** @type {any} */ key, /** @type {any} */ name, /** @type {any} */ data, /** @type {any} */ options) { return sendAttach(this, key, name, data, options); }
+  attachment(/** @type {any} */ key, /** @type {any} */ name) { return sendAttachment(this, key, name); }
+  detach(/** @type {any} */ key, /** @type {any} */ name) { return sendDetach(this, key, name); }
+  attachments(/** @type {any} */ key) { return sendAttachments(this, key); }
+
   // Invites (docs/design.md §6.4 "Invites"; www/lib/invite.js). Owners only:
   invite(/** @type {any} */ options) {
     return this._checked(() => inviteOptions(options), (o) => sendInvite(this, o));
@@ -715,10 +716,7 @@ export class Database {
    */
   onSyncStatus(cb) {
     argFunction('onSyncStatus', cb, 'cb');
-    /** @param {SyncStatus} s */
-    const f = (s) => {
-      cb(s);
-    };
+    const f = (/** @type {SyncStatus} */ s) => void cb(s);
     this._syncListeners.add(f);
     return () => this._syncListeners.delete(f);
   }
@@ -738,7 +736,8 @@ export class Database {
       repository: {
         logBytes: stats.logBytes,
         snapshotBytes: stats.snapshotBytes,
-        totalBytes: stats.logBytes + stats.snapshotBytes + (this.publicKey ? 48 + 49 : 0),
+        totalBytes: stats.logBytes + stats.snapshotBytes + (this.publicKey ? 48 + 49 : 0) + stats.attachmentBytes,
+        attachmentBytes: stats.attachmentBytes,
         items: stats.items,
         commits: stats.commits,
       },

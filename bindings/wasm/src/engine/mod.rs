@@ -13,6 +13,7 @@
 //! `exchange.rs` (bundles); sync is in `../sync.rs`.
 
 mod access;
+mod attach;
 mod exchange;
 mod invites;
 mod live;
@@ -43,6 +44,9 @@ pub struct Engine {
     /// `[ptr, len]` of the text in `out`, at a fixed address (`outSlot`) that JS reads from
     /// wasm memory: boxed so it does not move with the `Engine`.
     slot: Box<[Cell<u32>; 2]>,
+    /// `quotaBytes`' limit, shared by the log, the snapshot and the attachment files the
+    /// worker writes (`attach.rs`: `quotaCharge`).
+    quota: Option<std::rc::Rc<Quota>>,
 }
 
 fn sync_not_started() -> wasm_bindgen::JsValue {
@@ -150,6 +154,7 @@ impl Engine {
             sync: None,
             out: RefCell::new(Vec::with_capacity(1024)),
             slot: Box::new([Cell::new(0), Cell::new(0)]),
+            quota,
         })
     }
 
