@@ -236,7 +236,7 @@ pub enum ProtocolErrorKind {
 }
 
 /// Why an encrypted repository's data could not be decrypted on this device (docs/design.md
-/// §6.7). The commit's signature was valid: a tampered ciphertext is a `SignatureError`.
+/// §6.8). The commit's signature was valid: a tampered ciphertext is a `SignatureError`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DecryptErrorKind {
     /// No key of the commit's epoch was wrapped to this device (a member revoked before it, or
@@ -811,6 +811,9 @@ pub(crate) mod tests {
             "PanicError",
             "MigrationError",
             "PassphraseError",
+            // The worker's, about attachment files (www/lib/worker/attach-ops.js).
+            "AttachmentNotFoundError",
+            "AttachmentUnavailableError",
         ]
         .map(String::from)
         .into();

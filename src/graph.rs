@@ -50,13 +50,13 @@ pub struct Graph {
     pub acls: AclTable,
     /// The merge of every commit's access list: the access list of the whole graph.
     pub acl: u32,
-    /// The epoch keys this device holds (docs/design.md §6.7); `None` on a replica without an
+    /// The epoch keys this device holds (docs/design.md §6.8); `None` on a replica without an
     /// identity or that keeps only the access list.
     pub(crate) keyring: Option<Box<crate::crypt::Keyring>>,
 }
 
 impl Graph {
-    /// Before a commit is applied (docs/design.md §6.7): learn the epoch keys its `_keys` items
+    /// Before a commit is applied (docs/design.md §6.8): learn the epoch keys its `_keys` items
     /// wrap to this device, then replace its sealed chunks by the data changes they hold. A
     /// commit this device cannot decrypt is applied without its data, and the error is kept
     /// (`Repo::decrypt_failures`).
@@ -72,7 +72,7 @@ impl Graph {
         self.keyring = Some(k);
     }
 
-    /// The commits kept for want of a key that open now (docs/design.md §6.7): their data
+    /// The commits kept for want of a key that open now (docs/design.md §6.8): their data
     /// changes, to load (`warm`) and apply with [`Graph::apply_late`].
     pub(crate) fn take_opened(&mut self) -> Vec<(CommitId, u32, Commit)> {
         self.keyring
@@ -119,7 +119,7 @@ impl Graph {
     ) -> u32 {
         let author = self.author_index(commit.author);
         let parents: Vec<u32> = commit.parents.iter().map(|p| self.by_id[p]).collect();
-        // A commit whose sealed data this device opened is judged as it travels (§6.7).
+        // A commit whose sealed data this device opened is judged as it travels (§6.8).
         let sealed = self.keyring.as_ref().is_some_and(|k| k.opened == Some(id));
         let (acl, counts) = if sealed {
             let wire = crate::crypt::Keyring::wire_view(&commit);

@@ -151,7 +151,7 @@ impl History {
             HistRepr::Heap(v) => v.push(index),
         }
         // A commit applied late (an encrypted repository's commit opened when its epoch key
-        // arrived, docs/design.md §6.7) takes its place: the list stays in commit order.
+        // arrived, docs/design.md §6.8) takes its place: the list stays in commit order.
         let s = match &mut self.0 {
             HistRepr::Inline { len, buf } => &mut buf[..*len as usize],
             HistRepr::Heap(v) => v.as_mut_slice(),

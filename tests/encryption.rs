@@ -1,4 +1,4 @@
-//! End-to-end encrypted repositories (docs/design.md §6.7): what leaves a device carries no
+//! End-to-end encrypted repositories (docs/design.md §6.8): what leaves a device carries no
 //! plaintext of any value, members read through their wrapped epoch keys, a revocation starts an
 //! epoch the revoked member cannot read, a later member reads the history it was given keys for,
 //! a tampered ciphertext is a `SignatureError` and a validly signed one under a wrong key a
@@ -513,7 +513,7 @@ impl Instant {
 }
 
 /// Write, read and sync latency on an encrypted repository against a plaintext one (docs/design.md
-/// §6.7 "Cost"), in CPU time: `cargo test --profile ci --test encryption -- --ignored --nocapture`.
+/// §6.8 "Cost"), in CPU time: `cargo test --profile ci --test encryption -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn encryption_overhead_timing() {

@@ -1,5 +1,5 @@
 //! End-to-end encrypted repositories through the real `ibexdb-server` over real WebSockets
-//! (docs/design.md §6.7): members sync encrypted values through the server, which stores,
+//! (docs/design.md §6.8): members sync encrypted values through the server, which stores,
 //! snapshots and relays them (initial sync of a later member included) without ever holding a
 //! plaintext value: every byte of its data directory — and, on PostgreSQL, every row of its
 //! tables and every file of the cluster — is searched for each test value, and none is found.

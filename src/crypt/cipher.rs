@@ -1,4 +1,4 @@
-//! The primitives of end-to-end encryption (docs/design.md §6.7): AES-256-GCM for content and
+//! The primitives of end-to-end encryption (docs/design.md §6.8): AES-256-GCM for content and
 //! for wrapped keys, and the key that wraps an epoch key for one member: static-static ECDH on
 //! P-384 between the wrapping owner and the member, through HKDF-SHA-384 with a random salt.
 

@@ -1,4 +1,4 @@
-//! End-to-end encrypted repositories (docs/design.md §6.7). A repository founded encrypted
+//! End-to-end encrypted repositories (docs/design.md §6.8). A repository founded encrypted
 //! (`_keys/config` in its root) carries its data changes sealed: every change to an
 //! application collection of a commit is encoded, padded and encrypted with AES-256-GCM under
 //! the current **epoch key**, and the commit carries the ciphertext as items of the reserved
@@ -397,7 +397,7 @@ impl Keyring {
 
     /// What the permission rule judges of a commit whose sealed data this device replaced: the
     /// commit as every replica sees it, its data changes standing as one sealed chunk (so a
-    /// device with the key, one without and the server decide alike, §6.7).
+    /// device with the key, one without and the server decide alike, §6.8).
     pub fn wire_view(commit: &Commit) -> Commit {
         let mut changes: Vec<Change> = commit
             .changes

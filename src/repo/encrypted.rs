@@ -1,4 +1,4 @@
-//! An end-to-end encrypted repository on this device (docs/design.md §6.7): founding one,
+//! An end-to-end encrypted repository on this device (docs/design.md §6.8): founding one,
 //! sealing local commits, and the epoch keys a grant or a revocation wraps to the members.
 //! The cipher and the keyring are in `src/crypt/`.
 
@@ -231,7 +231,7 @@ impl<S: Storage> Repo<S> {
         self.commit(txn)
     }
 
-    /// Apply the commits kept for want of a key that open now that one arrived (§6.7).
+    /// Apply the commits kept for want of a key that open now that one arrived (§6.8).
     pub(super) fn apply_opened(&mut self) -> Result<()> {
         for (id, index, late) in self.graph.take_opened() {
             self.warm_changes(&late.changes)?;

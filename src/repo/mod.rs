@@ -20,6 +20,7 @@
 
 mod access;
 mod admit;
+mod attachments;
 mod causal;
 mod encrypted;
 mod export;
@@ -108,7 +109,7 @@ pub struct RepoOptions {
     ///
     /// [`Commit::decode_access_only`]: crate::Commit::decode_access_only
     pub access_only: bool,
-    /// Found the repository end-to-end encrypted (docs/design.md §6.7): its root records the
+    /// Found the repository end-to-end encrypted (docs/design.md §6.8): its root records the
     /// flag, and every replica then seals its data changes. Ignored for a repository that has
     /// a root already (the flag is fixed at creation).
     pub encrypted: bool,

@@ -118,7 +118,7 @@ impl<S: Storage> Repo<S> {
         report.refused = refused;
         report.pending = self.wait.len();
         if self.graph.acl != acl_before {
-            // A new member (an invite redeemed without the owner): its keys (§6.7).
+            // A new member (an invite redeemed without the owner): its keys (§6.8).
             self.share_keys_as_owner()?;
         }
         Ok(report)
@@ -281,9 +281,10 @@ impl<S: Storage> Repo<S> {
                 refused += 1 + self.wait.discard_dependents(&id);
                 continue;
             }
-            // Decrypted before its items are loaded and it is applied (§6.7).
+            // Decrypted before its items are loaded and it is applied (§6.8).
             self.graph.open_sealed(&mut commit, &id);
             // Before the append: a failed load rebuilds the state from the log.
+            self.restore_written_indexes(&commit.changes);
             self.warm_changes(&commit.changes)?;
             let offset = match &stored {
                 Stored::InLog(o) | Stored::Logged(o, _) => *o,

@@ -52,6 +52,9 @@ impl<S: Storage> Repo<S> {
             return Err(e);
         }
         for (coll, ids) in &txn.writes {
+            // Its persisted indexes take the write (kept with their blocks) instead of being
+            // dropped at the next snapshot.
+            self.restore_indexes(coll);
             for id in ids.keys() {
                 self.warm_key(coll, id)?;
             }
@@ -71,7 +74,7 @@ impl<S: Storage> Repo<S> {
             parents: self.graph.heads.iter().take(MAX_PARENTS).copied().collect(),
             changes,
         };
-        // An encrypted repository's commit travels and is stored with its data sealed (§6.7).
+        // An encrypted repository's commit travels and is stored with its data sealed (§6.8).
         let sealed = self.seal_local(&mut commit)?;
         let wire = sealed.as_ref().unwrap_or(&commit);
         let bytes = wire.encode();
@@ -85,10 +88,10 @@ impl<S: Storage> Repo<S> {
         let id = CommitId::of(&bytes);
         self.check_own_commit(wire, &id)?;
         let offset = self.log.append(FRAME_COMMIT, &bytes)?;
-        // Only once it is logged: the epoch keys it wraps to this device (§6.7).
+        // Only once it is logged: the epoch keys it wraps to this device (§6.8).
         self.graph.open_sealed(&mut commit, &id);
         if sealed.is_some() {
-            // Judged as it travels, like a received one (§6.7).
+            // Judged as it travels, like a received one (§6.8).
             if let Some(k) = self.graph.keyring.as_mut() {
                 k.opened = Some(id);
             }

@@ -1,4 +1,4 @@
-// End-to-end encrypted repositories (docs/design.md §6.7) in the browser: two devices (separate
+// End-to-end encrypted repositories (docs/design.md §6.8) in the browser: two devices (separate
 // contexts: separate OPFS, separate keys) open `{ encrypted: true }` and sync through the real
 // ibexdb-server; the owner grants the other device (wrapping the epoch key to it), each reads
 // the other's values, queries and live queries run over the decrypted state, and no byte of the

@@ -1,4 +1,4 @@
-// `ibexdb/node` with `{ encrypted: true }` (docs/design.md §6.7): an encrypted repository on
+// `ibexdb/node` with `{ encrypted: true }` (docs/design.md §6.8): an encrypted repository on
 // disk whose log holds no plaintext value (the commits are sealed before they are logged), read
 // back after a reopen. Run by `make test-node` (node --test tests/node/).
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
