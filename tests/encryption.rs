@@ -478,7 +478,7 @@ fn devices_with_and_without_the_key_judge_a_sealed_commit_alike() {
     let seal = Seal::create(&r, REPO, &[id]).encode();
     for replica in [&mut owner, &mut keyless] {
         replica
-            .receive(&[(id, bytes.clone())], &[seal.clone()])
+            .receive(&[(id, bytes.clone())], std::slice::from_ref(&seal))
             .unwrap();
         assert_eq!(
             replica.counts(&id),
