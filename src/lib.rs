@@ -16,6 +16,7 @@ mod hashing;
 mod item;
 mod item_map;
 mod key;
+mod large;
 mod merge;
 mod query;
 mod repo;

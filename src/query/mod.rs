@@ -312,6 +312,11 @@ impl QueryEngine {
 
     /// The declared index paths of `collection` while its indexes are not built (`None`
     /// otherwise, or with none declared).
+    /// Whether `collection` has indexes or text indexes declared.
+    pub(crate) fn declares(&self, collection: &str) -> bool {
+        self.indexes.contains_key(collection) || self.declares_texts(collection)
+    }
+
     pub(crate) fn unbuilt_indexes(&self, collection: &str) -> Option<&[String]> {
         let d = self.indexes.get(collection)?;
         d.built.get().is_none().then_some(&d.paths[..])

@@ -105,6 +105,11 @@ impl QueryEngine {
             .is_some_and(|t| t.built.get().is_none())
     }
 
+    /// Whether `collection` has text indexes declared.
+    pub(crate) fn declares_texts(&self, collection: &str) -> bool {
+        self.texts.contains_key(collection)
+    }
+
     pub(crate) fn texts_built(&self, collection: &str) -> bool {
         self.texts
             .get(collection)

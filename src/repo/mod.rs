@@ -22,6 +22,7 @@ mod access;
 mod admit;
 mod causal;
 mod export;
+mod far;
 mod indexes;
 mod read;
 mod receive;
@@ -167,6 +168,8 @@ pub struct Repo<S: Storage> {
     /// Where that file's commit table is: the segments an appended snapshot keeps.
     snap_table: Vec<snapshot::TableSegment>,
     open_report: OpenReport,
+    /// A read of an item with large values: the item with them loaded (`far.rs`).
+    far_scratch: crate::value::Map,
 }
 
 impl<S: Storage> Repo<S> {
@@ -212,6 +215,7 @@ impl<S: Storage> Repo<S> {
             snap_indexes: snapshot::ColdIndexes::new(),
             snap_table: Vec::new(),
             open_report: OpenReport::default(),
+            far_scratch: crate::value::Map::new(),
         };
         if let Some(d) = snap_data {
             repo.snapshot_log_len = d.log_len;
@@ -306,6 +310,7 @@ impl<S: Storage> Repo<S> {
         if self.query.indexes_built(collection) {
             self.warm_collection(collection)?;
         }
+        self.unfar(collection)?;
         self.query
             .set_indexes(collection, &schema.indexes, &self.graph.state);
         self.query

@@ -71,7 +71,8 @@ impl<S: Storage> Repo<S> {
                 reason: "the commit table differs from a replay of the log".into(),
             });
         }
-        if shadow.state != self.graph.state {
+        let same = crate::large::same_state(&self.log_reader(), &shadow.state, &self.graph.state)?;
+        if !same {
             let key = first_difference(&shadow.state, &self.graph.state);
             return Err(Error::VerifyFailed {
                 reason: format!("the state differs from a full replay of the log (first at {key})"),

@@ -155,6 +155,12 @@ impl<S: Storage> Repo<S> {
         self.snap_indexes.clear();
         self.snap_table.clear();
         self.open_report.from_snapshot = false;
+        // The replay released large values everywhere: the collections that compare them
+        // take theirs back (`far.rs`).
+        let names: Vec<String> = self.graph.state.collections.keys().cloned().collect();
+        for c in names {
+            self.far_guard(&c, true)?;
+        }
         Ok(())
     }
 }

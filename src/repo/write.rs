@@ -84,6 +84,7 @@ impl<S: Storage> Repo<S> {
         let trusted = commit.trusted;
         self.graph
             .add_commit(commit, id, offset, None, &mut self.query);
+        self.release_far(&bytes, offset)?;
         if !trusted {
             self.unsealed.push(id);
         }

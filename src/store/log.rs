@@ -477,6 +477,27 @@ impl<S: Storage> Log<S> {
         self.buf.len()
     }
 
+    /// Fill `buf` with the log's bytes from `offset` (from storage or the write buffer): a
+    /// large value's content (docs/design.md §6.6), which lies inside one frame.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let end = offset + buf.len() as u64;
+        if offset < HEADER_LEN || end > self.len() {
+            return Err(corrupt(offset, None, "read_at: range outside the log"));
+        }
+        if offset >= self.written {
+            let at = (offset - self.written) as usize;
+            buf.copy_from_slice(&self.buf[at..at + buf.len()]);
+        } else if end <= self.written {
+            self.storage.read_at(offset, buf)?;
+        } else {
+            let split = (self.written - offset) as usize;
+            self.storage.read_at(offset, &mut buf[..split])?;
+            let rest = buf.len() - split;
+            buf[split..].copy_from_slice(&self.buf[..rest]);
+        }
+        Ok(())
+    }
+
     /// Read back the frame at `offset` (from storage or the write buffer), checking its crc.
     /// Returns `(kind, payload)`; an offset that holds no valid frame is [`Error::Corrupt`].
     pub fn read_frame(&self, offset: u64) -> Result<(u8, Vec<u8>)> {
