@@ -59,7 +59,9 @@ fn locate(payload: &[u8]) -> Result<Vec<Located<'_>>> {
         .collect::<Result<Vec<_>>>()?;
     let name = |r: &mut Reader<'_>, t: &[&'_ str]| -> Result<usize> {
         let i = r.varint()? as usize;
-        (i < t.len()).then_some(i).ok_or_else(|| r.err("index out of range"))
+        (i < t.len())
+            .then_some(i)
+            .ok_or_else(|| r.err("index out of range"))
     };
     let mut out = Vec::new();
     for _ in 0..r.count(2, usize::MAX)? {
@@ -256,7 +258,11 @@ pub(crate) fn same_map(
 }
 
 /// Whether two items are equal, their far values compared by content.
-pub(crate) fn same_item(read: &dyn Fn(u64, &mut [u8]) -> Result<()>, a: &Item, b: &Item) -> Result<bool> {
+pub(crate) fn same_item(
+    read: &dyn Fn(u64, &mut [u8]) -> Result<()>,
+    a: &Item,
+    b: &Item,
+) -> Result<bool> {
     let same_meta = a.reset == b.reset
         && a.reset_is_delete == b.reset_is_delete
         && a.last == b.last
@@ -276,7 +282,10 @@ pub(crate) fn same_state(
         return Ok(false);
     }
     for ((na, ca), (nb, cb)) in a.collections.iter().zip(&b.collections) {
-        if na != nb || ca.count() != cb.count() || ca.items.iter().count() != cb.items.iter().count() {
+        if na != nb
+            || ca.count() != cb.count()
+            || ca.items.iter().count() != cb.items.iter().count()
+        {
             return Ok(false);
         }
         for ((ia, xa), (ib, xb)) in ca.items.iter().zip(cb.items.iter()) {

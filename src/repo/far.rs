@@ -56,7 +56,9 @@ impl<S: Storage> Repo<S> {
     /// Load every far value of `collection` back into memory.
     pub(super) fn unfar(&mut self, collection: &str) -> Result<()> {
         let log = &self.log;
-        large::unfar(&mut self.graph.state, collection, &|at, b| log.read_at(at, b))
+        large::unfar(&mut self.graph.state, collection, &|at, b| {
+            log.read_at(at, b)
+        })
     }
 
     /// `m` with its far values loaded, when it has any.

@@ -89,7 +89,12 @@ fn apply_logged(
     // Nothing compares values during a replay: every large value is released (`large.rs`);
     // the repository takes back those of collections that keep theirs (`far.rs`).
     if let Some(b) = bytes {
-        crate::large::release(&mut graph.state, b, offset + FRAME_HEADER_LEN as u64, &|_| false)?;
+        crate::large::release(
+            &mut graph.state,
+            b,
+            offset + FRAME_HEADER_LEN as u64,
+            &|_| false,
+        )?;
     }
     Ok(())
 }

@@ -181,7 +181,9 @@ pub fn holds<S: Storage, L: Storage>(d: &SnapshotData, src: &S, graph: &Graph, l
     let (ca, cb) = (&a.state.collections, &b.state.collections);
     ca.len() == cb.len()
         && ca.iter().zip(cb).all(|((na, x), (nb, y))| {
-            na == nb && x.count() == y.count() && same_items(&a.state, (src, log), na, y.items.iter())
+            na == nb
+                && x.count() == y.count()
+                && same_items(&a.state, (src, log), na, y.items.iter())
         })
 }
 
@@ -202,7 +204,8 @@ fn same_items<'a, S: Storage, L: Storage>(
         for (id, it) in block.iter() {
             let far = |at: u64, buf: &mut [u8]| Ok(log.read_at(at, buf)?);
             match items.next() {
-                Some((i, x)) if i == id && crate::large::same_item(&far, x, it).unwrap_or(false) => {}
+                Some((i, x))
+                    if i == id && crate::large::same_item(&far, x, it).unwrap_or(false) => {}
                 _ => return false,
             }
         }
