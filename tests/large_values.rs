@@ -542,3 +542,69 @@ fn the_heap_stays_small_with_far_more_large_bytes_than_the_bound() {
     drop(r);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+// ----- an open from a log longer than a scan window -------------------------------------------
+
+fn long_log() -> (Vec<u8>, [u8; 32], usize) {
+    let mut r = Repo::open(MemStorage::new(), None, trusted(1)).unwrap();
+    // 56 commits of 1 MB: more than three scan windows.
+    for c in 0..56u64 {
+        let mut t = Txn::new();
+        for i in 0..5 {
+            let k = c * 5 + i;
+            t.put(&format!("users/{k:04}"), user(k, 200_000)).unwrap();
+        }
+        r.commit(t).unwrap();
+        r.flush().unwrap();
+    }
+    let hash = r.state_hash().unwrap();
+    let n = r.commit_count();
+    let (log, _) = r.close().unwrap();
+    (log.bytes().to_vec(), hash, n)
+}
+
+#[test]
+fn a_log_longer_than_a_scan_window_opens_a_window_at_a_time() {
+    let _s = serial();
+    let (bytes, hash, n) = long_log();
+    assert!(bytes.len() > 3 * (16 << 20));
+    let storage = MemStorage::from_bytes(bytes.clone());
+    let base = LIVE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let mut r = Repo::open(storage, None, trusted(1)).unwrap();
+    let peak = PEAK.load(Ordering::Relaxed).saturating_sub(base);
+    eprintln!("open of a {} B log: peak {peak} B", bytes.len());
+    assert!(
+        peak < (16 << 20) + (4 << 20),
+        "peak {peak} B: one scan window and a commit"
+    );
+    assert_eq!(r.commit_count(), n);
+    assert_eq!(r.get("users/0123").unwrap(), Some(&user(123, 200_000)));
+    assert_eq!(r.state_hash().unwrap(), hash);
+    r.verify().unwrap();
+
+    // A torn tail past the first windows is cut off.
+    let mut torn = bytes.clone();
+    torn.truncate(bytes.len() - 1000);
+    let mut r = Repo::open(MemStorage::from_bytes(torn), None, trusted(1)).unwrap();
+    assert_eq!(r.commit_count(), n - 1);
+    assert!(r.open_report().truncated_tail.is_some());
+    assert_eq!(r.get("users/0001").unwrap(), Some(&user(1, 200_000)));
+    r.verify().unwrap();
+
+    // Damage in the middle, in the second window: strict refuses, repair pads it over.
+    let mut bad = bytes.clone();
+    let mid = 20 << 20;
+    bad[mid] ^= 0x55;
+    match Repo::open(MemStorage::from_bytes(bad.clone()), None, trusted(1)) {
+        Err(Error::Corrupt { offset, .. }) => assert!(offset < mid as u64 && offset > 16 << 20),
+        Err(e) => panic!("expected CorruptError, got {e}"),
+        Ok(_) => panic!("damage in the middle was not noticed"),
+    }
+    let mut o = trusted(1);
+    o.recovery = ibexdb::Recovery::Repair;
+    let r = Repo::open(MemStorage::from_bytes(bad), None, o).unwrap();
+    assert_eq!(r.open_report().repaired.len(), 1);
+    // The lost commit's descendants wait for it: only the commits before it are applied.
+    assert!(r.commit_count() < n && r.commit_count() > 10);
+}

@@ -227,9 +227,10 @@ impl<S: Storage> Repo<S> {
         }
         let mut n = 0;
         let mut snap_failed = false;
-        for f in scan.frames() {
+        let (g, w, log) = (&mut repo.graph, &mut repo.wait, &repo.log);
+        let snap = repo.snap.as_ref();
+        scan.each(&|at, b| log.read_at(at, b), &mut |f| {
             // The tail's commits write items that may still be in the snapshot's blocks.
-            let snap = repo.snap.as_ref();
             let mut warm = |g: &mut Graph, c: &crate::commit::Commit| match snap {
                 Some(s) if g.state.has_cold() => {
                     snapshot::load_changes(&mut g.state, s, &c.changes)
@@ -237,14 +238,14 @@ impl<S: Storage> Repo<S> {
                 }
                 _ => Ok(()),
             };
-            let (g, w) = (&mut repo.graph, &mut repo.wait);
             let r = replay_frame(g, w, f.kind, f.offset, f.payload, None, Some(&mut warm));
             if snap_failed {
-                break;
+                return Ok(false);
             }
             r?;
             n += 1;
-        }
+            Ok(true)
+        })?;
         if snap_failed {
             repo.rebuild_from_log()?;
         }

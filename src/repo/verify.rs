@@ -125,7 +125,8 @@ impl<S: Storage> Repo<S> {
             repo: &name,
             vouched_below,
         };
-        for f in scan.frames() {
+        let log = &self.log;
+        scan.each(&|at, b| log.read_at(at, b), &mut |f| {
             check_snap(&shadow, &mut snap_done, f.offset)?;
             if f.kind == FRAME_SEAL {
                 report.count_seal(f.offset < vouched_below);
@@ -139,7 +140,8 @@ impl<S: Storage> Repo<S> {
                 Some(&proof),
                 None,
             )?;
-        }
+            Ok(true)
+        })?;
         check_snap(&shadow, &mut snap_done, u64::MAX)?;
         report.snapshot_checked = snap_done && snap.is_some();
         Ok(shadow)

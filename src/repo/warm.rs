@@ -144,11 +144,13 @@ impl<S: Storage> Repo<S> {
         let scan = self.log.scan_all()?;
         let mut graph = Graph::default();
         let mut wait = Waiting::new(self.opts.access_only);
-        for f in scan.frames() {
+        let log = &self.log;
+        scan.each(&|at, b| log.read_at(at, b), &mut |f| {
             replay_frame(
                 &mut graph, &mut wait, f.kind, f.offset, f.payload, None, None,
             )?;
-        }
+            Ok(true)
+        })?;
         self.graph = graph;
         self.wait = wait;
         self.snapshot_log_len = 0;
