@@ -130,20 +130,21 @@ fn value<'p>(
 
 /// After the commit whose bytes are `payload`, at log offset `payload_at`, was applied:
 /// replace each large value it wrote that the state still holds by a reference into the log.
-/// Collections for which `pinned` is true (reserved ones, those with indexes, live queries or
-/// running aggregates) keep their values. Returns how many values were released.
+/// Fields for which `pinned(collection, field)` is true (indexed ones, or every field of a
+/// collection with live queries or running aggregates) and reserved collections keep their
+/// values. Returns how many values were released.
 pub(crate) fn release(
     state: &mut State,
     payload: &[u8],
     payload_at: u64,
-    pinned: &dyn Fn(&str) -> bool,
+    pinned: &dyn Fn(&str, &str) -> bool,
 ) -> Result<usize> {
     if payload.len() < FAR_MIN {
         return Ok(0);
     }
     let mut n = 0;
     for l in locate(payload)? {
-        if l.collection.starts_with('_') || pinned(l.collection) {
+        if l.collection.starts_with('_') || pinned(l.collection, l.field) {
             continue;
         }
         let Some(c) = state.collection_mut(l.collection) else {
@@ -167,7 +168,7 @@ pub(crate) fn release(
                 len: l.content.len() as u32,
                 crc: crc32(l.content),
             }));
-            c.far += 1;
+            *c.far.entry(l.field.to_string()).or_insert(0) += 1;
             n += 1;
         }
     }
@@ -210,35 +211,45 @@ pub(crate) fn resolve(read: &dyn Fn(u64, &mut [u8]) -> Result<()>, m: &Map) -> R
     Ok(out)
 }
 
-/// Load every far value of `collection` back into memory.
+/// Load the far values of `collection` in `fields` (every field for `None`) back into memory;
+/// nothing is read when none of those fields holds one.
 pub(crate) fn unfar(
     state: &mut State,
     collection: &str,
+    fields: Option<&[&str]>,
     read: &dyn Fn(u64, &mut [u8]) -> Result<()>,
 ) -> Result<()> {
     let Some(c) = state.collection_mut(collection) else {
         return Ok(());
     };
-    if c.far == 0 {
+    let wanted = |k: &str| fields.is_none_or(|f| f.contains(&k));
+    let which: Vec<String> = c.far.keys().filter(|k| wanted(k)).cloned().collect();
+    if which.is_empty() {
         return Ok(());
     }
+    let far_in = |m: &Map| {
+        m.iter()
+            .any(|(k, v)| matches!(v, Value::Far(_)) && which.iter().any(|w| w == k.as_str()))
+    };
     let ids: Vec<_> = c
         .items
         .iter()
-        .filter(|(_, it)| has_far(&it.value))
+        .filter(|(_, it)| far_in(&it.value))
         .map(|(id, _)| id.clone())
         .collect();
     for id in ids {
         let Ok(pos) = c.items.search(&id) else {
             continue;
         };
-        for v in c.items.at_mut(pos).value.values_mut() {
+        for (k, v) in c.items.at_mut(pos).value.iter_mut() {
             if let Value::Far(f) = v {
-                *v = load(read, f)?;
+                if which.iter().any(|w| w == k.as_str()) {
+                    *v = load(read, f)?;
+                }
             }
         }
     }
-    c.far = 0;
+    c.far.retain(|k, _| !which.contains(k));
     Ok(())
 }
 

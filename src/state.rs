@@ -53,9 +53,10 @@ pub struct Collection {
     /// or since the last snapshot written (`State::untouch`): while it has not, the
     /// snapshot's persisted indexes describe it (docs/design.md §8).
     touched: bool,
-    /// Far values (docs/design.md §6.6, `large.rs`) released into loaded items since the
-    /// collection's last `unfar`: 0 means none (cold blocks never hold one).
-    pub(crate) far: usize,
+    /// Per top-level field, the far values (docs/design.md §6.6, `large.rs`) released into
+    /// loaded items since the field's last `unfar` (an upper bound: a write that replaces one
+    /// does not count down). A field absent holds none; cold blocks never hold one.
+    pub(crate) far: BTreeMap<String, usize>,
 }
 
 /// Equal when the items (and cold blocks) are: `touched` and the clean blocks are bookkeeping
@@ -107,7 +108,7 @@ impl Collection {
             cold: ColdBlocks::new(blocks),
             clean: CleanBlocks::default(),
             touched: false,
-            far: 0,
+            far: BTreeMap::new(),
         }
     }
 

@@ -105,9 +105,9 @@ impl QueryEngine {
             .is_some_and(|t| t.built.get().is_none())
     }
 
-    /// Whether `collection` has text indexes declared.
-    pub(crate) fn declares_texts(&self, collection: &str) -> bool {
-        self.texts.contains_key(collection)
+    /// The paths of `collection`'s declared text indexes.
+    pub(crate) fn text_paths(&self, collection: &str) -> &[String] {
+        self.texts.get(collection).map_or(&[], |t| &t.paths[..])
     }
 
     pub(crate) fn texts_built(&self, collection: &str) -> bool {

@@ -6,59 +6,60 @@ use super::Repo;
 use crate::error::Result;
 use crate::large;
 use crate::query::QueryResult;
-use crate::state::ChangeSink;
 use crate::store::log::FRAME_HEADER_LEN;
 use crate::store::Storage;
 use crate::value::Map;
 
 impl<S: Storage> Repo<S> {
-    /// Whether `collection`'s large values stay in memory: something keeps or compares its
-    /// values (declared indexes or text indexes, a live query, running aggregates).
-    fn far_pinned(&self, collection: &str) -> bool {
-        self.query.declares(collection) || self.query.watches(collection)
-    }
-
     /// After the commit `payload` was applied from the log frame at `frame_at`: release its
-    /// large values (`large::release`).
+    /// large values (`large::release`), but those of the fields the query engine keeps.
     pub(super) fn release_far(&mut self, payload: &[u8], frame_at: u64) -> Result<()> {
         if payload.len() < large::FAR_MIN || self.opts.access_only {
             return Ok(());
         }
-        let pinned: Vec<String> = self
+        // The fields the query engine keeps in memory, per collection (`None`: all of them).
+        let kept: Vec<(String, Option<Vec<String>>)> = self
             .graph
             .state
             .collections
             .keys()
-            .filter(|c| self.far_pinned(c))
-            .cloned()
+            .map(|c| (c.clone(), self.query.kept_fields(c)))
             .collect();
+        let pinned = |c: &str, f: &str| {
+            kept.iter()
+                .any(|(kc, k)| kc == c && k.as_ref().is_none_or(|fs| fs.iter().any(|x| x == f)))
+        };
         let at = frame_at + FRAME_HEADER_LEN as u64;
-        let pinned = |c: &str| pinned.iter().any(|p| p == c);
         large::release(&mut self.graph.state, payload, at, &pinned)?;
         Ok(())
     }
 
-    /// Load `collection`'s far values back into memory, for good, when the operation about to
-    /// run compares values (`plain`: it only hands rows out, in id order) or the collection
-    /// keeps them (pinned).
-    pub(super) fn far_guard(&mut self, collection: &str, plain: bool) -> Result<()> {
+    /// Before an operation compares `fields` of `collection` (`None`: any field), load their
+    /// far values back into memory, for good, with those of the fields the query engine keeps.
+    pub(super) fn far_guard(&mut self, collection: &str, fields: Option<&[&str]>) -> Result<()> {
         let far = self
             .graph
             .state
             .collection(collection)
-            .is_some_and(|c| c.far > 0);
-        if far && (!plain || self.far_pinned(collection)) {
-            self.unfar(collection)?;
+            .is_some_and(|c| !c.far.is_empty());
+        if !far {
+            return Ok(());
         }
-        Ok(())
+        match (fields, self.query.kept_fields(collection)) {
+            (None, _) | (_, None) => self.unfar(collection, None),
+            (Some(f), Some(k)) => {
+                let mut all: Vec<&str> = f.to_vec();
+                all.extend(k.iter().map(String::as_str));
+                self.unfar(collection, Some(&all))
+            }
+        }
     }
 
-    /// Load every far value of `collection` back into memory.
-    pub(super) fn unfar(&mut self, collection: &str) -> Result<()> {
+    /// Load the far values of `collection` in `fields` (all for `None`) back into memory.
+    pub(super) fn unfar(&mut self, collection: &str, fields: Option<&[&str]>) -> Result<()> {
         let log = &self.log;
-        large::unfar(&mut self.graph.state, collection, &|at, b| {
-            log.read_at(at, b)
-        })
+        let read = |at, b: &mut [u8]| log.read_at(at, b);
+        large::unfar(&mut self.graph.state, collection, fields, &read)
     }
 
     /// `m` with its far values loaded, when it has any.

@@ -311,7 +311,11 @@ impl<S: Storage> Repo<S> {
         if self.query.indexes_built(collection) {
             self.warm_collection(collection)?;
         }
-        self.unfar(collection)?;
+        // The indexed fields keep their values in memory from now on (docs/design.md §6.6).
+        let kept: Vec<&str> = (schema.indexes.iter().chain(&schema.text_indexes))
+            .map(|p| p.split('.').next().unwrap_or(p))
+            .collect();
+        self.unfar(collection, Some(&kept))?;
         self.query
             .set_indexes(collection, &schema.indexes, &self.graph.state);
         self.query

@@ -105,8 +105,7 @@ impl<S: Storage> Repo<S> {
     pub fn query(&mut self, q: &Query) -> Result<QueryResult> {
         // After an open, the indexes come from the snapshot and an index walk loads only the
         // blocks of its candidates: run, load what the answer needed, run again.
-        let plain = q.filter.is_none() && q.sort.is_empty() && q.after.is_none();
-        self.far_guard(&q.collection, plain)?;
+        self.far_guard(&q.collection, Some(&q.compared_fields()))?;
         self.restore_indexes(&q.collection);
         let r = self.with_indexes(&q.collection, |r| loop {
             if let Some(res) = r.query_partial(q)? {
@@ -133,7 +132,7 @@ impl<S: Storage> Repo<S> {
     pub fn explain(&mut self, q: &Query) -> Result<Plan> {
         // A plan needs the collection's count and its indexes, not its items: after an open,
         // the indexes restored from the snapshot serve; indexes still to build need the items.
-        self.far_guard(&q.collection, false)?;
+        self.far_guard(&q.collection, Some(&q.compared_fields()))?;
         self.restore_indexes(&q.collection);
         if self.query.unbuilt_indexes(&q.collection).is_some()
             || self.query.texts_unbuilt(&q.collection)
@@ -149,7 +148,9 @@ impl<S: Storage> Repo<S> {
         let Some(f) = filter else {
             return self.query.count(&self.graph.state, collection, None);
         };
-        self.far_guard(collection, false)?;
+        let mut fields = Vec::new();
+        f.fields(&mut fields);
+        self.far_guard(collection, Some(&fields))?;
         // After an open, a filter that is one range of an index counts the index restored from
         // the snapshot. Another filter an index narrows runs as a query that returns no field,
         // which loads only its candidates' blocks; a filter no index serves loads the collection
@@ -196,7 +197,7 @@ impl<S: Storage> Repo<S> {
     pub fn aggregate(&mut self, q: &AggregateQuery) -> Result<serde_json::Value> {
         // After an open, an unfiltered aggregate reads its fields from the snapshot's blocks
         // without loading the items (docs/design.md §8, *Scans*).
-        self.far_guard(&q.collection, false)?;
+        self.far_guard(&q.collection, Some(&q.compared_fields()))?;
         self.restore_indexes(&q.collection);
         self.with_indexes(&q.collection, |r| loop {
             match r.query.aggregate_partial(&r.graph.state, q)? {
@@ -211,7 +212,7 @@ impl<S: Storage> Repo<S> {
     /// [`Repo::take_live_changes`] after every write or receive that touches them.
     pub fn subscribe(&mut self, q: Query) -> Result<(LiveId, Vec<(String, Map)>)> {
         // A live query compares values from now on: its collection keeps them in memory.
-        self.far_guard(&q.collection, false)?;
+        self.far_guard(&q.collection, None)?;
         // A live query of listed ids (`$id`) needs only their items: it reads no other.
         if let Some(ids) = q.key.as_ref().and_then(|k| k.ids()) {
             let ids: Vec<String> = ids.into_iter().map(str::to_string).collect();

@@ -93,7 +93,7 @@ fn apply_logged(
             &mut graph.state,
             b,
             offset + FRAME_HEADER_LEN as u64,
-            &|_| false,
+            &|_, _| false,
         )?;
     }
     Ok(())

@@ -161,7 +161,7 @@ impl<S: Storage> Repo<S> {
         // take theirs back (`far.rs`).
         let names: Vec<String> = self.graph.state.collections.keys().cloned().collect();
         for c in names {
-            self.far_guard(&c, true)?;
+            self.far_guard(&c, Some(&[]))?;
         }
         Ok(())
     }
