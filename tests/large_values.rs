@@ -631,3 +631,29 @@ fn a_log_longer_than_a_scan_window_opens_a_window_at_a_time() {
     // The lost commit's descendants wait for it: only the commits before it are applied.
     assert!(r.commit_count() < n && r.commit_count() > 10);
 }
+
+#[test]
+fn many_commits_before_one_flush_do_not_pile_up_in_the_write_buffer() {
+    let _s = serial();
+    let path = std::env::temp_dir().join(format!("ibex-buffered-{}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let mut r = Repo::open(FileStorage::open(&path).unwrap(), None, trusted(1)).unwrap();
+    // 100 commits of 1 MB, no flush asked: the commits flush the log past 32 MiB buffered.
+    let base = LIVE.load(Ordering::Relaxed);
+    let mut peak_engine = 0usize;
+    for c in 0..100u64 {
+        let mut t = Txn::new();
+        for i in 0..5 {
+            let k = c * 5 + i;
+            t.put(&format!("users/{k:04}"), user(k, 200_000)).unwrap();
+        }
+        r.commit(t).unwrap();
+        peak_engine = peak_engine.max(LIVE.load(Ordering::Relaxed).saturating_sub(base));
+    }
+    eprintln!("100 MB committed without a flush: engine heap peak {peak_engine} B");
+    assert!(peak_engine < (64 << 20) + (16 << 20), "{peak_engine} B");
+    r.flush().unwrap();
+    assert_eq!(r.get("users/0007").unwrap(), Some(&user(7, 200_000)));
+    drop(r);
+    std::fs::remove_file(&path).unwrap();
+}

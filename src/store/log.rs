@@ -618,6 +618,11 @@ impl<S: Storage> Log<S> {
         self.buf.len()
     }
 
+    /// Bytes of frames appended and not yet handed to storage.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
     /// Fill `buf` with the log's bytes from `offset` (from storage or the write buffer): a
     /// large value's content (docs/design.md §6.6), which lies inside one frame.
     pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
