@@ -3,6 +3,7 @@
 // getMany, a query, a filter on the large field, and read again after a close (which writes a
 // snapshot) and a reopen from OPFS; the values are compared inside the page.
 import { test, expect, gotoPlayground, uniqueName } from './ibexdb.fixtures';
+import { installRunWorker } from './support/workers';
 
 test('large strings and bytes round-trip through reads, queries and reopens from OPFS', async ({ page, watched }) => {
   void watched;
@@ -51,4 +52,44 @@ test('large strings and bytes round-trip through reads, queries and reopens from
     expect(out[`${what}:many`], what).toBe(true);
     expect(out[`${what}:filter`], what).toBe('07');
   }
+});
+
+test('wasm memory: a repository of 300 MB of 200 KB texts opens and reads one in under 64 MiB (engine.js in a worker)', async ({ page, watched }) => {
+  test.setTimeout(180_000);
+  void watched;
+  const name = uniqueName('large-memory');
+  await gotoPlayground(page);
+  await installRunWorker(page);
+  const write = await page.evaluate(async (name) => {
+    const body = `
+      const eng = await E.openEngine(${JSON.stringify(name)}, { trusted: true });
+      const mem = () => eng._memory.buffer.byteLength;
+      const text = 'x'.repeat(200_000);
+      for (let i = 0; i < 1500; i++) {
+        eng.put('docs/' + String(i).padStart(5, '0'), { n: i, body: i + text.slice(String(i).length) });
+        if (i % 20 === 19) eng.flush();
+      }
+      eng.flush();
+      const after = mem();
+      await eng.close();
+      postMessage({ done: { after } });
+    `;
+    return (window as any).__runWorker(body, () => null).done;
+  }, name);
+  const read = await page.evaluate(async (name) => {
+    const body = `
+      const eng = await E.openEngine(${JSON.stringify(name)}, { trusted: true });
+      const mem = () => eng._memory.buffer.byteLength;
+      const v = eng.get('docs/00750');
+      const ok = v.body.length === 200_000 && v.body.startsWith('750x') && v.n === 750;
+      const after = mem();
+      await eng.close();
+      postMessage({ done: { after, ok } });
+    `;
+    return (window as any).__runWorker(body, () => null).done;
+  }, name);
+  console.log(`300 MB of 200 KB texts: wasm memory ${(write.after / 2 ** 20).toFixed(1)} MiB after writing, ${(read.after / 2 ** 20).toFixed(1)} MiB after a reopen and one read`);
+  expect(read.ok).toBe(true);
+  expect(read.after).toBeLessThanOrEqual(64 * 2 ** 20);
+  expect(write.after).toBeLessThanOrEqual(128 * 2 ** 20);
 });
