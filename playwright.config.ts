@@ -26,21 +26,21 @@ const port = Number(process.env.PORT ?? 8080);
  * a browser skips itself there with the reason in its code (`WEBKIT_CANNOT` in the fixtures, or
  * its own `test.skip(browserName ...)`).
  */
-const SHARED_SPECS = ['api', 'arguments', 'errors', 'persistence', 'crash', 'multitab', 'storage', 'sync', 'startup', 'harness', 'collection', 'bytes', 'identity-wrap', 'search', 'schema-versions', 'schema-sync', 'settle', 'quota', 'react', 'vue', 'package', 'app-core', 'cluster', 'idb-dead-close', 'idb-removal', 'kept-files', 'sync-token'];
+const SHARED_SPECS = ['api', 'arguments', 'errors', 'persistence', 'crash', 'multitab', 'storage', 'sync', 'startup', 'harness', 'collection', 'bytes', 'identity-wrap', 'search', 'schema-versions', 'schema-sync', 'settle', 'quota', 'react', 'vue', 'package', 'app-core', 'cluster', 'idb-dead-close', 'idb-removal', 'kept-files', 'sync-token', 'svelte', 'invites'];
 
 /**
  * The specs the `firefox` project runs (Debian's firefox-esr over WebDriver BiDi, through
  * scripts/firefox-bidi.mjs): the shared ones, the task board's flows through its UI with
  * Playwright locators at two viewports (app*.spec.ts, app-search.spec.ts; what cannot run in Firefox skips itself:
- * `firefoxAppSkip` in the fixtures), ibexdb/svelte with the real Svelte 5 and 4 (svelte.spec.ts:
- * not yet tried in WebKitGTK, so not in the shared list), and the benchmark's verify row (its helper thread started by
- * the page). The other specs run in Chromium only: environments.spec.ts launches Chromium with its
+ * `firefoxAppSkip` in the fixtures), the benchmark's verify row (its helper thread started by
+ * the page), and attachments (OPFS only: WebKitGTK's workers have no sync access handles, so its
+ * repositories are on IndexedDB, where attachments are not built). The other specs run in Chromium only: environments.spec.ts launches Chromium with its
  * own flags (host resolver, site-data blocking); bench-smoke and compression measure or drive
  * Chromium's machinery (the benchmark harness, Slow 4G through CDP);
  * kept-cleared clears the site's data through CDP; and large-values-measure is a measurement run
  * on demand.
  */
-export const FIREFOX_SPECS = [...SHARED_SPECS, 'app', 'app-share', 'app-trouble', 'app-search', 'svelte', 'bench-verify', 'invites'].map((s) => `**/${s}.spec.ts`);
+export const FIREFOX_SPECS = [...SHARED_SPECS, 'app', 'app-share', 'app-trouble', 'app-search', 'bench-verify', 'attachments'].map((s) => `**/${s}.spec.ts`);
 
 /**
  * The specs the `webkit` project runs: Debian's WebKitGTK (MiniBrowser driven by WebKitWebDriver

@@ -212,6 +212,20 @@ pub struct IndexBlock {
     /// query reads only the blocks whose range it needs (`query/lazy.rs`).
     pub first: Box<[u8]>,
     pub last: Box<[u8]>,
+    /// Writes to the block's range made after it was written, in order (since version 9):
+    /// each entry encoded as in the block, inserted (`true`) or removed. Applied when the
+    /// block is read, so a snapshot keeps a written index without reading its blocks.
+    pub pending: Vec<(Box<[u8]>, bool)>,
+}
+
+impl IndexBlock {
+    /// Entries once its kept writes are applied: the block's, plus inserts, minus removals
+    /// (`None` if the removals outnumber them: a damaged directory).
+    pub fn entries(&self) -> Option<u64> {
+        let ins = self.pending.iter().filter(|(_, i)| *i).count() as u64;
+        let rem = self.pending.len() as u64 - ins;
+        (u64::from(self.count) + ins).checked_sub(rem)
+    }
 }
 
 /// A secondary index as a snapshot holds it: its path, its numeric stats and where its value
@@ -228,8 +242,8 @@ pub struct ColdIndex {
 
 impl ColdIndex {
     /// Value entries: one per visible item.
-    pub fn value_count(&self) -> u64 {
-        self.values.iter().map(|b| u64::from(b.count)).sum()
+    pub fn value_count(&self) -> Option<u64> {
+        self.values.iter().map(IndexBlock::entries).sum()
     }
 }
 

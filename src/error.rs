@@ -759,6 +759,9 @@ pub(crate) mod tests {
             "PanicError",
             "MigrationError",
             "PassphraseError",
+            // The worker's, about attachment files (www/lib/worker/attach-ops.js).
+            "AttachmentNotFoundError",
+            "AttachmentUnavailableError",
         ]
         .map(String::from)
         .into();

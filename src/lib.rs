@@ -6,6 +6,7 @@
 //! docs/design.md that describes it. The folder layout is listed in docs/design.md §1.
 
 mod access;
+mod attach;
 mod chunked;
 mod codec;
 mod cold;
@@ -38,6 +39,11 @@ pub use error::{
 pub use codec::utf8;
 
 // §2 Data model: keys, values, schemas, transactions.
+pub use attach::{
+    attachment_field, attachment_name, attachments_of, descriptor_of, has_attachments,
+    is_attachment_field, validate_attachment_name, validate_media_type, Attachment, Sha256Stream,
+    ATTACHMENT_PREFIX, MAX_ATTACHMENT_NAME,
+};
 pub use key::{MAX_COLLECTION, MAX_ID};
 pub use schema::{schema_value, FieldSpec, FieldType, Schema, SCHEMA_COLLECTION};
 pub use txn::Txn;

@@ -97,6 +97,44 @@ impl Txn {
         Ok(self)
     }
 
+    /// Record attachment `name` of the item at `key` (docs/design.md §6.7): its bytes must be
+    /// stored by the host first. The item must exist at commit (`NotFound`). Not in the same
+    /// transaction as a put or delete of the item (`InvalidValue`): a put resets attachments.
+    pub fn attach(
+        &mut self,
+        key: &str,
+        name: &str,
+        a: &crate::attach::Attachment,
+    ) -> Result<&mut Self> {
+        crate::attach::validate_attachment_name(name)?;
+        crate::attach::validate_media_type(&a.media_type)?;
+        if a.size > crate::attach::MAX_ATTACHMENT_SIZE {
+            return Err(crate::error::Error::invalid_value("size", "above 2^53 - 1"));
+        }
+        self.attachment_write(
+            key,
+            name,
+            FieldWrite::Assign(crate::attach::descriptor_value(a)),
+        )
+    }
+
+    /// Remove attachment `name` of the item at `key` (an unset of its field; the item must exist).
+    pub fn detach(&mut self, key: &str, name: &str) -> Result<&mut Self> {
+        crate::attach::validate_attachment_name(name)?;
+        self.attachment_write(key, name, FieldWrite::Unset)
+    }
+
+    fn attachment_write(&mut self, key: &str, name: &str, w: FieldWrite) -> Result<&mut Self> {
+        if matches!(self.entry(key)?, Write::Put(_) | Write::Delete) {
+            return Err(crate::error::Error::invalid_value(
+                key,
+                "an attachment cannot change in the transaction that puts or deletes its item",
+            ));
+        }
+        self.field(key, crate::attach::attachment_field(name), w, true)?;
+        Ok(self)
+    }
+
     /// Remove one field.
     pub fn unset(&mut self, key: &str, field: &str) -> Result<&mut Self> {
         crate::value::validate_field_name(field, field)?;

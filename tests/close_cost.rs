@@ -67,6 +67,11 @@ fn snapshot_after_single_writes() {
         std::fs::create_dir_all(&dir).unwrap();
         {
             let mut r = open(&dir);
+            // Build the index on the empty collection, as the benchmark does: the snapshot
+            // then holds it, and each session's snapshot keeps it with that session's writes.
+            let first = serde_json::json!({"collection": C, "aggregates": {"m": {"min": "count"}}});
+            r.aggregate(&ibexdb::AggregateQuery::from_json(&first).unwrap())
+                .unwrap();
             for chunk in 0..n.div_ceil(1000) {
                 let mut t = Txn::new();
                 for i in chunk * 1000..((chunk + 1) * 1000).min(n) {

@@ -370,3 +370,54 @@ fn invites_survive_a_snapshot_and_reopen() {
     assert_eq!(refused, 0);
     assert_eq!(again.access().role(&c.author()), Some(Role::Writer));
 }
+
+/// A device that already reads redeems a link only if it gives more (docs/design.md §6.4
+/// "Invites", "A device that already reads"): with the role or a higher one, nothing is written
+/// and the invite keeps its use; a reader by link redeems a writer link and becomes a writer; a
+/// key whose role an owner's entry sets (granted, or revoked) is refused `invite-invalid` before
+/// anything is written, since the owner's entry would rule over the redemption anyway.
+#[test]
+fn a_redemption_that_would_change_nothing_writes_nothing_and_keeps_the_use() {
+    let mut rng = Rng(11);
+    let mut owner = open_replica(1);
+    write(&mut owner, "a").unwrap();
+    let far = T0 + 3_600_000;
+    let uses = |r: &Repo<MemStorage>, s: u8| {
+        let id = invite_id(&invite_identity(&secret(s)).public());
+        r.access().invite(&id).unwrap().effective().count()
+    };
+    owner.invite(&secret(1), Role::Reader, far, 2).unwrap();
+    owner.invite(&secret(2), Role::Reader, far, 1).unwrap();
+    owner.invite(&secret(3), Role::Writer, far, 1).unwrap();
+    owner.invite(&secret(4), Role::Writer, far, 1).unwrap();
+    // The owner itself, and a reader by link, with links that give no more: nothing written.
+    let heads = owner.heads().len();
+    assert_eq!(owner.redeem(&secret(2)).unwrap(), None);
+    assert_eq!(owner.heads().len(), heads);
+    let mut b = open_replica(2);
+    deliver(&mut rng, &mut b, &everything(&mut owner));
+    b.redeem(&secret(1)).unwrap().unwrap();
+    assert_eq!(b.access().role(&b.author()), Some(Role::Reader));
+    assert_eq!(b.redeem(&secret(2)).unwrap(), None, "reader already");
+    assert_eq!(uses(&b, 2), 0, "the reader link keeps its use");
+    // More: a writer link makes the reader by link a writer; the same link again changes nothing.
+    b.redeem(&secret(3)).unwrap().unwrap();
+    assert_eq!(b.access().role(&b.author()), Some(Role::Writer));
+    assert_eq!(b.redeem(&secret(3)).unwrap(), None);
+    assert_eq!(uses(&b, 3), 1);
+    // A key the owner granted reader: a writer link would not change its role; refused, unused.
+    let mut c = open_replica(3);
+    owner.grant(&c.author(), Role::Reader).unwrap();
+    deliver(&mut rng, &mut c, &everything(&mut owner));
+    assert_eq!(c.access().role(&c.author()), Some(Role::Reader));
+    let heads = c.heads().len();
+    let e = c.redeem(&secret(4)).unwrap_err();
+    assert_eq!(kind(&e), Some(PermissionErrorKind::InviteInvalid), "{e}");
+    assert!(e.to_string().contains("owner's entry"), "{e}");
+    assert_eq!((c.heads().len(), uses(&c, 4)), (heads, 0));
+    // Revoked by the owner: the same refusal, nothing written.
+    owner.revoke(&c.author()).unwrap();
+    deliver(&mut rng, &mut c, &everything(&mut owner));
+    let e = c.redeem(&secret(1)).unwrap_err();
+    assert_eq!(kind(&e), Some(PermissionErrorKind::InviteInvalid), "{e}");
+}

@@ -215,11 +215,13 @@ fn random_queries_writes_and_snapshots_answer_like_a_full_replay() {
 }
 
 #[test]
-fn a_change_before_the_first_query_builds_the_index_from_the_items() {
+fn a_change_before_the_first_query_goes_into_the_restored_index() {
     let (log, snap) = build();
     let mut lazy = open(&log, Some(&snap));
+    let blocks = lazy.state().collection(C).unwrap().cold().len();
     let mut t = Txn::new();
     t.put(&format!("{C}/00001"), item(3050)).unwrap();
+    t.delete(&format!("{C}/06090")).unwrap();
     lazy.commit(t).unwrap();
     lazy.flush().unwrap();
     let mut full = full_replay(&log);
@@ -228,8 +230,77 @@ fn a_change_before_the_first_query_builds_the_index_from_the_items() {
     let rows = lazy.query(&range).unwrap().rows;
     assert_eq!(rows, full.query(&range).unwrap().rows);
     assert!(rows.iter().any(|(id, _)| id == "00001"));
+    assert!(!rows.iter().any(|(id, _)| id == "06090"));
     let cold = lazy.state().collection(C).unwrap().cold().len();
-    assert_eq!(cold, 0, "the index was built from every item");
+    assert!(
+        cold + 4 >= blocks,
+        "the index was not built from every item ({cold} of {blocks} blocks still cold)"
+    );
+    assert!(lazy.verify().is_ok());
+}
+
+/// A session that writes a collection and runs no query of it: its snapshot keeps the
+/// collection's indexes, so the next session's first query reads them instead of loading
+/// and indexing every item.
+#[test]
+fn a_session_that_only_writes_keeps_the_persisted_indexes() {
+    let (log, snap) = build();
+    let offsets = |snap: &Shared| -> Vec<u64> {
+        let all = ibexdb::testing::snapshot_index_blocks(snap).unwrap();
+        let count = all.iter().find(|(c, p, _, _)| c == C && p == "count");
+        count.map_or(vec![], |(_, _, v, _)| v.iter().map(|&(o, _)| o).collect())
+    };
+    let first = offsets(&snap);
+    for round in 0..3u64 {
+        let mut r = open(&log, Some(&snap));
+        let mut t = Txn::new();
+        for i in 0..20 {
+            t.put(&format!("{C}/w{round}-{i:02}"), item(3000 + i))
+                .unwrap();
+        }
+        t.delete(&format!("{C}/{:05}", 2 * (3010 + round))).unwrap();
+        r.commit(t).unwrap();
+        r.seal().unwrap();
+        assert!(r.write_snapshot().unwrap());
+        r.close().unwrap();
+    }
+    // The blocks no write touched stay where they were: the index was not rewritten.
+    let last = offsets(&snap);
+    let kept = last.iter().filter(|o| first.contains(o)).count();
+    assert!(
+        first.len() >= 3 && 2 * kept >= first.len(),
+        "{kept} of the {} index blocks kept where they were ({} now)",
+        first.len(),
+        last.len()
+    );
+    let indexed = ibexdb::testing::snapshot_index_blocks(&snap).unwrap();
+    assert!(
+        indexed.iter().any(|(c, p, _, _)| c == C && p == "count"),
+        "the snapshot holds the index on count: {:?}",
+        indexed
+            .iter()
+            .map(|(c, p, _, _)| (c, p))
+            .collect::<Vec<_>>()
+    );
+    let mut lazy = open(&log, Some(&snap));
+    let blocks = lazy.state().collection(C).unwrap().cold().len();
+    let mut full = full_replay(&log);
+    let range = q(
+        serde_json::json!({"collection": C, "where": {"count": {"gte": 3005, "lt": 3012}}, "sort": ["count"]}),
+    );
+    let rows = lazy.query(&range).unwrap().rows;
+    assert_eq!(rows, full.query(&range).unwrap().rows);
+    assert_eq!(
+        rows.len(),
+        7 + 3 * 7 - 2,
+        "7 first items, 3 rounds of 7 writes, 2 deletes in range"
+    );
+    let cold = lazy.state().collection(C).unwrap().cold().len();
+    assert!(
+        blocks > 8 && cold + 4 >= blocks,
+        "the query read the index, not every item ({cold} of {blocks} blocks still cold)"
+    );
+    assert!(lazy.verify().is_ok());
 }
 
 #[test]

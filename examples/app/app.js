@@ -2,6 +2,7 @@
 //
 //   ?board=NAME   the board (one ibexdb repository; default "my-board")
 //   ?sync=URL     the ibexdb-server to sync with (ws:// or wss://; remembered on this device)
+//   #ibexdb-invite=…  an invite link's secret (Share → invite link): redeemed, then removed
 //
 // The views are Vue components (render functions, no build step) that read the board through
 // ibexdb/vue's composables: every view is a live query; edits are signed commits in OPFS, so the
@@ -40,6 +41,18 @@ const settings = {
     }
   },
 };
+
+// An invite link (views/invite-link.js): `?board=…&sync=…#ibexdb-invite=SECRET…`. Its secret
+// is taken from the address at once, before anything else runs, so it stays neither in the
+// address bar nor in the history (nor in a bookmark or a shared screenshot); the first open
+// of the board redeems it at the server.
+/** @type {string | null} */
+let inviteLink = location.hash.startsWith('#ibexdb-invite=') ? location.href : null;
+if (inviteLink) history.replaceState(history.state, '', `${location.pathname}${location.search}`);
+// A link pasted into this tab while the board is open changes only the fragment: load it anew.
+addEventListener('hashchange', () => {
+  if (location.hash.startsWith('#ibexdb-invite=')) location.reload();
+});
 
 const params = new URLSearchParams(location.search);
 if (params.has('sync')) settings.set('sync', params.get('sync') || null);
@@ -97,7 +110,10 @@ export const app = {
     /** @type {unknown} */
     let refused = null;
     try {
-      this.db = await open(this.board, { ...options, identity: opts.identity, passphrase: opts.passphrase });
+      // The invite link this page was opened with, on the first open with a server only.
+      const invite = inviteLink && this.syncUrl ? inviteLink : undefined;
+      inviteLink = null;
+      this.db = await open(this.board, { ...options, identity: opts.identity, passphrase: opts.passphrase, invite });
     } catch (e) {
       // A key that does not unlock (PassphraseError) opened nothing: open the board as it was.
       if (opts.identity === undefined) throw e;

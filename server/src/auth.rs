@@ -72,7 +72,8 @@ struct Remote {
     shown: String,
     tls: Option<TlsConnector>,
     min_interval: Duration,
-    /// When the last fetch began (held while a fetch runs).
+    /// When the last fetch ended (held while a fetch runs): the interval counts from there, so
+    /// tokens that queued behind a slow fetch do not each start another one after it.
     last: tokio::sync::Mutex<Option<Instant>>,
 }
 
@@ -226,8 +227,8 @@ impl Auth {
         }
     }
 
-    /// Fetch a URL's keys again, unless a fetch began less than `min_interval` ago (one under
-    /// way is waited for). A failed fetch, an oversized or garbage answer, or one without a
+    /// Fetch a URL's keys again, unless a fetch ended less than `min_interval` ago (one under
+    /// way is waited for, and then counts as that fetch). A failed fetch, an oversized or garbage answer, or one without a
     /// usable key keeps the keys as they are; each attempt is logged (`event=jwks_refresh`).
     pub async fn refresh(&self, why: &str) {
         let Some(remote) = &self.remote else { return };
@@ -235,10 +236,11 @@ impl Auth {
         if last.is_some_and(|t| t.elapsed() < remote.min_interval) {
             return;
         }
-        *last = Some(Instant::now());
         let started = Instant::now();
         let ms = || started.elapsed().as_millis();
-        match remote.fetch_keys().await {
+        let fetched = remote.fetch_keys().await;
+        *last = Some(Instant::now());
+        match fetched {
             Ok(keys) => {
                 let n = keys.len();
                 *self.keys.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(keys);

@@ -309,7 +309,7 @@ const FLAGS: &[Flag] = &[
         "--auth-jwks-refresh-ms",
         "MS",
         "30000",
-        "at most one fetch of the --auth-jwks URL per this when tokens name unknown keys",
+        "at most one fetch of the --auth-jwks URL per this (from the end of the last) when tokens name unknown keys",
     ),
     (
         "--auth-jwks-max-age-ms",

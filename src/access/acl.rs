@@ -167,6 +167,12 @@ impl Acl {
         }
     }
 
+    /// Whether an owner wrote `key`'s member entry (a grant or a revocation): then that entry,
+    /// not a redemption, says its role.
+    pub fn entry_written(&self, key: &PublicKey) -> bool {
+        self.members.get(key).is_some_and(|r| !r.heads.is_empty())
+    }
+
     fn redeemed_role(&self, key: &PublicKey) -> Option<Role> {
         self.invites
             .values()

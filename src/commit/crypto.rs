@@ -197,6 +197,42 @@ impl Identity {
         Err(gave_up(last))
     }
 
+    /// A key pair generated elsewhere (the browser's WebCrypto `generateKey`: native code, not
+    /// wasm), for storing: accepted when the core's own derivation of the public key from the
+    /// secret agrees with the given one — two independent implementations of P-384 agreeing,
+    /// which is what [`Identity::self_test`] otherwise establishes with two derivations inside
+    /// the core, at a fifth of its cost. The derivation is done again while it disagrees,
+    /// [`DERIVE_ATTEMPTS`] times at most; then a `SignatureError` (`malformed`): the caller
+    /// falls back to [`Identity::generate`].
+    pub fn from_generated_pair(secret: &[u8], public: &[u8]) -> Result<Identity> {
+        // Compared with the derived key, not decompressed: equal means on the curve.
+        let given = PublicKey(public.try_into().map_err(|_| {
+            Error::sig(
+                SignatureErrorKind::Malformed,
+                format!(
+                    "public key must be {PUBLIC_KEY_LEN} bytes, got {}",
+                    public.len()
+                ),
+            )
+        })?);
+        let secret = scalar(secret)?;
+        for _ in 0..DERIVE_ATTEMPTS {
+            let key = SigningKey::from(secret);
+            if public_of(&key) == given {
+                return Ok(Identity {
+                    secret,
+                    public: given,
+                    key: std::sync::OnceLock::from(key),
+                    checked: std::sync::OnceLock::from(true),
+                });
+            }
+        }
+        Err(Error::sig(
+            SignatureErrorKind::Malformed,
+            "the core's derivation of the public key disagrees with the generated pair",
+        ))
+    }
+
     /// What a key pair passes before it is stored: its public key derived a second time by
     /// another computation (the generic variable-base multiplication `G · k`, not the
     /// precomputed-table one [`SigningKey`] uses) agrees with it; the compressed key decompresses
@@ -366,6 +402,23 @@ mod tests {
     /// times) is caught before the identity is handed out: a wrong point, or bytes that are no
     /// point of the curve; a few wrong ones are replaced by a fresh candidate, always wrong is a
     /// typed error.
+    #[test]
+    fn a_pair_generated_elsewhere_is_accepted_only_when_the_core_derives_the_same_key() {
+        let a = Identity::from_entropy(&[7u8; SECRET_KEY_LEN]);
+        let b = Identity::from_entropy(&[9u8; SECRET_KEY_LEN]);
+        let ok = Identity::from_generated_pair(&a.secret_bytes(), &a.public().0).unwrap();
+        assert_eq!(ok.public(), a.public());
+        ok.check().unwrap();
+        // Another key's public half, a point off the curve, a secret out of range: refused.
+        let wrong = Identity::from_generated_pair(&a.secret_bytes(), &b.public().0);
+        assert!(matches!(wrong, Err(Error::Signature { .. })), "{wrong:?}");
+        let mut off = a.public().0;
+        off[10] ^= 1;
+        assert!(Identity::from_generated_pair(&a.secret_bytes(), &off).is_err());
+        assert!(Identity::from_generated_pair(&[0xff; SECRET_KEY_LEN], &a.public().0).is_err());
+        assert!(Identity::from_generated_pair(&[1; 47], &a.public().0).is_err());
+    }
+
     #[test]
     fn a_new_identity_is_self_tested_and_a_corrupted_key_is_refused() {
         let good = Identity::generate(&[7u8; 48]).unwrap();

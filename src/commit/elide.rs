@@ -8,6 +8,7 @@
 //!
 //! [`Commit::decode_keeping`]: super::Commit::decode_keeping
 
+use super::encode::COMMIT_FIELD_ATTACH;
 use super::encode::{Decoder, COMMIT_FIELD_ASSIGN, COMMIT_FIELD_SET_EDIT, COMMIT_FIELD_UNSET};
 use super::encode::{COMMIT_OP_DELETE, COMMIT_OP_PATCH, COMMIT_OP_PUT};
 use super::{Change, FieldOp, Op, ShapeVisitor, Stamp};
@@ -93,7 +94,7 @@ impl<'a> Decoder<'a> {
                     v.begin(coll, true);
                     let mut last = None;
                     for _ in 0..self.r.count(2, usize::MAX)? {
-                        let name = self.field_name(&mut last)?;
+                        let name = self.put_field_name(&mut last)?;
                         let value = shallow_value(&mut self.r, &|| at(name))?;
                         v.field(coll, name, &FieldOp::Assign(value))?;
                     }
@@ -104,7 +105,12 @@ impl<'a> Decoder<'a> {
                     let mut last = None;
                     for _ in 0..self.r.count(2, usize::MAX)? {
                         let name = self.field_name(&mut last)?;
-                        let op = match self.r.u8()? {
+                        let op = match self.field_code(name)? {
+                            COMMIT_FIELD_ATTACH => {
+                                // Not a field of the item's schema: checked, not reported.
+                                self.attach_body()?;
+                                continue;
+                            }
                             COMMIT_FIELD_ASSIGN => {
                                 FieldOp::Assign(shallow_value(&mut self.r, &|| at(name))?)
                             }
@@ -138,7 +144,7 @@ impl<'a> Decoder<'a> {
                 let mut size = 1 + varint_bytes(n as u64);
                 let mut last = None;
                 for _ in 0..n {
-                    let name = self.field_name(&mut last)?;
+                    let name = self.put_field_name(&mut last)?;
                     size += varint_bytes(name.len() as u64) + name.len();
                     size += self.check_field(coll, id, name)?;
                 }
@@ -154,7 +160,12 @@ impl<'a> Decoder<'a> {
                 let mut last = None;
                 for _ in 0..n {
                     let name = self.field_name(&mut last)?;
-                    size += match self.r.u8()? {
+                    size += match self.field_code(name)? {
+                        COMMIT_FIELD_ATTACH => {
+                            let from = self.r.pos();
+                            self.attach_body()?;
+                            self.r.pos() - from
+                        }
                         COMMIT_FIELD_ASSIGN => self.check_field(coll, id, name)?,
                         COMMIT_FIELD_UNSET => 0,
                         COMMIT_FIELD_SET_EDIT => self.check_set_edit()?,

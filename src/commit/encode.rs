@@ -19,6 +19,9 @@ pub(super) const COMMIT_OP_PATCH: u8 = 3;
 pub(super) const COMMIT_FIELD_ASSIGN: u8 = 1;
 pub(super) const COMMIT_FIELD_UNSET: u8 = 2;
 pub(super) const COMMIT_FIELD_SET_EDIT: u8 = 3;
+/// An attachment's descriptor (`attach/`): 32-byte SHA-256, `varint` size, `lp(type)`; only on
+/// an attachment field, which takes nothing else but an unset.
+pub(super) const COMMIT_FIELD_ATTACH: u8 = 4;
 
 impl Commit {
     /// Canonical encoding. Parents and changes are sorted here; callers need not pre-sort.
@@ -182,7 +185,17 @@ fn encode_op(w: &mut Writer, op: &Op, names: &BTreeMap<&str, u64>) {
             w.varint(p.len() as u64);
             for (k, fop) in p {
                 w.varint(names[k.as_str()]);
-                encode_field_op(w, fop);
+                match (crate::attach::is_attachment_field(k), fop) {
+                    (true, FieldOp::Assign(v)) => {
+                        let a = crate::attach::descriptor_of(v)
+                            .expect("an attachment field is assigned a descriptor (Txn::attach)");
+                        w.u8(COMMIT_FIELD_ATTACH);
+                        w.bytes(&a.hash);
+                        w.varint(a.size);
+                        w.lp(a.media_type.as_bytes());
+                    }
+                    _ => encode_field_op(w, fop),
+                }
             }
         }
     }
@@ -249,7 +262,7 @@ impl<'a> Decoder<'a> {
         }
         let names = read_table(&mut r, "field name")?;
         for n in &names {
-            crate::value::validate_field_name(n, "").map_err(|e| r.err(e.to_string()))?;
+            crate::attach::validate_stored_field_name(n).map_err(|e| r.err(e.to_string()))?;
         }
         Ok(Decoder {
             r,
@@ -303,7 +316,7 @@ impl<'a> Decoder<'a> {
                 let mut m = Map::with_capacity(n);
                 let mut last = None;
                 for _ in 0..n {
-                    let name = self.field_name(&mut last)?;
+                    let name = self.put_field_name(&mut last)?;
                     m.insert(Name::new(name), Value::decode(&mut self.r)?);
                 }
                 Op::Put(m)
@@ -318,7 +331,7 @@ impl<'a> Decoder<'a> {
                 let mut last = None;
                 for _ in 0..n {
                     let name = self.field_name(&mut last)?;
-                    p.insert(name.to_owned(), self.field_op()?);
+                    p.insert(name.to_owned(), self.field_op(name)?);
                 }
                 Op::Patch(p)
             }
@@ -338,8 +351,52 @@ impl<'a> Decoder<'a> {
         Ok(self.names[ni])
     }
 
-    fn field_op(&mut self) -> Result<FieldOp> {
-        Ok(match self.r.u8()? {
+    /// A put's next field name: never an attachment's (a put resets attachments, it does not
+    /// carry them).
+    pub(super) fn put_field_name(&mut self, last: &mut Option<usize>) -> Result<&'a str> {
+        let name = self.field_name(last)?;
+        if crate::attach::is_attachment_field(name) {
+            return Err(self.r.err("an attachment field in a put"));
+        }
+        Ok(name)
+    }
+
+    /// The next field op's code, checked against the field it applies to: an attachment field
+    /// takes an attach or an unset, any other field anything but an attach.
+    pub(super) fn field_code(&mut self, name: &str) -> Result<u8> {
+        let code = self.r.u8()?;
+        let ok = if crate::attach::is_attachment_field(name) {
+            matches!(code, COMMIT_FIELD_ATTACH | COMMIT_FIELD_UNSET)
+        } else {
+            code != COMMIT_FIELD_ATTACH
+        };
+        if !ok {
+            return Err(self.r.err(format!("field op {code} on field {name:?}")));
+        }
+        Ok(code)
+    }
+
+    /// An attach's body: hash, size (at most 2^53 − 1), media type.
+    pub(super) fn attach_body(&mut self) -> Result<crate::attach::Attachment> {
+        let hash: [u8; 32] = self.r.array()?;
+        let size = self.r.varint()?;
+        if size > crate::attach::MAX_ATTACHMENT_SIZE {
+            return Err(self.r.err("attachment size above 2^53 - 1"));
+        }
+        let media_type = self.r.str()?;
+        crate::attach::validate_media_type(media_type).map_err(|e| self.r.err(e.to_string()))?;
+        Ok(crate::attach::Attachment {
+            hash,
+            size,
+            media_type: media_type.to_owned(),
+        })
+    }
+
+    fn field_op(&mut self, name: &str) -> Result<FieldOp> {
+        Ok(match self.field_code(name)? {
+            COMMIT_FIELD_ATTACH => {
+                FieldOp::Assign(crate::attach::descriptor_value(&self.attach_body()?))
+            }
             COMMIT_FIELD_ASSIGN => FieldOp::Assign(Value::decode(&mut self.r)?),
             COMMIT_FIELD_UNSET => FieldOp::Unset,
             COMMIT_FIELD_SET_EDIT => self.set_edit()?,

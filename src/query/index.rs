@@ -13,7 +13,7 @@ use super::lazy::{BlockLoader, Entries};
 use crate::cold::ColdIndex;
 use crate::error::Result;
 use crate::state::Collection;
-use crate::store::snapshot::IndexEntries;
+use crate::store::snapshot::{ElemEntry, IndexEntries, Piece, ValueEntry};
 use crate::value::{Map, Name, Value};
 use std::ops::Bound;
 
@@ -40,19 +40,6 @@ impl PartialEq for Index {
 }
 
 impl Index {
-    /// The index of `path` restored from a snapshot (`index_build.rs` `Restorer`, filled by
-    /// `store::snapshot::load_index`), with the numeric stats stored beside it.
-    pub fn restored(path: &str, r: index_build::Restorer, stats: (u64, i128, u64)) -> Index {
-        let (values, elems, stats) = r.finish(stats);
-        Index {
-            path: path.to_string(),
-            cpath: CPath::new(path),
-            values: Entries::hot(values),
-            elems: Entries::hot(elems),
-            stats,
-        }
-    }
-
     /// The index `ci` of a snapshot, none of its blocks read yet: a read notes the blocks it
     /// needs (`lazy.rs`). Fails when the directory's keys are not in order.
     pub fn lazy(ci: &ColdIndex) -> Result<Index> {
@@ -83,6 +70,17 @@ impl Index {
     pub fn clear_notes(&self) {
         self.values.clear_notes();
         self.elems.clear_notes();
+    }
+
+    /// Note the blocks whose kept writes a snapshot should no longer carry (`Entries::note_heavy`).
+    pub fn note_heavy(&self) {
+        self.values.note_heavy();
+        self.elems.note_heavy();
+    }
+
+    /// Bytes of the snapshot's blocks not read yet.
+    pub fn cold_bytes(&self) -> u64 {
+        self.values.cold_bytes() + self.elems.cold_bytes()
     }
 
     /// Read the noted blocks (all of them when `all`); whether any was read.
@@ -192,14 +190,14 @@ impl IndexEntries for Index {
     fn stats(&self) -> (u64, i128, u64) {
         (self.stats.nums, self.stats.int_sum, self.stats.non_int)
     }
-    fn values(&self) -> Box<dyn Iterator<Item = (Option<&Value>, &str)> + '_> {
-        Box::new(self.values.all().map(|e| (e.key.as_opt(), e.id())))
+    fn values(&self) -> Vec<Piece<'_, ValueEntry<'_>>> {
+        self.values.snapshot_pieces(|e| (e.key.as_opt(), e.id()))
     }
-    fn elems(&self) -> Box<dyn Iterator<Item = (&str, &str)> + '_> {
+    fn elems(&self) -> Vec<Piece<'_, ElemEntry<'_>>> {
         // Element entries hold strings (`Index::add`).
-        Box::new(self.elems.all().filter_map(|e| match &e.key {
-            IKey::Val(Value::String(s)) => Some((s.as_str(), e.id())),
-            _ => None,
-        }))
+        self.elems.snapshot_pieces(|e| match &e.key {
+            IKey::Val(Value::String(s)) => (s.as_str(), e.id()),
+            _ => ("", e.id()),
+        })
     }
 }

@@ -10,9 +10,7 @@
 use super::entry::{cmp_opt, elements, num_key, number_of_key, Entry, IKey, NumStats};
 use super::eval::CPath;
 use crate::chunked::{Builder, Chunked, Slot};
-use crate::error::{Error, Result};
 use crate::state::Collection;
-use crate::store::snapshot::IndexSink;
 use crate::value::{Name, Value};
 
 /// A built index: value entries, element entries, numeric stats.
@@ -98,54 +96,4 @@ pub(super) fn general(cpath: &CPath, c: &Collection) -> Built {
             .map(|(e, i)| Entry::new(IKey::Val(Value::String(Name::new(e))), items[i as usize].0)),
     );
     (values, elems, stats)
-}
-
-/// An index read back from a snapshot: the entries arrive in order (`IndexSink`) and are moved
-/// into chunks as they come.
-pub(crate) struct Restorer {
-    values: Builder<Entry>,
-    elems: Builder<Entry>,
-}
-
-impl Restorer {
-    pub(crate) fn new() -> Restorer {
-        Restorer {
-            values: Builder::new(),
-            elems: Builder::new(),
-        }
-    }
-
-    pub(super) fn finish(self, (nums, int_sum, non_int): (u64, i128, u64)) -> Built {
-        let stats = NumStats {
-            nums,
-            int_sum,
-            non_int,
-        };
-        (self.values.finish(), self.elems.finish(), stats)
-    }
-}
-
-/// Append `e`, which must follow the last entry.
-fn push_after(b: &mut Builder<Entry>, e: Entry) -> Result<()> {
-    if b.last().is_some_and(|l| *l >= e) {
-        return Err(Error::decode(
-            "snapshot index",
-            "entries not strictly ascending",
-        ));
-    }
-    b.push(e, ());
-    Ok(())
-}
-
-impl IndexSink for Restorer {
-    fn value(&mut self, v: Option<Value>, id: &str) -> Result<()> {
-        push_after(
-            &mut self.values,
-            Entry::new(v.map_or(IKey::Missing, IKey::Val), id),
-        )
-    }
-    fn elem(&mut self, e: &str, id: &str) -> Result<()> {
-        let key = IKey::Val(Value::String(Name::new(e)));
-        push_after(&mut self.elems, Entry::new(key, id))
-    }
 }

@@ -16,7 +16,7 @@ use super::entry::{entry_bounds, Entry, IKey};
 use crate::chunked::{Builder, Chunked};
 use crate::cold::IndexBlock;
 use crate::error::{Error, Result};
-use crate::store::snapshot::{self, IndexSink};
+use crate::store::snapshot::{self, IndexSink, Piece};
 use crate::value::{Name, Value};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -33,6 +33,24 @@ struct Run {
     pending: Vec<(Entry, bool)>,
     /// Entries it holds: the block's, plus inserts, minus removes.
     len: usize,
+}
+
+/// A cold run keeps at most this many writes (or 1/16 of its block's entries) into a snapshot,
+/// and an index's runs at most [`MAX_KEPT_WRITES`] in all (`Entries::note_heavy`).
+const MAX_RUN_WRITES: usize = 64;
+const MAX_KEPT_WRITES: usize = 4096;
+
+/// An entry encoded as a block holds it (a value entry when `values`; element entries hold
+/// strings, `Index::add`).
+fn encode_entry(e: &Entry, values: bool) -> Box<[u8]> {
+    if values {
+        return snapshot::encode_index_value_entry((e.key.as_opt(), e.id()));
+    }
+    let s = match &e.key {
+        IKey::Val(Value::String(s)) => s.as_str(),
+        _ => "",
+    };
+    snapshot::encode_index_elem_entry((s, e.id()))
 }
 
 /// Reads one index block into a sink: (block, value entries?, sink). The repository's reads
@@ -164,13 +182,23 @@ impl Entries {
             if !ordered || cold.last().is_some_and(|r| r.last >= first) {
                 return Err(Error::decode("snapshot index", "block keys out of order"));
             }
-            cold_len += b.count as usize;
+            let pending = b
+                .pending
+                .iter()
+                .map(|(bytes, insert)| Ok((key_of(bytes, values)?, *insert)))
+                .collect::<Result<Vec<_>>>()?;
+            let len = b.entries().and_then(|n| usize::try_from(n).ok());
+            let inside = pending.iter().all(|(e, _)| first <= *e && *e <= last);
+            let Some(len) = len.filter(|_| inside) else {
+                return Err(Error::decode("snapshot index", "bad kept writes"));
+            };
+            cold_len += len;
             cold.push(Run {
                 first,
                 last,
                 block: b.clone(),
-                pending: Vec::new(),
-                len: b.count as usize,
+                pending,
+                len,
             });
         }
         Ok(Entries {
@@ -207,6 +235,59 @@ impl Entries {
     pub(crate) fn all(&self) -> impl DoubleEndedIterator<Item = &Entry> + '_ {
         debug_assert!(self.is_hot());
         self.hot.keys()
+    }
+
+    /// Every entry in order, as the snapshot encoder takes them (`store/snapshot/indexes.rs`):
+    /// the hot entries between the cold runs (`map`ped) and each cold run's block with the
+    /// writes kept with it.
+    pub(crate) fn snapshot_pieces<'a, T: 'a>(
+        &'a self,
+        map: fn(&'a Entry) -> T,
+    ) -> Vec<Piece<'a, T>> {
+        let mut out = Vec::with_capacity(2 * self.cold.len() + 1);
+        let mut lo = Bound::Unbounded;
+        for r in &self.cold {
+            let hi = Bound::Excluded(r.first.clone());
+            out.push(Piece::New(Box::new(self.hot.range_keys((lo, hi)).map(map))));
+            let pending = r.pending.iter();
+            let kept = pending.map(|(e, ins)| (encode_entry(e, self.values), *ins));
+            out.push(Piece::Kept(&r.block, kept.collect()));
+            lo = Bound::Excluded(r.last.clone());
+        }
+        let rest = self.hot.range_keys((lo, Bound::Unbounded));
+        out.push(Piece::New(Box::new(rest.map(map))));
+        out
+    }
+
+    /// Note the cold runs whose kept writes a snapshot should no longer carry in its
+    /// directory (they are decoded at every restore): those with more than
+    /// [`MAX_RUN_WRITES`] or 1/16 of their block's entries, then the heaviest until at most
+    /// [`MAX_KEPT_WRITES`] remain. The repository reads them before it writes the snapshot.
+    pub(crate) fn note_heavy(&self) {
+        let mut light = Vec::new();
+        let mut total = 0;
+        for (i, r) in self.cold.iter().enumerate() {
+            let n = r.pending.len();
+            if n > MAX_RUN_WRITES.max(r.block.count as usize / 16) {
+                self.note(i);
+            } else if n > 0 {
+                total += n;
+                light.push((n, i));
+            }
+        }
+        light.sort_unstable_by(|a, b| b.cmp(a));
+        for (n, i) in light {
+            if total <= MAX_KEPT_WRITES {
+                break;
+            }
+            self.note(i);
+            total -= n;
+        }
+    }
+
+    /// Bytes of the snapshot's blocks not read yet.
+    pub(crate) fn cold_bytes(&self) -> u64 {
+        self.cold.iter().map(|r| u64::from(r.block.len)).sum()
     }
 
     /// The cold runs `[a, b)` that may hold an entry inside `(l, h)`.
@@ -554,6 +635,7 @@ mod tests {
                 crc: crate::hashing::block_sum(&body),
                 first: enc(part[0]).into(),
                 last: enc(part[n - 1]).into(),
+                pending: Vec::new(),
             });
             bytes.extend(body);
             i += n;

@@ -66,7 +66,6 @@ use collect::Collector;
 use entry::{Entry, IKey};
 use eval::{check_sortable, cmp_items, matches, set_sort_error, CFilter, Compiled};
 pub(crate) use index::Index;
-pub(crate) use index_build::Restorer;
 use live::LiveQuery;
 use plan::{choose, Choice};
 use std::cell::{OnceCell, RefCell};

@@ -57,6 +57,27 @@ impl super::QueryEngine {
         Ok(any)
     }
 
+    /// Note the blocks of `collection`'s indexes whose kept writes a snapshot should no
+    /// longer carry; whether any was noted.
+    pub(crate) fn note_heavy_runs(&self, collection: &str) -> bool {
+        let built = self.indexes.get(collection).and_then(|d| d.built.get());
+        built
+            .into_iter()
+            .flat_map(|m| m.values())
+            .for_each(Index::note_heavy);
+        self.index_notes(collection)
+    }
+
+    /// Bytes of the snapshot's blocks `collection`'s indexes have not read yet.
+    pub(crate) fn cold_index_bytes(&self, collection: &str) -> u64 {
+        let built = self.indexes.get(collection).and_then(|d| d.built.get());
+        built
+            .into_iter()
+            .flat_map(|m| m.values())
+            .map(Index::cold_bytes)
+            .sum()
+    }
+
     /// Forget `collection`'s indexes: they are built from the items on their next use.
     pub(crate) fn drop_indexes(&mut self, collection: &str) {
         if let Some(d) = self.indexes.get_mut(collection) {

@@ -97,10 +97,31 @@ impl<S: Storage> Repo<S> {
     /// this replica holds; a revoked, expired, used-up or unknown invite is a typed
     /// `PermissionError` (`invite-revoked`, `invite-expired`, `invite-used`,
     /// `invite-invalid`) and nothing is written.
+    ///
+    /// A key that already has the invite's role or a higher one writes nothing (`Ok(None)`):
+    /// the invite keeps its use for someone else. A key whose role an owner's entry sets (a
+    /// grant, or a revocation) is refused `invite-invalid` before anything is written: the
+    /// owner's entry rules (§6.4), so the redemption would spend a use and change nothing.
     pub fn redeem(&mut self, secret: &[u8; INVITE_SECRET_LEN]) -> Result<Option<CommitId>> {
         let id = invite_id(&invite_identity(secret).public());
         let role = match self.access().invite(&id).and_then(|s| s.status()) {
-            Some(InviteStatus::Open(d)) => d.role,
+            Some(InviteStatus::Open(d)) => {
+                let acl = self.access();
+                if acl.role(&self.author).is_some_and(|have| have >= d.role) {
+                    return Ok(None);
+                }
+                if acl.entry_written(&self.author) {
+                    return Err(Error::Permission {
+                        kind: PermissionErrorKind::InviteInvalid,
+                        detail: format!(
+                            "this key's role is set by an owner's entry ({}); invite {} would not change it",
+                            acl.role(&self.author).map_or("revoked", Role::name),
+                            crate::commit::hex(&id)
+                        ),
+                    });
+                }
+                d.role
+            }
             Some(InviteStatus::Revoked) => Role::Reader,
             None => {
                 return Err(Error::Permission {

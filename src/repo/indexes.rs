@@ -11,7 +11,7 @@
 use super::Repo;
 use crate::cold::IndexBlock;
 use crate::error::Result;
-use crate::query::{Index, QueryEngine, Restorer};
+use crate::query::{Index, QueryEngine};
 use crate::state::State;
 use crate::store::snapshot::{self, ColdIndexes, IndexSink, Persist};
 use crate::store::Storage;
@@ -53,6 +53,20 @@ impl<S: Storage> Repo<S> {
             built.insert(p.clone(), ix);
         }
         self.query.install_indexes(collection, built);
+    }
+
+    /// Restore the persisted indexes of the collections `changes` write, before they are
+    /// applied: the changes then go into the lazily restored indexes (kept with the blocks
+    /// they fall in, `query/lazy.rs`), so the next snapshot holds the indexes instead of
+    /// dropping them, and the next session's first query does not build them from every item.
+    pub(super) fn restore_written_indexes(&mut self, changes: &[crate::commit::Change]) {
+        let mut last: Option<&str> = None;
+        for ch in changes {
+            if last != Some(ch.collection.as_str()) {
+                self.restore_indexes(&ch.collection);
+                last = Some(&ch.collection);
+            }
+        }
     }
 
     /// Run `f` (a read of `collection`) until it notes no block of a lazily restored index:
@@ -104,6 +118,9 @@ impl<S: Storage> Repo<S> {
             if unchanged && (!self.query.indexes_built(c) || self.query.indexes_lazy(c)) {
                 let blocks = list.iter().flat_map(|ix| ix.values.iter().chain(&ix.elems));
                 n += blocks.map(|b| u64::from(b.len)).sum::<u64>();
+            } else if !unchanged {
+                // Written since: its blocks not read yet stay, with the writes kept beside.
+                n += self.query.cold_index_bytes(c);
             }
         }
         n
@@ -117,14 +134,16 @@ impl<S: Storage> Repo<S> {
         }
     }
 
-    /// Before a snapshot is appended: read whole the lazily restored indexes of collections
-    /// written since (the file's blocks no longer describe them; the snapshot holds them
-    /// built). Those of unchanged collections stay where they are in the file.
+    /// Before a snapshot is appended: of the lazily restored indexes of collections written
+    /// since, read the blocks that keep too many writes (`Entries::note_heavy`); the other
+    /// blocks stay where they are in the file, listed with the writes to their ranges, and the
+    /// entries read are written as new blocks. Those of unchanged collections stay whole.
     pub(super) fn materialize_touched_indexes(&mut self) {
         for c in self.query.lazy_collections() {
             let state = &self.graph.state;
-            if state.collection(&c).is_none_or(|x| x.touched()) {
-                self.materialize_indexes(&c, true);
+            let touched = state.collection(&c).is_none_or(|x| x.touched());
+            if touched && self.query.note_heavy_runs(&c) {
+                self.materialize_indexes(&c, false);
             }
         }
     }
@@ -139,9 +158,12 @@ pub(super) fn to_persist<'a>(
     kept: &'a ColdIndexes,
     append: bool,
 ) -> Vec<Persist<'a>> {
+    // A lazily restored index of a collection written since is written with its blocks kept
+    // where they are (appending only: compacting or rewriting read every index whole first).
+    let touched = |c: &str| state.collection(c).is_none_or(|x| x.touched());
     let mut out: Vec<Persist<'a>> = query
         .built_indexes()
-        .filter(|(_, _, index)| index.is_hot())
+        .filter(|(c, _, index)| index.is_hot() || (append && touched(c)))
         .map(|(collection, path, index)| Persist::Built {
             collection,
             path,
@@ -174,11 +196,15 @@ pub(super) fn snapshot_index_differs<S: Storage>(
 ) -> Option<String> {
     for (c, list) in &d.indexes {
         for ci in list {
-            let mut r = Restorer::new();
-            let read = snapshot::load_index(src, ci, &mut r);
-            let same = read.is_ok()
-                && Index::restored(&ci.path, r, ci.stats)
-                    == Index::build(&ci.path, shadow.state.collection(c));
+            let mut load = |b: &IndexBlock, values: bool, sink: &mut dyn IndexSink| {
+                snapshot::load_index_block(src, b, values, sink)
+            };
+            let read = Index::lazy(ci).and_then(|mut ix| {
+                ix.materialize(true, &mut load)?;
+                Ok(ix)
+            });
+            let same =
+                read.is_ok_and(|ix| ix == Index::build(&ci.path, shadow.state.collection(c)));
             if !same {
                 return Some(format!("{c}.{}", ci.path));
             }

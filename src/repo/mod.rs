@@ -20,6 +20,7 @@
 
 mod access;
 mod admit;
+mod attachments;
 mod causal;
 mod export;
 mod far;

@@ -277,6 +277,7 @@ impl<S: Storage> Repo<S> {
                 continue;
             }
             // Before the append: a failed load rebuilds the state from the log.
+            self.restore_written_indexes(&commit.changes);
             self.warm_changes(&commit.changes)?;
             let offset = match &stored {
                 Stored::InLog(o) | Stored::Logged(o, _) => *o,

@@ -55,6 +55,9 @@ impl<S: Storage> Repo<S> {
             return Err(e);
         }
         for (coll, ids) in &txn.writes {
+            // Its persisted indexes take the write (kept with their blocks) instead of being
+            // dropped at the next snapshot.
+            self.restore_indexes(coll);
             for id in ids.keys() {
                 self.warm_key(coll, id)?;
             }

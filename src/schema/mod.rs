@@ -187,6 +187,10 @@ impl Schema {
 
     /// Check one field assignment (for updates). `None` = removing the field.
     pub fn check_assign(&self, collection: &str, name: &str, v: Option<&Value>) -> Result<()> {
+        if crate::attach::is_attachment_field(name) {
+            // An attachment (`attach/`): not a field a schema describes.
+            return Ok(());
+        }
         match v {
             Some(v) => self.check_field(collection, name, v),
             None => match self.fields.get(name) {

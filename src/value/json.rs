@@ -334,11 +334,17 @@ impl Serialize for Value {
 }
 
 /// A map is a JSON object.
+/// An item's attachments (fields behind `ATTACHMENT_PREFIX`, which no user field name
+/// can hold) are left out: they are read with `Repo::attachments`, not as fields.
 impl Serialize for Map {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut o = s.serialize_map(Some(self.len()))?;
+        let hidden = super::is_attachment_field;
+        let n = self.iter().filter(|(k, _)| !hidden(k)).count();
+        let mut o = s.serialize_map(Some(n))?;
         for (k, v) in self {
-            o.serialize_entry(k.as_str(), v)?;
+            if !hidden(k) {
+                o.serialize_entry(k.as_str(), v)?;
+            }
         }
         o.end()
     }

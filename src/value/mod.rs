@@ -221,6 +221,16 @@ pub(crate) fn check_item_size(coll: &str, id: &str, size: usize) -> Result<()> {
 
 /// Field names: non-empty, at most [`MAX_FIELD_NAME`] bytes, no control characters, and no
 /// `.` (dots address nested fields in queries).
+/// The first character of an attachment's field name (U+0001; `attach/`, docs/design.md §6.7).
+/// No user field name can begin with it (control characters are refused below), so
+/// attachments never collide with fields; readers leave such fields out of an item's JSON.
+pub const ATTACHMENT_PREFIX: char = '\u{1}';
+
+/// Whether a field name is an attachment's.
+pub fn is_attachment_field(field: &str) -> bool {
+    field.starts_with(ATTACHMENT_PREFIX)
+}
+
 pub fn validate_field_name(name: &str, path: &str) -> Result<()> {
     let bad = |reason: &str| {
         Err(Error::invalid_value(

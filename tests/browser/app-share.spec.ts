@@ -10,7 +10,7 @@ import { CHROMIUM_ARGS } from '../../playwright.config';
 import { buildApp } from '../../scripts/build-app.mjs';
 import { test, expect, uniqueName, watch } from './ibexdb.fixtures';
 import { serve } from './support/shipping';
-import { useBoard, shoot, tmp, VIEWPORTS, openBoard, column, card, dialogOf, startBoard, addTask, expectReadOnly, setName, device, offlineReady, keyShownBy, invite, ownerSynced, opensOnGrant } from './support/board';
+import { useBoard, shoot, tmp, VIEWPORTS, openBoard, column, card, dialogOf, startBoard, addTask, expectReadOnly, setName, device, offlineReady, keyShownBy, invite, ownerSynced, opensOnGrant, openAdvanced } from './support/board';
 
 useBoard();
 
@@ -133,8 +133,9 @@ test(`sharing: a reader sees the board with its controls disabled; made a writer
     await page.getByRole('button', { name: 'Share' }).click();
     let d = dialogOf(page, 'Share this board');
     await expect(d.getByText('You own this board')).toBeVisible();
+    await openAdvanced(d);
     await d.getByLabel('Public key to invite').fill(keyB.slice(0, 40));
-    await d.getByRole('button', { name: 'Invite' }).click();
+    await d.getByRole('button', { name: 'Invite', exact: true }).click();
     await expect(d.getByRole('alert')).toHaveText('A public key has 98 characters; this one has 40.');
     await d.getByRole('button', { name: 'Close' }).click();
 

@@ -40,11 +40,12 @@ async function join(browser: Browser, name: string, url: string, link: string, t
           }
           if (upgrade) {
             // A device that already reads redeems a writer link with db.redeem: then writes.
-            await db.redeem(upgrade);
+            out.first = await db.redeem(upgrade);
             await db.put(`items/${tag}2`, { by: tag });
             await db.sync();
             out.upgraded = (await db.members()).members.find((m: any) => m.publicKey === db.publicKey)?.role;
-            out.again = await db.redeem(upgrade).then(() => null, (e: any) => `${e.name}:${e.kind}`);
+            // Again: it is a writer already, so nothing is written and the link is not used.
+            out.again = await db.redeem(upgrade).then((w: boolean) => w, (e: any) => `${e.name}:${e.kind}`);
           }
         }
         await db.close();
@@ -98,7 +99,7 @@ test('invite links: a new device joins with the role of its link, the owner offl
     const w = await join(browser, name, server.url, links.writer.link, 'w');
     expect(w).toMatchObject({ state: 'synced', read: { v: 1 }, wrote: true });
     const r = await join(browser, name, server.url, links.reader.link, 'r', links.upgrade.link);
-    expect(r).toMatchObject({ state: 'synced', read: { v: 1 }, wrote: 'PermissionError:cannot-write', upgraded: 'writer', again: 'PermissionError:invite-used' });
+    expect(r).toMatchObject({ state: 'synced', read: { v: 1 }, wrote: 'PermissionError:cannot-write', upgraded: 'writer', first: true, again: false });
     const again = await join(browser, name, server.url, links.writer.link, 'x');
     expect(again).toEqual({ state: 'error', kind: 'invite-used', error: 'PermissionError' });
     const late = await join(browser, name, server.url, links.expired.link, 'x');
@@ -128,6 +129,79 @@ test('invite links: a new device joins with the role of its link, the owner offl
       [name, server.url],
     );
     expect(seen).toEqual({ got: { by: 'w' }, members: ['owner', 'writer', 'writer'] });
+  } finally {
+    await server.stop();
+  }
+});
+
+test('open with an invite on a device that already reads: the link is kept when it gives no more, redeemed when it gives more, refused with nothing written when an owner set the role', async ({ browser, page }) => {
+  test.setTimeout(120_000);
+  const server = await startSyncServer();
+  try {
+    const name = uniqueName('invite-again');
+    await gotoPlayground(page);
+    const links = await page.evaluate(
+      async ([name, url]) => {
+        const db = await (window as any).ibexdb.open(name, { sync: url });
+        (window as any).owner = db;
+        await db.put('items/a', { v: 1 });
+        const out: Record<string, { link: string; id: string }> = {};
+        for (const [k, role] of [['r1', 'reader'], ['r2', 'reader'], ['w1', 'writer'], ['w2', 'writer']]) out[k] = await db.invite({ role });
+        await db.sync();
+        return out;
+      },
+      [name, server.url],
+    );
+    /** Open `name` on the device of `page` (with `link` if given): what the link did, and the role after. */
+    const openOn = (p: typeof page, link: string | null) =>
+      p.evaluate(
+        async ([name, url, link]) => {
+          const db = await (window as any).ibexdb.open(name, link ? { sync: url, invite: link } : { sync: url });
+          const did = link ? await db.invited : null;
+          const role = (await db.members()).members.find((m: any) => m.publicKey === db.publicKey)?.role ?? null;
+          const key = db.publicKey;
+          await db.close();
+          return { did: did instanceof Error ? `${did.name}:${(did as any).kind}` : did, role, key };
+        },
+        [name, server.url, link] as const,
+      );
+    const ctx = await browser.newContext();
+    const ctx2 = await browser.newContext();
+    try {
+      const b = await ctx.newPage();
+      await gotoPlayground(b);
+      expect(await openOn(b, links.r1.link)).toMatchObject({ did: 'redeemed', role: 'reader' });
+      // A reader opening another reader link: nothing written, the link keeps its use.
+      expect(await openOn(b, links.r2.link)).toMatchObject({ did: 'kept', role: 'reader' });
+      // A writer link gives more: redeemed, now a writer.
+      expect(await openOn(b, links.w1.link)).toMatchObject({ did: 'redeemed', role: 'writer' });
+      // A device the owner granted reader: a writer link would not change its role (the owner's
+      // entry rules), so it is refused before anything is written; the open itself succeeds.
+      const c = await ctx2.newPage();
+      await gotoPlayground(c);
+      const { key } = await c.evaluate(async (name) => {
+        const db = await (window as any).ibexdb.open(name);
+        const key = db.publicKey;
+        await db.close();
+        return { key };
+      }, name);
+      await page.evaluate(async (key) => {
+        const db = (window as any).owner;
+        await db.grant(key, 'reader');
+        await db.sync();
+      }, key);
+      expect(await openOn(c, links.w2.link)).toMatchObject({ did: 'PermissionError:invite-invalid', role: 'reader' });
+      const used = await page.evaluate(async () => {
+        const db = (window as any).owner;
+        await new Promise((r) => setTimeout(r, 500));
+        await db.sync();
+        return Object.fromEntries((await db.invites()).map((i: any) => [i.id, i.used]));
+      });
+      expect([used[links.r1.id], used[links.r2.id], used[links.w1.id], used[links.w2.id]]).toEqual([1, 0, 1, 0]);
+    } finally {
+      await ctx.close();
+      await ctx2.close();
+    }
   } finally {
     await server.stop();
   }

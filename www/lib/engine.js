@@ -153,6 +153,8 @@ export class EngineHandle {
     this._extraFiles = new Map();
     /** @type {(() => void) | null} called after every successful flush (sync captures its durable position) */
     this.afterFlush = null;
+    /** @type {import('./attachments.js').AttachmentStore | null} the attachment files (the worker's; OPFS only) */
+    this.attachmentStore = null;
     /** @type {import('./storage.js').StorageBackend} where the files live (set by openEngine) */
     this.backend = /** @type {any} */ (null);
   }
@@ -211,7 +213,7 @@ export class EngineHandle {
       if (!trusted) {
         const idh = /** @type {any} */ (handles.shift());
         try {
-          ({ secret, publicKey } = identityFile(idh, opts.identity, glue));
+          ({ secret, publicKey } = await identityFile(idh, opts.identity, glue));
         } finally {
           releaseFiles(this.backend, this.name, [idh]);
         }
@@ -421,6 +423,38 @@ export class EngineHandle {
     argKey('delete', key);
     this._call((r) => r.delete(key));
   }
+  // ----- attachments (the files: attachments.js; docs/design.md §6.7)
+
+  /** Record an attachment whose bytes are stored. @param {string} key @param {string} name @param {string} hash @param {number} size @param {string} type */
+  attach(key, name, hash, size, type) {
+    this._call((r) => r.attach(key, name, hash, size, type));
+  }
+  /** Remove an attachment; false when the item had none of that name. @param {string} key @param {string} name @returns {boolean} */
+  detach(key, name) {
+    return this._call((r) => r.detach(key, name));
+  }
+  /** The item's attachments, JSON `[{name, hash, size, type}]`. @param {string} key @returns {string} */
+  attachmentsJson(key) {
+    return this._call((r) => r.attachments(key));
+  }
+  /** Every hash a visible item refers to. @returns {string[]} */
+  attachmentHashes() {
+    return JSON.parse(this._call((r) => r.attachmentHashes()));
+  }
+  /** Count attachment bytes against `quotaBytes` (QuotaExceededError). @param {number} bytes */
+  quotaCharge(bytes) {
+    this._call((r) => r.quotaCharge(bytes));
+  }
+  /** @param {number} bytes */
+  quotaRelease(bytes) {
+    this._call((r) => r.quotaRelease(bytes));
+  }
+  /** An incremental SHA-256 (the core's). */
+  newHasher() {
+    if (!this._glue) throw new ClosedError(`repository ${this.name} is closed`);
+    return new this._glue.Sha256Stream();
+  }
+
   /**
    * One atomic commit. `ops` is a function receiving a `TxnBuilder` (put / update / delete /
    * unset / setAdd / setRemove), a builder, or the bytes a builder made (`tx.bytes()`: how the
@@ -657,9 +691,9 @@ export class EngineHandle {
   invite(secret, role, expires, uses) {
     return this._call((r) => r.invite(secret, role, expires, uses));
   }
-  /** Redeem an invite this replica's history holds. @param {Uint8Array} secret */
+  /** Redeem an invite this replica's history holds: false when nothing was written (the key already has the role). @param {Uint8Array} secret @returns {boolean} */
   redeem(secret) {
-    this._call((r) => r.redeem(secret));
+    return this._call((r) => r.redeem(secret));
   }
   /** Revoke an invite. @param {string} id */
   revokeInvite(id) {

@@ -44,6 +44,10 @@ export class MigrationError extends IbexError {}
 export class PassphraseError extends IbexError {}
 /** The item does not exist (e.g. `update` of a missing key). */
 export class NotFoundError extends IbexError {}
+/** `attachment(key, name)`: the item has no attachment of that name (`key`, `attachment`). */
+export class AttachmentNotFoundError extends IbexError {}
+/** `attachment(key, name)`: this device has the attachment's record but not its bytes (`key`, `attachment`, `hash`). */
+export class AttachmentUnavailableError extends IbexError {}
 /** A key is not `collection/id` or breaks a limit; or a repository name is invalid. */
 export class InvalidKeyError extends IbexError {}
 /** A value cannot be stored (NaN, Infinity, a Date or Map, a cycle, a bad field name, ...). */
@@ -107,6 +111,8 @@ export const ERROR_CLASSES = {
   MigrationError,
   PassphraseError,
   NotFoundError,
+  AttachmentNotFoundError,
+  AttachmentUnavailableError,
   InvalidKeyError,
   InvalidValueError,
   TooLargeError,

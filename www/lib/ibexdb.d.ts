@@ -367,7 +367,12 @@ export interface HistoryEntry {
   op:
     | { type: 'put'; value: Item }
     | { type: 'delete' }
-    | { type: 'patch'; fields: Record<string, { assign: Value } | { unset: true } | { add: string[]; remove: string[] }> };
+    | {
+        type: 'patch';
+        fields: Record<string, { assign: Value } | { unset: true } | { add: string[]; remove: string[] }>;
+        /** Attachments the commit attached or detached, by name (absent when none). */
+        attachments?: Record<string, { attach: { hash: string; size: number; type: string } } | { detach: true }>;
+      };
 }
 
 export interface VerifyReport {
@@ -395,7 +400,18 @@ export interface StorageInfo {
   quota: number;
   /** Whether the browser granted persistent storage (`navigator.storage.persisted()`). */
   persisted: boolean;
-  repository: { logBytes: number; snapshotBytes: number; totalBytes: number; items: number; commits: number };
+  /** `totalBytes` counts the attachment files too; `attachmentBytes` is theirs alone (files kept until the next open reclaims them). */
+  repository: { logBytes: number; snapshotBytes: number; totalBytes: number; attachmentBytes: number; items: number; commits: number };
+}
+
+/** What a commit records of an attachment (docs/design.md §6.7). */
+export interface Attachment {
+  name: string;
+  /** SHA-256 of the bytes, 64 lowercase hex digits. */
+  hash: string;
+  size: number;
+  /** Media type (`''` when none was given). */
+  type: string;
 }
 
 export interface ReceiveReport {
@@ -499,6 +515,14 @@ export declare class Database {
    * in trusted mode. (Its secret half is the identity: `exportIdentity()`, `options.identity`.)
    */
   readonly publicKey: string | null;
+  /**
+   * With `open(name, { sync, invite })`: what the link did once synced — 'redeemed' (this
+   * device got the link's role: as a new device the server kept waiting, or as one that already
+   * read with a lower role), 'kept' (it already had that role or a higher one: the link was not
+   * used and keeps its use), or the typed error (a refused link: PermissionError 'invite-used',
+   * …). Never rejects. Null without `invite`.
+   */
+  readonly invited: Promise<'redeemed' | 'kept' | Error> | null;
   readonly trusted: boolean;
   readonly durability: 'flush' | 'relaxed';
   /** Where the files are: what `storage: 'auto'` chose, or what was asked for. */
@@ -525,6 +549,25 @@ export declare class Database {
   update(key: Key, fields: Item): Promise<void>;
   delete(key: Key): Promise<void>;
   transaction<R>(fn: (tx: Transaction) => R): Promise<R>;
+
+  /**
+   * Store a file beside the item at `key` under `name` (the item must exist: NotFoundError).
+   * The bytes are streamed into this device's storage, named by their SHA-256 (identical
+   * bytes are stored once), then a commit records `{name, hash, size, type}`; a later attach
+   * of the same name replaces it. `type` defaults to the Blob's. A full disk or `quotaBytes`
+   * is QuotaExceededError with nothing written.
+   */
+  attach(key: Key, name: string, data: Blob | ArrayBuffer | Uint8Array | ReadableStream<Uint8Array>, options?: { type?: string }): Promise<Attachment>;
+  /**
+   * The bytes of attachment `name`, as a Blob of its type (read from the file when the Blob
+   * is). AttachmentNotFoundError when the item has no such attachment;
+   * AttachmentUnavailableError when this device has the record but not the bytes.
+   */
+  attachment(key: Key, name: string): Promise<Blob>;
+  /** Remove attachment `name`; false when there was none. The file goes at the next open when no item refers to it. */
+  detach(key: Key, name: string): Promise<boolean>;
+  /** The item's attachments, by name (empty when none or no item). */
+  attachments(key: Key): Promise<Attachment[]>;
 
   query<T extends Item = Item>(q: Query): Promise<Row<T>[]>;
   /** A page of a query and the cursor after its last row, for `query({...q, after: cursor})`. */
@@ -579,10 +622,13 @@ export declare class Database {
   invite(options: { role: Role; expires?: Date | number; uses?: number; base?: string }): Promise<{ link: string; id: string }>;
   /**
    * Redeem an invite link on a device that already reads the repository (e.g. a reader given a
-   * writer link): one commit giving this key the link's role; PermissionError 'invite-used',
-   * 'invite-expired', 'invite-revoked' or 'invite-invalid' otherwise, nothing written.
+   * writer link): one commit giving this key the link's role (true); false, nothing written and
+   * the link's use kept, when this key already has that role or a higher one;
+   * PermissionError 'invite-used', 'invite-expired', 'invite-revoked' or 'invite-invalid'
+   * otherwise (also 'invite-invalid' when an owner's grant or revocation sets this key's role,
+   * which a link does not change), nothing written.
    */
-  redeem(link: string): Promise<void>;
+  redeem(link: string): Promise<boolean>;
   /** The invites of the access list. */
   invites(): Promise<Invite[]>;
   /** Revoke an invite before it is used up (owners only). */
@@ -632,6 +678,18 @@ export declare class PassphraseError extends IbexError {
 }
 export declare class NotFoundError extends IbexError {
   readonly key: string;
+}
+/** `attachment(key, name)`: the item has no attachment of that name. */
+export declare class AttachmentNotFoundError extends IbexError {
+  readonly key: string;
+  /** The attachment's name. */
+  readonly attachment: string;
+}
+/** `attachment(key, name)`: this device holds the attachment's record (received by sync) but not its bytes. */
+export declare class AttachmentUnavailableError extends IbexError {
+  readonly key: string;
+  readonly attachment: string;
+  readonly hash: string;
 }
 export declare class InvalidKeyError extends IbexError {
   readonly key: string;

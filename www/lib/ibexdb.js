@@ -23,7 +23,8 @@ import { waitSynced } from './sync-wait.js';
 import { startSchemas } from './schema-upgrade.js';
 import { checkOptions } from './open-options.js';
 import { exportPassphrase, openIdentity, wrapIdentity } from './identity-wrap.js';
-import { inviteOptions, parseInvite, sendInvite } from './invite.js';
+import { inviteOptions, parseInvite, redeemIfMore, sendInvite } from './invite.js';
+import { sendAttach, sendAttachment, sendAttachments, sendDetach } from './attachments-page.js';
 
 export * from './errors.js';
 
@@ -147,6 +148,7 @@ export class Database {
     this._upgrader = null;
     /** @type {OpenOptions['syncToken']} open()'s bearer token (or its function), asked for by the worker before each dial */
     this._syncToken = undefined;
+    this.invited = /** @type {Promise<'redeemed' | 'kept' | Error> | null} open()'s `invite`: what the link did */ (null);
     worker.onmessage = (ev) => this._onMessage(ev.data);
     worker.onerror = (ev) => {
       ev.preventDefault?.();
@@ -429,9 +431,7 @@ export class Database {
    * @param {string} name
    * @returns {any}
    */
-  collection(name) {
-    return new Collection(this, name);
-  }
+  collection(name) { return new Collection(this, name); }
 
   /**
    * Aggregates: `{collection, where?, aggregates: {name: {sum|min|max|avg|count: field}}, groupBy?}`.
@@ -567,9 +567,7 @@ export class Database {
   // ----- durability, integrity, identity, storage --------------------------------------
 
   /** Make every write so far durable in OPFS. @returns {Promise<void>} */
-  flush() {
-    return this._send('flush', [], none);
-  }
+  flush() { return this._send('flush', [], none); }
 
   /**
    * Do now the background work the worker's timers would do later (policy.js): seal the unsealed
@@ -577,9 +575,7 @@ export class Database {
    * left pending. For an app (or the benchmark) that wants that work inside its own time, not
    * during whatever runs next. @returns {Promise<void>}
    */
-  settle() {
-    return this._send('settle', [], none);
-  }
+  settle() { return this._send('settle', [], none); }
 
   /** Re-prove the repository: every hash, signature, snapshot and index. @returns {Promise<import('./ibexdb.js').VerifyReport>} */
   verify() {
@@ -645,12 +641,18 @@ export class Database {
       argBoolean('setPublic', flags.write, 'flags.write');
     }, () => this._send('setPublic', [flags.read, flags.write], none));
   }
+  // Attachments (docs/design.md §6.7; www/lib/attachments-page.js; types in ibexdb.d.ts).
+  attach(/** @type {any} */ key, /** @type {any} */ name, /** @type {any} */ data, /** @type {any} */ options) { return sendAttach(this, key, name, data, options); }
+  attachment(/** @type {any} */ key, /** @type {any} */ name) { return sendAttachment(this, key, name); }
+  detach(/** @type {any} */ key, /** @type {any} */ name) { return sendDetach(this, key, name); }
+  attachments(/** @type {any} */ key) { return sendAttachments(this, key); }
+
   // Invites (docs/design.md §6.4 "Invites"; www/lib/invite.js). Owners only:
   invite(/** @type {any} */ options) {
     return this._checked(() => inviteOptions(options), (o) => sendInvite(this, o));
   }
   redeem(/** @type {string} */ link) {
-    return this._checked(() => parseInvite(this.name, link), (i) => this._send('redeem', [i.secret], none));
+    return this._checked(() => parseInvite(this.name, link), (i) => this._send('redeem', [i.secret], (t) => t === true));
   }
   invites() {
     return this._send('invites', [], parseJson);
@@ -701,7 +703,6 @@ export class Database {
     return waitSynced(this._syncListeners, st);
   }
 
-
   /** Where sync stands: state, position, counters, last error. @returns {Promise<SyncStatus>} */
   syncStatus() {
     return this._send('syncStatus', [], (t) => reviveStatus(JSON.parse(t)));
@@ -715,10 +716,7 @@ export class Database {
    */
   onSyncStatus(cb) {
     argFunction('onSyncStatus', cb, 'cb');
-    /** @param {SyncStatus} s */
-    const f = (s) => {
-      cb(s);
-    };
+    const f = (/** @type {SyncStatus} */ s) => void cb(s);
     this._syncListeners.add(f);
     return () => this._syncListeners.delete(f);
   }
@@ -738,7 +736,8 @@ export class Database {
       repository: {
         logBytes: stats.logBytes,
         snapshotBytes: stats.snapshotBytes,
-        totalBytes: stats.logBytes + stats.snapshotBytes + (this.publicKey ? 48 + 49 : 0),
+        totalBytes: stats.logBytes + stats.snapshotBytes + (this.publicKey ? 48 + 49 : 0) + stats.attachmentBytes,
+        attachmentBytes: stats.attachmentBytes,
         items: stats.items,
         commits: stats.commits,
       },
@@ -889,8 +888,8 @@ export async function open(name, options = {}) {
       if (options.version !== undefined) await startSchemas(db, { ...options, version: options.version });
       if (options.sync == null) return db;
       if (options.invite !== undefined) await db._send('setInvite', [parseInvite(name, options.invite)], none);
-      // Start, do not wait for the server: the database works offline.
-      await db._send('sync', [options.sync], none);
+      await db._send('sync', [options.sync], none); // started, not waited for: the database works offline
+      if (options.invite !== undefined) db.invited = redeemIfMore(db, options.invite);
     } catch (e) {
       await db.close().catch(() => {});
       throw e;

@@ -3,7 +3,7 @@
 // (`#ibexdb-invite=…`), which browsers never send to a server.
 
 import { fromBase64url, toBase64url } from './codec.js';
-import { InvalidValueError } from './errors.js';
+import { ClosedError, InvalidValueError } from './errors.js';
 import { describe, isPlainObject } from './args.js';
 
 const ROLES = ['reader', 'writer', 'owner'];
@@ -78,4 +78,65 @@ export async function sendInvite(db, o) {
   const secret = inviteSecret();
   const r = await db._send('invite', [secret, o.role, o.expires, o.uses], (t) => JSON.parse(t));
   return { link: inviteLink(o.base, db.name, r.commit, o.role, secret), id: r.id };
+}
+
+const RANK = { reader: 1, writer: 2, owner: 3 };
+
+/**
+ * What `open(name, {sync, invite})` does with the link once the replica has synced
+ * (docs/design.md §6.4 "Invites", "A device that already reads"): a new device redeemed it
+ * while the server kept it waiting (worker/sync.js); a device that already reads redeems it
+ * only if it gives more than the role it has (`db.redeem`, which writes nothing when the key
+ * already has the role or a higher one, so the link keeps its use, and refuses with
+ * `invite-invalid`, writing nothing, when an owner's entry sets the key's role). Resolves to
+ * 'redeemed' (this device got the link's role), 'kept' (it already had it: the link is unused)
+ * or the typed error; never rejects.
+ * @param {SyncedDb & {name: string, publicKey: string | null, members: () => Promise<{members: {publicKey: string, role: string}[]}>, redeem: (link: string) => Promise<boolean>}} db
+ * @param {string} link an invite link for this repository (checked by open())
+ * @returns {Promise<'redeemed' | 'kept' | Error>}
+ */
+export async function redeemIfMore(db, link) {
+  const role = parseInvite(db.name, link).role;
+  const rank = async () => {
+    const mine = (await db.members()).members.find((m) => m.publicKey === db.publicKey);
+    return mine ? RANK[/** @type {keyof typeof RANK} */ (mine.role)] ?? 0 : 0;
+  };
+  try {
+    const before = await rank();
+    await synced(db);
+    if (await db.redeem(link)) {
+      await db.sync();
+      return 'redeemed';
+    }
+    const want = RANK[/** @type {keyof typeof RANK} */ (role)];
+    return before < want && (await rank()) >= want ? 'redeemed' : 'kept';
+  } catch (e) {
+    return /** @type {Error} */ (e);
+  }
+}
+
+/** @typedef {{sync: () => Promise<unknown>, syncStatus: () => Promise<{state: string, lastError: any}>, onSyncStatus: (f: (st: {state: string, lastError: any}) => void) => () => void}} SyncedDb */
+
+/**
+ * Until the replica has synced (state `synced`), through the wait of a session the server keeps
+ * waiting (`cannot-read`: a new device whose redemption is on its way is welcomed once it is
+ * stored); a refusal (`invite-used`, …) is thrown as it is. It watches the status rather than
+ * calling `db.sync()`, which dials again after a refusal (and the status would then say
+ * `cannot-read` instead of why the link was refused).
+ * @param {SyncedDb} db
+ */
+async function synced(db) {
+  /** @type {{state: string, lastError: any}} */
+  const st = await new Promise((resolve) => {
+    const settled = (/** @type {{state: string, lastError: any}} */ st) =>
+      st.state === 'synced' || st.state === 'off' || (st.state === 'error' && st.lastError?.kind !== 'cannot-read');
+    const stop = db.onSyncStatus((st) => {
+      if (settled(st)) stop(), resolve(st);
+    });
+    db.syncStatus().then((st) => {
+      if (settled(st)) stop(), resolve(st);
+    }, (err) => (stop(), resolve({ state: 'error', lastError: err })));
+  });
+  if (st.state === 'error') throw st.lastError;
+  if (st.state === 'off') throw new ClosedError('sync stopped before the invite link was used');
 }

@@ -47,6 +47,27 @@ impl Quota {
             used: Cell::new(0),
         })
     }
+
+    /// Count `n` more bytes (an attachment file's), or refuse them: QuotaExceeded.
+    pub fn charge(&self, n: u64) -> Result<(), StorageError> {
+        let used = self.used.get() + n;
+        if used > self.limit {
+            return Err(StorageError::new(
+                StorageErrorKind::QuotaExceeded,
+                format!(
+                    "the repository's byte limit ({} bytes) would be exceeded ({used} bytes)",
+                    self.limit
+                ),
+            ));
+        }
+        self.used.set(used);
+        Ok(())
+    }
+
+    /// Give back `n` bytes counted by [`Quota::charge`].
+    pub fn release(&self, n: u64) {
+        self.used.set(self.used.get().saturating_sub(n));
+    }
 }
 
 /// One OPFS file opened for synchronous access.

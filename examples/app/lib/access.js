@@ -78,4 +78,8 @@ const PERMISSION_TEXT = {
   'cannot-administer': 'Only an owner of this board can invite, change roles or remove people.',
   'foreign-root': 'This device already holds another board under this name; it cannot be merged with the one on the server.',
   'cannot-create': 'The server does not accept this board: it was not created with a signing key.',
+  'invite-used': 'This invite link was already used: a link works only as many times as its owner chose. Ask an owner of the board for a new one.',
+  'invite-expired': 'This invite link has expired. Ask an owner of the board for a new one.',
+  'invite-revoked': 'This invite link was revoked by an owner of the board. Ask them for a new one.',
+  'invite-invalid': 'This invite link is not valid for this board (it is damaged, or not an invite of this board). Ask an owner of the board for a new one.',
 };

@@ -10,6 +10,10 @@ import { explain } from '../lib/access.js';
 
 const RECHECK_MS = 10_000;
 
+/** Why the invite link this page was opened with was refused (null: none was, or none given). */
+/** @type {string | null} */
+let inviteRefusal = null;
+
 /**
  * Resolve once writing is safe: at once for a local board or one with data here, otherwise after
  * the first sync. False when the database was replaced meanwhile (a new join runs for it).
@@ -26,6 +30,10 @@ export async function joinBoard(app, banner) {
   try {
     for (;;) {
       try {
+        // The invite link this page was opened with, refused before this loop asked: say so
+        // (asking db.sync() now would dial again, and the answer would be cannot-read).
+        const st = await db.syncStatus();
+        if (!inviteRefusal && st.lastError instanceof PermissionError && st.lastError.kind?.startsWith('invite-')) throw st.lastError;
         await db.sync();
         return app.db === db;
       } catch (err) {
@@ -69,13 +77,22 @@ function refused(banner, err, db) {
     timer = setTimeout(done, RECHECK_MS);
     stop = db.onSyncStatus((st) => {
       if (st.state === 'syncing' || st.state === 'synced') done();
+      // The invite link's redemption, refused while the session waits: say why.
+      else if (st.lastError instanceof PermissionError && st.lastError.kind?.startsWith('invite-')) show(st.lastError);
     });
-    const noRead = err instanceof PermissionError && err.kind === 'cannot-read';
-    banner.show('denied', noRead ? 'You do not have access to this board yet.' : 'The server refused this device.', {
-      text: noRead ? 'Send your public key to an owner of the board; once they invite you (Share → Invite), it opens here.' : explain(err),
-      key: true,
-      again: done,
-      hint: 'It opens here as soon as you are invited.',
-    });
+    show(err);
+    /** @param {unknown} err */
+    function show(err) {
+      const noRead = err instanceof PermissionError && err.kind === 'cannot-read';
+      // A refused invite link stays said (the session then waits like any other without access).
+      if (err instanceof PermissionError && err.kind?.startsWith('invite-')) inviteRefusal = explain(err);
+      const title = inviteRefusal ? 'This invite link cannot be used.' : noRead ? 'You do not have access to this board yet.' : 'The server refused this device.';
+      banner.show('denied', title, {
+        text: inviteRefusal ?? (noRead ? 'Send your public key to an owner of the board; once they invite you (Share → Invite), it opens here.' : explain(err)),
+        key: true,
+        again: done,
+        hint: 'It opens here as soon as you are invited.',
+      });
+    }
   });
 }

@@ -1,11 +1,15 @@
-// Sharing the board: this device's public key (to send to an owner), inviting another person's
-// key as a writer or a reader (owners only: db.grant), the members with their roles, followed
-// live (lib/watch-access.js), role changes and removal (db.revoke). A grant is a signed commit:
-// it reaches the server with the next sync, and the server and every device enforce it.
+// Sharing the board. Owners invite by link (views/invite-link.js: a role, an expiry and a number
+// of uses; the link and its QR code; the pending invites with Revoke). The key exchange stays as
+// the advanced path: this device's public key (to send to an owner) and inviting another
+// person's key as a writer or a reader (db.grant). Then the members with their roles, followed
+// live (lib/watch-access.js), role changes and removal (db.revoke). A grant, an invite and a
+// redemption are signed commits: they reach the server with the next sync, and the server and
+// every device enforce them.
 import { accessOf, explain, parsePublicKey, sortedMembers } from '../lib/access.js';
 import { dialog, h, shortKey } from '../lib/dom.js';
 import { watchAccess } from '../lib/watch-access.js';
 import { paintAvatar } from './header.js';
+import { inviteLinks } from './invite-link.js';
 
 /** @typedef {typeof import('../app.js').app} App */
 /** @typedef {import('ibexdb').Role} Role */
@@ -15,24 +19,35 @@ export async function openShareDialog(app, people) {
   const db = app.db;
   const me = db.publicKey ?? '';
   const msg = h('p.msg', { role: 'alert' });
+  const links = inviteLinks(app, (text, kind) => say(msg, text, kind));
   const invite = inviteForm(app, msg);
   const intro = h('p.role');
   const list = h('ul.members', { 'aria-label': 'Members' });
-  const d = dialog('Share this board', h('div.share', null,
+  const advanced = /** @type {HTMLDetailsElement} */ (h('details.advanced', null,
+    h('summary', null, 'Advanced: exchange public keys'),
     h('p', null, 'Your public key — send it to an owner of a board you want to join:'),
     h('div.keybox', null, h('code.key', null, me), copyButton(me)),
+    invite.el));
+  const d = dialog('Share this board', h('div.share', null,
     intro,
-    invite.el,
+    links.el,
     msg,
     h('h3', null, 'Members'),
     list,
+    advanced,
     app.syncUrl ? null : h('p.hint', null, 'This board syncs with no server: set one under the sync status to share it.')),
   { label: 'Share this board' });
 
+  let first = true;
   const stop = await watchAccess(db, (m) => {
     const owner = accessOf(m, me) === 'owner';
     intro.textContent = roleIntro(m, me);
+    links.enable(owner);
+    links.refresh();
     invite.enable(owner, m);
+    // Someone who cannot invite came here for their key: the advanced part starts open.
+    if (first) advanced.open = !owner;
+    first = false;
     list.replaceChildren(...memberRows(app, m, people, { owner, msg }));
   });
   d.addEventListener('close', stop);
@@ -42,7 +57,7 @@ export async function openShareDialog(app, people) {
 function roleIntro(m, me) {
   const a = accessOf(m, me);
   if (a === 'anyone') return 'Nobody owns this board yet: your first change makes you its owner; then you can invite people.';
-  if (a === 'owner') return 'You own this board: invite people by their public key.';
+  if (a === 'owner') return 'You own this board: send a person an invite link (or let them scan its QR code); it gives their device the role you choose.';
   const why = {
     writer: 'you are a writer here',
     reader: 'you are a reader here',

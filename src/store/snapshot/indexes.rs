@@ -16,15 +16,61 @@ use std::collections::BTreeMap;
 /// the blocks of its ranges (`query/lazy.rs`).
 pub(super) const BLOCK_BYTES: usize = 32 << 10;
 
+/// A stretch of an index's entries, in order, as the snapshot encoder takes them.
+pub enum Piece<'a, T> {
+    /// Entries to write as new blocks.
+    New(Box<dyn Iterator<Item = T> + 'a>),
+    /// A block of the file being appended to, not read since: listed where it is, with the
+    /// writes to its range since it was written (encoded as in a block; `true`: inserted).
+    Kept(&'a IndexBlock, Vec<(Box<[u8]>, bool)>),
+}
+
+/// A value entry as a block holds it: the value at the path (`None`: missing), the item's id.
+pub type ValueEntry<'a> = (Option<&'a Value>, &'a str);
+/// An element entry as a block holds it: a string element of a set or list, the item's id.
+pub type ElemEntry<'a> = (&'a str, &'a str);
+
 /// A built index, as the snapshot encoder reads it.
 pub trait IndexEntries {
     /// Number-valued items, the exact sum of the integral ones, numbers that are not integers.
     fn stats(&self) -> (u64, i128, u64);
     /// One entry per visible item, in index order: the value at the path (`None`: missing)
     /// and the item's id.
-    fn values(&self) -> Box<dyn Iterator<Item = (Option<&Value>, &str)> + '_>;
+    fn values(&self) -> Vec<Piece<'_, ValueEntry<'_>>>;
     /// One entry per string element of a set or list at the path, in order: (element, id).
-    fn elems(&self) -> Box<dyn Iterator<Item = (&str, &str)> + '_>;
+    fn elems(&self) -> Vec<Piece<'_, ElemEntry<'_>>>;
+}
+
+/// A value entry, encoded as in a block: `u8` 0 (missing) or 1 and the value, then `lp(id)`.
+fn put_value(w: &mut Writer, (v, id): ValueEntry<'_>) {
+    match v {
+        None => w.u8(0),
+        Some(v) => {
+            w.u8(1);
+            v.encode(w);
+        }
+    }
+    w.lp(id.as_bytes());
+}
+
+/// An element entry, encoded as in a block: `lp(element)`, `lp(id)`.
+fn put_elem(w: &mut Writer, (e, id): ElemEntry<'_>) {
+    w.lp(e.as_bytes());
+    w.lp(id.as_bytes());
+}
+
+/// One value entry encoded alone (a kept write, `Piece::Kept`).
+pub fn encode_value_entry(e: ValueEntry<'_>) -> Box<[u8]> {
+    let mut w = Writer::new();
+    put_value(&mut w, e);
+    w.into_inner().into()
+}
+
+/// One element entry encoded alone (a kept write, `Piece::Kept`).
+pub fn encode_elem_entry(e: ElemEntry<'_>) -> Box<[u8]> {
+    let mut w = Writer::new();
+    put_elem(&mut w, e);
+    w.into_inner().into()
 }
 
 /// Where a persisted index's entries go when it is read back, in order.
@@ -77,20 +123,8 @@ pub(super) fn write(f: &mut Out<'_>, indexes: &[Persist<'_>]) -> Result<Vec<(Str
         let ix = match p {
             Persist::Kept { index, .. } => (*index).clone(),
             Persist::Built { path, index, .. } => {
-                let values = blocks(f, &mut block, index.values(), |w, (v, id)| {
-                    match v {
-                        None => w.u8(0),
-                        Some(v) => {
-                            w.u8(1);
-                            v.encode(w);
-                        }
-                    }
-                    w.lp(id.as_bytes());
-                })?;
-                let elems = blocks(f, &mut block, index.elems(), |w, (e, id)| {
-                    w.lp(e.as_bytes());
-                    w.lp(id.as_bytes());
-                })?;
+                let values = pieces(f, &mut block, index.values(), put_value)?;
+                let elems = pieces(f, &mut block, index.elems(), put_elem)?;
                 ColdIndex {
                     path: path.to_string(),
                     stats: index.stats(),
@@ -100,6 +134,27 @@ pub(super) fn write(f: &mut Out<'_>, indexes: &[Persist<'_>]) -> Result<Vec<(Str
             }
         };
         out.push((p.key().0.to_string(), ix));
+    }
+    Ok(out)
+}
+
+/// An index's entries from its pieces: new ones encoded into blocks, kept blocks listed
+/// with their writes.
+fn pieces<T>(
+    f: &mut Out<'_>,
+    block: &mut Writer,
+    pieces: Vec<Piece<'_, T>>,
+    put: fn(&mut Writer, T),
+) -> Result<Vec<IndexBlock>> {
+    let mut out = Vec::new();
+    for p in pieces {
+        match p {
+            Piece::New(entries) => out.extend(blocks(f, block, entries, put)?),
+            Piece::Kept(b, pending) => out.push(IndexBlock {
+                pending,
+                ..b.clone()
+            }),
+        }
     }
     Ok(out)
 }
@@ -133,6 +188,7 @@ fn blocks<T>(
             crc: crate::hashing::block_sum(&block.buf),
             first: block.buf[..first_end].into(),
             last: block.buf[last_start..].into(),
+            pending: Vec::new(),
         });
         f.block(&block.buf)?;
     }
@@ -158,6 +214,11 @@ pub(super) fn directory(w: &mut Writer, indexes: &[(String, ColdIndex)]) {
                 w.u32(b.crc);
                 w.lp(&b.first);
                 w.lp(&b.last);
+                w.varint(b.pending.len() as u64);
+                for (e, insert) in &b.pending {
+                    w.u8(u8::from(*insert));
+                    w.lp(e);
+                }
             }
         }
     }
@@ -196,7 +257,7 @@ pub(super) fn read_directory(
             elems,
         };
         match collections.get(&key.0) {
-            Some(coll) if ix.value_count() == coll.count() as u64 => {}
+            Some(coll) if ix.value_count() == Some(coll.count() as u64) => {}
             _ => return Err(r.err("an index that does not match its collection")),
         }
         out.entry(key.0.clone()).or_default().push(ix);
@@ -220,6 +281,7 @@ fn block_list(
             crc: r.u32()?,
             first: r.lp()?.into(),
             last: r.lp()?.into(),
+            pending: pending(r)?,
         };
         let end = b.offset.checked_add(u64::from(b.len));
         let sane = b.count >= 1 && u64::from(b.count) * MIN_ENTRY_BYTES <= u64::from(b.len);
@@ -232,16 +294,19 @@ fn block_list(
     Ok(out)
 }
 
-/// Read a persisted index's entries from `src`, in order, into `sink`. Every block is checked
-/// against its checksum and its count; the sink checks the order.
-pub fn load<S: Storage>(src: &S, ix: &ColdIndex, sink: &mut dyn IndexSink) -> Result<()> {
-    for b in &ix.values {
-        load_block(src, b, true, sink)?;
+/// A block's kept writes: `varint` n, then n × (`u8` 1 inserted / 0 removed, `lp(entry)`).
+fn pending(r: &mut Reader<'_>) -> Result<Vec<(Box<[u8]>, bool)>> {
+    let n = r.count(1 + 1 + MIN_ENTRY_BYTES as usize, usize::MAX)?;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let insert = match r.u8()? {
+            0 => false,
+            1 => true,
+            _ => return Err(r.err("bad kept index write")),
+        };
+        out.push((r.lp()?.into(), insert));
     }
-    for b in &ix.elems {
-        load_block(src, b, false, sink)?;
-    }
-    Ok(())
+    Ok(out)
 }
 
 /// Read one block of value entries (`values`) or element entries from `src` into `sink`,

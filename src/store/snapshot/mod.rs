@@ -26,8 +26,9 @@ pub use decode::read;
 use decode::{FOOT_LEN, HEAD_LEN};
 pub use encode::Written;
 pub use indexes::{
-    decode_entry as decode_index_entry, load as load_index, load_block as load_index_block,
-    ColdIndexes, IndexEntries, IndexSink, Persist,
+    decode_entry as decode_index_entry, encode_elem_entry as encode_index_elem_entry,
+    encode_value_entry as encode_index_value_entry, load_block as load_index_block, ColdIndexes,
+    ElemEntry, IndexEntries, IndexSink, Persist, Piece, ValueEntry,
 };
 pub use scan::{scan_field, scan_ids};
 
@@ -40,13 +41,14 @@ use crate::item::{Item, ItemId};
 use crate::state::State;
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"IBEXSNP1";
-/// Version 8 writes the commit table in segments an appended snapshot keeps (docs/design.md §8,
+/// Version 9 lists with each index block the writes to its range since (`IndexBlock::pending`:
+/// a snapshot keeps a written index without reading it). Version 8 writes the commit table in segments an appended snapshot keeps (docs/design.md §8,
 /// *Commit table*). Version 7 adds the stored schemas to every access list (docs/design.md §2.4). Version 6 lists each index block's first and last entries in the index directory (a query
 /// reads only the index blocks it needs); version 5 changed the access lists (each entry keeps its uncovered writes by commit id, not
 /// a stamp; the founder's key) and marks the commits that do not count; version 4 added the persisted secondary indexes; version 3 cut the items into blocks read
 /// on demand; version 2 added the access lists (docs/design.md §8). A file of an older version
 /// is ignored (the log is replayed) and rewritten at the next snapshot.
-pub const SNAPSHOT_VERSION: u32 = 8;
+pub const SNAPSHOT_VERSION: u32 = 9;
 /// Commit flags.
 const F_TRUSTED: u8 = 1;
 const F_SEALED: u8 = 2;

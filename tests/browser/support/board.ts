@@ -179,13 +179,20 @@ export async function keyShownBy(page: Page): Promise<string> {
   return key;
 }
 
+/** Open the share dialog's advanced part (the key exchange; an owner's dialog starts with it closed). */
+export async function openAdvanced(d: Locator) {
+  const part = d.locator('details.advanced');
+  if (!(await part.evaluate((e) => (e as HTMLDetailsElement).open))) await part.locator('summary').click();
+}
+
 /** In the owner's share dialog (left open, returned): invite `key` as `role`, wait for the member row. */
 export async function invite(owner: Page, key: string, role: 'writer' | 'reader'): Promise<Locator> {
   await owner.getByRole('button', { name: 'Share' }).click();
   const d = dialogOf(owner, 'Share this board');
+  await openAdvanced(d);
   await d.getByLabel('Public key to invite').fill(key);
   await d.getByLabel('Role', { exact: true }).selectOption(role);
-  await d.getByRole('button', { name: 'Invite' }).click();
+  await d.getByRole('button', { name: 'Invite', exact: true }).click();
   await expect(d.getByRole('alert')).toHaveText(new RegExp(`is now a ${role}\\.`));
   await expect(d.locator(`li.member[data-key="${key}"]`)).toHaveAttribute('data-role', role);
   return d;

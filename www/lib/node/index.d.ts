@@ -1,8 +1,8 @@
 // Types of the Node entry `ibexdb/node` (./index.js): the browser Database's methods (ibexdb.d.ts)
 // over memory or files in a directory.
-import type { Migration, SchemaVersionError, AggregateQuery, Collection, HistoryEntry, Invite, Item, ItemShape, Key, LiveChange, LiveQuery, Members, Page, Query, ReceiveReport, Role, Row, Schema, SyncStatus, Transaction, Value, VerifyReport, Where } from '../ibexdb.js';
+import type { Attachment, Migration, SchemaVersionError, AggregateQuery, Collection, HistoryEntry, Invite, Item, ItemShape, Key, LiveChange, LiveQuery, Members, Page, Query, ReceiveReport, Role, Row, Schema, SyncStatus, Transaction, Value, VerifyReport, Where } from '../ibexdb.js';
 
-export { IbexError, SchemaError, InvalidSchemaError, SchemaVersionError, MigrationError, PassphraseError, NotFoundError, InvalidKeyError, InvalidValueError, TooLargeError, StorageError, QuotaExceededError, StorageUnavailableError, ClosedError, CorruptError, SignatureError, QueryError, VerifyError, PanicError, DecodeError, ClockSkewError, ProtocolError, PermissionError, AuthError, LimitError, UnavailableError } from '../ibexdb.js';
+export { IbexError, SchemaError, InvalidSchemaError, SchemaVersionError, MigrationError, PassphraseError, NotFoundError, AttachmentNotFoundError, AttachmentUnavailableError, InvalidKeyError, InvalidValueError, TooLargeError, StorageError, QuotaExceededError, StorageUnavailableError, ClosedError, CorruptError, SignatureError, QueryError, VerifyError, PanicError, DecodeError, ClockSkewError, ProtocolError, PermissionError, AuthError, LimitError, UnavailableError } from '../ibexdb.js';
 
 export interface NodeOpenOptions {
   /** 'memory' (the default without `directory`): gone at close(). 'disk': files in `directory`/<name>/. */
@@ -47,6 +47,8 @@ export interface NodeOpenOptions {
 export declare class NodeDatabase {
   readonly name: string;
   readonly publicKey: string | null;
+  /** With `open(name, { sync, invite })`: 'redeemed', 'kept' (already had the role: the link unused) or the typed error; null without. */
+  readonly invited: Promise<'redeemed' | 'kept' | Error> | null;
   readonly trusted: boolean;
   readonly durability: 'flush' | 'relaxed';
   readonly storage: 'memory' | 'disk';
@@ -79,14 +81,20 @@ export declare class NodeDatabase {
   exportIdentity(options?: { passphrase: string }): Promise<string | null>;
   exportCommits(): Promise<Uint8Array<ArrayBuffer>>;
   receive(bundle: Uint8Array): Promise<ReceiveReport>;
-  storageInfo(): Promise<{ repository: { logBytes: number; snapshotBytes: number; totalBytes: number; items: number; commits: number } }>;
+  storageInfo(): Promise<{ repository: { logBytes: number; snapshotBytes: number; totalBytes: number; attachmentBytes: number; items: number; commits: number } }>;
+  /** As the browser's (docs/design.md §6.7): files under `<directory>/<name>/attachments/`, or in memory. */
+  attach(key: Key, name: string, data: Blob | ArrayBuffer | Uint8Array | ReadableStream<Uint8Array>, options?: { type?: string }): Promise<Attachment>;
+  attachment(key: Key, name: string): Promise<Blob>;
+  detach(key: Key, name: string): Promise<boolean>;
+  attachments(key: Key): Promise<Attachment[]>;
   grant(publicKey: string, role: Role): Promise<void>;
   revoke(publicKey: string): Promise<void>;
   setPublic(flags: { read: boolean; write: boolean }): Promise<void>;
   members(): Promise<Members>;
   /** A one-time invite link (owners only); `base` defaults to `ibexdb:` in Node. */
   invite(options: { role: Role; expires?: Date | number; uses?: number; base?: string }): Promise<{ link: string; id: string }>;
-  redeem(link: string): Promise<void>;
+  /** True when a redemption was written; false (the link's use kept) when this key already has the role or a higher one. */
+  redeem(link: string): Promise<boolean>;
   invites(): Promise<Invite[]>;
   revokeInvite(id: string): Promise<void>;
   sync(url?: string | string[] | null): Promise<void>;

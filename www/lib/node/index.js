@@ -21,10 +21,10 @@
 
 import { readFileSync } from 'node:fs';
 import { argCollection, argKey, argObject, argString } from '../args.js';
-import { inviteLink, inviteOptions, inviteSecret, parseInvite } from '../invite.js';
+import { inviteLink, inviteOptions, inviteSecret, parseInvite, redeemIfMore } from '../invite.js';
 import { decode, decodeMany, decodePage, decodeRows, encode, encodeObject } from '../codec.js';
 import { openEngine, provideWasmModule } from '../engine.js';
-import { ClosedError, IbexError, InvalidValueError, PanicError, fromWire } from '../errors.js';
+import { AttachmentNotFoundError, AttachmentUnavailableError, ClosedError, IbexError, InvalidValueError, NotFoundError, PanicError, fromWire } from '../errors.js';
 import { WASM_URL, isSyncUrls } from '../policy.js';
 import { createMemoryBackend } from '../backends/memory.js';
 import { LiveQuery, applyChange, publicChange } from '../live-query.js';
@@ -36,6 +36,9 @@ import { verifyRepository } from '../worker/verify.js';
 import { waitSynced } from '../sync-wait.js';
 import { fetchToken, isSyncTokenOption } from '../sync-token.js';
 import { diskBackend } from './disk.js';
+import { NodeAttachments } from './attachments.js';
+import { attachArgs } from '../attachments-page.js';
+import path from 'node:path';
 import { checkVersionOptions, startSchemas } from '../schema-upgrade.js';
 import { exportPassphrase, openIdentity, wrapIdentity } from '../identity-wrap.js';
 
@@ -108,6 +111,8 @@ export async function open(name, options = {}) {
       version: options.version,
     }, backend);
     const db = new NodeDatabase(name, engine, durability, storage, release, options.onError);
+    // Attachment files: leftovers and files no item refers to go now (docs/design.md §6.7).
+    db._attachments = new NodeAttachments(storage === 'disk' ? path.join(path.resolve(/** @type {string} */ (options.directory)), name, 'attachments') : null, engine);
     db._syncToken = options.syncToken;
     if (options.version !== undefined) {
       // Upgrade and migrate before sync starts (../schema-upgrade.js); a MigrationError closes.
@@ -118,6 +123,7 @@ export async function open(name, options = {}) {
     }
     if (invite) db._sync.invite = invite;
     if (options.sync != null) db.sync(options.sync).catch(() => {});
+    if (invite) db.invited = redeemIfMore(db, /** @type {string} */ (options.invite));
     return db;
   } catch (e) {
     release();
@@ -141,6 +147,8 @@ export class NodeDatabase {
     this.durability = durability;
     this.storage = storage;
     this.role = 'owner';
+    /** @type {Promise<'redeemed' | 'kept' | Error> | null} open()'s `invite`: what the link did */
+    this.invited = null;
     this._engine = engine;
     this._release = release;
     this._closed = false;
@@ -168,6 +176,8 @@ export class NodeDatabase {
     this._syncState = null;
     /** @type {import('../schema-upgrade.js').SchemaUpgrader | null} open()'s `version`: upgrades and migrations */
     this._upgrader = null;
+    /** @type {NodeAttachments | null} the attachment files (set by open()) */
+    this._attachments = null;
     /** @type {import('./index.js').NodeOpenOptions['syncToken']} */
     this._syncToken = undefined;
     this._sync = new SyncManager({
@@ -463,7 +473,62 @@ export class NodeDatabase {
   }
   async storageInfo() {
     const s = await this._run(() => this._engine.stats());
-    return { repository: { logBytes: s.logBytes, snapshotBytes: s.snapshotBytes, totalBytes: s.logBytes + s.snapshotBytes + (this.publicKey ? 48 + 49 : 0), items: s.items, commits: s.commits } };
+    const att = this._attachments?.bytes ?? 0;
+    return { repository: { logBytes: s.logBytes, snapshotBytes: s.snapshotBytes, totalBytes: s.logBytes + s.snapshotBytes + (this.publicKey ? 48 + 49 : 0) + att, attachmentBytes: att, items: s.items, commits: s.commits } };
+  }
+
+  // ----- attachments (./attachments.js; docs/design.md §6.7)
+  /** @param {any} key @param {any} name @param {any} data @param {any} [options] */
+  attach(key, name, data, options) {
+    let a;
+    try {
+      a = attachArgs(key, name, data, options);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const { source, type } = a;
+    return this._write(async () => {
+      const e = this._engine;
+      const store = /** @type {NodeAttachments} */ (this._attachments);
+      if (e.getJson(key) === undefined) throw new NotFoundError(`no item at ${key}`, { key });
+      const w = await store.write(source, e);
+      try {
+        e.attach(key, name, w.hash, w.size, type);
+      } catch (err) {
+        if (w.created) store.drop(w.hash, w.size, e);
+        throw err;
+      }
+      return { name, hash: w.hash, size: w.size, type };
+    });
+  }
+  /** @param {any} key @param {any} name @returns {Promise<Blob>} */
+  attachment(key, name) {
+    return this._run(async () => {
+      argKey('attachment', key);
+      argString('attachment', name, 'name', 'an attachment name (a string)');
+      const d = JSON.parse(this._engine.attachmentsJson(key)).find((/** @type {any} */ x) => x.name === name);
+      if (!d) throw new AttachmentNotFoundError(`${key} has no attachment ${JSON.stringify(name)}`, { key, attachment: name });
+      const b = await /** @type {NodeAttachments} */ (this._attachments).file(d.hash, d.type, d.size);
+      if (!b) throw new AttachmentUnavailableError(`the bytes of attachment ${JSON.stringify(name)} of ${key} are not here`, { key, attachment: name, hash: d.hash });
+      return b;
+    });
+  }
+  /** @param {any} key @param {any} name @returns {Promise<boolean>} */
+  detach(key, name) {
+    try {
+      argKey('detach', key);
+      argString('detach', name, 'name', 'an attachment name (a string)');
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this._write(() => this._engine.detach(key, name));
+  }
+  /** @param {any} key */
+  attachments(key) {
+    return this._run(() => {
+      argKey('attachments', key);
+      return JSON.parse(this._engine.attachmentsJson(key));
+    });
   }
 
   // ----- sync

@@ -5,6 +5,7 @@
 // ...args]` (ibexdb.js `_send`, typed by this table); arguments arrive checked by the page
 // (args.js) and as JSON text where they are values or queries; the payload goes back as it is.
 
+import { ATTACH_OPS } from './attach-ops.js';
 import { verifyRepository } from './verify.js';
 
 /**
@@ -46,7 +47,11 @@ export const OPS = Object.freeze({
   live: op((cx, /** @type {number} */ subId, /** @type {string} */ queryJson) => cx.live.subscribe(cx.origin, subId, queryJson)),
   unsubscribe: op((cx, /** @type {number} */ subId) => cx.live.unsubscribe(cx.origin, subId)),
   members: op((cx) => cx.engine.membersJson()),
-  storageInfo: op((cx) => cx.engine.statsJson()),
+  storageInfo: op((cx) => {
+    const stats = JSON.parse(cx.engine.statsJson());
+    stats.attachmentBytes = cx.engine.attachmentStore?.bytes ?? 0;
+    return JSON.stringify(stats);
+  }),
   // ----- writes
   put: op((cx, /** @type {string} */ key, /** @type {string} */ valueJson) => cx.engine.putJson(key, valueJson), true),
   update: op((cx, /** @type {string} */ key, /** @type {string} */ fieldsJson) => cx.engine.updateJson(key, fieldsJson), true),
@@ -96,6 +101,8 @@ export const OPS = Object.freeze({
     return JSON.stringify(cx.sync.status());
   }),
   syncStatus: op((cx) => JSON.stringify(cx.sync.status())),
+  // ----- attachments (attach-ops.js)
+  ...ATTACH_OPS,
   // ----- test hook
   debugPanic: op((cx, /** @type {string} */ message) => cx.engine.panicForTest(message)),
 });

@@ -8,6 +8,7 @@
 // state). Every worker also holds `ibexdb-client:<id>` for its lifetime, so the owner learns when
 // a client's tab is gone and drops its live queries. (docs/design.md §11.4)
 
+import { openAttachments } from '../attachments.js';
 import { openEngine, preloadWasm, provideWasmModule } from '../engine.js';
 import { ClosedError, StorageUnavailableError, toWire } from '../errors.js';
 import { ATTACH_TIMEOUT_MS, channelName, checkName, clientLockName, ownerLockName } from '../policy.js';
@@ -144,6 +145,8 @@ export class Ownership {
       const live = changes && this.live.hasLocal() ? { epoch: this.live.epoch, changes } : undefined;
       this.rt.post({ type: 'results', results, live });
     } else if (this.role === 'client') {
+      // A BroadcastChannel cannot carry a stream: an attachment's is read into a Blob here.
+      for (const o of ops) for (let i = 2; i < o.length; i++) if (o[i] instanceof ReadableStream) o[i] = await new Response(o[i]).blob();
       const rid = this._nextRid++;
       this._pending.set(rid, { ops, durability });
       this.broadcast({ type: 'req', from: this.rt.id, rid, durability, ops });
@@ -223,6 +226,8 @@ export class Ownership {
   async _becomeOwner() {
     const rt = this.rt;
     rt.engine = await openEngine(rt.name, { ...rt.options, appSchemas: rt.options.schemas, schemas: undefined }, this.backend ?? undefined);
+    // Attachment files: leftovers of a killed write and files no item refers to go now (§6.7).
+    if (rt.engine.storage === 'opfs') rt.engine.attachmentStore = await openAttachments(rt.name, rt.engine);
     for (const [c, s] of this.pageSchemas) rt.engine.defineSchemaJson(c, s);
     this.live.newEpoch();
     const wasClient = this.role === 'client';

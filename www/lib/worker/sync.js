@@ -576,6 +576,10 @@ export class SyncManager {
           // connected and is welcomed the moment a grant lets it read (it is not dialed again
           // meanwhile). Any other refusal closes the session.
           this._waiting = this.lastError.kind === 'cannot-read';
+          // A refusal that ends the wait (an invite's redemption refused: invite-used, …) also
+          // cancels a re-dial of the waiting session that retryRefused() scheduled: dialed
+          // again, the session would only be told cannot-read, and the reason would be lost.
+          if (!this._waiting) clearTimeout(this._timer);
           // Waiting, with an invite to redeem (open(name, { invite })): push the redemption,
           // built from the link alone; the server welcomes this session once it is stored,
           // or refuses it with its typed error (invite-used, invite-expired, ...).

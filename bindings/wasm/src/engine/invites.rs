@@ -53,11 +53,11 @@ impl Engine {
 
     /// Redeem an invite whose commit this replica holds (a device that can already read): one
     /// commit granting this replica's key the invite's role; a used-up, expired, revoked or
-    /// unknown invite is a typed `PermissionError` and nothing is written.
-    pub fn redeem(&mut self, secret_bytes: &[u8]) -> JsResult<()> {
+    /// unknown invite is a typed `PermissionError` and nothing is written. False when nothing
+    /// was written because this key already has the role or a higher one (`Repo::redeem`).
+    pub fn redeem(&mut self, secret_bytes: &[u8]) -> JsResult<bool> {
         let s = secret(secret_bytes).js()?;
-        self.repo_mut()?.redeem(&s).js()?;
-        Ok(())
+        Ok(self.repo_mut()?.redeem(&s).js()?.is_some())
     }
 
     /// `[{"id", "role", "expires", "uses", "used", "revoked"}]`, in id order.

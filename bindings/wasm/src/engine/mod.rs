@@ -13,6 +13,7 @@
 //! `exchange.rs` (bundles); sync is in `../sync.rs`.
 
 mod access;
+mod attach;
 mod exchange;
 mod invites;
 mod live;
@@ -43,6 +44,9 @@ pub struct Engine {
     /// `[ptr, len]` of the text in `out`, at a fixed address (`outSlot`) that JS reads from
     /// wasm memory: boxed so it does not move with the `Engine`.
     slot: Box<[Cell<u32>; 2]>,
+    /// `quotaBytes`' limit, shared by the log, the snapshot and the attachment files the
+    /// worker writes (`attach.rs`: `quotaCharge`).
+    quota: Option<std::rc::Rc<Quota>>,
 }
 
 fn sync_not_started() -> wasm_bindgen::JsValue {
@@ -150,6 +154,7 @@ impl Engine {
             sync: None,
             out: RefCell::new(Vec::with_capacity(1024)),
             slot: Box::new([Cell::new(0), Cell::new(0)]),
+            quota,
         })
     }
 
@@ -186,6 +191,18 @@ impl Engine {
 
     /// The public key (hex) of a 48-byte identity secret, self-tested before it is stored
     /// (`Identity::from_secret_bytes_checked`).
+    /// Accept a key pair made by WebCrypto (`generateKey`, exported: the 48-byte secret and the
+    /// 49-byte compressed public key) once the core derives the same public key
+    /// (`Identity::from_generated_pair`): the secret and the public key, 97 bytes, as
+    /// `newIdentity`. A `SignatureError` otherwise (the caller falls back to `newIdentity`).
+    #[wasm_bindgen(js_name = acceptGeneratedIdentity)]
+    pub fn accept_generated_identity(secret: &[u8], public: &[u8]) -> JsResult<Vec<u8>> {
+        let id = Identity::from_generated_pair(secret, public).js()?;
+        let mut out = id.secret_bytes().to_vec();
+        out.extend_from_slice(&id.public().0);
+        Ok(out)
+    }
+
     #[wasm_bindgen(js_name = publicKeyOf)]
     pub fn public_key_of(secret: &[u8]) -> JsResult<String> {
         Ok(Identity::from_secret_bytes_checked(secret)

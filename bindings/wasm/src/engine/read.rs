@@ -18,7 +18,19 @@ fn history_json(h: &[HistoryEntry]) -> serde_json::Value {
         Op::Delete => json!({"type": "delete"}),
         Op::Patch(fields) => {
             let mut o = serde_json::Map::new();
+            // Attachments (docs/design.md §6.7) apart from the fields, by their names.
+            let mut att = serde_json::Map::new();
             for (k, f) in fields {
+                if let Some(n) = ibexdb::attachment_name(k) {
+                    let d = match f {
+                        FieldOp::Assign(v) => ibexdb::descriptor_of(v).map(|a| {
+                            json!({"attach": {"hash": ibexdb::hex(&a.hash), "size": a.size, "type": a.media_type}})
+                        }),
+                        _ => None,
+                    };
+                    att.insert(n.to_owned(), d.unwrap_or(json!({"detach": true})));
+                    continue;
+                }
                 o.insert(
                     k.clone(),
                     match f {
@@ -31,7 +43,11 @@ fn history_json(h: &[HistoryEntry]) -> serde_json::Value {
                     },
                 );
             }
-            json!({"type": "patch", "fields": o})
+            if att.is_empty() {
+                json!({"type": "patch", "fields": o})
+            } else {
+                json!({"type": "patch", "fields": o, "attachments": att})
+            }
         }
     };
     serde_json::Value::Array(

@@ -1,0 +1,104 @@
+// The attachment ops of the worker (docs/design.md §6.7; the files: ../attachments.js). Part of
+// the op table (ops.js spreads them in); same shape: `{run, write}`.
+//
+// attach: the bytes first (streamed to a temporary file, flushed, named by their hash), then the
+// commit that records them; the batch flushes that commit under 'flush' durability. Were the
+// commit refused (the item is gone, a bad name), a file this call created is removed again.
+
+import { openAttachments } from '../attachments.js';
+import { AttachmentNotFoundError, AttachmentUnavailableError, NotFoundError, StorageUnavailableError } from '../errors.js';
+
+/** @typedef {import('../engine.js').EngineHandle} EngineHandle */
+
+/**
+ * The engine's attachment store, opened on first use when the open found none.
+ * @param {EngineHandle} engine
+ * @param {boolean} create
+ */
+async function storeOf(engine, create) {
+  if (engine.attachmentStore) return engine.attachmentStore;
+  if (engine.storage !== 'opfs') {
+    throw new StorageUnavailableError(`attachments need OPFS; this repository is stored in ${engine.storage}`, { kind: 'attachments' });
+  }
+  const store = await openAttachments(engine.name, engine, { create });
+  if (!store) throw new StorageUnavailableError('this repository has no attachments directory', { kind: 'attachments' });
+  engine.attachmentStore = store;
+  return store;
+}
+
+/**
+ * The descriptor of attachment `name` of `key`, or AttachmentNotFoundError.
+ * @param {EngineHandle} engine
+ * @param {string} key
+ * @param {string} name
+ * @returns {{name: string, hash: string, size: number, type: string}}
+ */
+function descriptor(engine, key, name) {
+  const list = JSON.parse(engine.attachmentsJson(key));
+  const d = list.find((/** @type {any} */ a) => a.name === name);
+  if (!d) throw new AttachmentNotFoundError(`${key} has no attachment ${JSON.stringify(name)}`, { key, attachment: name });
+  return d;
+}
+
+/** @typedef {{engine: EngineHandle}} Cx */
+
+export const ATTACH_OPS = {
+  attach: {
+    write: true,
+    /**
+     * @param {Cx} cx
+     * @param {string} key
+     * @param {string} name
+     * @param {Blob | ReadableStream<unknown>} source
+     * @param {string} type
+     */
+    async run(cx, key, name, source, type) {
+      const engine = cx.engine;
+      // Refuse before streaming what could not be recorded.
+      if (engine.getJson(key) === undefined) throw new NotFoundError(`no item at ${key}`, { key });
+      const store = await storeOf(engine, true);
+      const { hash, size, created } = await store.write(source, engine);
+      try {
+        engine.attach(key, name, hash, size, type);
+      } catch (e) {
+        if (created) await store.drop(hash, size, engine);
+        throw e;
+      }
+      return { name, hash, size, type };
+    },
+  },
+  attachment: {
+    write: false,
+    /** @param {Cx} cx @param {string} key @param {string} name @returns {Promise<Blob>} */
+    async run(cx, key, name) {
+      const d = descriptor(cx.engine, key, name);
+      const store = cx.engine.storage === 'opfs' ? await storeOf(cx.engine, false).catch(() => null) : null;
+      const file = store && (await store.file(d.hash));
+      if (!file || file.size !== d.size) {
+        throw new AttachmentUnavailableError(`the bytes of attachment ${JSON.stringify(name)} of ${key} are not on this device`, { key, attachment: name, hash: d.hash });
+      }
+      // A view with the type: no copy (the file is read when the Blob is).
+      return file.slice(0, file.size, d.type);
+    },
+  },
+  detach: {
+    write: true,
+    /** @param {Cx} cx @param {string} key @param {string} name */
+    run: (cx, key, name) => cx.engine.detach(key, name),
+  },
+  attachments: {
+    write: false,
+    /** @param {Cx} cx @param {string} key */
+    run: (cx, key) => cx.engine.attachmentsJson(key),
+  },
+  /** The attachment directory's file names (tests: dedup, reclaim, nothing half-written). */
+  attachmentFiles: {
+    write: false,
+    /** @param {Cx} cx */
+    async run(cx) {
+      if (cx.engine.storage !== 'opfs') return [];
+      const store = await storeOf(cx.engine, false).catch(() => null);
+      return store ? store.names() : [];
+    },
+  },
+};
