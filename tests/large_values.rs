@@ -657,3 +657,26 @@ fn many_commits_before_one_flush_do_not_pile_up_in_the_write_buffer() {
     drop(r);
     std::fs::remove_file(&path).unwrap();
 }
+
+#[test]
+fn a_commit_with_an_attachment_releases_the_large_values_after_it() {
+    let _s = serial();
+    let mut r = Repo::open(MemStorage::new(), None, trusted(1)).unwrap();
+    put(&mut r, "users/a", user(1, 100));
+    let mut h = ibexdb::Sha256Stream::new();
+    h.update(b"photo");
+    let a = ibexdb::Attachment {
+        size: h.len(),
+        hash: h.finish(),
+        media_type: "image/png".into(),
+    };
+    // One commit: an attach on users/a (a field op the walk steps over), then a large put on
+    // users/b after it in key order.
+    let mut t = Txn::new();
+    t.attach("users/a", "photo", &a).unwrap();
+    t.put("users/b", user(2, 30_000)).unwrap();
+    r.commit(t).unwrap();
+    assert_eq!(far_count(&r), 1);
+    assert_eq!(r.get("users/b").unwrap(), Some(&user(2, 30_000)));
+    r.verify().unwrap();
+}
