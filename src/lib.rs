@@ -18,6 +18,7 @@ mod hashing;
 mod item;
 mod item_map;
 mod key;
+mod large;
 mod merge;
 mod query;
 mod repo;
@@ -52,7 +53,7 @@ pub use schema::{schema_value, FieldSpec, FieldType, Schema, SCHEMA_COLLECTION};
 pub use txn::Txn;
 pub use txn_bytes::TXN_BYTES_VERSION;
 pub use value::{
-    with_bytes_sink, Map, Name, Set, Value, MAX_DEPTH, MAX_FIELD_NAME, MAX_ITEM_BYTES,
+    with_bytes_sink, Far, Map, Name, Set, Value, MAX_DEPTH, MAX_FIELD_NAME, MAX_ITEM_BYTES,
 };
 
 // §4-5 Commits and seals.

@@ -53,6 +53,10 @@ pub struct Collection {
     /// or since the last snapshot written (`State::untouch`): while it has not, the
     /// snapshot's persisted indexes describe it (docs/design.md §8).
     touched: bool,
+    /// Per top-level field, the far values (docs/design.md §6.6, `large.rs`) released into
+    /// loaded items since the field's last `unfar` (an upper bound: a write that replaces one
+    /// does not count down). A field absent holds none; cold blocks never hold one.
+    pub(crate) far: BTreeMap<String, usize>,
 }
 
 /// Equal when the items (and cold blocks) are: `touched` and the clean blocks are bookkeeping
@@ -104,6 +108,7 @@ impl Collection {
             cold: ColdBlocks::new(blocks),
             clean: CleanBlocks::default(),
             touched: false,
+            far: BTreeMap::new(),
         }
     }
 
@@ -428,7 +433,17 @@ impl State {
 
     /// SHA-256 over every visible item (collection, id, value) in key order. Equal on any two
     /// replicas that hold the same commits.
+    #[cfg(test)]
     pub fn hash(&self) -> [u8; 32] {
+        self.hash_with(&|_| Ok(None)).unwrap()
+    }
+
+    /// The hash of the visible state; `resolve` loads an item's large values (it returns
+    /// `None` for an item with none: docs/design.md §6.6).
+    pub fn hash_with(
+        &self,
+        resolve: &dyn Fn(&Map) -> crate::error::Result<Option<Map>>,
+    ) -> crate::error::Result<[u8; 32]> {
         debug_assert!(!self.has_cold(), "a hash of a state not loaded");
         let mut h = Sha256::new();
         let mut w = crate::codec::Writer::new();
@@ -437,11 +452,12 @@ impl State {
                 w.buf.clear();
                 w.lp(cname.as_bytes());
                 w.lp(id.as_bytes());
-                Value::Map(v.clone()).encode(&mut w);
+                let v = resolve(v)?.unwrap_or_else(|| v.clone());
+                Value::Map(v).encode(&mut w);
                 h.update(&w.buf);
             }
         }
-        h.finalize().into()
+        Ok(h.finalize().into())
     }
 
     /// Number of visible items in all collections.

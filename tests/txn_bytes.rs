@@ -74,6 +74,7 @@ impl HostWriter<'_> {
                     self.lp(e);
                 }
             }
+            Value::Far(_) => unreachable!("a test's values are in memory"),
         }
     }
     fn map(&mut self, m: &Map) {

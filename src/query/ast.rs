@@ -25,6 +25,52 @@ fn jtype(j: &J) -> &'static str {
 }
 
 /// Check a field path: non-empty dot-separated segments.
+/// The top-level field a dotted path starts with.
+pub(crate) fn first_segment(path: &str) -> &str {
+    path.split('.').next().unwrap_or(path)
+}
+
+impl Filter {
+    /// The top-level fields its conditions read.
+    pub(crate) fn fields<'a>(&'a self, out: &mut Vec<&'a str>) {
+        match self {
+            Filter::And(v) | Filter::Or(v) => v.iter().for_each(|f| f.fields(out)),
+            Filter::Not(f) => f.fields(out),
+            Filter::Field { path, .. } => out.push(first_segment(path)),
+        }
+    }
+}
+
+impl Query {
+    /// The top-level fields it compares (filter, sort, and so `after`), not those it returns.
+    pub(crate) fn compared_fields(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        if let Some(f) = &self.filter {
+            f.fields(&mut out);
+        }
+        out.extend(self.sort.iter().map(|k| first_segment(&k.field)));
+        out
+    }
+}
+
+impl AggregateQuery {
+    /// The top-level fields it reads.
+    pub(crate) fn compared_fields(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        if let Some(f) = &self.filter {
+            f.fields(&mut out);
+        }
+        out.extend(
+            self.aggregates
+                .iter()
+                .filter_map(|(_, a)| a.path())
+                .map(first_segment),
+        );
+        out.extend(self.group_by.as_deref().map(first_segment));
+        out
+    }
+}
+
 pub(crate) fn check_path(path: &str, what: &str) -> Result<()> {
     if path.is_empty() || path.split('.').any(str::is_empty) {
         return Err(bad(format!(

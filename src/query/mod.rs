@@ -311,6 +311,23 @@ impl QueryEngine {
 
     /// The declared index paths of `collection` while its indexes are not built (`None`
     /// otherwise, or with none declared).
+    /// The top-level fields whose values the engine keeps or compares as changes come
+    /// (docs/design.md §6.6): `None` for every field (a live query or running aggregates read
+    /// any path of the changed items), else those of the declared indexes and text indexes.
+    pub(crate) fn kept_fields(&self, collection: &str) -> Option<Vec<String>> {
+        if self.live_colls.contains_key(collection)
+            || self.field_aggs.borrow().contains_key(collection)
+        {
+            return None;
+        }
+        let declared = self.indexes.get(collection).map(|d| &d.paths[..]);
+        let paths = declared
+            .unwrap_or(&[])
+            .iter()
+            .chain(self.text_paths(collection));
+        Some(paths.map(|p| ast::first_segment(p).to_string()).collect())
+    }
+
     pub(crate) fn unbuilt_indexes(&self, collection: &str) -> Option<&[String]> {
         let d = self.indexes.get(collection)?;
         d.built.get().is_none().then_some(&d.paths[..])

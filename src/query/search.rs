@@ -105,6 +105,11 @@ impl QueryEngine {
             .is_some_and(|t| t.built.get().is_none())
     }
 
+    /// The paths of `collection`'s declared text indexes.
+    pub(crate) fn text_paths(&self, collection: &str) -> &[String] {
+        self.texts.get(collection).map_or(&[], |t| &t.paths[..])
+    }
+
     pub(crate) fn texts_built(&self, collection: &str) -> bool {
         self.texts
             .get(collection)

@@ -24,6 +24,7 @@ mod attachments;
 mod causal;
 mod encrypted;
 mod export;
+mod far;
 mod indexes;
 mod read;
 mod receive;
@@ -192,6 +193,8 @@ pub struct Repo<S: Storage> {
     /// Where that file's commit table is: the segments an appended snapshot keeps.
     snap_table: Vec<snapshot::TableSegment>,
     open_report: OpenReport,
+    /// A read of an item with large values: the item with them loaded (`far.rs`).
+    far_scratch: crate::value::Map,
 }
 
 impl<S: Storage> Repo<S> {
@@ -237,6 +240,7 @@ impl<S: Storage> Repo<S> {
             snap_indexes: snapshot::ColdIndexes::new(),
             snap_table: Vec::new(),
             open_report: OpenReport::default(),
+            far_scratch: crate::value::Map::new(),
         };
         if let Some(d) = snap_data {
             repo.snapshot_log_len = d.log_len;
@@ -249,9 +253,10 @@ impl<S: Storage> Repo<S> {
         repo.init_keyring()?;
         let mut n = 0;
         let mut snap_failed = false;
-        for f in scan.frames() {
+        let (g, w, log) = (&mut repo.graph, &mut repo.wait, &repo.log);
+        let snap = repo.snap.as_ref();
+        scan.each(&|at, b| log.read_at(at, b), &mut |f| {
             // The tail's commits write items that may still be in the snapshot's blocks.
-            let snap = repo.snap.as_ref();
             let mut warm = |g: &mut Graph, c: &crate::commit::Commit| match snap {
                 Some(s) if g.state.has_cold() => {
                     snapshot::load_changes(&mut g.state, s, &c.changes)
@@ -259,14 +264,14 @@ impl<S: Storage> Repo<S> {
                 }
                 _ => Ok(()),
             };
-            let (g, w) = (&mut repo.graph, &mut repo.wait);
             let r = replay_frame(g, w, f.kind, f.offset, f.payload, None, Some(&mut warm));
             if snap_failed {
-                break;
+                return Ok(false);
             }
             r?;
             n += 1;
-        }
+            Ok(true)
+        })?;
         if snap_failed {
             repo.rebuild_from_log()?;
         }
@@ -332,6 +337,11 @@ impl<S: Storage> Repo<S> {
         if self.query.indexes_built(collection) {
             self.warm_collection(collection)?;
         }
+        // The indexed fields keep their values in memory from now on (docs/design.md §6.6).
+        let kept: Vec<&str> = (schema.indexes.iter().chain(&schema.text_indexes))
+            .map(|p| p.split('.').next().unwrap_or(p))
+            .collect();
+        self.unfar(collection, Some(&kept))?;
         self.query
             .set_indexes(collection, &schema.indexes, &self.graph.state);
         self.query

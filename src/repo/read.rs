@@ -31,7 +31,7 @@ impl<S: Storage> Repo<S> {
     pub fn get(&mut self, key: &str) -> Result<Option<&Map>> {
         let (c, i) = split_key(key)?;
         self.warm_key(c, i)?;
-        Ok(self.graph.state.get(c, i))
+        self.get_resolved(c, i)
     }
 
     /// Number of visible items, all collections together but the reserved `_acl` (the
@@ -52,7 +52,7 @@ impl<S: Storage> Repo<S> {
     /// SHA-256 of the visible state; equal on replicas holding the same commits.
     pub fn state_hash(&mut self) -> Result<[u8; 32]> {
         self.warm_all()?;
-        Ok(self.graph.state.hash())
+        self.graph.state.hash_with(&|m| self.resolved(m))
     }
 
     pub fn heads(&self) -> Vec<CommitId> {
@@ -106,13 +106,15 @@ impl<S: Storage> Repo<S> {
     pub fn query(&mut self, q: &Query) -> Result<QueryResult> {
         // After an open, the indexes come from the snapshot and an index walk loads only the
         // blocks of its candidates: run, load what the answer needed, run again.
+        self.far_guard(&q.collection, Some(&q.compared_fields()))?;
         self.restore_indexes(&q.collection);
-        self.with_indexes(&q.collection, |r| loop {
+        let r = self.with_indexes(&q.collection, |r| loop {
             if let Some(res) = r.query_partial(q)? {
                 return Ok(res);
             }
             r.warm_collection(&q.collection)?;
-        })
+        })?;
+        self.resolve_rows(r)
     }
 
     /// Run `q` over the loaded items and the indexes, loading the blocks of the cold items an
@@ -131,6 +133,7 @@ impl<S: Storage> Repo<S> {
     pub fn explain(&mut self, q: &Query) -> Result<Plan> {
         // A plan needs the collection's count and its indexes, not its items: after an open,
         // the indexes restored from the snapshot serve; indexes still to build need the items.
+        self.far_guard(&q.collection, Some(&q.compared_fields()))?;
         self.restore_indexes(&q.collection);
         if self.query.unbuilt_indexes(&q.collection).is_some()
             || self.query.texts_unbuilt(&q.collection)
@@ -146,6 +149,9 @@ impl<S: Storage> Repo<S> {
         let Some(f) = filter else {
             return self.query.count(&self.graph.state, collection, None);
         };
+        let mut fields = Vec::new();
+        f.fields(&mut fields);
+        self.far_guard(collection, Some(&fields))?;
         // After an open, a filter that is one range of an index counts the index restored from
         // the snapshot. Another filter an index narrows runs as a query that returns no field,
         // which loads only its candidates' blocks; a filter no index serves loads the collection
@@ -192,6 +198,7 @@ impl<S: Storage> Repo<S> {
     pub fn aggregate(&mut self, q: &AggregateQuery) -> Result<serde_json::Value> {
         // After an open, an unfiltered aggregate reads its fields from the snapshot's blocks
         // without loading the items (docs/design.md §8, *Scans*).
+        self.far_guard(&q.collection, Some(&q.compared_fields()))?;
         self.restore_indexes(&q.collection);
         self.with_indexes(&q.collection, |r| loop {
             match r.query.aggregate_partial(&r.graph.state, q)? {
@@ -205,6 +212,8 @@ impl<S: Storage> Repo<S> {
     /// Start a live query: its id and current rows. Its changes are reported by
     /// [`Repo::take_live_changes`] after every write or receive that touches them.
     pub fn subscribe(&mut self, q: Query) -> Result<(LiveId, Vec<(String, Map)>)> {
+        // A live query compares values from now on: its collection keeps them in memory.
+        self.far_guard(&q.collection, None)?;
         // A live query of listed ids (`$id`) needs only their items: it reads no other.
         if let Some(ids) = q.key.as_ref().and_then(|k| k.ids()) {
             let ids: Vec<String> = ids.into_iter().map(str::to_string).collect();

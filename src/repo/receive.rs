@@ -295,6 +295,9 @@ impl<S: Storage> Repo<S> {
             let idx = self
                 .graph
                 .add_commit(commit, id, offset, bytes, &mut self.query);
+            if let Some(b) = bytes {
+                self.release_far(b, offset)?;
+            }
             if self.graph.commits[idx as usize].counts {
                 n += 1;
             } else {

@@ -8,7 +8,7 @@ use crate::commit::{Commit, CommitId, Seal};
 use crate::error::{Error, Result};
 use crate::graph::Graph;
 use crate::state::NoSink;
-use crate::store::log::{FRAME_COMMIT, FRAME_SEAL};
+use crate::store::log::{FRAME_COMMIT, FRAME_HEADER_LEN, FRAME_SEAL};
 
 /// What `verify()`'s replay checks on top of open's.
 pub(super) struct Proof<'a> {
@@ -90,6 +90,17 @@ fn apply_logged(
     for (id, index, late) in graph.take_opened() {
         warm(graph, &late)?;
         graph.apply_late(&id, index, late, &mut NoSink);
+    }
+    // Nothing compares values during a replay: every large value is released (`large.rs`);
+    // the repository takes back those of collections that keep theirs (`far.rs`). An
+    // encrypted commit's bytes hold no plaintext value: nothing of it is released.
+    if let Some(b) = bytes {
+        crate::large::release(
+            &mut graph.state,
+            b,
+            offset + FRAME_HEADER_LEN as u64,
+            &|_, _| false,
+        )?;
     }
     Ok(())
 }

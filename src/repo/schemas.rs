@@ -223,6 +223,7 @@ impl<S: Storage> Repo<S> {
             return Ok(Vec::new());
         }
         self.warm_collection(collection)?;
+        self.unfar(collection, None)?;
         // Each commit's version, through its (interned) access list.
         let vers: Vec<u32> = self
             .graph

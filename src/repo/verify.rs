@@ -71,7 +71,8 @@ impl<S: Storage> Repo<S> {
                 reason: "the commit table differs from a replay of the log".into(),
             });
         }
-        if shadow.state != self.graph.state {
+        let same = crate::large::same_state(&self.log_reader(), &shadow.state, &self.graph.state)?;
+        if !same {
             let key = first_difference(&shadow.state, &self.graph.state);
             return Err(Error::VerifyFailed {
                 reason: format!("the state differs from a full replay of the log (first at {key})"),
@@ -127,7 +128,8 @@ impl<S: Storage> Repo<S> {
             repo: &name,
             vouched_below,
         };
-        for f in scan.frames() {
+        let log = &self.log;
+        scan.each(&|at, b| log.read_at(at, b), &mut |f| {
             check_snap(&shadow, &mut snap_done, f.offset)?;
             if f.kind == FRAME_SEAL {
                 report.count_seal(f.offset < vouched_below);
@@ -141,7 +143,8 @@ impl<S: Storage> Repo<S> {
                 Some(&proof),
                 None,
             )?;
-        }
+            Ok(true)
+        })?;
         check_snap(&shadow, &mut snap_done, u64::MAX)?;
         report.snapshot_checked = snap_done && snap.is_some();
         Ok(shadow)

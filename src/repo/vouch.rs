@@ -53,10 +53,14 @@ impl<S: Storage> Repo<S> {
     pub fn seal_checks_all(&mut self) -> Result<SealChecks> {
         let scan = self.log.scan_all()?;
         let mut checks = Vec::new();
-        for f in scan.frames().filter(|f| f.kind == FRAME_SEAL) {
-            let seal = Seal::decode(f.payload).map_err(|e| at(f.offset, e))?;
-            checks.push(SealCheck::of(&seal));
-        }
+        let log = &self.log;
+        scan.each(&|o, b| log.read_at(o, b), &mut |f| {
+            if f.kind == FRAME_SEAL {
+                let seal = Seal::decode(f.payload).map_err(|e| at(f.offset, e))?;
+                checks.push(SealCheck::of(&seal));
+            }
+            Ok(true)
+        })?;
         Ok(SealChecks {
             checks,
             log_len: self.log.len(),

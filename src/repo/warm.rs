@@ -147,17 +147,25 @@ impl<S: Storage> Repo<S> {
             ..Graph::default()
         };
         let mut wait = Waiting::new(self.opts.access_only);
-        for f in scan.frames() {
+        let log = &self.log;
+        scan.each(&|at, b| log.read_at(at, b), &mut |f| {
             replay_frame(
                 &mut graph, &mut wait, f.kind, f.offset, f.payload, None, None,
             )?;
-        }
+            Ok(true)
+        })?;
         self.graph = graph;
         self.wait = wait;
         self.snapshot_log_len = 0;
         self.snap_indexes.clear();
         self.snap_table.clear();
         self.open_report.from_snapshot = false;
+        // The replay released large values everywhere: the collections that compare them
+        // take theirs back (`far.rs`).
+        let names: Vec<String> = self.graph.state.collections.keys().cloned().collect();
+        for c in names {
+            self.far_guard(&c, Some(&[]))?;
+        }
         Ok(())
     }
 }

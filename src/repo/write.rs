@@ -42,6 +42,9 @@ pub enum Durability {
     Relaxed,
 }
 
+/// Buffered log bytes past which a commit flushes the log (docs/design.md §7.2).
+pub const FLUSH_BUFFERED: usize = 32 << 20;
+
 impl<S: Storage> Repo<S> {
     /// Validate and commit a transaction atomically (buffered; see [`Repo::flush`]).
     /// Returns `None` for a transaction with nothing to do.
@@ -100,8 +103,16 @@ impl<S: Storage> Repo<S> {
         self.graph
             .add_commit(commit, id, offset, None, &mut self.query);
         self.apply_opened()?;
+        // An encrypted commit's bytes hold no plaintext value: nothing of it is released.
+        self.release_far(&bytes, offset)?;
         if !trusted {
             self.unsealed.push(id);
+        }
+        // A load of many commits before one flush (2 GB of large values) would hold them all in
+        // the write buffer: past `FLUSH_BUFFERED` they are made durable now (durability only
+        // comes sooner). A failure leaves the buffer as it was; the caller's flush reports it.
+        if self.log.buffered() >= FLUSH_BUFFERED {
+            let _ = self.flush();
         }
         Ok(Some(id))
     }

@@ -183,25 +183,97 @@ pub enum Recovery {
     Repair,
 }
 
-/// The result of scanning the log on open or for verification. Owns the bytes it read.
+/// Bytes a scan reads at once (docs/design.md §7.4): a longer range is checked in windows of
+/// this size and its frames are read again, a window at a time, as they are replayed, so an
+/// open never holds more than a window (or one larger frame) of the log.
+pub const SCAN_WINDOW: usize = 16 << 20;
+
+/// The result of scanning the log on open or for verification. Owns the bytes it read when
+/// they fit in [`SCAN_WINDOW`]; else only where the frames are.
 pub struct Scan {
     /// Log offset of `data[0]`.
     base: u64,
+    /// Empty when the range was scanned in windows.
     data: Vec<u8>,
-    /// `(position in data, kind, payload length)` of each non-PAD frame.
-    index: Vec<(usize, u8, usize)>,
+    windowed: bool,
+    /// `(log offset, kind, payload length)` of each non-PAD frame.
+    index: Vec<(u64, u8, usize)>,
     truncated: Option<(u64, u64)>,
     repaired: Vec<(u64, u64)>,
     end: u64,
 }
 
 impl Scan {
-    /// The frames in log order, PAD frames excluded.
+    /// Hand `f` every frame in log order, PAD frames excluded, until it returns `false`.
+    /// A scan in windows reads them again with `read` (the log's storage), a window at a time,
+    /// each frame's checksum checked again.
+    pub fn each(
+        &self,
+        read: &dyn Fn(u64, &mut [u8]) -> Result<()>,
+        f: &mut dyn FnMut(Frame<'_>) -> Result<bool>,
+    ) -> Result<()> {
+        if !self.windowed {
+            for &(offset, kind, len) in &self.index {
+                let p = (offset - self.base) as usize + FRAME_HEADER_LEN;
+                let payload = &self.data[p..p + len];
+                if !f(Frame {
+                    offset,
+                    kind,
+                    payload,
+                })? {
+                    return Ok(());
+                }
+            }
+            return Ok(());
+        }
+        let end_of = |&(o, _, l): &(u64, u8, usize)| o + (FRAME_HEADER_LEN + l) as u64;
+        let mut buf = Vec::new();
+        let mut i = 0;
+        while i < self.index.len() {
+            let start = self.index[i].0;
+            let mut j = i + 1;
+            while j < self.index.len() && end_of(&self.index[j]) - start <= SCAN_WINDOW as u64 {
+                j += 1;
+            }
+            let need = (end_of(&self.index[j - 1]) - start) as usize;
+            buf.clear();
+            if buf.capacity() < need {
+                // Not `resize`: its amortized growth would double the window; and the old
+                // buffer goes before the new one comes.
+                drop(std::mem::take(&mut buf));
+                buf.reserve_exact(need.max(SCAN_WINDOW));
+            }
+            buf.resize(need, 0);
+            read(start, &mut buf)?;
+            for &(offset, kind, len) in &self.index[i..j] {
+                let p = (offset - start) as usize;
+                check_frame(&buf, p).map_err(|r| corrupt(offset, None, r))?;
+                let payload = &buf[p + FRAME_HEADER_LEN..p + FRAME_HEADER_LEN + len];
+                if !f(Frame {
+                    offset,
+                    kind,
+                    payload,
+                })? {
+                    return Ok(());
+                }
+            }
+            i = j;
+        }
+        Ok(())
+    }
+
+    /// The frames of a scan that fit in one window, in log order, PAD frames excluded. (a test
+    /// hook)
+    #[cfg(feature = "testing")]
     pub fn frames(&self) -> impl Iterator<Item = Frame<'_>> {
-        self.index.iter().map(|&(pos, kind, len)| Frame {
-            offset: self.base + pos as u64,
-            kind,
-            payload: &self.data[pos + FRAME_HEADER_LEN..pos + FRAME_HEADER_LEN + len],
+        assert!(!self.windowed, "a scan in windows holds no bytes");
+        self.index.iter().map(|&(offset, kind, len)| {
+            let p = (offset - self.base) as usize + FRAME_HEADER_LEN;
+            Frame {
+                offset,
+                kind,
+                payload: &self.data[p..p + len],
+            }
         })
     }
 
@@ -253,19 +325,87 @@ fn scan_frames<S: Storage>(storage: &mut S, base: u64, mode: Mode) -> Result<Sca
             format!("scan start outside the log (length {len})"),
         ));
     }
-    let n = usize::try_from(len - base).map_err(|_| Error::TooLarge {
-        what: "log".into(),
-        size: len,
-        limit: usize::MAX as u64,
-    })?;
-    let mut data = storage.read_vec(base, n)?;
-    let (mut index, mut truncated, mut repaired) = (Vec::new(), None, Vec::new());
+    if len - base > SCAN_WINDOW as u64 {
+        return scan_windows(storage, base, mode);
+    }
+    let data = storage.read_vec(base, (len - base) as usize)?;
+    scan_bytes(storage, (base, data), Vec::new(), mode)
+}
+
+/// Check the frames of a range longer than [`SCAN_WINDOW`] a window at a time, keeping only
+/// where they are. At the first frame that does not check, the rest of the log is read whole
+/// and handed to [`scan_bytes`], which decides (a torn tail: a few writes at most).
+fn scan_windows<S: Storage>(storage: &mut S, base: u64, mode: Mode) -> Result<Scan> {
+    let len = storage.len()?;
+    let mut index = Vec::new();
+    let (mut win, mut win_at) = (Vec::new(), base);
+    let mut pos = base;
+    while pos < len {
+        let covers = |w: &Vec<u8>, at: u64, n: u64| pos + n <= at + w.len() as u64;
+        if !covers(&win, win_at, FRAME_HEADER_LEN as u64) {
+            drop(std::mem::take(&mut win)); // one window at a time
+            win = storage.read_vec(pos, SCAN_WINDOW.min((len - pos) as usize))?;
+            win_at = pos;
+        }
+        let p = (pos - win_at) as usize;
+        if p + FRAME_HEADER_LEN <= win.len() {
+            let total = (FRAME_HEADER_LEN + le32(&win[p..]) as usize) as u64;
+            if total <= (FRAME_HEADER_LEN + MAX_FRAME_PAYLOAD) as u64
+                && pos + total <= len
+                && !covers(&win, win_at, total)
+            {
+                drop(std::mem::take(&mut win));
+                win = storage.read_vec(
+                    pos,
+                    total.max(SCAN_WINDOW.min((len - pos) as usize) as u64) as usize,
+                )?;
+                win_at = pos;
+            }
+        }
+        match check_frame(&win, (pos - win_at) as usize) {
+            Ok((kind, n)) => {
+                if kind != FRAME_PAD {
+                    index.push((pos, kind, n));
+                }
+                pos += (FRAME_HEADER_LEN + n) as u64;
+            }
+            Err(_) => {
+                drop(win);
+                let rest = storage.read_vec(pos, (len - pos) as usize)?;
+                let mut scan = scan_bytes(storage, (pos, rest), index, mode)?;
+                scan.base = base;
+                scan.data = Vec::new();
+                scan.windowed = true;
+                return Ok(scan);
+            }
+        }
+    }
+    Ok(Scan {
+        base,
+        data: Vec::new(),
+        windowed: true,
+        index,
+        truncated: None,
+        repaired: Vec::new(),
+        end: pos,
+    })
+}
+
+/// Check the frames of `data` (the log from offset `base` to its end), after those already in
+/// `index`: truncate a torn tail, and per `mode` fail on or repair damage in the middle.
+fn scan_bytes<S: Storage>(
+    storage: &mut S,
+    (base, mut data): (u64, Vec<u8>),
+    mut index: Vec<(u64, u8, usize)>,
+    mode: Mode,
+) -> Result<Scan> {
+    let (mut truncated, mut repaired) = (None, Vec::new());
     let mut pos = 0;
     while pos < data.len() {
         let reason = match check_frame(&data, pos) {
             Ok((kind, len)) => {
                 if kind != FRAME_PAD {
-                    index.push((pos, kind, len));
+                    index.push((base + pos as u64, kind, len));
                 }
                 pos += FRAME_HEADER_LEN + len;
                 continue;
@@ -297,6 +437,7 @@ fn scan_frames<S: Storage>(storage: &mut S, base: u64, mode: Mode) -> Result<Sca
     Ok(Scan {
         base,
         data,
+        windowed: false,
         index,
         truncated,
         repaired,
@@ -475,6 +616,32 @@ impl<S: Storage> Log<S> {
     #[cfg(feature = "testing")]
     pub fn pending_bytes(&self) -> usize {
         self.buf.len()
+    }
+
+    /// Bytes of frames appended and not yet handed to storage.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Fill `buf` with the log's bytes from `offset` (from storage or the write buffer): a
+    /// large value's content (docs/design.md §6.6), which lies inside one frame.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let end = offset + buf.len() as u64;
+        if offset < HEADER_LEN || end > self.len() {
+            return Err(corrupt(offset, None, "read_at: range outside the log"));
+        }
+        if offset >= self.written {
+            let at = (offset - self.written) as usize;
+            buf.copy_from_slice(&self.buf[at..at + buf.len()]);
+        } else if end <= self.written {
+            self.storage.read_at(offset, buf)?;
+        } else {
+            let split = (self.written - offset) as usize;
+            self.storage.read_at(offset, &mut buf[..split])?;
+            let rest = buf.len() - split;
+            buf[split..].copy_from_slice(&self.buf[..rest]);
+        }
+        Ok(())
     }
 
     /// Read back the frame at `offset` (from storage or the write buffer), checking its crc.

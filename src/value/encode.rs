@@ -15,6 +15,9 @@ pub(crate) const T_MAP: u8 = 6;
 pub(crate) const T_SET: u8 = 7;
 /// Added after the others (old data never holds it): `lp(bytes)`.
 pub(crate) const T_BYTES: u8 = 8;
+/// In memory only (a [`Value::Far`]): never stored, so every decoder refuses it as an unknown
+/// tag. `u8` bytes?, `u64` at, `u32` len, `u32` crc.
+pub(crate) const T_FAR: u8 = 9;
 
 impl Value {
     /// Append the canonical encoding.
@@ -57,6 +60,14 @@ impl Value {
                     w.lp(e.as_bytes());
                 }
             }
+            Value::Far(f) => {
+                debug_assert!(false, "a far value encoded: it must be loaded first");
+                w.u8(T_FAR);
+                w.u8(u8::from(f.bytes));
+                w.u64(f.at);
+                w.u32(f.len);
+                w.u32(f.crc);
+            }
         }
     }
 
@@ -77,6 +88,8 @@ impl Value {
             Value::Set(s) => {
                 1 + varint_len(s.len() as u64) + s.iter().map(|e| lp(e.len())).sum::<usize>()
             }
+            // What the loaded value encodes to.
+            Value::Far(f) => 1 + lp(f.len as usize),
         }
     }
 

@@ -321,6 +321,9 @@ impl Serialize for Value {
                 seq.end()
             }
             Value::Map(m) => m.serialize(s),
+            Value::Far(_) => Err(serde::ser::Error::custom(
+                "a large value was not loaded (docs/design.md §6.6)",
+            )),
             Value::Set(set) => {
                 let mut o = s.serialize_map(Some(1))?;
                 o.serialize_entry("$set", set)?;

@@ -49,6 +49,22 @@ pub enum Value {
     Map(Map),
     /// A set of strings that merges element-wise (add-wins).
     Set(Set),
+    /// A large string or bytes value held in the repository's log, not in memory
+    /// (docs/design.md §6.6, `large.rs`): only a loaded item's top-level field holds one, and
+    /// the repository loads it before anything reads it (a read, a query that filters or
+    /// sorts on it, an index, a live query, a snapshot).
+    Far(Arc<Far>),
+}
+
+/// Where a large value's bytes are in the log (docs/design.md §6.6): `len` bytes of content
+/// (the UTF-8 of a string, or the bytes) from offset `at`, whose CRC-32 is `crc`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Far {
+    /// A bytes value (else a string).
+    pub bytes: bool,
+    pub at: u64,
+    pub len: u32,
+    pub crc: u32,
 }
 
 impl Value {
@@ -75,6 +91,8 @@ impl Value {
             Value::List(_) => "list",
             Value::Map(_) => "map",
             Value::Set(_) => "set",
+            Value::Far(f) if f.bytes => "bytes",
+            Value::Far(_) => "string",
         }
     }
 
@@ -88,6 +106,7 @@ impl Value {
             Value::List(_) => 5,
             Value::Map(_) => 6,
             Value::Set(_) => 7,
+            Value::Far(f) => 3 + u8::from(f.bytes),
         }
     }
 
@@ -119,6 +138,11 @@ impl Value {
                 a.len().cmp(&b.len())
             }
             (Value::Set(a), Value::Set(b)) => a.iter().cmp(b.iter()),
+            // Never reached by a query: the repository loads far values first (`large.rs`).
+            (Value::Far(a), Value::Far(b)) => (a.at, a.len).cmp(&(b.at, b.len)),
+            (Value::Far(_), _) | (_, Value::Far(_)) if self.rank() == other.rank() => {
+                matches!(self, Value::Far(_)).cmp(&matches!(other, Value::Far(_)))
+            }
             _ => self.rank().cmp(&other.rank()),
         }
     }

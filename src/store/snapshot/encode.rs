@@ -13,7 +13,7 @@ use crate::error::Result;
 use crate::graph::Graph;
 use crate::item::{FieldMeta, Item, ItemId, StampRef};
 use crate::state::Collection;
-use crate::value::{Map, Name};
+use crate::value::{Map, Name, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Items are cut into blocks: one block is what a read of a cold key reads and decodes, and
@@ -47,6 +47,7 @@ pub(super) fn encode(
     (log_len, anchor): (u64, Option<(u64, u32)>),
     (append, kept_table): (Option<u64>, &[TableSegment]),
     persist: &[Persist<'_>],
+    far: Far<'_>,
     out: &mut dyn FnMut(&[u8]) -> Result<()>,
 ) -> Result<(Vec<(String, ColdIndex)>, Written)> {
     let rewrite = append.is_none();
@@ -70,7 +71,7 @@ pub(super) fn encode(
     let segments = commits::write_segments(&mut f, &graph.commits, &kept_table[..keep])?;
     let stamps = StampRefs::new(graph);
     let (table, mut names) = names_of(graph);
-    let dir = collections(&mut f, graph, &stamps, &mut names)?;
+    let dir = collections(&mut f, graph, (&stamps, far), &mut names)?;
     let written = indexes::write(&mut f, persist)?;
     let meta_offset = f.offset();
     let meta_start = f.w.buf.len();
@@ -154,7 +155,7 @@ type Directory<'g> = Vec<(&'g str, Vec<BlockEntry<'g>>)>;
 fn collections<'g>(
     f: &mut Out<'_>,
     graph: &'g Graph,
-    stamps: &StampRefs,
+    stamps: (&StampRefs, Far<'_>),
     names: &mut Names<'g>,
 ) -> Result<Directory<'g>> {
     let mut dir = Vec::with_capacity(graph.state.collections.len());
@@ -201,7 +202,7 @@ fn new_block<'g, I: Iterator<Item = (&'g ItemId, &'g Item)>>(
     block: &mut Writer,
     items: &mut std::iter::Peekable<I>,
     before: impl Fn(&ItemId) -> bool,
-    stamps: &StampRefs,
+    (stamps, far): (&StampRefs, Far<'_>),
     names: &mut Names<'g>,
 ) -> Result<BlockEntry<'g>> {
     block.buf.clear();
@@ -217,7 +218,7 @@ fn new_block<'g, I: Iterator<Item = (&'g ItemId, &'g Item)>>(
         count += 1;
         live += u32::from(it.is_live());
         block.lp(id.as_bytes());
-        item(block, it, stamps, names);
+        item(block, it, (stamps, far), names)?;
     }
     let entry = BlockEntry {
         first,
@@ -466,7 +467,15 @@ impl<'g> Names<'g> {
     }
 }
 
-fn item<'g>(w: &mut Writer, it: &'g Item, stamps: &StampRefs, names: &mut Names<'g>) {
+/// A positioned read of the log: where an item's large values are (docs/design.md §6.6).
+pub(super) type Far<'a> = &'a dyn Fn(u64, &mut [u8]) -> Result<()>;
+
+fn item<'g>(
+    w: &mut Writer,
+    it: &'g Item,
+    (stamps, far): (&StampRefs, Far<'_>),
+    names: &mut Names<'g>,
+) -> Result<()> {
     // An item's reset and last write are commits of the table: `k ≥ 2` (or 0 for none).
     w.varint(stamp_ref_code(it.reset));
     w.varint(stamp_ref_code(it.last));
@@ -474,7 +483,11 @@ fn item<'g>(w: &mut Writer, it: &'g Item, stamps: &StampRefs, names: &mut Names<
     w.varint(it.value.len() as u64);
     for (pos, (k, v)) in it.value.iter().enumerate() {
         w.varint(names.field(pos, k));
-        v.encode(w);
+        match v {
+            // Kept in the log, written here in full: a snapshot holds only values.
+            Value::Far(f) => crate::large::load(far, f)?.encode(w),
+            v => v.encode(w),
+        }
     }
     w.varint(it.history.len() as u64);
     let mut prev = 0u32;
@@ -489,6 +502,7 @@ fn item<'g>(w: &mut Writer, it: &'g Item, stamps: &StampRefs, names: &mut Names<
             field_meta(w, fm, stamps);
         }
     }
+    Ok(())
 }
 
 fn field_meta(w: &mut Writer, fm: &FieldMeta, stamps: &StampRefs) {

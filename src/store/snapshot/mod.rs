@@ -95,7 +95,8 @@ pub fn write_for<S: Storage, D: Storage>(
     }
     let mut end = append.unwrap_or(0);
     let table = if append.is_some() { table } else { &[] };
-    let (written, blocks) = encode::encode(graph, at, (append, table), persist, &mut |b| {
+    let far = |at: u64, buf: &mut [u8]| Ok(log.read_at(at, buf)?);
+    let (written, blocks) = encode::encode(graph, at, (append, table), persist, &far, &mut |b| {
         dst.write_at(end, b)?;
         end += b.len() as u64;
         Ok(())
@@ -182,14 +183,16 @@ pub fn holds<S: Storage, L: Storage>(d: &SnapshotData, src: &S, graph: &Graph, l
     let (ca, cb) = (&a.state.collections, &b.state.collections);
     ca.len() == cb.len()
         && ca.iter().zip(cb).all(|((na, x), (nb, y))| {
-            na == nb && x.count() == y.count() && same_items(&a.state, src, na, y.items.iter())
+            na == nb
+                && x.count() == y.count()
+                && same_items(&a.state, (src, log), na, y.items.iter())
         })
 }
 
 /// Whether cold collection `name` of `state` (in `src`) holds exactly `items`, in order.
-fn same_items<'a, S: Storage>(
+fn same_items<'a, S: Storage, L: Storage>(
     state: &State,
-    src: &S,
+    (src, log): (&S, &L),
     name: &str,
     mut items: impl Iterator<Item = (&'a ItemId, &'a Item)>,
 ) -> bool {
@@ -201,8 +204,11 @@ fn same_items<'a, S: Storage>(
             return false;
         };
         for (id, it) in block.iter() {
-            if items.next() != Some((id, it)) {
-                return false;
+            let far = |at: u64, buf: &mut [u8]| Ok(log.read_at(at, buf)?);
+            match items.next() {
+                Some((i, x))
+                    if i == id && crate::large::same_item(&far, x, it).unwrap_or(false) => {}
+                _ => return false,
             }
         }
     }

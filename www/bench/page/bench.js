@@ -160,6 +160,7 @@ export function planRuns(opts, plan) {
  *   plan          'full'                    'full' or 'quick' (PLANS in shared/rows.js)
  *   seed          42
  *   fatSizes      the fat-record suite's sizes (default: the plan's)
+ *   largeRows     rows of the relational "large" workload (default: the plan's, 1,000)
  *   storage       ['opfs']                  the ibexdb backends to time when `engines` is not given:
  *                                           'opfs' (the engines' default) and/or 'indexeddb' (their
  *                                           `-idb` twins, engines.js); the SQLite engines always run
@@ -179,8 +180,10 @@ async function runBench(options = {}) {
       fatSizes: options.fatSizes ?? null,
       storage: options.storage ?? ['opfs'],
     };
-    const plan = PLANS[opts.plan];
+    let plan = PLANS[opts.plan];
     if (!plan) throw new Error(`unknown plan "${opts.plan}" (known: ${Object.keys(PLANS).join(', ')})`);
+    // go-sqlite-bench's own size for "large" is 10,000 rows (BENCH_LARGE_ROWS).
+    if (options.largeRows) plan = { ...plan, relational: { ...plan.relational, largeRows: options.largeRows } };
     for (const s of opts.suites) if (!SUITES[s]) throw new Error(`unknown suite "${s}" (known: ${Object.keys(SUITES).join(', ')})`);
     for (const st of opts.storage) if (!(st in STORAGES)) throw new Error(`unknown storage "${st}" (known: ${Object.keys(STORAGES).join(', ')})`);
     for (const n of [...opts.sizes, ...opts.scalingSizes]) if (!Number.isInteger(n) || n < 1) throw new Error(`bad size ${n}: sizes are positive integers`);

@@ -654,6 +654,22 @@ serve({
       // Key order = id order (zero-padded keys): no sort needed, as SQLite's rowid order.
       return relQuery({ collection: 'users' });
     },
+    /**
+     * Every user visited in id order and checked without keeping them (see the SQLite
+     * adapter's): pages of 100 rows in key order. @param {number} emailLen
+     */
+    scanUsers(emailLen) {
+      let returned = 0;
+      let wrong = 0;
+      for (;;) {
+        const page = relQuery({ collection: 'users', limit: 100, offset: returned });
+        for (const u of page) {
+          returned++;
+          if (u.id !== returned || u.active !== true || u.email.length !== emailLen) wrong++;
+        }
+        if (page.length < 100) return { returned, wrong };
+      }
+    },
     userTree(email) {
       return joinUsers(relQuery({ collection: 'users', where: { email }, sort: ['created'] }));
     },

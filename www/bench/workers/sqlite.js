@@ -396,6 +396,26 @@ serve({
     allUsers() {
       return rowsOf(rel.allUsers, userRow);
     },
+    /**
+     * Every user visited in id order and checked (ids 1..n, active, email of `emailLen`
+     * characters) without keeping them: go-sqlite-bench's `rows.Next()` loop, for data sets
+     * larger than one result can hold. @param {number} emailLen
+     */
+    scanUsers(emailLen) {
+      const s = rel.allUsers;
+      let returned = 0;
+      let wrong = 0;
+      try {
+        while (s.step()) {
+          const u = userRow(s);
+          returned++;
+          if (u.id !== returned || !u.active || u.email.length !== emailLen) wrong++;
+        }
+      } finally {
+        s.reset();
+      }
+      return { returned, wrong };
+    },
     userTree(email) {
       if (relVariant !== 'tuned') {
         rel.userTree.bind([email]);
