@@ -16,11 +16,11 @@
 // Nothing is removed while the repository is open, so a Blob `attachment()` returned stays
 // readable for the session.
 
+import { CHUNK_BYTES, readPieces } from './attachment-chunks.js';
 import { repositoryDir } from './backends/opfs.js';
-import { InvalidValueError, QuotaExceededError, StorageUnavailableError } from './errors.js';
+import { QuotaExceededError, StorageUnavailableError } from './errors.js';
 
 /** Bytes per write into the file (and per call into the hash). */
-export const CHUNK_BYTES = 1 << 20;
 /** The attachments directory, inside the repository's. */
 export const ATTACHMENT_DIR = 'attachments';
 const TEMP_PREFIX = 'tmp-';
@@ -162,33 +162,15 @@ export class AttachmentStore {
     let charged = 0;
     try {
       handle = await /** @type {any} */ (tmp).createSyncAccessHandle();
-      const buf = new Uint8Array(CHUNK_BYTES);
-      let fill = 0;
-      const spill = () => {
-        if (fill === 0) return;
-        engine.quotaCharge(fill);
-        charged += fill;
-        const piece = buf.subarray(0, fill);
+      await readPieces(reader, (piece) => {
+        engine.quotaCharge(piece.length);
+        charged += piece.length;
         const n = handle.write(piece, { at: size });
         // Chromium's in-memory OPFS reports running out of room as a short count (opfs.rs).
-        if (n !== fill) throw new QuotaExceededError(`OPFS write failed: no space for ${fill} bytes of an attachment`);
+        if (n !== piece.length) throw new QuotaExceededError(`OPFS write failed: no space for ${piece.length} bytes of an attachment`);
         hasher.update(piece);
-        size += fill;
-        fill = 0;
-      };
-      for (;;) {
-        const r = await reader.read();
-        if (r.done) break;
-        const chunk = toBytes(r.value);
-        for (let at = 0; at < chunk.length; ) {
-          const n = Math.min(CHUNK_BYTES - fill, chunk.length - at);
-          buf.set(chunk.subarray(at, at + n), fill);
-          fill += n;
-          at += n;
-          if (fill === CHUNK_BYTES) spill();
-        }
-      }
-      spill();
+        size += piece.length;
+      });
       handle.flush();
       handle.close();
       handle = null;
@@ -239,18 +221,6 @@ export class AttachmentStore {
     this.bytes = Math.max(0, this.bytes - size);
     engine.quotaRelease(size);
   }
-}
-
-/**
- * A stream chunk as bytes (a stream of anything else is an InvalidValueError).
- * @param {unknown} v
- * @returns {Uint8Array}
- */
-function toBytes(v) {
-  if (v instanceof Uint8Array) return v;
-  if (v instanceof ArrayBuffer) return new Uint8Array(v);
-  if (ArrayBuffer.isView(v)) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
-  throw new InvalidValueError('an attachment stream must yield Uint8Array or ArrayBuffer chunks', { argument: 'data' });
 }
 
 /**

@@ -8,19 +8,10 @@
 import { randomUUID } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openAsBlob, openSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import { InvalidValueError, QuotaExceededError } from '../errors.js';
+import { readPieces } from '../attachment-chunks.js';
+import { QuotaExceededError } from '../errors.js';
 
-/** Bytes per write (as the browser's `CHUNK_BYTES`). */
-const CHUNK_BYTES = 1 << 20;
 const HASH_NAME = /^[0-9a-f]{64}$/;
-
-/** @param {unknown} v @returns {Uint8Array} */
-function toBytes(v) {
-  if (v instanceof Uint8Array) return v;
-  if (v instanceof ArrayBuffer) return new Uint8Array(v);
-  if (ArrayBuffer.isView(v)) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
-  throw new InvalidValueError('an attachment stream must yield Uint8Array or ArrayBuffer chunks', { argument: 'data' });
-}
 
 export class NodeAttachments {
   /**
@@ -92,33 +83,15 @@ export class NodeAttachments {
     let charged = 0;
     let closed = false;
     try {
-      const buf = new Uint8Array(CHUNK_BYTES);
-      let fill = 0;
-      const spill = () => {
-        if (fill === 0) return;
-        engine.quotaCharge(fill);
-        charged += fill;
-        const piece = buf.subarray(0, fill);
+      await readPieces(reader, (piece) => {
+        engine.quotaCharge(piece.length);
+        charged += piece.length;
         if (fd >= 0) {
-          for (let at = 0; at < fill; ) at += writeSync(fd, piece, at, fill - at, size + at);
+          for (let at = 0; at < piece.length; ) at += writeSync(fd, piece, at, piece.length - at, size + at);
         } else kept.push(piece.slice());
         hasher.update(piece);
-        size += fill;
-        fill = 0;
-      };
-      for (;;) {
-        const r = await reader.read();
-        if (r.done) break;
-        const chunk = toBytes(r.value);
-        for (let at = 0; at < chunk.length; ) {
-          const n = Math.min(CHUNK_BYTES - fill, chunk.length - at);
-          buf.set(chunk.subarray(at, at + n), fill);
-          fill += n;
-          at += n;
-          if (fill === CHUNK_BYTES) spill();
-        }
-      }
-      spill();
+        size += piece.length;
+      });
       if (fd >= 0) {
         fsyncSync(fd);
         closeSync(fd);

@@ -1,0 +1,47 @@
+// An attachment's source read in CHUNK_BYTES pieces, shared by the browser's OPFS store
+// (attachments.js) and ibexdb/node's files (node/attachments.js): a 500 MB stream never sits
+// whole in memory, and each piece is written and hashed as it comes.
+
+import { InvalidValueError } from './errors.js';
+
+/** Bytes per piece written (and hashed). */
+export const CHUNK_BYTES = 1 << 20;
+
+/**
+ * A stream chunk as bytes (a stream of anything else is an InvalidValueError).
+ * @param {unknown} v
+ * @returns {Uint8Array}
+ */
+function toBytes(v) {
+  if (v instanceof Uint8Array) return v;
+  if (v instanceof ArrayBuffer) return new Uint8Array(v);
+  if (ArrayBuffer.isView(v)) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+  throw new InvalidValueError('an attachment stream must yield Uint8Array or ArrayBuffer chunks', { argument: 'data' });
+}
+
+/**
+ * Read `reader` to its end, handing `onPiece` pieces of CHUNK_BYTES (the last one shorter; none
+ * for an empty stream). A piece is a view of one reused buffer, valid until `onPiece` returns.
+ * @param {ReadableStreamDefaultReader<unknown>} reader
+ * @param {(piece: Uint8Array) => void} onPiece
+ */
+export async function readPieces(reader, onPiece) {
+  const buf = new Uint8Array(CHUNK_BYTES);
+  let fill = 0;
+  for (;;) {
+    const r = await reader.read();
+    if (r.done) break;
+    const chunk = toBytes(r.value);
+    for (let at = 0; at < chunk.length; ) {
+      const n = Math.min(CHUNK_BYTES - fill, chunk.length - at);
+      buf.set(chunk.subarray(at, at + n), fill);
+      fill += n;
+      at += n;
+      if (fill === CHUNK_BYTES) {
+        onPiece(buf);
+        fill = 0;
+      }
+    }
+  }
+  if (fill > 0) onPiece(buf.subarray(0, fill));
+}
