@@ -1,0 +1,153 @@
+//! Hostile members of an end-to-end encrypted repository (docs/design.md §6.8): what a writer
+//! can do to the `_keys` items and the sealed chunks of its own commits. Each test writes the
+//! hostile commit by hand (signed by a member, so it counts) and checks what the honest devices
+//! do with it, from memory and after a reopen from their snapshot.
+
+mod common;
+use common::*;
+use ibexdb::{
+    map, Change, Commit, CommitId, Identity, MemStorage, Op, Repo, Role, Seal, Txn,
+    KEYS_COLLECTION, SEALED_COLLECTION,
+};
+
+const REPO: &str = "test";
+
+fn enc(n: u8) -> ibexdb::RepoOptions {
+    let mut o = signed(n);
+    o.clock = clock(T0 + u64::from(n) * 7);
+    o.encrypted = true;
+    o
+}
+
+fn open(n: u8) -> Repo<MemStorage> {
+    Repo::open(MemStorage::new(), Some(MemStorage::new()), enc(n)).unwrap()
+}
+
+fn sync(from: &mut Repo<MemStorage>, to: &mut Repo<MemStorage>) {
+    from.seal().unwrap();
+    let (commits, seals) = from.export().unwrap();
+    to.receive(&commits, &seals)
+        .unwrap_or_else(|e| panic!("refused: {e:?}"));
+}
+
+/// A commit by `who` (a member) with these changes, as its device could send it bypassing the
+/// library: encoded and sealed by hand.
+fn hostile(
+    who: &Identity,
+    parents: Vec<CommitId>,
+    hlc_ms: u64,
+    changes: Vec<Change>,
+) -> (Vec<(CommitId, Vec<u8>)>, Vec<Vec<u8>>) {
+    let commit = Commit {
+        trusted: false,
+        author: who.public(),
+        hlc: hlc_ms << 16,
+        parents,
+        changes,
+    };
+    let bytes = commit.encode();
+    let id = CommitId::of(&bytes);
+    let seal = Seal::create(who, REPO, &[id]).encode();
+    (vec![(id, bytes)], vec![seal])
+}
+
+fn put(r: &mut Repo<MemStorage>, key: &str, title: &str) -> CommitId {
+    let mut t = Txn::new();
+    t.put(key, map! {"title" => title}.as_map()).unwrap();
+    r.commit(t).unwrap().unwrap()
+}
+
+fn contains(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+/// Reopen `r` from its snapshot (the path a browser tab takes at every load).
+fn reopen_from_snapshot(r: Repo<MemStorage>, n: u8) -> Repo<MemStorage> {
+    let mut r = r;
+    r.seal().unwrap();
+    assert!(r.write_snapshot().unwrap());
+    let (log, snap) = r.close().unwrap();
+    let mut o = enc(n);
+    o.clock = clock(T0 + 100_000);
+    let again = Repo::open(log, snap, o).unwrap();
+    assert!(again.open_report().from_snapshot);
+    again
+}
+
+/// A writer deletes `_keys/config` (a later `_keys/config` put is ignored by the keyring, but
+/// the item still changes in the state). The owner's device, reopened from its snapshot, must
+/// still seal its writes: the flag is fixed at creation.
+#[test]
+fn a_writer_deleting_the_encrypted_flag_does_not_make_devices_write_plaintext() {
+    let mut owner = open(1);
+    let w = ident(2);
+    owner.grant(&w.public(), Role::Writer).unwrap();
+    put(&mut owner, "tasks/a", "secret-alpha-plaintext");
+    owner.seal().unwrap();
+    for op in [
+        Op::Delete,
+        Op::Put(map! {"encrypted" => false}.as_map()),
+    ] {
+        let (c, s) = hostile(
+            &w,
+            owner.heads(),
+            T0 + 50,
+            vec![Change {
+                collection: KEYS_COLLECTION.into(),
+                id: "config".into(),
+                op,
+            }],
+        );
+        owner.receive(&c, &s).unwrap();
+    }
+    assert!(owner.is_encrypted());
+    let mut owner = reopen_from_snapshot(owner, 1);
+    assert!(
+        owner.is_encrypted(),
+        "after a reopen from its snapshot the owner's device no longer seals"
+    );
+    put(&mut owner, "tasks/b", "secret-bravo-plaintext");
+    owner.seal().unwrap();
+    let (commits, _) = owner.export().unwrap();
+    for (_, bytes) in &commits {
+        assert!(
+            !contains(bytes, "secret-bravo"),
+            "a write after the reopen travels in plaintext"
+        );
+    }
+}
+
+/// A writer overwrites (or deletes) the `_keys` item that wraps epoch 0 to the owner. The
+/// owner's device, reopened from its snapshot, must still hold its key (it learned it from
+/// the root) and so read and write.
+#[test]
+fn a_writer_overwriting_a_members_wrapped_key_does_not_lock_it_out_after_a_reopen() {
+    let mut owner = open(1);
+    let w = ident(2);
+    owner.grant(&w.public(), Role::Writer).unwrap();
+    put(&mut owner, "tasks/a", "secret-alpha-plaintext");
+    owner.seal().unwrap();
+    let victim = format!("00000000-{}", ident(1).public().to_hex());
+    let (c, s) = hostile(
+        &w,
+        owner.heads(),
+        T0 + 50,
+        vec![Change {
+            collection: KEYS_COLLECTION.into(),
+            id: victim,
+            op: Op::Delete,
+        }],
+    );
+    owner.receive(&c, &s).unwrap();
+    assert_eq!(owner.epoch(), Some(0));
+    let mut owner = reopen_from_snapshot(owner, 1);
+    assert_eq!(
+        owner.epoch(),
+        Some(0),
+        "the owner lost its epoch key after a reopen from its snapshot"
+    );
+    assert!(owner.get("tasks/a").unwrap().is_some());
+    let mut t = Txn::new();
+    t.put("tasks/b", map! {"title" => "x"}.as_map()).unwrap();
+    owner.commit(t).expect("the owner can no longer write");
+}
