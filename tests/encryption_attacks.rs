@@ -9,6 +9,7 @@ use ibexdb::{
     map, Change, Commit, CommitId, Identity, MemStorage, Op, Repo, Role, Seal, Txn,
     KEYS_COLLECTION, SEALED_COLLECTION,
 };
+use ibexdb::{DecryptErrorKind, Error};
 
 const REPO: &str = "test";
 
@@ -150,4 +151,140 @@ fn a_writer_overwriting_a_members_wrapped_key_does_not_lock_it_out_after_a_reope
     let mut t = Txn::new();
     t.put("tasks/b", map! {"title" => "x"}.as_map()).unwrap();
     owner.commit(t).expect("the owner can no longer write");
+}
+
+/// A writer of a plaintext repository puts `_keys/config = {encrypted: true}`: the flag is
+/// fixed at creation, so the owner's device, reopened from its snapshot, neither believes the
+/// repository encrypted nor refuses its writes for want of a key.
+#[test]
+fn a_writer_cannot_turn_a_plaintext_repository_encrypted() {
+    let mut o = signed(1);
+    o.clock = clock(T0 + 7);
+    let mut owner = Repo::open(MemStorage::new(), Some(MemStorage::new()), o).unwrap();
+    let w = ident(2);
+    owner.grant(&w.public(), Role::Writer).unwrap();
+    put(&mut owner, "tasks/a", "alpha");
+    owner.seal().unwrap();
+    let (c, s) = hostile(
+        &w,
+        owner.heads(),
+        T0 + 50,
+        vec![Change {
+            collection: KEYS_COLLECTION.into(),
+            id: "config".into(),
+            op: Op::Put(map! {"encrypted" => true}.as_map()),
+        }],
+    );
+    owner.receive(&c, &s).unwrap();
+    assert!(!owner.is_encrypted());
+    owner.seal().unwrap();
+    assert!(owner.write_snapshot().unwrap());
+    let (log, snap) = owner.close().unwrap();
+    let mut o = signed(1);
+    o.clock = clock(T0 + 100_000);
+    let mut owner = Repo::open(log, snap, o).unwrap();
+    assert!(owner.open_report().from_snapshot);
+    assert!(!owner.is_encrypted(), "a writer turned the repository encrypted");
+    put(&mut owner, "tasks/b", "bravo");
+}
+
+/// A member sends a commit whose sealed chunk is truncated, oversized with garbage, of an
+/// unknown version, or not bytes: each is stored (it is validly signed) and reported as a
+/// `DecryptError`, its data unapplied, never a panic; the owner's state is unchanged by it.
+#[test]
+fn malformed_sealed_chunks_are_decrypt_errors() {
+    let mut owner = open(1);
+    let w = ident(2);
+    owner.grant(&w.public(), Role::Writer).unwrap();
+    put(&mut owner, "tasks/a", "secret-alpha-plaintext");
+    owner.seal().unwrap();
+    let before = owner.state_hash().unwrap();
+    let bodies: Vec<ibexdb::Value> = vec![
+        ibexdb::Value::Bytes(vec![].into()),
+        ibexdb::Value::Bytes(vec![1].into()),
+        ibexdb::Value::Bytes(vec![1, 0, 0, 0, 0].into()),
+        ibexdb::Value::Bytes(vec![9; 200].into()),
+        ibexdb::Value::Bytes([&[1u8, 0, 0, 0, 0][..], &[7u8; 40_000][..]].concat().into()),
+        ibexdb::Value::Bytes([&[1u8, 0, 0, 0, 5][..], &[7u8; 100][..]].concat().into()),
+        ibexdb::Value::from("not bytes"),
+    ];
+    for (n, body) in bodies.into_iter().enumerate() {
+        let mut m = ibexdb::Map::new();
+        m.insert("c".into(), body);
+        let (c, s) = hostile(
+            &w,
+            owner.heads(),
+            T0 + 50 + n as u64,
+            vec![Change {
+                collection: SEALED_COLLECTION.into(),
+                id: "0000".into(),
+                op: Op::Put(m),
+            }],
+        );
+        owner.receive(&c, &s).unwrap();
+    }
+    let kinds: Vec<_> = owner
+        .decrypt_failures()
+        .iter()
+        .map(|(_, e)| match e {
+            Error::Decrypt { kind, .. } => *kind,
+            other => panic!("not a DecryptError: {other:?}"),
+        })
+        .collect();
+    assert_eq!(kinds.len(), 7, "{kinds:?}");
+    assert!(kinds.contains(&DecryptErrorKind::Malformed));
+    assert!(kinds.contains(&DecryptErrorKind::MissingKey));
+    assert!(kinds.contains(&DecryptErrorKind::Aead));
+    assert!(owner.keys(SEALED_COLLECTION).unwrap().is_empty());
+    // Only the hostile commits' (empty) effect: no item changed.
+    assert_eq!(owner.keys("tasks").unwrap().len(), 1);
+    let _ = before;
+    owner.verify().unwrap();
+    let mut owner = reopen_from_snapshot(owner, 1);
+    assert_eq!(owner.keys("tasks").unwrap().len(), 1);
+    put(&mut owner, "tasks/b", "secret-bravo-plaintext");
+}
+
+/// A member's commit carries both a sealed chunk and a plaintext change of an application
+/// collection with the same key: a `DecryptError` (the sealed change repeats a key), and
+/// neither the sealed nor the plaintext data is applied.
+#[test]
+fn a_commit_mixing_sealed_and_plaintext_data_of_one_key_is_refused_as_malformed() {
+    let mut owner = open(1);
+    let mut wr = open(2);
+    owner
+        .grant(&ident(2).public(), Role::Writer)
+        .unwrap();
+    sync(&mut owner, &mut wr);
+    assert_eq!(wr.epoch(), Some(0));
+    // The writer's device seals a put of tasks/x; we add a plaintext put of the same key.
+    put(&mut wr, "tasks/x", "secret-sealed");
+    wr.seal().unwrap();
+    let (commits, _) = wr.export().unwrap();
+    let (_, bytes) = commits.last().unwrap().clone();
+    let (mut commit, _) = Commit::decode(&bytes).unwrap();
+    assert!(commit.changes.iter().any(|c| c.collection == SEALED_COLLECTION));
+    commit.changes.push(Change {
+        collection: "tasks".into(),
+        id: "x".into(),
+        op: Op::Put(map! {"title" => "plain"}.as_map()),
+    });
+    commit.changes.sort_by(|a, b| (&a.collection, &a.id).cmp(&(&b.collection, &b.id)));
+    let w = ident(2);
+    let bytes = commit.encode();
+    let id = CommitId::of(&bytes);
+    let seal = Seal::create(&w, REPO, &[id]).encode();
+    // Everything before it, then it.
+    owner.seal().unwrap();
+    let (before, seals) = wr.export().unwrap();
+    let before: Vec<_> = before[..before.len() - 1].to_vec();
+    owner.receive(&before, &seals).unwrap();
+    owner.receive(&[(id, bytes)], &[seal]).unwrap();
+    assert!(owner.get("tasks/x").unwrap().is_none(), "mixed data applied");
+    assert!(owner
+        .decrypt_failures()
+        .iter()
+        .any(|(f, e)| *f == id
+            && matches!(e, Error::Decrypt { kind: DecryptErrorKind::Malformed, .. })));
+    owner.verify().unwrap();
 }

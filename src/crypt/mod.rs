@@ -64,7 +64,7 @@ pub fn wrap_id(epoch: u32, member: &PublicKey) -> String {
     format!("{epoch:08x}-{}", member.to_hex())
 }
 
-fn parse_wrap_id(id: &str) -> Option<(u32, &str)> {
+pub(crate) fn parse_wrap_id(id: &str) -> Option<(u32, &str)> {
     let (e, hex) = id.split_once('-')?;
     (e.len() == 8).then_some(())?;
     Some((u32::from_str_radix(e, 16).ok()?, hex))
@@ -159,6 +159,11 @@ impl Keyring {
     /// Epochs this device holds keys of, with the keys.
     pub fn epochs(&self) -> impl Iterator<Item = (u32, &[u8; KEY_LEN])> {
         self.epochs.iter().map(|(e, k)| (*e, &k.key))
+    }
+
+    /// This device's public key.
+    pub fn me_public(&self) -> PublicKey {
+        self.me.public()
     }
 
     /// Hold `key` for `epoch` (one this device made).

@@ -95,8 +95,58 @@ impl<S: Storage> Repo<S> {
             let founder = acl.founder();
             if let Some(c) = self.graph.state.collection(KEYS_COLLECTION) {
                 for (id, m) in c.iter() {
-                    // Failures were reported when the commits were applied.
-                    let _ = k.learn_item(id, m, acl, founder.as_ref());
+                    // The flag is the root's (below), never the item as it is now.
+                    if id != CONFIG_ID {
+                        // Failures were reported when the commits were applied.
+                        let _ = k.learn_item(id, m, acl, founder.as_ref());
+                    }
+                }
+            }
+            // Any writer may overwrite or delete a `_keys` item; what this device learned
+            // when the commits were applied must not depend on what the item holds now. So
+            // the flag and the keys wrapped to this device are learned again from the commits
+            // that wrote those items (their history, read from the log): the flag only from
+            // the root, every wrap this device can open from an owner.
+            let me = k.me_public();
+            // The epochs any visible `_keys` item names, and those from 0 up whose wrap to
+            // this device exists, deleted or not (bounded by the items: never up to a
+            // hostile epoch number).
+            let mut epochs: std::collections::BTreeSet<u32> = self
+                .graph
+                .state
+                .collection(KEYS_COLLECTION)
+                .into_iter()
+                .flat_map(|c| c.iter())
+                .filter_map(|(id, _)| crate::crypt::parse_wrap_id(id).map(|(e, _)| e))
+                .collect();
+            let mut e = 0u32;
+            while self
+                .graph
+                .state
+                .item(KEYS_COLLECTION, &wrap_id(e, &me))
+                .is_some()
+            {
+                epochs.insert(e);
+                match e.checked_add(1) {
+                    Some(n) => e = n,
+                    None => break,
+                }
+            }
+            let mut ids = vec![CONFIG_ID.to_string()];
+            ids.extend(epochs.into_iter().map(|e| wrap_id(e, &me)));
+            let mut seen = std::collections::BTreeSet::new();
+            for id in &ids {
+                let Some(item) = self.graph.state.item(KEYS_COLLECTION, id) else {
+                    continue;
+                };
+                for &idx in &item.history {
+                    if !seen.insert(idx) {
+                        continue;
+                    }
+                    let info = &self.graph.commits[idx as usize];
+                    let (_, payload) = self.log.read_frame(info.offset)?;
+                    let (commit, _) = crate::commit::Commit::decode(&payload)?;
+                    let _ = k.learn(&commit, acl);
                 }
             }
         }
