@@ -288,3 +288,34 @@ fn a_commit_mixing_sealed_and_plaintext_data_of_one_key_is_refused_as_malformed(
             && matches!(e, Error::Decrypt { kind: DecryptErrorKind::Malformed, .. })));
     owner.verify().unwrap();
 }
+
+/// A writer names epoch 2^32 - 1 (and epoch 1) in `_keys` ids wrapped to itself: the owner's
+/// next revocation still starts the epoch after the newest one it holds (no overflow, no
+/// panic), and the revoked member cannot read what follows.
+#[test]
+fn a_writer_naming_huge_epochs_does_not_break_the_next_revocation() {
+    let mut owner = open(1);
+    let w = ident(2);
+    let mut rc = open(3);
+    owner.grant(&w.public(), Role::Writer).unwrap();
+    owner.grant(&ident(3).public(), Role::Reader).unwrap();
+    owner.seal().unwrap();
+    let junk = |e: u32| Change {
+        collection: KEYS_COLLECTION.into(),
+        id: format!("{e:08x}-{}", w.public().to_hex()),
+        op: Op::Put(map! {"from" => w.public().to_hex(), "c" => vec![0u8; 60]}.as_map()),
+    };
+    let (c, s) = hostile(&w, owner.heads(), T0 + 50, vec![junk(1), junk(u32::MAX)]);
+    owner.receive(&c, &s).unwrap();
+    sync(&mut owner, &mut rc);
+    assert_eq!(rc.epoch(), Some(0));
+    owner.revoke(&ident(3).public()).expect("the revocation failed");
+    assert_eq!(owner.epoch(), Some(1));
+    put(&mut owner, "tasks/after", "secret-after");
+    sync(&mut owner, &mut rc);
+    assert_eq!(rc.epoch(), Some(0));
+    assert!(rc.get("tasks/after").unwrap().is_none());
+    let mut owner = reopen_from_snapshot(owner, 1);
+    assert_eq!(owner.epoch(), Some(1));
+    put(&mut owner, "tasks/later", "secret-later");
+}

@@ -151,7 +151,7 @@ impl Keyring {
         self.epochs.keys().next_back().copied()
     }
 
-    /// The highest epoch named in `_keys` (a new epoch takes the next number).
+    /// The highest epoch this device holds a key of (a new epoch takes the next number).
     pub fn latest(&self) -> Option<u32> {
         self.latest
     }
@@ -189,7 +189,9 @@ impl Keyring {
         let Some((epoch, hex)) = parse_wrap_id(id) else {
             return Ok(());
         };
-        self.latest = Some(self.latest.map_or(epoch, |l| l.max(epoch)));
+        // Not `latest`: any writer may name any epoch in a `_keys` id (u32::MAX would make
+        // the next revocation's epoch overflow); only keys held count (an owner holds every
+        // epoch an owner made, wrapped to it with the other members).
         if hex != self.me_hex || self.epochs.contains_key(&epoch) {
             return Ok(());
         }
@@ -217,7 +219,7 @@ impl Keyring {
         }
         let info = cipher::wrap_info(&self.repo, epoch, &from, &self.me.public());
         let k = cipher::unwrap(&self.me, &from, &info, w)?;
-        self.epochs.insert(epoch, cipher::EpochKey::new(k));
+        self.insert(epoch, k);
         self.fresh = true;
         Ok(())
     }

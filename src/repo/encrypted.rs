@@ -236,7 +236,13 @@ impl<S: Storage> Repo<S> {
         let key = self.random_key()?;
         let random = self.opts.random.as_mut().ok_or_else(no_random)?;
         let k = self.graph.keyring.as_ref().unwrap();
-        let epoch = k.latest().map_or(0, |l| l + 1);
+        let epoch = match k.latest() {
+            None => 0,
+            Some(l) => l.checked_add(1).ok_or_else(|| Error::Limit {
+                what: "epochs".into(),
+                detail: "no epoch follows 2^32 - 1".into(),
+            })?,
+        };
         for m in &members {
             let v = k.wrap_value(epoch, &key, m, &mut **random)?;
             txn.put(&format!("{KEYS_COLLECTION}/{}", wrap_id(epoch, m)), v)?;
