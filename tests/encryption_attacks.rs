@@ -319,3 +319,60 @@ fn a_writer_naming_huge_epochs_does_not_break_the_next_revocation() {
     assert_eq!(owner.epoch(), Some(1));
     put(&mut owner, "tasks/later", "secret-later");
 }
+
+/// An attachment in an encrypted repository: its descriptor (name, SHA-256, size, type) is a
+/// data change and travels sealed, as §6.8 says; a member lists it; an attach on a deleted item
+/// is `NotFound` and stores nothing; a name with path characters is only a name.
+#[test]
+fn attachment_descriptors_travel_sealed() {
+    let mut owner = open(1);
+    let mut rb = open(2);
+    owner.grant(&ident(2).public(), Role::Reader).unwrap();
+    put(&mut owner, "tasks/a", "secret-alpha");
+    let mut h = ibexdb::Sha256Stream::new();
+    h.update(b"the attached bytes");
+    let a = ibexdb::Attachment {
+        size: h.len(),
+        hash: h.finish(),
+        media_type: "application/x-secret-type".into(),
+    };
+    for name in ["../x", "/", "secret-name.txt"] {
+        let mut t = Txn::new();
+        t.attach("tasks/a", name, &a).unwrap();
+        owner.commit(t).unwrap();
+    }
+    let mut t = Txn::new();
+    assert!(matches!(
+        t.attach("tasks/a", "a\0b", &a),
+        Err(Error::InvalidValue { .. })
+    ));
+    // On a deleted item: NotFound, nothing stored.
+    put(&mut owner, "tasks/gone", "x");
+    let mut t = Txn::new();
+    t.delete("tasks/gone").unwrap();
+    owner.commit(t).unwrap();
+    let n = owner.commit_count();
+    let mut t = Txn::new();
+    t.attach("tasks/gone", "f", &a).unwrap();
+    assert!(matches!(owner.commit(t), Err(Error::NotFound { .. })));
+    assert_eq!(owner.commit_count(), n);
+    owner.seal().unwrap();
+    let (commits, seals) = owner.export().unwrap();
+    for (_, bytes) in &commits {
+        assert!(!contains(bytes, "secret-name"), "the name travels in plaintext");
+        assert!(!contains(bytes, "x-secret-type"), "the type travels in plaintext");
+        assert!(
+            !bytes.windows(32).any(|w| w == a.hash),
+            "the hash travels in plaintext"
+        );
+    }
+    rb.receive(&commits, &seals).unwrap();
+    let listed: Vec<String> = rb
+        .attachments("tasks/a")
+        .unwrap()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(listed, ["../x", "/", "secret-name.txt"]);
+    assert_eq!(rb.attachments("tasks/a").unwrap()[0].1, a);
+}
