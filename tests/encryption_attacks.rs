@@ -440,3 +440,36 @@ fn plaintext_data_in_an_encrypted_repository_is_not_applied_silently() {
         "plaintext data was applied and nothing was reported"
     );
 }
+
+/// FINDING (not fixed): two owners revoke concurrently (each before receiving the other's
+/// revocation). Both start "epoch latest + 1" with a key of their own and wrap it under the
+/// same `_keys/<epoch>-<member>` ids. A device keeps the first key of an epoch it learns and
+/// ignores the other, so the owners (and members) hold different keys for one epoch: what
+/// one owner writes after the merge the other cannot open (`DecryptError` `aead`), for good.
+/// A fix needs epochs that cannot collide (e.g. numbered by the revoking commit, or a key per
+/// `(epoch, owner)` with the sealed blob naming the wrapping owner).
+#[test]
+#[ignore = "finding: concurrent revocations by two owners split an epoch's key"]
+fn concurrent_revocations_by_two_owners_keep_every_member_reading() {
+    let mut a = open(1);
+    let mut b = open(2);
+    a.grant(&ident(2).public(), Role::Owner).unwrap();
+    a.grant(&ident(3).public(), Role::Reader).unwrap();
+    a.grant(&ident(4).public(), Role::Reader).unwrap();
+    a.grant(&ident(5).public(), Role::Reader).unwrap();
+    sync(&mut a, &mut b);
+    assert_eq!(b.epoch(), Some(0));
+    a.revoke(&ident(4).public()).unwrap();
+    b.revoke(&ident(5).public()).unwrap();
+    sync(&mut a, &mut b);
+    sync(&mut b, &mut a);
+    assert_eq!((a.epoch(), b.epoch()), (Some(1), Some(1)));
+    put(&mut a, "tasks/by-a", "secret-a");
+    put(&mut b, "tasks/by-b", "secret-b");
+    sync(&mut a, &mut b);
+    sync(&mut b, &mut a);
+    assert!(a.decrypt_failures().is_empty(), "{:?}", a.decrypt_failures());
+    assert!(b.decrypt_failures().is_empty(), "{:?}", b.decrypt_failures());
+    assert!(a.get("tasks/by-b").unwrap().is_some());
+    assert!(b.get("tasks/by-a").unwrap().is_some());
+}
