@@ -38,7 +38,7 @@ fn hostile(
     parents: Vec<CommitId>,
     hlc_ms: u64,
     changes: Vec<Change>,
-) -> (Vec<(CommitId, Vec<u8>)>, Vec<Vec<u8>>) {
+) -> ibexdb::Export {
     let commit = Commit {
         trusted: false,
         author: who.public(),
@@ -85,10 +85,7 @@ fn a_writer_deleting_the_encrypted_flag_does_not_make_devices_write_plaintext() 
     owner.grant(&w.public(), Role::Writer).unwrap();
     put(&mut owner, "tasks/a", "secret-alpha-plaintext");
     owner.seal().unwrap();
-    for op in [
-        Op::Delete,
-        Op::Put(map! {"encrypted" => false}.as_map()),
-    ] {
+    for op in [Op::Delete, Op::Put(map! {"encrypted" => false}.as_map())] {
         let (c, s) = hostile(
             &w,
             owner.heads(),
@@ -184,7 +181,10 @@ fn a_writer_cannot_turn_a_plaintext_repository_encrypted() {
     o.clock = clock(T0 + 100_000);
     let mut owner = Repo::open(log, snap, o).unwrap();
     assert!(owner.open_report().from_snapshot);
-    assert!(!owner.is_encrypted(), "a writer turned the repository encrypted");
+    assert!(
+        !owner.is_encrypted(),
+        "a writer turned the repository encrypted"
+    );
     put(&mut owner, "tasks/b", "bravo");
 }
 
@@ -252,9 +252,7 @@ fn malformed_sealed_chunks_are_decrypt_errors() {
 fn a_commit_mixing_sealed_and_plaintext_data_of_one_key_is_refused_as_malformed() {
     let mut owner = open(1);
     let mut wr = open(2);
-    owner
-        .grant(&ident(2).public(), Role::Writer)
-        .unwrap();
+    owner.grant(&ident(2).public(), Role::Writer).unwrap();
     sync(&mut owner, &mut wr);
     assert_eq!(wr.epoch(), Some(0));
     // The writer's device seals a put of tasks/x; we add a plaintext put of the same key.
@@ -263,13 +261,18 @@ fn a_commit_mixing_sealed_and_plaintext_data_of_one_key_is_refused_as_malformed(
     let (commits, _) = wr.export().unwrap();
     let (_, bytes) = commits.last().unwrap().clone();
     let (mut commit, _) = Commit::decode(&bytes).unwrap();
-    assert!(commit.changes.iter().any(|c| c.collection == SEALED_COLLECTION));
+    assert!(commit
+        .changes
+        .iter()
+        .any(|c| c.collection == SEALED_COLLECTION));
     commit.changes.push(Change {
         collection: "tasks".into(),
         id: "x".into(),
         op: Op::Put(map! {"title" => "plain"}.as_map()),
     });
-    commit.changes.sort_by(|a, b| (&a.collection, &a.id).cmp(&(&b.collection, &b.id)));
+    commit
+        .changes
+        .sort_by(|a, b| (&a.collection, &a.id).cmp(&(&b.collection, &b.id)));
     let w = ident(2);
     let bytes = commit.encode();
     let id = CommitId::of(&bytes);
@@ -280,12 +283,18 @@ fn a_commit_mixing_sealed_and_plaintext_data_of_one_key_is_refused_as_malformed(
     let before: Vec<_> = before[..before.len() - 1].to_vec();
     owner.receive(&before, &seals).unwrap();
     owner.receive(&[(id, bytes)], &[seal]).unwrap();
-    assert!(owner.get("tasks/x").unwrap().is_none(), "mixed data applied");
-    assert!(owner
-        .decrypt_failures()
-        .iter()
-        .any(|(f, e)| *f == id
-            && matches!(e, Error::Decrypt { kind: DecryptErrorKind::Malformed, .. })));
+    assert!(
+        owner.get("tasks/x").unwrap().is_none(),
+        "mixed data applied"
+    );
+    assert!(owner.decrypt_failures().iter().any(|(f, e)| *f == id
+        && matches!(
+            e,
+            Error::Decrypt {
+                kind: DecryptErrorKind::Malformed,
+                ..
+            }
+        )));
     owner.verify().unwrap();
 }
 
@@ -309,7 +318,9 @@ fn a_writer_naming_huge_epochs_does_not_break_the_next_revocation() {
     owner.receive(&c, &s).unwrap();
     sync(&mut owner, &mut rc);
     assert_eq!(rc.epoch(), Some(0));
-    owner.revoke(&ident(3).public()).expect("the revocation failed");
+    owner
+        .revoke(&ident(3).public())
+        .expect("the revocation failed");
     assert_eq!(owner.epoch(), Some(1));
     put(&mut owner, "tasks/after", "secret-after");
     sync(&mut owner, &mut rc);
@@ -359,8 +370,14 @@ fn attachment_descriptors_travel_sealed() {
     owner.seal().unwrap();
     let (commits, seals) = owner.export().unwrap();
     for (_, bytes) in &commits {
-        assert!(!contains(bytes, "secret-name"), "the name travels in plaintext");
-        assert!(!contains(bytes, "x-secret-type"), "the type travels in plaintext");
+        assert!(
+            !contains(bytes, "secret-name"),
+            "the name travels in plaintext"
+        );
+        assert!(
+            !contains(bytes, "x-secret-type"),
+            "the type travels in plaintext"
+        );
         assert!(
             !bytes.windows(32).any(|w| w == a.hash),
             "the hash travels in plaintext"
@@ -468,8 +485,16 @@ fn concurrent_revocations_by_two_owners_keep_every_member_reading() {
     put(&mut b, "tasks/by-b", "secret-b");
     sync(&mut a, &mut b);
     sync(&mut b, &mut a);
-    assert!(a.decrypt_failures().is_empty(), "{:?}", a.decrypt_failures());
-    assert!(b.decrypt_failures().is_empty(), "{:?}", b.decrypt_failures());
+    assert!(
+        a.decrypt_failures().is_empty(),
+        "{:?}",
+        a.decrypt_failures()
+    );
+    assert!(
+        b.decrypt_failures().is_empty(),
+        "{:?}",
+        b.decrypt_failures()
+    );
     assert!(a.get("tasks/by-b").unwrap().is_some());
     assert!(b.get("tasks/by-a").unwrap().is_some());
 }
