@@ -498,3 +498,34 @@ fn concurrent_revocations_by_two_owners_keep_every_member_reading() {
     assert!(a.get("tasks/by-b").unwrap().is_some());
     assert!(b.get("tasks/by-a").unwrap().is_some());
 }
+
+/// A writer floods `_keys` with 2,000 wraps "to" the owner claiming the owner as their sender
+/// (garbage ciphertext). A wrap counts only in its sender's own commit, so the owner's device
+/// refuses each before any key agreement (an `unwrap` failure), when it receives them and when
+/// it reopens from its snapshot: cheap, where a P-384 key agreement each took seconds.
+#[test]
+fn a_flood_of_forged_wraps_costs_no_key_agreement() {
+    let mut owner = open(1);
+    let w = ident(2);
+    owner.grant(&w.public(), Role::Writer).unwrap();
+    owner.seal().unwrap();
+    let me = ident(1).public().to_hex();
+    let changes: Vec<Change> = (1..=2000u32)
+        .map(|e| Change {
+            collection: KEYS_COLLECTION.into(),
+            id: format!("{e:08x}-{me}"),
+            op: Op::Put(map! {"from" => me.clone(), "c" => vec![0u8; 76]}.as_map()),
+        })
+        .collect();
+    let (c, s) = hostile(&w, owner.heads(), T0 + 50, changes);
+    let t = std::time::Instant::now();
+    owner.receive(&c, &s).unwrap();
+    let mut owner = reopen_from_snapshot(owner, 1);
+    let took = t.elapsed();
+    assert_eq!(owner.epoch(), Some(0));
+    put(&mut owner, "tasks/a", "secret-alpha");
+    assert!(
+        took < std::time::Duration::from_secs(3),
+        "2,000 forged wraps took {took:?}"
+    );
+}

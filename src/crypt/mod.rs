@@ -180,6 +180,7 @@ impl Keyring {
         id: &str,
         value: &Map,
         acl: &Acl,
+        author: &PublicKey,
         root_author: Option<&PublicKey>,
     ) -> Result<()> {
         if id == CONFIG_ID {
@@ -210,11 +211,18 @@ impl Keyring {
                 "a wrapped key's sender is not a key",
             ));
         };
-        let allowed = acl.role(&from) == Some(Role::Owner) || root_author == Some(&from);
+        // An owner's device wraps keys in its own commits (`from` is their author): a wrap
+        // in another's commit is refused before any curve arithmetic, so a writer's flood of
+        // wraps costs no member a key agreement each (at every apply and open).
+        let allowed = from == *author
+            && (acl.role(&from) == Some(Role::Owner) || root_author == Some(&from));
         if !allowed {
             return Err(derr(
                 DecryptErrorKind::Unwrap,
-                format!("epoch {epoch}'s key was wrapped by a key that is not an owner"),
+                format!(
+                    "epoch {epoch}'s key was wrapped by a key that is not an owner (or not the \
+                     commit's author)"
+                ),
             ));
         }
         let info = cipher::wrap_info(&self.repo, epoch, &from, &self.me.public());
@@ -237,7 +245,7 @@ impl Keyring {
                 if ch.id == CONFIG_ID && root.is_none() {
                     continue; // the flag is fixed at creation
                 }
-                if let Err(e) = self.learn_item(&ch.id, m, acl, root) {
+                if let Err(e) = self.learn_item(&ch.id, m, acl, &commit.author, root) {
                     errors.push(e);
                 }
             }

@@ -92,32 +92,25 @@ impl<S: Storage> Repo<S> {
         if !self.graph.commits.is_empty() {
             self.warm_collection(KEYS_COLLECTION)?;
             let acl = self.graph.current_acl();
-            let founder = acl.founder();
-            if let Some(c) = self.graph.state.collection(KEYS_COLLECTION) {
-                for (id, m) in c.iter() {
-                    // The flag is the root's (below), never the item as it is now.
-                    if id != CONFIG_ID {
-                        // Failures were reported when the commits were applied.
-                        let _ = k.learn_item(id, m, acl, founder.as_ref());
-                    }
-                }
-            }
             // Any writer may overwrite or delete a `_keys` item; what this device learned
             // when the commits were applied must not depend on what the item holds now. So
             // the flag and the keys wrapped to this device are learned again from the commits
             // that wrote those items (their history, read from the log): the flag only from
             // the root, every wrap this device can open from an owner.
             let me = k.me_public();
-            // The epochs any visible `_keys` item names, and those from 0 up whose wrap to
-            // this device exists, deleted or not (bounded by the items: never up to a
-            // hostile epoch number).
+            // The epochs of the visible wraps to this device, and those from 0 up whose wrap
+            // to it exists, deleted or not (bounded by the items: never up to a hostile epoch
+            // number).
+            let me_hex = me.to_hex();
             let mut epochs: std::collections::BTreeSet<u32> = self
                 .graph
                 .state
                 .collection(KEYS_COLLECTION)
                 .into_iter()
                 .flat_map(|c| c.iter())
-                .filter_map(|(id, _)| crate::crypt::parse_wrap_id(id).map(|(e, _)| e))
+                .filter_map(|(id, _)| crate::crypt::parse_wrap_id(id))
+                .filter(|(_, hex)| *hex == me_hex)
+                .map(|(e, _)| e)
                 .collect();
             let mut e = 0u32;
             while self
