@@ -214,8 +214,8 @@ impl Keyring {
         // An owner's device wraps keys in its own commits (`from` is their author): a wrap
         // in another's commit is refused before any curve arithmetic, so a writer's flood of
         // wraps costs no member a key agreement each (at every apply and open).
-        let allowed = from == *author
-            && (acl.role(&from) == Some(Role::Owner) || root_author == Some(&from));
+        let allowed =
+            from == *author && (acl.role(&from) == Some(Role::Owner) || root_author == Some(&from));
         if !allowed {
             return Err(derr(
                 DecryptErrorKind::Unwrap,
