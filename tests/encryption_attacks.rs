@@ -529,3 +529,35 @@ fn a_flood_of_forged_wraps_costs_no_key_agreement() {
         "2,000 forged wraps took {took:?}"
     );
 }
+
+/// An epoch key wrapped by an owner who is later demoted: a member learned it when the wrap
+/// arrived (the sender was an owner then) and must keep it after a reopen from its snapshot,
+/// where the keyring is rebuilt against the access list as it is now.
+#[test]
+fn a_key_wrapped_by_an_owner_later_demoted_survives_a_reopen() {
+    let mut a = open(1);
+    let mut b = open(2);
+    let mut c = open(3);
+    a.grant(&ident(2).public(), Role::Owner).unwrap();
+    a.grant(&ident(3).public(), Role::Reader).unwrap();
+    a.grant(&ident(4).public(), Role::Reader).unwrap();
+    sync(&mut a, &mut b);
+    b.revoke(&ident(4).public()).unwrap();
+    sync(&mut b, &mut a);
+    sync(&mut b, &mut c);
+    assert_eq!((a.epoch(), c.epoch()), (Some(1), Some(1)));
+    a.grant(&ident(2).public(), Role::Writer).unwrap();
+    put(&mut a, "tasks/x", "secret-x");
+    sync(&mut a, &mut c);
+    assert!(c.get("tasks/x").unwrap().is_some());
+    let mut c = reopen_from_snapshot(c, 3);
+    assert_eq!(
+        c.epoch(),
+        Some(1),
+        "the key of epoch 1 was lost at the reopen"
+    );
+    sync(&mut a, &mut c);
+    put(&mut a, "tasks/y", "secret-y");
+    sync(&mut a, &mut c);
+    assert!(c.get("tasks/y").unwrap().is_some());
+}

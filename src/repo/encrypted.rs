@@ -91,7 +91,6 @@ impl<S: Storage> Repo<S> {
         let mut k = Keyring::new(id, &self.opts.name);
         if !self.graph.commits.is_empty() {
             self.warm_collection(KEYS_COLLECTION)?;
-            let acl = self.graph.current_acl();
             // Any writer may overwrite or delete a `_keys` item; what this device learned
             // when the commits were applied must not depend on what the item holds now. So
             // the flag and the keys wrapped to this device are learned again from the commits
@@ -139,7 +138,9 @@ impl<S: Storage> Repo<S> {
                     let info = &self.graph.commits[idx as usize];
                     let (_, payload) = self.log.read_frame(info.offset)?;
                     let (commit, _) = crate::commit::Commit::decode(&payload)?;
-                    let _ = k.learn(&commit, acl);
+                    // Judged by the access list of the commit's own past (and itself), not
+                    // the list as it is now: a key wrapped by an owner since demoted stays.
+                    let _ = k.learn(&commit, self.graph.acls.get(info.acl));
                 }
             }
         }
