@@ -64,7 +64,7 @@ pub fn wrap_id(epoch: u32, member: &PublicKey) -> String {
     format!("{epoch:08x}-{}", member.to_hex())
 }
 
-fn parse_wrap_id(id: &str) -> Option<(u32, &str)> {
+pub(crate) fn parse_wrap_id(id: &str) -> Option<(u32, &str)> {
     let (e, hex) = id.split_once('-')?;
     (e.len() == 8).then_some(())?;
     Some((u32::from_str_radix(e, 16).ok()?, hex))
@@ -151,7 +151,7 @@ impl Keyring {
         self.epochs.keys().next_back().copied()
     }
 
-    /// The highest epoch named in `_keys` (a new epoch takes the next number).
+    /// The highest epoch this device holds a key of (a new epoch takes the next number).
     pub fn latest(&self) -> Option<u32> {
         self.latest
     }
@@ -159,6 +159,11 @@ impl Keyring {
     /// Epochs this device holds keys of, with the keys.
     pub fn epochs(&self) -> impl Iterator<Item = (u32, &[u8; KEY_LEN])> {
         self.epochs.iter().map(|(e, k)| (*e, &k.key))
+    }
+
+    /// This device's public key.
+    pub fn me_public(&self) -> PublicKey {
+        self.me.public()
     }
 
     /// Hold `key` for `epoch` (one this device made).
@@ -175,6 +180,7 @@ impl Keyring {
         id: &str,
         value: &Map,
         acl: &Acl,
+        author: &PublicKey,
         root_author: Option<&PublicKey>,
     ) -> Result<()> {
         if id == CONFIG_ID {
@@ -184,7 +190,9 @@ impl Keyring {
         let Some((epoch, hex)) = parse_wrap_id(id) else {
             return Ok(());
         };
-        self.latest = Some(self.latest.map_or(epoch, |l| l.max(epoch)));
+        // Not `latest`: any writer may name any epoch in a `_keys` id (u32::MAX would make
+        // the next revocation's epoch overflow); only keys held count (an owner holds every
+        // epoch an owner made, wrapped to it with the other members).
         if hex != self.me_hex || self.epochs.contains_key(&epoch) {
             return Ok(());
         }
@@ -203,16 +211,23 @@ impl Keyring {
                 "a wrapped key's sender is not a key",
             ));
         };
-        let allowed = acl.role(&from) == Some(Role::Owner) || root_author == Some(&from);
+        // An owner's device wraps keys in its own commits (`from` is their author): a wrap
+        // in another's commit is refused before any curve arithmetic, so a writer's flood of
+        // wraps costs no member a key agreement each (at every apply and open).
+        let allowed =
+            from == *author && (acl.role(&from) == Some(Role::Owner) || root_author == Some(&from));
         if !allowed {
             return Err(derr(
                 DecryptErrorKind::Unwrap,
-                format!("epoch {epoch}'s key was wrapped by a key that is not an owner"),
+                format!(
+                    "epoch {epoch}'s key was wrapped by a key that is not an owner (or not the \
+                     commit's author)"
+                ),
             ));
         }
         let info = cipher::wrap_info(&self.repo, epoch, &from, &self.me.public());
         let k = cipher::unwrap(&self.me, &from, &info, w)?;
-        self.epochs.insert(epoch, cipher::EpochKey::new(k));
+        self.insert(epoch, k);
         self.fresh = true;
         Ok(())
     }
@@ -230,7 +245,7 @@ impl Keyring {
                 if ch.id == CONFIG_ID && root.is_none() {
                     continue; // the flag is fixed at creation
                 }
-                if let Err(e) = self.learn_item(&ch.id, m, acl, root) {
+                if let Err(e) = self.learn_item(&ch.id, m, acl, &commit.author, root) {
                     errors.push(e);
                 }
             }

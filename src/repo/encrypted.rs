@@ -91,12 +91,56 @@ impl<S: Storage> Repo<S> {
         let mut k = Keyring::new(id, &self.opts.name);
         if !self.graph.commits.is_empty() {
             self.warm_collection(KEYS_COLLECTION)?;
-            let acl = self.graph.current_acl();
-            let founder = acl.founder();
-            if let Some(c) = self.graph.state.collection(KEYS_COLLECTION) {
-                for (id, m) in c.iter() {
-                    // Failures were reported when the commits were applied.
-                    let _ = k.learn_item(id, m, acl, founder.as_ref());
+            // Any writer may overwrite or delete a `_keys` item; what this device learned
+            // when the commits were applied must not depend on what the item holds now. So
+            // the flag and the keys wrapped to this device are learned again from the commits
+            // that wrote those items (their history, read from the log): the flag only from
+            // the root, every wrap this device can open from an owner.
+            let me = k.me_public();
+            // The epochs of the visible wraps to this device, and those from 0 up whose wrap
+            // to it exists, deleted or not (bounded by the items: never up to a hostile epoch
+            // number).
+            let me_hex = me.to_hex();
+            let mut epochs: std::collections::BTreeSet<u32> = self
+                .graph
+                .state
+                .collection(KEYS_COLLECTION)
+                .into_iter()
+                .flat_map(|c| c.iter())
+                .filter_map(|(id, _)| crate::crypt::parse_wrap_id(id))
+                .filter(|(_, hex)| *hex == me_hex)
+                .map(|(e, _)| e)
+                .collect();
+            let mut e = 0u32;
+            while self
+                .graph
+                .state
+                .item(KEYS_COLLECTION, &wrap_id(e, &me))
+                .is_some()
+            {
+                epochs.insert(e);
+                match e.checked_add(1) {
+                    Some(n) => e = n,
+                    None => break,
+                }
+            }
+            let mut ids = vec![CONFIG_ID.to_string()];
+            ids.extend(epochs.into_iter().map(|e| wrap_id(e, &me)));
+            let mut seen = std::collections::BTreeSet::new();
+            for id in &ids {
+                let Some(item) = self.graph.state.item(KEYS_COLLECTION, id) else {
+                    continue;
+                };
+                for &idx in &item.history {
+                    if !seen.insert(idx) {
+                        continue;
+                    }
+                    let info = &self.graph.commits[idx as usize];
+                    let (_, payload) = self.log.read_frame(info.offset)?;
+                    let (commit, _) = crate::commit::Commit::decode(&payload)?;
+                    // Judged by the access list of the commit's own past (and itself), not
+                    // the list as it is now: a key wrapped by an owner since demoted stays.
+                    let _ = k.learn(&commit, self.graph.acls.get(info.acl));
                 }
             }
         }
@@ -186,7 +230,13 @@ impl<S: Storage> Repo<S> {
         let key = self.random_key()?;
         let random = self.opts.random.as_mut().ok_or_else(no_random)?;
         let k = self.graph.keyring.as_ref().unwrap();
-        let epoch = k.latest().map_or(0, |l| l + 1);
+        let epoch = match k.latest() {
+            None => 0,
+            Some(l) => l.checked_add(1).ok_or_else(|| Error::Limit {
+                what: "epochs".into(),
+                detail: "no epoch follows 2^32 - 1".into(),
+            })?,
+        };
         for m in &members {
             let v = k.wrap_value(epoch, &key, m, &mut **random)?;
             txn.put(&format!("{KEYS_COLLECTION}/{}", wrap_id(epoch, m)), v)?;

@@ -61,6 +61,30 @@ fn make_corpus() -> Vec<(String, Vec<u8>)> {
         ("commit-2.bin".to_string(), commits[1].1.clone()),
         ("seal.bin".to_string(), seals[0].clone()),
     ];
+    // A patch with an attach, a detach and a set edit (docs/design.md §6.7), and the root of
+    // an encrypted repository (`_keys` items and a sealed `_e` chunk, §6.8).
+    let mut t = Txn::new();
+    let a = ibexdb::Attachment {
+        hash: [7; 32],
+        size: 1234,
+        media_type: "image/png".into(),
+    };
+    t.attach("items/a", "photo.png", &a).unwrap();
+    t.detach("items/a", "old.txt").unwrap();
+    t.set_add("items/a", "tags", ["x", "y"]).unwrap();
+    repo.commit(t).unwrap();
+    repo.seal().unwrap();
+    let (more, _) = repo.export().unwrap();
+    out.push(("commit-attach.bin".to_string(), more[2].1.clone()));
+    let mut eo = RepoOptions::new("r", Some(Identity::from_entropy(&[3; 48])), system_clock());
+    eo.encrypted = true;
+    let mut e = Repo::open(MemStorage::new(), None, eo).unwrap();
+    let mut t = Txn::new();
+    t.put("items/s", map! { "secret" => "text" }.as_map())
+        .unwrap();
+    e.commit(t).unwrap();
+    let (ec, _) = e.export().unwrap();
+    out.push(("commit-encrypted.bin".to_string(), ec[0].1.clone()));
     let ids: Vec<CommitId> = commits.iter().map(|c| c.0).collect();
     let msgs = [
         (
