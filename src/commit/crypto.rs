@@ -286,9 +286,14 @@ impl Identity {
     /// Whether the public key is the secret's (derived once; a `SignatureError` when not: the
     /// stored identity is damaged).
     pub fn check(&self) -> Result<()> {
-        let ok = *self
-            .checked
-            .get_or_init(|| public_of(self.signing_key()) == self.public);
+        // Derived again while it disagrees, DERIVE_ATTEMPTS times at most: a host that computes
+        // P-384 wrong at times (JavaScriptCore's wasm tiers, §15.1a; seen once in a fresh
+        // instance after a panic) does not brand a sound identity damaged.
+        let ok = *self.checked.get_or_init(|| {
+            public_of(self.signing_key()) == self.public
+                || (1..DERIVE_ATTEMPTS)
+                    .any(|_| public_of(&SigningKey::from(self.secret)) == self.public)
+        });
         if ok {
             Ok(())
         } else {
