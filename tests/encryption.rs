@@ -515,7 +515,7 @@ impl Instant {
 /// Write, read and sync latency on an encrypted repository against a plaintext one (docs/design.md
 /// §6.8 "Cost"), in CPU time: `cargo test --profile ci --test encryption -- --ignored --nocapture`.
 #[test]
-#[ignore]
+#[ignore = "a timing, not a check: run on demand with --ignored --nocapture (docs/design.md §6.8 \"Cost\")"]
 fn encryption_overhead_timing() {
     const N: u64 = 20_000;
     let run = |encrypted: bool| -> [f64; 4] {
