@@ -48,15 +48,16 @@ import { opfsUsage } from './opfs-usage.js';
 import { FAT_COLLECTIONS } from '../shared/docs.js';
 
 /**
- * An engine result as JSON: the benchmark's data holds no bytes values, so every result is
- * plain text (engine.js EngineText: `{json, bytes}` only when bytes are in it).
+ * An engine result decoded as the product decodes it (codec.js `decode`: JSON text, and the
+ * UTF-8 of strings of 16 KiB or more beside it, as the "large" rows' texts come).
  * @param {import('../../lib/codec.js').EngineText} t
  */
-const parseText = (t) => JSON.parse(typeof t === 'string' ? t : t.json);
+const parseText = (t) => decodeText(t);
 
 const ENGINE_MODULE = new URL('../../lib/engine.js', import.meta.url).href;
 const POLICY_MODULE = new URL('../../lib/policy.js', import.meta.url).href;
 const STORAGE_MODULE = new URL('../../lib/storage.js', import.meta.url).href;
+const CODEC_MODULE = new URL('../../lib/codec.js', import.meta.url).href;
 // verify() as the runtime worker runs it: seal signatures by WebCrypto, every other check by the engine.
 const VERIFY_MODULE = new URL('../../lib/worker/verify.js', import.meta.url).href;
 const CRYPTO_MODULE = new URL('../../lib/worker/crypto.js', import.meta.url).href;
@@ -89,6 +90,8 @@ const MAX_TXN_BYTES = 48 << 20;
 
 /** @type {typeof import('../../lib/engine.js').openEngine} */
 let openEngine;
+/** @type {typeof import('../../lib/codec.js').decode} */
+let decodeText;
 /** @type {typeof import('../../lib/engine.js').TxnBuilder} */
 let TxnBuilder;
 /** @type {typeof import('../../lib/policy.js')} */
@@ -276,7 +279,7 @@ serve({
     const t0 = performance.now();
     ({ openEngine, TxnBuilder } = await import(ENGINE_MODULE));
     // Loaded with engine.js already: no fetch.
-    [policy, storage] = await Promise.all([import(POLICY_MODULE), import(STORAGE_MODULE)]);
+    [policy, storage, { decode: decodeText }] = await Promise.all([import(POLICY_MODULE), import(STORAGE_MODULE), import(CODEC_MODULE)]);
     const [verifyModule, { HostCrypto }] = await Promise.all([import(VERIFY_MODULE), import(CRYPTO_MODULE)]);
     verifyRepository = verifyModule.verifyRepository;
     // verify()'s helper thread is started by the page, as the runtime's is (page/engine-worker.js
