@@ -1,6 +1,8 @@
-// An attachment's source read in CHUNK_BYTES pieces, shared by the browser's OPFS store
-// (attachments.js) and ibexdb/node's files (node/attachments.js): a 500 MB stream never sits
-// whole in memory, and each piece is written and hashed as it comes.
+// An attachment's source read in CHUNK_BYTES pieces, shared by the browser's stores (OPFS:
+// attachments.js; IndexedDB and memory: backends/*-attachments.js) and ibexdb/node's files
+// (node/attachments.js): a 500 MB stream never sits whole in memory, and each piece is written
+// and hashed as it comes. Also what every store does to count its bytes against the engine's
+// limit (`chargeOnce`).
 
 import { InvalidValueError } from './errors.js';
 
@@ -21,9 +23,10 @@ function toBytes(v) {
 
 /**
  * Read `reader` to its end, handing `onPiece` pieces of CHUNK_BYTES (the last one shorter; none
- * for an empty stream). A piece is a view of one reused buffer, valid until `onPiece` returns.
+ * for an empty stream). A piece is a view of one reused buffer, valid until `onPiece` returns
+ * (or, when it returns a promise, until that settles: the next piece waits for it).
  * @param {ReadableStreamDefaultReader<unknown>} reader
- * @param {(piece: Uint8Array) => void} onPiece
+ * @param {(piece: Uint8Array) => void | Promise<void>} onPiece
  */
 export async function readPieces(reader, onPiece) {
   const buf = new Uint8Array(CHUNK_BYTES);
@@ -38,10 +41,27 @@ export async function readPieces(reader, onPiece) {
       fill += n;
       at += n;
       if (fill === CHUNK_BYTES) {
-        onPiece(buf);
+        await onPiece(buf);
         fill = 0;
       }
     }
   }
-  if (fill > 0) onPiece(buf.subarray(0, fill));
+  if (fill > 0) await onPiece(buf.subarray(0, fill));
+}
+
+/**
+ * Count a store's bytes (`store.bytes`) against the engine's byte limit once per engine (a
+ * reopened engine counts its log and snapshot afresh; `store.charged` is the generation counted
+ * for, -1 for none). Bytes already over the limit count as far as they fit: further writes fail.
+ * @param {{bytes: number, charged: number}} store
+ * @param {{generation: number, quotaCharge: (bytes: number) => void}} engine
+ */
+export function chargeOnce(store, engine) {
+  if (store.charged === engine.generation) return;
+  store.charged = engine.generation;
+  try {
+    engine.quotaCharge(store.bytes);
+  } catch (e) {
+    if (/** @type {any} */ (e)?.name !== 'QuotaExceededError') throw e;
+  }
 }

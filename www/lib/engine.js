@@ -33,6 +33,11 @@ export { preloadWasm, provideWasmModule } from './wasm-instance.js';
 const utf8 = new TextDecoder();
 
 /** @typedef {import('./codec.js').EngineText} EngineText */
+/**
+ * What the worker's attachment stores have in common (attachments.js for OPFS,
+ * backends/indexeddb-attachments.js, backends/memory-attachments.js).
+ * @typedef {import('./attachments.js').AttachmentStore | import('./backends/indexeddb-attachments.js').IdbAttachmentStore | import('./backends/memory-attachments.js').MemoryAttachmentStore} AttachmentStoreLike
+ */
 
 /**
  * `text` with the bytes the engine left for it (`takeBytes`), if any.
@@ -154,7 +159,7 @@ export class EngineHandle {
     this._extraFiles = new Map();
     /** @type {(() => void) | null} called after every successful flush (sync captures its durable position) */
     this.afterFlush = null;
-    /** @type {import('./attachments.js').AttachmentStore | null} the attachment files (the worker's; OPFS only) */
+    /** @type {AttachmentStoreLike | null} the attachment files (the worker's: OPFS, IndexedDB or memory) */
     this.attachmentStore = null;
     /** @type {import('./storage.js').StorageBackend} where the files live (set by openEngine) */
     this.backend = /** @type {any} */ (null);
