@@ -8,7 +8,8 @@
 //
 // Pieces are stored as Blobs: the browser keeps them on disk and hands back disk-backed Blobs,
 // so a read is a Blob made of them (no byte is read until the Blob is) and a 500 MB video never
-// sits whole in memory. Where IndexedDB refuses Blobs (WebKit's ephemeral sessions: private
+// sits whole in memory (a Blob source of up to 64 MiB is read whole for WebCrypto's SHA-256:
+// `hashedPieces`). Where IndexedDB refuses Blobs (WebKit's ephemeral sessions: private
 // windows, WebKitGTK's automation) pieces are ArrayBuffers, and a read holds the file in memory. A write puts each piece under a fresh id in a transaction of its own
 // (durability 'strict': on disk when it completes), hashing it with the engine's incremental
 // SHA-256, and only then the `files` record that makes it visible — or, when those bytes are
@@ -16,7 +17,7 @@
 // names: the store's first use in a session removes them, with the records no visible item refers
 // to (`reclaim`). Nothing is removed later in the session, so a Blob handed out stays readable.
 
-import { CHUNK_BYTES, chargeOnce, readPieces } from '../attachment-chunks.js';
+import { chargeOnce, hashedPieces } from '../attachment-chunks.js';
 import { QuotaExceededError, StorageUnavailableError } from '../errors.js';
 
 export const attachmentsDbName = (/** @type {string} */ name) => `ibexdb-attachments/${name}`;
@@ -198,23 +199,18 @@ export class IdbAttachmentStore {
    */
   async write(source, engine) {
     chargeOnce(this, engine);
-    const stream = source instanceof Blob ? source.stream() : source;
-    const reader = stream.getReader();
     const id = crypto.randomUUID();
-    const hasher = engine.newHasher();
     let size = 0;
     let n = 0;
     let charged = 0;
     try {
-      await readPieces(reader, async (piece) => {
+      const { hash } = await hashedPieces(source, engine, async (piece) => {
         engine.quotaCharge(piece.length);
         charged += piece.length;
-        hasher.update(piece);
         await this._putPiece(piece, [id, n]);
         n++;
         size += piece.length;
       });
-      const hash = hasher.finish();
       const tx = this._tx('readwrite');
       const files = tx.objectStore(FILES);
       const existing = /** @type {FileRecord | undefined} */ (await result(files.get(hash)));
@@ -229,17 +225,9 @@ export class IdbAttachmentStore {
       else engine.quotaRelease(charged);
       return { hash, size, created };
     } catch (e) {
-      reader.cancel(e).catch(() => {});
       await this._removePieces(id);
       engine.quotaRelease(charged);
       throw typed(e, 'write');
-    } finally {
-      try {
-        hasher.free();
-      } catch {
-        // freed already
-      }
-      reader.releaseLock?.();
     }
   }
 

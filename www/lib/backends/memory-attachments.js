@@ -4,7 +4,7 @@
 // visible only when whole, identical bytes stored once, reclaimed at the store's first use in a
 // session (nothing removed later, so a Blob handed out stays readable).
 
-import { chargeOnce, readPieces } from '../attachment-chunks.js';
+import { chargeOnce, hashedPieces } from '../attachment-chunks.js';
 
 /** @typedef {import('../attachments.js').AttachmentEngine} AttachmentEngine */
 
@@ -77,19 +77,15 @@ export class MemoryAttachmentStore {
    */
   async write(source, engine) {
     chargeOnce(this, engine);
-    const reader = (source instanceof Blob ? source.stream() : source).getReader();
-    const hasher = engine.newHasher();
     /** @type {Blob[]} */
     const parts = [];
     let size = 0;
     try {
-      await readPieces(reader, (piece) => {
+      const { hash } = await hashedPieces(source, engine, (piece) => {
         engine.quotaCharge(piece.length);
         size += piece.length;
-        hasher.update(piece);
         parts.push(new Blob([/** @type {Uint8Array<ArrayBuffer>} */ (piece)]));
       });
-      const hash = hasher.finish();
       const existing = this.files.get(hash);
       if (existing && existing.size === size) {
         engine.quotaRelease(size);
@@ -99,16 +95,8 @@ export class MemoryAttachmentStore {
       this.bytes += size;
       return { hash, size, created: true };
     } catch (e) {
-      reader.cancel(e).catch(() => {});
       engine.quotaRelease(size);
       throw e;
-    } finally {
-      try {
-        hasher.free();
-      } catch {
-        // freed already
-      }
-      reader.releaseLock?.();
     }
   }
 
