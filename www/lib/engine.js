@@ -242,8 +242,13 @@ export class EngineHandle {
       this._u8 = new Uint8Array(0);
       this._slot = this._raw.outSlot() >>> 2;
       this.publicKey = this._raw.publicKey() ?? null;
-      for (const [c, s] of this._schemas) this._raw.defineSchema(c, s);
-      if (this._app) this._raw.declareApp(this._app.version, this._app.schemasJson);
+      try {
+        for (const [c, s] of this._schemas) this._raw.defineSchema(c, s);
+        if (this._app) this._raw.declareApp(this._app.version, this._app.schemasJson);
+      } catch (e) {
+        // A schema given at open that the engine refuses: its typed error, as from `_call`.
+        throw isTrap(e) ? panicError(e) : engineError(e);
+      }
       this.openMs = { files: t1 - t0, wasm: t2 - t1, engine: performance.now() - t2 };
     } catch (e) {
       closeAll(handles);
