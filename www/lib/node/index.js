@@ -515,6 +515,15 @@ export class NodeDatabase {
       await this._engine.durable();
     });
   }
+  /** The timers' work now (seal, flush, snapshot if due), as the page's `settle()`: nothing left pending. */
+  settle() {
+    return this._run(async () => {
+      this._maintenance.cancel();
+      if (this._engine.seal() > 0 || this._engine.hasUnflushed()) this._engine.flush();
+      this._engine.maybeSnapshot();
+      await this._engine.durable();
+    });
+  }
   verify() {
     return this._run(() => verifyRepository(this._engine, null));
   }
