@@ -307,3 +307,64 @@ async fn a_session_that_may_not_read_learns_nothing_of_a_private_repositorys_siz
         );
     }
 }
+
+/// What a client that breaks the WebSocket framing itself is told, after its `Hello`: each
+/// hostile frame, then the server's next message (`Some(code, kind)` for an `Error`).
+async fn framing_answer(
+    url: &str,
+    addr: &str,
+    frame: Vec<u8>,
+) -> Option<(ErrorCode, Option<String>)> {
+    let _ = url;
+    let mut raw = raw_ws::Raw::connect(addr).await;
+    raw.hello("open").await;
+    raw.send(&frame).await;
+    loop {
+        match raw.message(Duration::from_secs(5)).await {
+            Some(Message::Error { code, kind, .. }) => return Some((code, kind)),
+            Some(_) => continue,
+            None => return None,
+        }
+    }
+}
+
+/// A client that breaks the WebSocket framing (reserved bits, an unknown opcode, a
+/// continuation with nothing to continue, a fragmented ping, an unmasked frame) is refused
+/// with a typed `ProtocolError` it receives before the close, as a malformed message is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_framing_errors_are_refused_with_a_typed_error() {
+    let server = Server::fresh("framing");
+    let url = server.url.clone();
+    let _owner = public_repo(&url, "open", 1).await;
+    let push = Message::Push {
+        commits: vec![],
+        seals: vec![],
+    }
+    .encode();
+    let mut rsv = raw_ws::frame(2, &push);
+    rsv[0] |= 0x40; // RSV1 without an extension
+    let opcode = raw_ws::frame(3, b"x"); // reserved data opcode
+    let continuation = raw_ws::frame(0, b"x"); // nothing to continue
+    let mut ping = raw_ws::frame(9, b"x");
+    ping[0] &= 0x7f; // a fragmented control frame
+    let mut unmasked = raw_ws::frame(2, &push);
+    unmasked[1] &= 0x7f; // no mask bit (the zero key stays: four more payload bytes)
+    let mut got = Vec::new();
+    for (what, f) in [
+        ("reserved bits", rsv),
+        ("reserved opcode", opcode),
+        ("lone continuation", continuation),
+        ("fragmented ping", ping),
+        ("unmasked frame", unmasked),
+    ] {
+        got.push((what, framing_answer(&url, &server.addr, f).await));
+    }
+    let untyped: Vec<_> = got
+        .iter()
+        .filter(|(_, a)| !matches!(a, Some((ErrorCode::Protocol, _))))
+        .collect();
+    assert!(
+        untyped.is_empty(),
+        "closed without a typed ProtocolError: {untyped:?}"
+    );
+}
