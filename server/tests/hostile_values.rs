@@ -368,3 +368,50 @@ async fn websocket_framing_errors_are_refused_with_a_typed_error() {
         "closed without a typed ProtocolError: {untyped:?}"
     );
 }
+
+/// A stranger's `Hello` on a private repository the server holds closed makes it open the
+/// repository to learn the stranger may not read it (the access list lives in it). What that
+/// costs: the refusal comes at once, the open repository costs the server a small part of its
+/// bytes on disk, and it is closed again once the stranger has left (`--repo-idle-ms`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_strangers_hello_on_a_closed_private_repository_costs_little_and_does_not_last() {
+    let mut server = Server::fresh_with("closed-private", &["--repo-idle-ms", "300"]);
+    let mut owner = Peer::new(1, "vault");
+    owner.pad = 2000;
+    for _ in 0..1500 {
+        owner.write();
+    }
+    owner.connect(&server.url).await;
+    owner.settle(1500).await;
+    owner.disconnect();
+    server.kill();
+    let server = server.restart();
+    let url = server.url.clone();
+    let disk = disk_bytes(&server.data);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let base = Baseline::take(server.pid(), &server.data);
+    let t0 = std::time::Instant::now();
+    let (code, _, kind, _) = refusal(&url, "vault", Some(9), 0, false).await;
+    let took = t0.elapsed();
+    assert_eq!(code, ErrorCode::Permission);
+    assert_eq!(kind.as_deref(), Some("cannot-read"));
+    let (rss, grew) = base.grew(&server.data);
+    eprintln!(
+        "stranger's Hello on a closed private repository of {disk} bytes: answered in {took:?}, RSS +{} KiB, disk +{grew}",
+        rss >> 10
+    );
+    assert!(
+        rss < disk / 2 + (8 << 20),
+        "RSS grew {rss} for {disk} on disk"
+    );
+    // Gone with the stranger: the repository closes once idle.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !server.log_text().contains("event=repo_close") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still open:\n{}",
+            server.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
