@@ -239,3 +239,23 @@ test('node: open() refuses every wrong name and options with a typed, rejected e
   if (process.env.IBEX_SHOW) console.log(bad.join('\n'));
   assert.deepEqual(bad, []);
 });
+
+test('node: the engine handle itself refuses arguments of the wrong type before the wasm engine sees them', async () => {
+  const d = await open('hostile-engine', { storage: 'memory' });
+  await d.put('notes/1', { n: 1 });
+  const e = d._engine;
+  for (const [what, f] of [
+    ['grant(0, role)', () => e.grant(0, 'reader')],
+    ['grant(key, 0)', () => e.grant('02' + '11'.repeat(48), 0)],
+    ['revoke({})', () => e.revoke({})],
+    ['setPublic(1, 0)', () => e.setPublic(1, 0)],
+    ['revokeInvite(null)', () => e.revokeInvite(null)],
+    ['detach(key, 5)', () => e.detach('notes/1', 5)],
+    ['attach(key, name, 7, 1, "")', () => e.attach('notes/1', 'a', 7, 1, '')],
+  ]) {
+    assert.throws(f, (err) => err.name === 'InvalidValueError' || err.name === 'InvalidKeyError', what);
+  }
+  assert.equal(e.dead, false, 'no panic');
+  assert.deepEqual(await d.get('notes/1'), { n: 1 });
+  await d.close();
+});
