@@ -20,6 +20,22 @@ const trapList = new Proxy([], { get: boom, has: boom, ownKeys: boom, getOwnProp
 const throwingToString = { toString: boom, valueOf: boom, toJSON: boom, [Symbol.toPrimitive]: boom };
 const getterThrows = Object.defineProperty({}, 'collection', { get: boom, enumerable: true });
 
+function lockedStream() {
+  const s = new ReadableStream({ start: (c) => c.close() });
+  s.getReader();
+  return s;
+}
+function detachedBytes() {
+  const u = new Uint8Array([1, 2, 3]);
+  structuredClone(u.buffer, { transfer: [u.buffer] });
+  return u;
+}
+function detachedBuffer() {
+  const b = new ArrayBuffer(8);
+  structuredClone(b, { transfer: [b] });
+  return b;
+}
+
 /** Values no method takes in any position. */
 const HOSTILE = [
   ['undefined', undefined],
@@ -50,6 +66,9 @@ const HOSTILE = [
   ['a Date', new Date(0)],
   ['a null-prototype object', Object.create(null)],
   ['a Map', new Map([['a', 1]])],
+  ['a locked ReadableStream', lockedStream()],
+  ['a detached ArrayBuffer', detachedBuffer()],
+  ['an object holding detached bytes', { b: detachedBytes() }],
 ];
 
 const PK = '02' + '11'.repeat(48);
