@@ -36,6 +36,16 @@ test('cyclic, throwing and huge arguments are refused typed, rejected, and leave
       ['NUL', () => 'notes/\u0000'],
       ['a BigInt field', () => ({ n: 10n })],
       ['a nested cycle', () => ({ a: { b: cyclic } })],
+      ['a locked ReadableStream', () => {
+        const st = new ReadableStream({ start: (c) => c.close() });
+        st.getReader();
+        return st;
+      }],
+      ['detached bytes', () => {
+        const u = new Uint8Array([1, 2, 3]);
+        structuredClone(u.buffer, { transfer: [u.buffer] });
+        return { b: u };
+      }],
     ];
     const PK = '02' + '11'.repeat(48);
     const METHODS: [string, unknown[]][] = [
@@ -60,6 +70,7 @@ test('cyclic, throwing and huge arguments are refused typed, rejected, and leave
       ['revokeInvite', ['0'.repeat(32)]],
       ['setPublic', [{ read: false, write: false }]],
       ['exportIdentity', [undefined]],
+      ['attach', ['notes/1', 'a.txt', new Uint8Array([1]), { type: 'text/plain' }]],
       ['attachment', ['notes/1', 'a.txt']],
       ['detach', ['notes/1', 'b.txt']],
       ['attachments', ['notes/1']],
