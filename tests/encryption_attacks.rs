@@ -246,10 +246,10 @@ fn malformed_sealed_chunks_are_decrypt_errors() {
 }
 
 /// A member's commit carries both a sealed chunk and a plaintext change of an application
-/// collection with the same key: a `DecryptError` (the sealed change repeats a key), and
-/// neither the sealed nor the plaintext data is applied.
+/// collection with the same key: refused at receive (`DecryptError` `plaintext`, nothing
+/// stored), so neither the sealed nor the plaintext data is applied.
 #[test]
-fn a_commit_mixing_sealed_and_plaintext_data_of_one_key_is_refused_as_malformed() {
+fn a_commit_mixing_sealed_and_plaintext_data_of_one_key_is_refused() {
     let mut owner = open(1);
     let mut wr = open(2);
     owner.grant(&ident(2).public(), Role::Writer).unwrap();
@@ -282,19 +282,22 @@ fn a_commit_mixing_sealed_and_plaintext_data_of_one_key_is_refused_as_malformed(
     let (before, seals) = wr.export().unwrap();
     let before: Vec<_> = before[..before.len() - 1].to_vec();
     owner.receive(&before, &seals).unwrap();
-    owner.receive(&[(id, bytes)], &[seal]).unwrap();
+    let err = owner.receive(&[(id, bytes)], &[seal]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Decrypt {
+                kind: DecryptErrorKind::Plaintext,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     assert!(
         owner.get("tasks/x").unwrap().is_none(),
         "mixed data applied"
     );
-    assert!(owner.decrypt_failures().iter().any(|(f, e)| *f == id
-        && matches!(
-            e,
-            Error::Decrypt {
-                kind: DecryptErrorKind::Malformed,
-                ..
-            }
-        )));
+    assert!(!owner.heads().contains(&id), "the mixed commit was stored");
     owner.verify().unwrap();
 }
 
@@ -424,38 +427,101 @@ fn a_revoked_writer_reparenting_an_old_sealed_commit_does_not_count() {
     assert!(owner.get("tasks/w").unwrap().is_none());
 }
 
-/// FINDING (not fixed): a member's commit in an encrypted repository may carry its data
-/// changes in plaintext (no `_e` chunk, or beside one for other keys). Every device applies
-/// them without a word: nothing tells the owner that data of its encrypted repository reached
-/// the server readable. §6.8 says "every writer seals"; a device could refuse to apply
-/// plaintext data of an encrypted repository (a `DecryptError` `malformed`, as for a mixed
-/// commit of one key) — a local decision that does not change which commits count (the wire
-/// view judges any data as one sealed chunk). Left for the lead: it changes what a device
-/// applies, and the local write path must be checked not to meet the same rule.
+/// A member's commit in an encrypted repository that carries data changes in plaintext (no
+/// `_e` chunk, or beside one): put, patch, delete alike. Every replica refuses it at receive
+/// (`DecryptError` `plaintext`, nothing stored), as the sync server does (its own test in
+/// `server/tests/encrypted.rs`), so no device shows data that reached the server readable.
+/// Reserved collections (`_acl`, `_keys`) stay plaintext, as the rule of §6.4 needs.
 #[test]
-#[ignore = "finding: plaintext data in an encrypted repository is applied silently"]
-fn plaintext_data_in_an_encrypted_repository_is_not_applied_silently() {
+fn plaintext_data_in_an_encrypted_repository_is_refused() {
     let mut owner = open(1);
     let w = ident(2);
     owner.grant(&w.public(), Role::Writer).unwrap();
+    put(&mut owner, "tasks/a", "secret-a");
     owner.seal().unwrap();
+    let (sealed_chunk, _) = {
+        let (c, _) = owner.export().unwrap();
+        let (_, bytes) = c.last().unwrap().clone();
+        let (commit, _) = Commit::decode(&bytes).unwrap();
+        (
+            commit
+                .changes
+                .into_iter()
+                .find(|c| c.collection == SEALED_COLLECTION)
+                .unwrap(),
+            (),
+        )
+    };
+    let ops = [
+        Op::Put(map! {"title" => "plaintext"}.as_map()),
+        Op::Delete,
+        Op::Patch(
+            [(
+                "title".into(),
+                ibexdb::FieldOp::Assign(ibexdb::Value::from("plaintext")),
+            )]
+            .into_iter()
+            .collect(),
+        ),
+    ];
+    let before = owner.heads();
+    for (i, op) in ops.into_iter().enumerate() {
+        for beside in [false, true] {
+            let mut changes = vec![Change {
+                collection: "tasks".into(),
+                id: "a".into(),
+                op: op.clone(),
+            }];
+            if beside {
+                changes.push(sealed_chunk.clone());
+            }
+            let (c, s) = hostile(&w, before.clone(), T0 + 50 + i as u64, changes);
+            let err = owner.receive(&c, &s).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    Error::Decrypt {
+                        kind: DecryptErrorKind::Plaintext,
+                        ..
+                    }
+                ),
+                "{err:?}"
+            );
+            assert_eq!(owner.heads(), before, "the refused commit was stored");
+        }
+    }
+    assert_eq!(
+        owner.get("tasks/a").unwrap().unwrap().get("title"),
+        Some(&ibexdb::Value::from("secret-a"))
+    );
+    // A commit that waited for its parents is judged once they arrive: a newcomer receives the
+    // plaintext commit before the history it builds on, then the history.
     let (c, s) = hostile(
         &w,
-        owner.heads(),
-        T0 + 50,
+        before.clone(),
+        T0 + 60,
         vec![Change {
             collection: "tasks".into(),
             id: "leak".into(),
             op: Op::Put(map! {"title" => "plaintext"}.as_map()),
         }],
     );
-    owner.receive(&c, &s).unwrap();
-    let applied = owner.get("tasks/leak").unwrap().is_some();
-    let reported = !owner.decrypt_failures().is_empty();
-    assert!(
-        !applied || reported,
-        "plaintext data was applied and nothing was reported"
-    );
+    let mut fresh = open(3);
+    let report = fresh.receive(&c, &s).unwrap();
+    assert_eq!(report.pending, 1);
+    let (hc, hs) = owner.export().unwrap();
+    let report = fresh.receive(&hc, &hs).unwrap();
+    assert_eq!((report.refused, report.pending), (1, 0), "{report:?}");
+    assert!(fresh.get("tasks/leak").unwrap().is_none());
+    // And a device that is not given keys cannot write plaintext either: a local write of an
+    // encrypted repository is sealed or refused.
+    let mut o = enc(4);
+    o.encrypted = false;
+    let mut other = Repo::open(MemStorage::new(), None, o).unwrap();
+    other.receive(&hc, &hs).unwrap();
+    let mut t = Txn::new();
+    t.put("tasks/z", map! {"title" => "x"}.as_map()).unwrap();
+    assert!(matches!(other.commit(t), Err(Error::Decrypt { .. })));
 }
 
 /// FINDING (not fixed): two owners revoke concurrently (each before receiving the other's

@@ -75,6 +75,38 @@ pub fn is_data(ch: &Change) -> bool {
     !ch.collection.starts_with('_')
 }
 
+/// Whether `root` (a commit without parents, decoded whole) founds an encrypted repository:
+/// it puts `_keys/config` = `{"encrypted": true}`.
+pub fn founds_encrypted(root: &Commit) -> bool {
+    root.parents.is_empty() && root.changes.iter().any(|c| {
+        c.collection == KEYS_COLLECTION
+            && c.id == CONFIG_ID
+            && matches!(&c.op, Op::Put(m) if matches!(m.get("encrypted"), Some(Value::Bool(true))))
+    })
+}
+
+/// The rule of an encrypted repository (docs/design.md §6.8): a commit carries no change to an
+/// application collection outside its sealed chunks, whatever the op (a put or a patch holds
+/// values, an attach a file's name and hash, a delete the item's id and collection).
+/// `DecryptError` `plaintext` otherwise. `commit` may be decoded access-only (a sync server:
+/// [`Change::elided_data`] stands for such changes).
+pub fn check_sealed(commit: &Commit, id: &CommitId) -> Result<()> {
+    let plain = commit
+        .changes
+        .iter()
+        .any(|c| c.elides_data() || (!c.is_elided() && is_data(c)));
+    if !plain {
+        return Ok(());
+    }
+    Err(derr(
+        DecryptErrorKind::Plaintext,
+        format!(
+            "commit {} of an encrypted repository carries data changes unsealed",
+            id.to_hex()
+        ),
+    ))
+}
+
 /// The epoch keys a device holds for one repository, learned from the `_keys` items wrapped to
 /// its identity, and the commits it could not open.
 #[derive(Clone)]

@@ -28,6 +28,57 @@ impl<S: Storage> Repo<S> {
             .is_some_and(|k| k.encrypted || founding)
     }
 
+    /// Whether the stored root founds an encrypted repository (read from the log once, at
+    /// open: any writer may overwrite the `_keys/config` item, never the root).
+    pub(super) fn root_founds_encrypted(&self) -> Result<bool> {
+        let Some(root) = self.graph.commits.first() else {
+            return Ok(false);
+        };
+        let (_, payload) = self.log.read_frame(root.offset)?;
+        let (commit, _) = Commit::decode(&payload)?;
+        Ok(crate::crypt::founds_encrypted(&commit))
+    }
+
+    /// The rule of an encrypted repository on a batch about to be stored (§6.8): if the
+    /// repository's root (stored, or in the batch: decoded whole here, as a sync server's
+    /// access-only decode keeps no `_keys` change) founds it encrypted, every commit's data is
+    /// sealed; `DecryptError` `plaintext` refuses the batch otherwise. Returns whether it is
+    /// encrypted.
+    pub(super) fn check_batch_sealed(
+        &self,
+        accepted: &[(Commit, CommitId, &Vec<u8>)],
+    ) -> Result<bool> {
+        let mut encrypted = self.encrypted_root;
+        for (c, _, b) in accepted {
+            if c.parents.is_empty() && !encrypted {
+                let whole = Commit::decode(b)?.0;
+                encrypted = crate::crypt::founds_encrypted(&whole);
+            }
+        }
+        if encrypted {
+            for (c, id, _) in accepted {
+                crate::crypt::check_sealed(c, id)?;
+            }
+        }
+        Ok(encrypted)
+    }
+
+    /// A local commit about to be stored (`wire`: as it travels) obeys the same rule.
+    pub(super) fn check_own_sealed(&mut self, wire: &Commit, id: &CommitId) -> Result<()> {
+        if wire.parents.is_empty() {
+            self.encrypted_root = crate::crypt::founds_encrypted(wire);
+        }
+        if self.encrypted_root {
+            crate::crypt::check_sealed(wire, id)?;
+        }
+        Ok(())
+    }
+
+    /// A commit that waited for its parents, once ready: whether it breaks the rule.
+    pub(super) fn unsealed_data(&self, commit: &Commit, id: &CommitId) -> bool {
+        self.encrypted_root && crate::crypt::check_sealed(commit, id).is_err()
+    }
+
     fn first_commit(&self) -> bool {
         self.graph.commits.is_empty() && self.wait.len() == 0
     }

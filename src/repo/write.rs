@@ -90,6 +90,7 @@ impl<S: Storage> Repo<S> {
         }
         let id = CommitId::of(&bytes);
         self.check_own_commit(wire, &id)?;
+        self.check_own_sealed(wire, &id)?;
         let offset = self.log.append(FRAME_COMMIT, &bytes)?;
         // Only once it is logged: the epoch keys it wraps to this device (§6.8).
         self.graph.open_sealed(&mut commit, &id);
