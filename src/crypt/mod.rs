@@ -38,10 +38,30 @@ const CHUNK_FIELD: &str = "c";
 const CHUNK: usize = 8 << 20;
 /// The plaintext is padded to a multiple of this many bytes (the server sees sizes only so).
 pub const PAD: usize = 64;
-/// Format version of a sealed blob.
-const SEALED_VERSION: u8 = 1;
-/// version, epoch, nonce.
-const HEAD: usize = 1 + 4 + NONCE_LEN;
+/// Format version of a sealed blob written now: 2 names the key (epoch and key id); 1 (read
+/// still) named the epoch only.
+const SEALED_VERSION: u8 = 2;
+/// Version 1: version, epoch, nonce.
+const HEAD_V1: usize = 1 + 4 + NONCE_LEN;
+/// Version 2: version, epoch, key id, nonce.
+const HEAD: usize = 1 + 4 + KID_LEN + NONCE_LEN;
+/// Length of a key id.
+pub const KID_LEN: usize = 8;
+
+/// An epoch key's id: the first 8 bytes of SHA-256(`"ibexdb-epoch-key/1"` ‖ key). Two owners
+/// that start an epoch concurrently make two keys of one number; the id tells them apart (in
+/// the `_keys` ids of their wraps and in each sealed blob), so every device looks a key up by
+/// (epoch, id) and none is lost.
+pub type Kid = [u8; KID_LEN];
+
+/// The id of `key`.
+pub fn key_id(key: &[u8; KEY_LEN]) -> Kid {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    h.update(b"ibexdb-epoch-key/1");
+    h.update(key);
+    h.finalize()[..KID_LEN].try_into().unwrap()
+}
 
 /// The most bytes of sealed chunks a device keeps in memory for want of a key; past it, a commit
 /// that cannot be opened is not kept (a replay from the log opens it once the key is there).
@@ -59,15 +79,34 @@ pub fn config_value() -> Map {
     m
 }
 
-/// The `_keys` id of `epoch`'s key wrapped to `member`.
-pub fn wrap_id(epoch: u32, member: &PublicKey) -> String {
-    format!("{epoch:08x}-{}", member.to_hex())
+/// The `_keys` id of the key `kid` of `epoch` wrapped to `member`: 8 hex digits of the epoch,
+/// 16 of the key id, the member's 98 (`<epoch>-<kid>-<member>`).
+pub fn wrap_id(epoch: u32, kid: &Kid, member: &PublicKey) -> String {
+    format!(
+        "{epoch:08x}-{}-{}",
+        crate::commit::hex(kid),
+        member.to_hex()
+    )
 }
 
-pub(crate) fn parse_wrap_id(id: &str) -> Option<(u32, &str)> {
-    let (e, hex) = id.split_once('-')?;
+/// A wrap's `_keys` id: the epoch, the key id (`None` in the form written before key ids,
+/// `<epoch>-<member>`: any key of the epoch) and the member's hex.
+pub(crate) fn parse_wrap_id(id: &str) -> Option<(u32, Option<Kid>, &str)> {
+    let (e, rest) = id.split_once('-')?;
     (e.len() == 8).then_some(())?;
-    Some((u32::from_str_radix(e, 16).ok()?, hex))
+    let epoch = u32::from_str_radix(e, 16).ok()?;
+    match rest.split_once('-') {
+        None => Some((epoch, None, rest)),
+        Some((k, hex)) => {
+            let lower =
+                k.len() == 2 * KID_LEN && k.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'));
+            let kid: Kid = crate::commit::from_hex(k)
+                .filter(|_| lower)?
+                .try_into()
+                .ok()?;
+            Some((epoch, Some(kid), hex))
+        }
+    }
 }
 
 /// Whether a change is one the device encrypts: any application collection.
@@ -116,7 +155,15 @@ pub struct Keyring {
     repo: String,
     /// The repository's root says it is encrypted.
     pub encrypted: bool,
-    epochs: BTreeMap<u32, cipher::EpochKey>,
+    /// The keys held, by (epoch, key id).
+    epochs: BTreeMap<(u32, Kid), cipher::EpochKey>,
+    /// The key new writes use ([`Keyring::choose`]); `None`: none held, or every key held
+    /// was wrapped to a member revoked since.
+    write: Option<(u32, Kid)>,
+    /// A key or a `_keys` item arrived since the write key was chosen.
+    stale: bool,
+    /// The access list (index) the write key was chosen against.
+    acl_seen: Option<u32>,
     /// This session's nonce prefix (8 random bytes, drawn at the first seal) and counter.
     nonce: Option<([u8; 8], u32)>,
     /// The highest epoch any `_keys` item names (wrapped to anyone).
@@ -162,6 +209,9 @@ impl Keyring {
             repo: repo.to_string(),
             encrypted: false,
             epochs: BTreeMap::new(),
+            write: None,
+            stale: true,
+            acl_seen: None,
             nonce: None,
             latest: None,
             failures: Vec::new(),
@@ -178,9 +228,36 @@ impl Keyring {
         Keyring::new(self.me.clone(), &self.repo)
     }
 
-    /// The epoch new writes use: the highest this device holds a key of.
-    pub fn current(&self) -> Option<u32> {
-        self.epochs.keys().next_back().copied()
+    /// The key new writes use, as last chosen ([`Keyring::choose`]).
+    pub fn write_key(&self) -> Option<(u32, Kid)> {
+        self.write
+    }
+
+    /// Whether this device holds any key.
+    pub fn has_keys(&self) -> bool {
+        !self.epochs.is_empty()
+    }
+
+    /// Whether the write key must be chosen again: a key or a `_keys` item arrived, or the
+    /// access list (index `acl`) changed since.
+    pub fn needs_choice(&self, acl: u32) -> bool {
+        self.encrypted && (self.stale || self.acl_seen != Some(acl))
+    }
+
+    /// Choose the key new writes use (§6.8): of the keys held that no member outside the
+    /// access list holds (`revoked(epoch, kid)`: a wrap of it names a key that is no member
+    /// now), the newest epoch's, the smallest key id among equals (two owners that started
+    /// the epoch concurrently). So a device that knows a revocation never seals with a key
+    /// the revoked member was given, whatever the order its commits arrived in.
+    pub fn choose(&mut self, acl: u32, revoked: impl Fn(u32, &Kid) -> bool) {
+        self.write = self
+            .epochs
+            .keys()
+            .filter(|(e, k)| !revoked(*e, k))
+            .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
+            .copied();
+        self.stale = false;
+        self.acl_seen = Some(acl);
     }
 
     /// The highest epoch this device holds a key of (a new epoch takes the next number).
@@ -188,9 +265,9 @@ impl Keyring {
         self.latest
     }
 
-    /// Epochs this device holds keys of, with the keys.
-    pub fn epochs(&self) -> impl Iterator<Item = (u32, &[u8; KEY_LEN])> {
-        self.epochs.iter().map(|(e, k)| (*e, &k.key))
+    /// The keys this device holds, with their epoch and id.
+    pub fn epochs(&self) -> impl Iterator<Item = (u32, Kid, &[u8; KEY_LEN])> {
+        self.epochs.iter().map(|((e, i), k)| (*e, *i, &k.key))
     }
 
     /// This device's public key.
@@ -198,10 +275,24 @@ impl Keyring {
         self.me.public()
     }
 
-    /// Hold `key` for `epoch` (one this device made).
-    pub fn insert(&mut self, epoch: u32, key: [u8; KEY_LEN]) {
-        self.epochs.insert(epoch, cipher::EpochKey::new(key));
+    /// Hold `key` for `epoch` (one this device made, or unwrapped); its id.
+    pub fn insert(&mut self, epoch: u32, key: [u8; KEY_LEN]) -> Kid {
+        let kid = key_id(&key);
+        self.epochs.insert((epoch, kid), cipher::EpochKey::new(key));
         self.latest = Some(self.latest.map_or(epoch, |l| l.max(epoch)));
+        self.stale = true;
+        kid
+    }
+
+    fn holds(&self, epoch: u32, kid: Option<&Kid>) -> bool {
+        match kid {
+            Some(k) => self.epochs.contains_key(&(epoch, *k)),
+            None => self
+                .epochs
+                .range((epoch, [0; KID_LEN])..=(epoch, [0xff; KID_LEN]))
+                .next()
+                .is_some(),
+        }
     }
 
     /// Learn from one `_keys` item: the flag, or a wrapped key (kept if it is this device's and
@@ -219,13 +310,13 @@ impl Keyring {
             self.encrypted |= matches!(value.get("encrypted"), Some(Value::Bool(true)));
             return Ok(());
         }
-        let Some((epoch, hex)) = parse_wrap_id(id) else {
+        let Some((epoch, kid, hex)) = parse_wrap_id(id) else {
             return Ok(());
         };
         // Not `latest`: any writer may name any epoch in a `_keys` id (u32::MAX would make
         // the next revocation's epoch overflow); only keys held count (an owner holds every
         // epoch an owner made, wrapped to it with the other members).
-        if hex != self.me_hex || self.epochs.contains_key(&epoch) {
+        if hex != self.me_hex || self.holds(epoch, kid.as_ref()) {
             return Ok(());
         }
         let (Some(Value::String(from)), Some(Value::Bytes(w))) =
@@ -259,6 +350,12 @@ impl Keyring {
         }
         let info = cipher::wrap_info(&self.repo, epoch, &from, &self.me.public());
         let k = cipher::unwrap(&self.me, &from, &info, w)?;
+        if kid.is_some_and(|kid| kid != key_id(&k)) {
+            return Err(derr(
+                DecryptErrorKind::Malformed,
+                format!("a wrapped key of epoch {epoch} is not the key its id names"),
+            ));
+        }
         self.insert(epoch, k);
         self.fresh = true;
         Ok(())
@@ -273,6 +370,8 @@ impl Keyring {
             if ch.collection != KEYS_COLLECTION {
                 continue;
             }
+            // Who holds which key may have changed: the write key is chosen again.
+            self.stale = true;
             if let Op::Put(m) = &ch.op {
                 if ch.id == CONFIG_ID && root.is_none() {
                     continue; // the flag is fixed at creation
@@ -312,11 +411,14 @@ impl Keyring {
         if !self.encrypted || !commit.changes.iter().any(is_data) {
             return Ok(None);
         }
-        let Some(epoch) = self.current() else {
-            return Err(derr(
-                DecryptErrorKind::MissingKey,
-                "this device holds no key of the repository (no owner has wrapped one to it)",
-            ));
+        let Some((epoch, kid)) = self.write else {
+            let why = if self.epochs.is_empty() {
+                "this device holds no key of the repository (no owner has wrapped one to it)"
+            } else {
+                "every key this device holds was given to a member since revoked: an owner's \
+                 device starts a new epoch when it learns of the revocations"
+            };
+            return Err(derr(DecryptErrorKind::MissingKey, why));
         };
         let (data, mut rest): (Vec<Change>, Vec<Change>) = std::mem::take(&mut commit.changes)
             .into_iter()
@@ -342,12 +444,13 @@ impl Keyring {
         let mut blob = Vec::with_capacity(HEAD + padded + cipher::TAG_LEN);
         blob.push(SEALED_VERSION);
         blob.extend_from_slice(&epoch.to_be_bytes());
+        blob.extend_from_slice(&kid);
         blob.extend_from_slice(&nonce);
         blob.extend_from_slice(&(n as u32).to_be_bytes());
         blob.extend_from_slice(&encoded);
         blob.resize(HEAD + padded, 0);
-        let aad = self.aad(commit, epoch);
-        let tag = self.epochs[&epoch].seal_in_place(&nonce, &aad, &mut blob[HEAD..]);
+        let aad = self.aad(commit, epoch, Some(&kid));
+        let tag = self.epochs[&(epoch, kid)].seal_in_place(&nonce, &aad, &mut blob[HEAD..]);
         blob.extend_from_slice(&tag);
         for (i, chunk) in blob.chunks(CHUNK).enumerate() {
             let mut m = Map::new();
@@ -387,13 +490,22 @@ impl Keyring {
         n
     }
 
-    fn aad(&self, commit: &Commit, epoch: u32) -> Vec<u8> {
-        let mut a = b"ibexdb-e2e/1".to_vec();
+    /// The additional data of a sealed blob: version 2 (`kid` given) binds the key id too.
+    fn aad(&self, commit: &Commit, epoch: u32, kid: Option<&Kid>) -> Vec<u8> {
+        let mut a = Vec::with_capacity(12 + 4 + self.repo.len() + 49 + 8 + 4 + KID_LEN);
+        a.extend_from_slice(if kid.is_some() {
+            b"ibexdb-e2e/2"
+        } else {
+            b"ibexdb-e2e/1"
+        });
         a.extend_from_slice(&(self.repo.len() as u32).to_be_bytes());
         a.extend_from_slice(self.repo.as_bytes());
         a.extend_from_slice(&commit.author.0);
         a.extend_from_slice(&commit.hlc.to_be_bytes());
         a.extend_from_slice(&epoch.to_be_bytes());
+        if let Some(k) = kid {
+            a.extend_from_slice(k);
+        }
         a
     }
 
@@ -558,21 +670,39 @@ impl Keyring {
 
     fn open_blob(&self, commit: &Commit, blob: &[u8]) -> Result<Vec<Change>> {
         let malformed = |why: &str| derr(DecryptErrorKind::Malformed, why.to_string());
-        if blob.len() < HEAD + cipher::TAG_LEN || blob[0] != SEALED_VERSION {
+        let head = match blob.first() {
+            Some(1) => HEAD_V1,
+            Some(2) => HEAD,
+            _ => 0,
+        };
+        if head == 0 || blob.len() < head + cipher::TAG_LEN {
             return Err(malformed(
                 "a sealed blob is too short or of an unknown version",
             ));
         }
         let epoch = u32::from_be_bytes(blob[1..5].try_into().unwrap());
-        let Some(key) = self.epochs.get(&epoch) else {
+        let kid: Option<Kid> = (head == HEAD).then(|| blob[5..5 + KID_LEN].try_into().unwrap());
+        // Version 1 names no key: each key of the epoch is tried (one, unless two owners
+        // started it concurrently).
+        let keys: Vec<&cipher::EpochKey> = match &kid {
+            Some(k) => self.epochs.get(&(epoch, *k)).into_iter().collect(),
+            None => self
+                .epochs
+                .range((epoch, [0; KID_LEN])..=(epoch, [0xff; KID_LEN]))
+                .map(|(_, k)| k)
+                .collect(),
+        };
+        if keys.is_empty() {
             return Err(derr(
                 DecryptErrorKind::MissingKey,
-                format!("no key of epoch {epoch} was wrapped to this device"),
+                format!("no key of epoch {epoch} (of this id) was wrapped to this device"),
             ));
-        };
-        let nonce: [u8; NONCE_LEN] = blob[5..HEAD].try_into().unwrap();
-        let plain = key
-            .open(&nonce, &self.aad(commit, epoch), &blob[HEAD..])
+        }
+        let nonce: [u8; NONCE_LEN] = blob[head - NONCE_LEN..head].try_into().unwrap();
+        let aad = self.aad(commit, epoch, kid.as_ref());
+        let plain = keys
+            .iter()
+            .find_map(|key| key.open(&nonce, &aad, &blob[head..]))
             .ok_or_else(|| {
                 derr(
                     DecryptErrorKind::Aead,

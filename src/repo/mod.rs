@@ -289,6 +289,7 @@ impl<S: Storage> Repo<S> {
         repo.unsealed = repo.own_unsealed();
         repo.check_stored_founder()?;
         repo.encrypted_root = repo.root_founds_encrypted()?;
+        repo.refresh_write_key()?;
         Ok(repo)
     }
 

@@ -123,6 +123,7 @@ impl<S: Storage> Repo<S> {
             // A new member (an invite redeemed without the owner): its keys (§6.8).
             self.share_keys_as_owner()?;
         }
+        self.refresh_write_key()?;
         Ok(report)
     }
 

@@ -104,6 +104,7 @@ impl<S: Storage> Repo<S> {
         self.graph
             .add_commit(commit, id, offset, None, &mut self.query);
         self.apply_opened()?;
+        self.refresh_write_key()?;
         // An encrypted commit's bytes hold no plaintext value: nothing of it is released.
         self.release_far(&bytes, offset)?;
         if !trusted {
