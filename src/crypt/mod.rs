@@ -744,3 +744,6 @@ fn chunk_bytes(ch: &Change) -> Result<&[u8]> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -380,24 +380,30 @@ impl<S: Storage> Repo<S> {
 
     /// On an owner's device of an encrypted repository whose access list changed: wrap the
     /// epoch keys to the members that lack them (one commit, synced like any other).
-    ///
-    /// And when every key it holds was given to a member revoked since (two owners revoked
-    /// concurrently, each wrapping its new epoch to the member the other revoked): a new
-    /// epoch, wrapped to the members (§6.8). Two owners may both start one: neither key was
-    /// given to a revoked member, so neither starts another.
     pub(super) fn share_keys_as_owner(&mut self) -> Result<()> {
         let owner = self.access().role(&self.author) == Some(Role::Owner);
         let holds = self.graph.keyring.as_ref().is_some_and(|k| k.has_keys());
         if owner && self.is_encrypted() && holds {
             // Not a failure of the receive: the next change of the access list tries again.
             let _ = self.share_keys();
-            self.refresh_write_key()?;
-            if self.epoch().is_none() {
-                let mut txn = Txn::new();
-                if self.new_epoch(None, &mut txn).is_ok() {
-                    let _ = self.commit(txn);
-                }
-                self.refresh_write_key()?;
+        }
+        Ok(())
+    }
+
+    /// After a receive, on an owner's device that holds keys but none free of a revoked
+    /// member (two owners revoked concurrently, each wrapping its new epoch to the member the
+    /// other revoked; or a writer's `_keys` item names one): a new epoch, wrapped to the
+    /// members (§6.8). Two owners may both start one: neither key was given to a revoked
+    /// member, so neither starts another.
+    pub(super) fn merge_epochs_as_owner(&mut self) -> Result<()> {
+        self.refresh_write_key()?;
+        let owner = self.access().role(&self.author) == Some(Role::Owner);
+        let holds = self.graph.keyring.as_ref().is_some_and(|k| k.has_keys());
+        if owner && holds && self.is_encrypted() && self.epoch().is_none() {
+            let mut txn = Txn::new();
+            // Not a failure of the receive: the next receive tries again.
+            if self.new_epoch(None, &mut txn).is_ok() {
+                let _ = self.commit(txn);
             }
         }
         Ok(())

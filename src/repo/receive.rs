@@ -123,7 +123,8 @@ impl<S: Storage> Repo<S> {
             // A new member (an invite redeemed without the owner): its keys (§6.8).
             self.share_keys_as_owner()?;
         }
-        self.refresh_write_key()?;
+        // Every key this device holds given to a revoked member: an owner's starts an epoch.
+        self.merge_epochs_as_owner()?;
         Ok(report)
     }
 
