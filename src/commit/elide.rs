@@ -96,6 +96,32 @@ impl<'a> Decoder<'a> {
         Ok(changes)
     }
 
+    /// The changes of [`super::Commit::decode_one`]: the change `coll/id` built if its op
+    /// takes at most `max` bytes, every change checked in place.
+    pub(super) fn one_change(&mut self, coll: &str, id: &str, max: usize) -> Result<Vec<Change>> {
+        let nc = self.r.count(3, usize::MAX)?;
+        let mut out = Vec::new();
+        let mut last: Option<(&'a str, &'a str)> = None;
+        for _ in 0..nc {
+            let (c, i) = self.key(last)?;
+            last = Some((c, i));
+            let start = self.r.clone();
+            self.check_op(c, i)?;
+            if c == coll && i == id && self.r.pos() - start.pos() <= max {
+                let end = self.r.clone();
+                self.r = start;
+                let op = self.op()?;
+                self.r = end;
+                out.push(Change {
+                    collection: c.to_owned(),
+                    id: i.to_owned(),
+                    op,
+                });
+            }
+        }
+        Ok(out)
+    }
+
     /// [`super::Commit::visit_shapes`]: every change checked in place; those of the collections
     /// `v` wants reported field by field.
     pub(super) fn shapes(&mut self, v: &mut dyn ShapeVisitor) -> Result<()> {

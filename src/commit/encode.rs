@@ -73,6 +73,19 @@ impl Commit {
         Self::decode_with(bytes, Mode::Keep(keep, check))
     }
 
+    /// [`Commit::decode`] building only the change `collection/id`, if its op takes at most
+    /// `max` bytes (none otherwise); every other change is checked in place. What a sync
+    /// server's access-only replica reads of a root: its `_keys/config` (docs/design.md §6.8),
+    /// at the cost of that one change whatever the root holds.
+    pub(crate) fn decode_one(
+        bytes: &[u8],
+        collection: &str,
+        id: &str,
+        max: usize,
+    ) -> Result<(Commit, CommitId)> {
+        Self::decode_with(bytes, Mode::One(collection, id, max))
+    }
+
     /// Report the changes of `bytes` (a commit [`Commit::decode`] accepts) of the collections
     /// `v` wants, field by field, as their shapes (the values' kinds, numbers as they are;
     /// [`ShapeVisitor`]): what the stored-schema check of a commit decoded access-only needs
@@ -105,6 +118,7 @@ impl Commit {
         let changes = match mode {
             Mode::Full => d.changes()?,
             Mode::Keep(keep, check) => d.kept_changes(keep, check)?,
+            Mode::One(coll, id, max) => d.one_change(coll, id, max)?,
             Mode::Shapes(v) => {
                 d.shapes(v)?;
                 Vec::new()
@@ -128,6 +142,8 @@ enum Mode<'f> {
     Full,
     /// Those of these collections (each op at most so many bytes), checked as built.
     Keep(&'f [(&'f str, usize)], &'f dyn Fn(&Change) -> Result<()>),
+    /// The one change of this collection and id, if its op takes at most so many bytes.
+    One(&'f str, &'f str, usize),
     /// None: the shapes of the wanted collections' changes, reported.
     Shapes(&'f mut dyn ShapeVisitor),
 }

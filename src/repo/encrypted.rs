@@ -37,13 +37,13 @@ impl<S: Storage> Repo<S> {
             return Ok(false);
         };
         let (_, payload) = self.log.read_frame(root.offset)?;
-        let (commit, _) = Commit::decode(&payload)?;
-        Ok(crate::crypt::founds_encrypted(&commit))
+        let (config, _) = Commit::decode_one(&payload, KEYS_COLLECTION, CONFIG_ID, 64)?;
+        Ok(crate::crypt::founds_encrypted(&config))
     }
 
     /// The rule of an encrypted repository on a batch about to be stored (§6.8): if the
-    /// repository's root (stored, or in the batch: decoded whole here, as a sync server's
-    /// access-only decode keeps no `_keys` change) founds it encrypted, every commit's data is
+    /// repository's root (stored, or in the batch: its `_keys/config` read here, as a sync
+    /// server's access-only decode keeps no `_keys` change) founds it encrypted, every commit's data is
     /// sealed; `DecryptError` `plaintext` refuses the batch otherwise. Returns whether it is
     /// encrypted.
     pub(super) fn check_batch_sealed(
@@ -53,8 +53,10 @@ impl<S: Storage> Repo<S> {
         let mut encrypted = self.encrypted_root;
         for (c, _, b) in accepted {
             if c.parents.is_empty() && !encrypted {
-                let whole = Commit::decode(b)?.0;
-                encrypted = crate::crypt::founds_encrypted(&whole);
+                // Its `_keys/config` only (`{"encrypted": true}` takes 12 bytes): a root of
+                // any size costs one small change, not a whole decode (§12.4).
+                let config = Commit::decode_one(b, KEYS_COLLECTION, CONFIG_ID, 64)?.0;
+                encrypted = crate::crypt::founds_encrypted(&config);
             }
         }
         if encrypted {
