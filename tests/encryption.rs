@@ -565,6 +565,13 @@ fn encryption_overhead_timing() {
     };
     // Alternating runs (the machine is shared: a slow spell hits both), medians of 5.
     let (mut p, mut e) = (Vec::new(), Vec::new());
+    // `IBEX_E2E_PROFILE=enc` (or `plain`): runs of one kind only, many (for `perf record`).
+    if let Ok(kind) = std::env::var("IBEX_E2E_PROFILE") {
+        for _ in 0..20 {
+            run(kind == "enc");
+        }
+        return;
+    }
     for _ in 0..5 {
         p.push(run(false));
         e.push(run(true));
