@@ -94,7 +94,18 @@ impl Commit {
         Self::decode_with(bytes, Mode::Shapes(v)).map(|_| ())
     }
 
+    /// [`Commit::decode`] without computing the id (the inner commit of a sealed blob,
+    /// docs/design.md §6.8, has none).
+    pub(crate) fn decode_unhashed(bytes: &[u8]) -> Result<Commit> {
+        Self::decode_body(bytes, Mode::Full)
+    }
+
     fn decode_with(bytes: &[u8], mode: Mode<'_>) -> Result<(Commit, CommitId)> {
+        let commit = Self::decode_body(bytes, mode)?;
+        Ok((commit, CommitId::of(bytes)))
+    }
+
+    fn decode_body(bytes: &[u8], mode: Mode<'_>) -> Result<Commit> {
         if bytes.len() > MAX_COMMIT_BYTES {
             return Err(Error::TooLarge {
                 what: "commit".into(),
@@ -132,7 +143,7 @@ impl Commit {
             parents,
             changes,
         };
-        Ok((commit, CommitId::of(bytes)))
+        Ok(commit)
     }
 }
 

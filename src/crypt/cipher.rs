@@ -56,6 +56,25 @@ impl EpochKey {
         tag.into()
     }
 
+    /// [`open`] of `buf` in place under this key, with its detached `tag`; false (and `buf`
+    /// as it was) when it does not authenticate.
+    pub fn open_in_place(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        aad: &[u8],
+        buf: &mut [u8],
+        tag: &[u8],
+    ) -> bool {
+        self.aead
+            .decrypt_in_place_detached(
+                Nonce::from_slice(nonce),
+                aad,
+                buf,
+                aes_gcm::Tag::from_slice(tag),
+            )
+            .is_ok()
+    }
+
     /// [`open`] under this key.
     pub fn open(&self, nonce: &[u8; NONCE_LEN], aad: &[u8], ct: &[u8]) -> Option<Vec<u8>> {
         self.aead

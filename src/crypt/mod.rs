@@ -47,6 +47,10 @@ const HEAD_V1: usize = 1 + 4 + NONCE_LEN;
 const HEAD: usize = 1 + 4 + KID_LEN + NONCE_LEN;
 /// Length of a key id.
 pub const KID_LEN: usize = 8;
+/// The header of a commit without parents (§4.1: version, flags, author key, hlc, no
+/// parents): what a version-2 plaintext leaves out of the inner commit, since the outer one's
+/// author and hlc are authenticated as additional data and make it again.
+const INNER_HEAD: usize = 1 + 1 + 49 + 8 + 1;
 
 /// An epoch key's id: the first 8 bytes of SHA-256(`"ibexdb-epoch-key/1"` ‖ key). Two owners
 /// that start an epoch concurrently make two keys of one number; the id tells them apart (in
@@ -420,9 +424,14 @@ impl Keyring {
             };
             return Err(derr(DecryptErrorKind::MissingKey, why));
         };
-        let (data, mut rest): (Vec<Change>, Vec<Change>) = std::mem::take(&mut commit.changes)
-            .into_iter()
-            .partition(is_data);
+        // Most commits hold data only: nothing to split.
+        let (data, mut rest): (Vec<Change>, Vec<Change>) = if commit.changes.iter().all(is_data) {
+            (std::mem::take(&mut commit.changes), Vec::new())
+        } else {
+            std::mem::take(&mut commit.changes)
+                .into_iter()
+                .partition(is_data)
+        };
         let mut inner = Commit {
             trusted: commit.trusted,
             author: commit.author,
@@ -431,14 +440,21 @@ impl Keyring {
             changes: data,
         };
         let encoded = inner.encode();
-        let n = encoded.len();
+        debug_assert_eq!(encoded[INNER_HEAD - 1], 0, "an inner commit has no parents");
+        // The body: the inner commit without its header (made again from the outer one).
+        let body = &encoded[INNER_HEAD..];
+        let n = body.len();
         let padded = 4 + n.div_ceil(PAD) * PAD;
         // Give the commit its changes back, in key order.
-        commit.changes = rest.clone();
-        commit.changes.append(&mut inner.changes);
-        commit
-            .changes
-            .sort_by(|a, b| (&a.collection, &a.id).cmp(&(&b.collection, &b.id)));
+        if rest.is_empty() {
+            commit.changes = inner.changes;
+        } else {
+            commit.changes = rest.clone();
+            commit.changes.append(&mut inner.changes);
+            commit
+                .changes
+                .sort_by(|a, b| (&a.collection, &a.id).cmp(&(&b.collection, &b.id)));
+        }
         let nonce = self.next_nonce(random);
         // The blob is built in one buffer and encrypted in place.
         let mut blob = Vec::with_capacity(HEAD + padded + cipher::TAG_LEN);
@@ -447,7 +463,7 @@ impl Keyring {
         blob.extend_from_slice(&kid);
         blob.extend_from_slice(&nonce);
         blob.extend_from_slice(&(n as u32).to_be_bytes());
-        blob.extend_from_slice(&encoded);
+        blob.extend_from_slice(body);
         blob.resize(HEAD + padded, 0);
         let aad = self.aad(commit, epoch, Some(&kid));
         let tag = self.epochs[&(epoch, kid)].seal_in_place(&nonce, &aad, &mut blob[HEAD..]);
@@ -629,9 +645,15 @@ impl Keyring {
         {
             return Ok(());
         }
-        let (chunks, rest): (Vec<Change>, Vec<Change>) = std::mem::take(&mut commit.changes)
-            .into_iter()
-            .partition(|c| c.collection == SEALED_COLLECTION);
+        let sealed = |c: &Change| c.collection == SEALED_COLLECTION;
+        // Most commits hold their sealed data only: nothing to split.
+        let (chunks, rest): (Vec<Change>, Vec<Change>) = if commit.changes.iter().all(sealed) {
+            (std::mem::take(&mut commit.changes), Vec::new())
+        } else {
+            std::mem::take(&mut commit.changes)
+                .into_iter()
+                .partition(sealed)
+        };
         commit.changes = rest;
         match self.open_chunks(commit, &chunks) {
             Ok(()) => Ok(()),
@@ -650,6 +672,11 @@ impl Keyring {
                 self.open_blob(commit, &joined)?
             }
         };
+        if commit.changes.is_empty() {
+            // The inner commit decoded canonically: in key order, no key twice.
+            commit.changes = data;
+            return Ok(());
+        }
         commit.changes.extend(data);
         commit
             .changes
@@ -700,15 +727,64 @@ impl Keyring {
         }
         let nonce: [u8; NONCE_LEN] = blob[head - NONCE_LEN..head].try_into().unwrap();
         let aad = self.aad(commit, epoch, kid.as_ref());
+        let aead = || {
+            derr(
+                DecryptErrorKind::Aead,
+                format!("the sealed data does not authenticate under the key of epoch {epoch}"),
+            )
+        };
+        if kid.is_none() {
+            return self.open_v1(commit, &keys, &nonce, &aad, &blob[head..], aead);
+        }
+        // Version 2: decrypted in place after room for the inner commit's header, which is
+        // then written from the outer commit over the room's end (before the length).
+        let ct = &blob[head..];
+        let mut buf = vec![0u8; INNER_HEAD];
+        buf.extend_from_slice(ct);
+        let tag_at = buf.len() - cipher::TAG_LEN;
+        let (msg, tag) = buf.split_at_mut(tag_at);
+        if !keys[0].open_in_place(&nonce, &aad, &mut msg[INNER_HEAD..], tag) {
+            return Err(aead());
+        }
+        let plain = &buf[INNER_HEAD..tag_at];
+        if plain.len() < 4 {
+            return Err(malformed("a sealed plaintext has no length"));
+        }
+        let n = u32::from_be_bytes(plain[..4].try_into().unwrap()) as usize;
+        if 4 + n > plain.len() {
+            return Err(malformed("bad padded length"));
+        }
+        let mut head_bytes = [0u8; INNER_HEAD];
+        head_bytes[0] = crate::commit::COMMIT_VERSION;
+        head_bytes[1] = if commit.trusted {
+            crate::commit::FLAG_TRUSTED
+        } else {
+            0
+        };
+        head_bytes[2..51].copy_from_slice(&commit.author.0);
+        head_bytes[51..59].copy_from_slice(&commit.hlc.to_le_bytes());
+        buf[4..4 + INNER_HEAD].copy_from_slice(&head_bytes);
+        let inner = Commit::decode_unhashed(&buf[4..4 + INNER_HEAD + n])
+            .map_err(|_| malformed("the sealed changes do not decode"))?;
+        check_inner(commit, inner)
+    }
+
+    /// A version-1 blob: the plaintext holds the whole inner commit; each key of the epoch is
+    /// tried.
+    fn open_v1(
+        &self,
+        commit: &Commit,
+        keys: &[&cipher::EpochKey],
+        nonce: &[u8; NONCE_LEN],
+        aad: &[u8],
+        ct: &[u8],
+        aead: impl Fn() -> Error,
+    ) -> Result<Vec<Change>> {
+        let malformed = |why: &str| derr(DecryptErrorKind::Malformed, why.to_string());
         let plain = keys
             .iter()
-            .find_map(|key| key.open(&nonce, &aad, &blob[head..]))
-            .ok_or_else(|| {
-                derr(
-                    DecryptErrorKind::Aead,
-                    format!("the sealed data does not authenticate under the key of epoch {epoch}"),
-                )
-            })?;
+            .find_map(|key| key.open(nonce, aad, ct))
+            .ok_or_else(aead)?;
         if plain.len() < 4 {
             return Err(malformed("a sealed plaintext has no length"));
         }
@@ -716,16 +792,22 @@ impl Keyring {
         let inner = plain
             .get(4..4 + n)
             .ok_or_else(|| malformed("bad padded length"))?;
-        let (inner, _) =
-            Commit::decode(inner).map_err(|_| malformed("the sealed changes do not decode"))?;
-        if inner.author != commit.author || inner.hlc != commit.hlc || !inner.parents.is_empty() {
-            return Err(malformed("the sealed changes belong to another commit"));
-        }
-        if inner.changes.iter().any(|c| !is_data(c)) {
-            return Err(malformed("a sealed change writes a reserved collection"));
-        }
-        Ok(inner.changes)
+        let inner = Commit::decode_unhashed(inner)
+            .map_err(|_| malformed("the sealed changes do not decode"))?;
+        check_inner(commit, inner)
     }
+}
+
+/// The inner commit of a sealed blob belongs to `commit` and writes only data.
+fn check_inner(commit: &Commit, inner: Commit) -> Result<Vec<Change>> {
+    let malformed = |why: &str| derr(DecryptErrorKind::Malformed, why.to_string());
+    if inner.author != commit.author || inner.hlc != commit.hlc || !inner.parents.is_empty() {
+        return Err(malformed("the sealed changes belong to another commit"));
+    }
+    if inner.changes.iter().any(|c| !is_data(c)) {
+        return Err(malformed("a sealed change writes a reserved collection"));
+    }
+    Ok(inner.changes)
 }
 
 /// The bytes of one sealed chunk.
