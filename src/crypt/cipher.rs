@@ -4,7 +4,9 @@
 
 use crate::commit::{Identity, PublicKey};
 use crate::error::{DecryptErrorKind, Error, Result};
-use aes_gcm::aead::{Aead, AeadInPlace, KeyInit, Payload};
+#[cfg(target_arch = "wasm32")]
+use aes_gcm::aead::AeadInPlace;
+use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
 use hkdf::Hkdf;
 use sha2::Sha384;
@@ -27,10 +29,14 @@ pub(crate) fn derr(kind: DecryptErrorKind, detail: impl Into<String>) -> Error {
     }
 }
 
-/// An epoch key with its expanded AES key schedule (made once per epoch, not per commit).
+/// An epoch key with its expanded AES key schedule (made once per epoch, not per commit):
+/// `ring`'s natively, `aes-gcm`'s on wasm32 (the same AES-256-GCM: either opens the other's).
 #[derive(Clone)]
 pub struct EpochKey {
     pub key: [u8; KEY_LEN],
+    #[cfg(not(target_arch = "wasm32"))]
+    aead: ring::aead::LessSafeKey,
+    #[cfg(target_arch = "wasm32")]
     aead: Aes256Gcm,
 }
 
@@ -38,6 +44,12 @@ impl EpochKey {
     pub fn new(key: [u8; KEY_LEN]) -> EpochKey {
         EpochKey {
             key,
+            #[cfg(not(target_arch = "wasm32"))]
+            aead: ring::aead::LessSafeKey::new(
+                ring::aead::UnboundKey::new(&ring::aead::AES_256_GCM, &key)
+                    .expect("a 32-byte key is an AES-256 key"),
+            ),
+            #[cfg(target_arch = "wasm32")]
             aead: Aes256Gcm::new(&key.into()),
         }
     }
@@ -49,37 +61,62 @@ impl EpochKey {
         aad: &[u8],
         buf: &mut [u8],
     ) -> [u8; TAG_LEN] {
-        let tag = self
-            .aead
-            .encrypt_in_place_detached(Nonce::from_slice(nonce), aad, buf)
-            .expect("AES-GCM encrypts any message below 64 GiB");
-        tag.into()
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let n = ring::aead::Nonce::assume_unique_for_key(*nonce);
+            let tag = self
+                .aead
+                .seal_in_place_separate_tag(n, ring::aead::Aad::from(aad), buf)
+                .expect("AES-GCM encrypts any message below 64 GiB");
+            tag.as_ref().try_into().unwrap()
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            let tag = self
+                .aead
+                .encrypt_in_place_detached(Nonce::from_slice(nonce), aad, buf)
+                .expect("AES-GCM encrypts any message below 64 GiB");
+            tag.into()
+        }
     }
 
-    /// [`open`] of `buf` in place under this key, with its detached `tag`; false (and `buf`
-    /// as it was) when it does not authenticate.
-    pub fn open_in_place(
+    /// [`open`] in place of `buf` = ciphertext ‖ tag under this key: the plaintext (a prefix
+    /// of `buf`), `None` when it does not authenticate (`buf` then holds anything).
+    pub fn open_in_place<'b>(
         &self,
         nonce: &[u8; NONCE_LEN],
         aad: &[u8],
-        buf: &mut [u8],
-        tag: &[u8],
-    ) -> bool {
-        self.aead
-            .decrypt_in_place_detached(
-                Nonce::from_slice(nonce),
-                aad,
-                buf,
-                aes_gcm::Tag::from_slice(tag),
-            )
-            .is_ok()
+        buf: &'b mut [u8],
+    ) -> Option<&'b mut [u8]> {
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let n = ring::aead::Nonce::assume_unique_for_key(*nonce);
+            self.aead
+                .open_in_place(n, ring::aead::Aad::from(aad), buf)
+                .ok()
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            let at = buf.len().checked_sub(TAG_LEN)?;
+            let (msg, tag) = buf.split_at_mut(at);
+            self.aead
+                .decrypt_in_place_detached(
+                    Nonce::from_slice(nonce),
+                    aad,
+                    msg,
+                    aes_gcm::Tag::from_slice(tag),
+                )
+                .ok()?;
+            Some(msg)
+        }
     }
 
     /// [`open`] under this key.
     pub fn open(&self, nonce: &[u8; NONCE_LEN], aad: &[u8], ct: &[u8]) -> Option<Vec<u8>> {
-        self.aead
-            .decrypt(Nonce::from_slice(nonce), Payload { msg: ct, aad })
-            .ok()
+        let mut buf = ct.to_vec();
+        let n = self.open_in_place(nonce, aad, &mut buf)?.len();
+        buf.truncate(n);
+        Some(buf)
     }
 }
 

@@ -507,8 +507,8 @@ impl Keyring {
     }
 
     /// The additional data of a sealed blob: version 2 (`kid` given) binds the key id too.
-    fn aad(&self, commit: &Commit, epoch: u32, kid: Option<&Kid>) -> Vec<u8> {
-        let mut a = Vec::with_capacity(12 + 4 + self.repo.len() + 49 + 8 + 4 + KID_LEN);
+    fn aad(&self, commit: &Commit, epoch: u32, kid: Option<&Kid>) -> Aad {
+        let mut a = Aad::new();
         a.extend_from_slice(if kid.is_some() {
             b"ibexdb-e2e/2"
         } else {
@@ -524,7 +524,54 @@ impl Keyring {
         }
         a
     }
+}
 
+/// Room for the additional data of a sealed blob with a repository name of at most
+/// `MAX_REPO_NAME` bytes (every name `Repo::open` accepts), on the stack: no allocation per
+/// seal or open.
+const AAD_ROOM: usize = 12 + 4 + crate::key::MAX_REPO_NAME + 49 + 8 + 4 + KID_LEN;
+
+/// The additional data of a sealed blob, built in place (a longer name spills to the heap).
+struct Aad {
+    buf: [u8; AAD_ROOM],
+    len: usize,
+    spill: Vec<u8>,
+}
+
+impl Aad {
+    fn new() -> Aad {
+        Aad {
+            buf: [0; AAD_ROOM],
+            len: 0,
+            spill: Vec::new(),
+        }
+    }
+
+    fn extend_from_slice(&mut self, b: &[u8]) {
+        if self.spill.is_empty() && self.len + b.len() <= AAD_ROOM {
+            self.buf[self.len..self.len + b.len()].copy_from_slice(b);
+            self.len += b.len();
+        } else {
+            if self.spill.is_empty() {
+                self.spill.extend_from_slice(&self.buf[..self.len]);
+            }
+            self.spill.extend_from_slice(b);
+        }
+    }
+}
+
+impl std::ops::Deref for Aad {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        if self.spill.is_empty() {
+            &self.buf[..self.len]
+        } else {
+            &self.spill
+        }
+    }
+}
+
+impl Keyring {
     /// Replace `commit`'s sealed chunks by the data changes they hold. Without chunks, nothing
     /// to do. `DecryptError`: `missing-key` (no key of the commit's epoch here), `aead` (the
     /// ciphertext does not authenticate under it), `malformed`; the chunks are then removed
@@ -572,24 +619,23 @@ impl Keyring {
 
     /// What the permission rule judges of a commit whose sealed data this device replaced: the
     /// commit as every replica sees it, its data changes standing as one sealed chunk (so a
-    /// device with the key, one without and the server decide alike, §6.8).
-    pub fn wire_view(commit: &Commit) -> Commit {
+    /// device with the key, one without and the server decide alike, §6.8): the data stand as
+    /// one [`Change::elided`] marker, as in a sync server's access-only decode (the rule reads
+    /// it as data; no stored schema applies to sealed data). It takes `commit`'s parents (no
+    /// copy): give them back after the judgement.
+    pub fn wire_view(commit: &mut Commit) -> Commit {
         let mut changes: Vec<Change> = commit
             .changes
             .iter()
             .filter(|c| !is_data(c))
             .cloned()
             .collect();
-        changes.push(Change {
-            collection: SEALED_COLLECTION.into(),
-            id: "0000".into(),
-            op: Op::Put(Map::new()),
-        });
+        changes.push(Change::elided());
         Commit {
             trusted: commit.trusted,
             author: commit.author,
             hlc: commit.hlc,
-            parents: commit.parents.clone(),
+            parents: std::mem::take(&mut commit.parents),
             changes,
         }
     }
@@ -741,12 +787,11 @@ impl Keyring {
         let ct = &blob[head..];
         let mut buf = vec![0u8; INNER_HEAD];
         buf.extend_from_slice(ct);
-        let tag_at = buf.len() - cipher::TAG_LEN;
-        let (msg, tag) = buf.split_at_mut(tag_at);
-        if !keys[0].open_in_place(&nonce, &aad, &mut msg[INNER_HEAD..], tag) {
+        let Some(plain) = keys[0].open_in_place(&nonce, &aad, &mut buf[INNER_HEAD..]) else {
             return Err(aead());
-        }
-        let plain = &buf[INNER_HEAD..tag_at];
+        };
+        let plain_len = plain.len();
+        let plain = &buf[INNER_HEAD..INNER_HEAD + plain_len];
         if plain.len() < 4 {
             return Err(malformed("a sealed plaintext has no length"));
         }
