@@ -207,3 +207,48 @@ pub fn unwrap(me: &Identity, from: &PublicKey, info: &[u8], w: &[u8]) -> Result<
     })?;
     Ok(key.try_into().unwrap())
 }
+
+/// Room for the additional data of a sealed blob with a repository name of at most
+/// `MAX_REPO_NAME` bytes (every name `Repo::open` accepts), on the stack: no allocation per
+/// seal or open.
+const AAD_ROOM: usize = 12 + 4 + crate::key::MAX_REPO_NAME + 49 + 8 + 4 + super::KID_LEN;
+
+/// The additional data of a sealed blob, built in place (a longer name spills to the heap).
+pub(super) struct Aad {
+    buf: [u8; AAD_ROOM],
+    len: usize,
+    spill: Vec<u8>,
+}
+
+impl Aad {
+    pub(super) fn new() -> Aad {
+        Aad {
+            buf: [0; AAD_ROOM],
+            len: 0,
+            spill: Vec::new(),
+        }
+    }
+
+    pub(super) fn extend_from_slice(&mut self, b: &[u8]) {
+        if self.spill.is_empty() && self.len + b.len() <= AAD_ROOM {
+            self.buf[self.len..self.len + b.len()].copy_from_slice(b);
+            self.len += b.len();
+        } else {
+            if self.spill.is_empty() {
+                self.spill.extend_from_slice(&self.buf[..self.len]);
+            }
+            self.spill.extend_from_slice(b);
+        }
+    }
+}
+
+impl std::ops::Deref for Aad {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        if self.spill.is_empty() {
+            &self.buf[..self.len]
+        } else {
+            &self.spill
+        }
+    }
+}

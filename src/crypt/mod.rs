@@ -507,8 +507,8 @@ impl Keyring {
     }
 
     /// The additional data of a sealed blob: version 2 (`kid` given) binds the key id too.
-    fn aad(&self, commit: &Commit, epoch: u32, kid: Option<&Kid>) -> Aad {
-        let mut a = Aad::new();
+    fn aad(&self, commit: &Commit, epoch: u32, kid: Option<&Kid>) -> cipher::Aad {
+        let mut a = cipher::Aad::new();
         a.extend_from_slice(if kid.is_some() {
             b"ibexdb-e2e/2"
         } else {
@@ -524,54 +524,7 @@ impl Keyring {
         }
         a
     }
-}
 
-/// Room for the additional data of a sealed blob with a repository name of at most
-/// `MAX_REPO_NAME` bytes (every name `Repo::open` accepts), on the stack: no allocation per
-/// seal or open.
-const AAD_ROOM: usize = 12 + 4 + crate::key::MAX_REPO_NAME + 49 + 8 + 4 + KID_LEN;
-
-/// The additional data of a sealed blob, built in place (a longer name spills to the heap).
-struct Aad {
-    buf: [u8; AAD_ROOM],
-    len: usize,
-    spill: Vec<u8>,
-}
-
-impl Aad {
-    fn new() -> Aad {
-        Aad {
-            buf: [0; AAD_ROOM],
-            len: 0,
-            spill: Vec::new(),
-        }
-    }
-
-    fn extend_from_slice(&mut self, b: &[u8]) {
-        if self.spill.is_empty() && self.len + b.len() <= AAD_ROOM {
-            self.buf[self.len..self.len + b.len()].copy_from_slice(b);
-            self.len += b.len();
-        } else {
-            if self.spill.is_empty() {
-                self.spill.extend_from_slice(&self.buf[..self.len]);
-            }
-            self.spill.extend_from_slice(b);
-        }
-    }
-}
-
-impl std::ops::Deref for Aad {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        if self.spill.is_empty() {
-            &self.buf[..self.len]
-        } else {
-            &self.spill
-        }
-    }
-}
-
-impl Keyring {
     /// Replace `commit`'s sealed chunks by the data changes they hold. Without chunks, nothing
     /// to do. `DecryptError`: `missing-key` (no key of the commit's epoch here), `aead` (the
     /// ciphertext does not authenticate under it), `malformed`; the chunks are then removed
