@@ -248,6 +248,9 @@ pub enum DecryptErrorKind {
     Aead,
     /// A sealed chunk or a wrapped key is not of the documented form.
     Malformed,
+    /// A commit of an encrypted repository carries data changes in plaintext (not sealed):
+    /// refused at receive, by a sync server and by a local write (docs/design.md §6.8).
+    Plaintext,
 }
 
 impl DecryptErrorKind {
@@ -257,6 +260,7 @@ impl DecryptErrorKind {
             DecryptErrorKind::Unwrap => "unwrap",
             DecryptErrorKind::Aead => "aead",
             DecryptErrorKind::Malformed => "malformed",
+            DecryptErrorKind::Plaintext => "plaintext",
         }
     }
 }
@@ -758,10 +762,16 @@ pub(crate) mod tests {
                 | A::TokenUnavailable => {}
             }
         }
-        let dec = [D::MissingKey, D::Unwrap, D::Aead, D::Malformed];
+        let dec = [
+            D::MissingKey,
+            D::Unwrap,
+            D::Aead,
+            D::Malformed,
+            D::Plaintext,
+        ];
         for k in &dec {
             match k {
-                D::MissingKey | D::Unwrap | D::Aead | D::Malformed => {}
+                D::MissingKey | D::Unwrap | D::Aead | D::Malformed | D::Plaintext => {}
             }
         }
         let names = |v: Vec<&'static str>| v.into_iter().map(String::from).collect();

@@ -122,8 +122,11 @@ impl Graph {
         // A commit whose sealed data this device opened is judged as it travels (§6.8).
         let sealed = self.keyring.as_ref().is_some_and(|k| k.opened == Some(id));
         let (acl, counts) = if sealed {
-            let wire = crate::crypt::Keyring::wire_view(&commit);
-            self.acl_of(&wire, &id, &parents, bytes)
+            let mut wire = crate::crypt::Keyring::wire_view(&mut commit);
+            // No bytes: the marker stands for sealed data, which no stored schema reads.
+            let judged = self.acl_of(&wire, &id, &parents, None);
+            commit.parents = std::mem::take(&mut wire.parents);
+            judged
         } else {
             self.acl_of(&commit, &id, &parents, bytes)
         };

@@ -246,10 +246,10 @@ fn malformed_sealed_chunks_are_decrypt_errors() {
 }
 
 /// A member's commit carries both a sealed chunk and a plaintext change of an application
-/// collection with the same key: a `DecryptError` (the sealed change repeats a key), and
-/// neither the sealed nor the plaintext data is applied.
+/// collection with the same key: refused at receive (`DecryptError` `plaintext`, nothing
+/// stored), so neither the sealed nor the plaintext data is applied.
 #[test]
-fn a_commit_mixing_sealed_and_plaintext_data_of_one_key_is_refused_as_malformed() {
+fn a_commit_mixing_sealed_and_plaintext_data_of_one_key_is_refused() {
     let mut owner = open(1);
     let mut wr = open(2);
     owner.grant(&ident(2).public(), Role::Writer).unwrap();
@@ -282,19 +282,22 @@ fn a_commit_mixing_sealed_and_plaintext_data_of_one_key_is_refused_as_malformed(
     let (before, seals) = wr.export().unwrap();
     let before: Vec<_> = before[..before.len() - 1].to_vec();
     owner.receive(&before, &seals).unwrap();
-    owner.receive(&[(id, bytes)], &[seal]).unwrap();
+    let err = owner.receive(&[(id, bytes)], &[seal]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Decrypt {
+                kind: DecryptErrorKind::Plaintext,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     assert!(
         owner.get("tasks/x").unwrap().is_none(),
         "mixed data applied"
     );
-    assert!(owner.decrypt_failures().iter().any(|(f, e)| *f == id
-        && matches!(
-            e,
-            Error::Decrypt {
-                kind: DecryptErrorKind::Malformed,
-                ..
-            }
-        )));
+    assert!(!owner.heads().contains(&id), "the mixed commit was stored");
     owner.verify().unwrap();
 }
 
@@ -324,7 +327,8 @@ fn a_writer_naming_huge_epochs_does_not_break_the_next_revocation() {
     assert_eq!(owner.epoch(), Some(1));
     put(&mut owner, "tasks/after", "secret-after");
     sync(&mut owner, &mut rc);
-    assert_eq!(rc.epoch(), Some(0));
+    // Its only key was given to a member since revoked (itself): no key to write with.
+    assert_eq!(rc.epoch(), None);
     assert!(rc.get("tasks/after").unwrap().is_none());
     let mut owner = reopen_from_snapshot(owner, 1);
     assert_eq!(owner.epoch(), Some(1));
@@ -424,49 +428,110 @@ fn a_revoked_writer_reparenting_an_old_sealed_commit_does_not_count() {
     assert!(owner.get("tasks/w").unwrap().is_none());
 }
 
-/// FINDING (not fixed): a member's commit in an encrypted repository may carry its data
-/// changes in plaintext (no `_e` chunk, or beside one for other keys). Every device applies
-/// them without a word: nothing tells the owner that data of its encrypted repository reached
-/// the server readable. §6.8 says "every writer seals"; a device could refuse to apply
-/// plaintext data of an encrypted repository (a `DecryptError` `malformed`, as for a mixed
-/// commit of one key) — a local decision that does not change which commits count (the wire
-/// view judges any data as one sealed chunk). Left for the lead: it changes what a device
-/// applies, and the local write path must be checked not to meet the same rule.
+/// A member's commit in an encrypted repository that carries data changes in plaintext (no
+/// `_e` chunk, or beside one): put, patch, delete alike. Every replica refuses it at receive
+/// (`DecryptError` `plaintext`, nothing stored), as the sync server does (its own test in
+/// `server/tests/encrypted.rs`), so no device shows data that reached the server readable.
+/// Reserved collections (`_acl`, `_keys`) stay plaintext, as the rule of §6.4 needs.
 #[test]
-#[ignore = "finding: plaintext data in an encrypted repository is applied silently"]
-fn plaintext_data_in_an_encrypted_repository_is_not_applied_silently() {
+fn plaintext_data_in_an_encrypted_repository_is_refused() {
     let mut owner = open(1);
     let w = ident(2);
     owner.grant(&w.public(), Role::Writer).unwrap();
+    put(&mut owner, "tasks/a", "secret-a");
     owner.seal().unwrap();
+    let (sealed_chunk, _) = {
+        let (c, _) = owner.export().unwrap();
+        let (_, bytes) = c.last().unwrap().clone();
+        let (commit, _) = Commit::decode(&bytes).unwrap();
+        (
+            commit
+                .changes
+                .into_iter()
+                .find(|c| c.collection == SEALED_COLLECTION)
+                .unwrap(),
+            (),
+        )
+    };
+    let ops = [
+        Op::Put(map! {"title" => "plaintext"}.as_map()),
+        Op::Delete,
+        Op::Patch(
+            [(
+                "title".into(),
+                ibexdb::FieldOp::Assign(ibexdb::Value::from("plaintext")),
+            )]
+            .into_iter()
+            .collect(),
+        ),
+    ];
+    let before = owner.heads();
+    for (i, op) in ops.into_iter().enumerate() {
+        for beside in [false, true] {
+            let mut changes = vec![Change {
+                collection: "tasks".into(),
+                id: "a".into(),
+                op: op.clone(),
+            }];
+            if beside {
+                changes.push(sealed_chunk.clone());
+            }
+            let (c, s) = hostile(&w, before.clone(), T0 + 50 + i as u64, changes);
+            let err = owner.receive(&c, &s).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    Error::Decrypt {
+                        kind: DecryptErrorKind::Plaintext,
+                        ..
+                    }
+                ),
+                "{err:?}"
+            );
+            assert_eq!(owner.heads(), before, "the refused commit was stored");
+        }
+    }
+    assert_eq!(
+        owner.get("tasks/a").unwrap().unwrap().get("title"),
+        Some(&ibexdb::Value::from("secret-a"))
+    );
+    // A commit that waited for its parents is judged once they arrive: a newcomer receives the
+    // plaintext commit before the history it builds on, then the history.
     let (c, s) = hostile(
         &w,
-        owner.heads(),
-        T0 + 50,
+        before.clone(),
+        T0 + 60,
         vec![Change {
             collection: "tasks".into(),
             id: "leak".into(),
             op: Op::Put(map! {"title" => "plaintext"}.as_map()),
         }],
     );
-    owner.receive(&c, &s).unwrap();
-    let applied = owner.get("tasks/leak").unwrap().is_some();
-    let reported = !owner.decrypt_failures().is_empty();
-    assert!(
-        !applied || reported,
-        "plaintext data was applied and nothing was reported"
-    );
+    let mut fresh = open(3);
+    let report = fresh.receive(&c, &s).unwrap();
+    assert_eq!(report.pending, 1);
+    let (hc, hs) = owner.export().unwrap();
+    let report = fresh.receive(&hc, &hs).unwrap();
+    assert_eq!((report.refused, report.pending), (1, 0), "{report:?}");
+    assert!(fresh.get("tasks/leak").unwrap().is_none());
+    // And a device that is not given keys cannot write plaintext either: a local write of an
+    // encrypted repository is sealed or refused.
+    let mut o = enc(4);
+    o.encrypted = false;
+    let mut other = Repo::open(MemStorage::new(), None, o).unwrap();
+    other.receive(&hc, &hs).unwrap();
+    let mut t = Txn::new();
+    t.put("tasks/z", map! {"title" => "x"}.as_map()).unwrap();
+    assert!(matches!(other.commit(t), Err(Error::Decrypt { .. })));
 }
 
-/// FINDING (not fixed): two owners revoke concurrently (each before receiving the other's
-/// revocation). Both start "epoch latest + 1" with a key of their own and wrap it under the
-/// same `_keys/<epoch>-<member>` ids. A device keeps the first key of an epoch it learns and
-/// ignores the other, so the owners (and members) hold different keys for one epoch: what
-/// one owner writes after the merge the other cannot open (`DecryptError` `aead`), for good.
-/// A fix needs epochs that cannot collide (e.g. numbered by the revoking commit, or a key per
-/// `(epoch, owner)` with the sealed blob naming the wrapping owner).
+/// Two owners revoke concurrently (each before receiving the other's revocation): both start
+/// "epoch latest + 1" with a key of their own, each wrapped to the member the other revoked.
+/// Keys are looked up by (epoch, key id), so neither is lost; and an owner's device that
+/// learns the other revocation holds no key free of a revoked member, so it starts a new
+/// epoch wrapped to the remaining members: after the merge both owners write in it, every
+/// member reads both, and neither revoked member reads what follows.
 #[test]
-#[ignore = "finding: concurrent revocations by two owners split an epoch's key"]
 fn concurrent_revocations_by_two_owners_keep_every_member_reading() {
     let mut a = open(1);
     let mut b = open(2);
@@ -478,9 +543,14 @@ fn concurrent_revocations_by_two_owners_keep_every_member_reading() {
     assert_eq!(b.epoch(), Some(0));
     a.revoke(&ident(4).public()).unwrap();
     b.revoke(&ident(5).public()).unwrap();
+    assert_eq!((a.epoch(), b.epoch()), (Some(1), Some(1)));
+    put(&mut a, "tasks/a1", "secret-a1");
+    put(&mut b, "tasks/b1", "secret-b1");
     sync(&mut a, &mut b);
     sync(&mut b, &mut a);
-    assert_eq!((a.epoch(), b.epoch()), (Some(1), Some(1)));
+    let e = a.epoch().expect("a has a key to write with");
+    assert_eq!(b.epoch(), Some(e));
+    assert!(e >= 2, "the merged revocations start a new epoch: {e}");
     put(&mut a, "tasks/by-a", "secret-a");
     put(&mut b, "tasks/by-b", "secret-b");
     sync(&mut a, &mut b);
@@ -495,8 +565,32 @@ fn concurrent_revocations_by_two_owners_keep_every_member_reading() {
         "{:?}",
         b.decrypt_failures()
     );
-    assert!(a.get("tasks/by-b").unwrap().is_some());
-    assert!(b.get("tasks/by-a").unwrap().is_some());
+    for k in ["tasks/a1", "tasks/b1", "tasks/by-a", "tasks/by-b"] {
+        assert!(a.get(k).unwrap().is_some(), "a cannot read {k}");
+        assert!(b.get(k).unwrap().is_some(), "b cannot read {k}");
+    }
+    assert_eq!(a.state_hash().unwrap(), b.state_hash().unwrap());
+    // The remaining member reads everything; the revoked ones nothing written after the merge.
+    for (n, reads) in [(3u8, true), (4, false), (5, false)] {
+        let mut r = open(n);
+        sync(&mut a, &mut r);
+        sync(&mut b, &mut r);
+        for k in ["tasks/by-a", "tasks/by-b"] {
+            assert_eq!(r.get(k).unwrap().is_some(), reads, "member {n} and {k}");
+        }
+        if reads {
+            assert!(
+                r.decrypt_failures().is_empty(),
+                "{:?}",
+                r.decrypt_failures()
+            );
+            assert_eq!(r.state_hash().unwrap(), a.state_hash().unwrap());
+        }
+    }
+    // After a reopen from the snapshot, each owner chooses the same key again.
+    let a = reopen_from_snapshot(a, 1);
+    let b = reopen_from_snapshot(b, 2);
+    assert_eq!((a.epoch(), b.epoch()), (Some(e), Some(e)));
 }
 
 /// A writer floods `_keys` with 2,000 wraps "to" the owner claiming the owner as their sender

@@ -277,3 +277,66 @@ async fn postgresql_holds_no_plaintext_of_an_encrypted_repository() {
     let files = all_bytes(&pg.dir);
     check_none(&files, &values);
 }
+
+/// A writer of an encrypted repository pushes, bypassing its device, a commit whose data is
+/// not sealed (§6.8): the server, which knows the flag from the root it stored, refuses it
+/// (`DecryptError` `plaintext`) before storing or relaying anything, and the plaintext never
+/// reaches its files. The same push to a plaintext repository is stored (the control).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_refuses_plaintext_data_in_an_encrypted_repository() {
+    use ibexdb::{Commit, CommitId, Message, Seal};
+    let server = Server::fresh("e2e-plain");
+    for (repo, encrypted) in [("sealed", true), ("open", false)] {
+        let mut a = peer(1, repo, encrypted);
+        a.repo.grant(&identity(2).public(), Role::Writer).unwrap();
+        a.repo.seal().unwrap();
+        a.connect(&server.url).await;
+        a.settle(1).await;
+        let c = Commit {
+            trusted: false,
+            author: identity(2).public(),
+            hlc: ibexdb::system_clock()() << 16,
+            parents: a.repo.heads(),
+            changes: vec![ibexdb::Change {
+                collection: "notes".into(),
+                id: "leak".into(),
+                op: ibexdb::Op::Put(map! { "title" => "leaked-plaintext-zq" }.as_map()),
+            }],
+        };
+        let bytes = c.encode();
+        let id = CommitId::of(&bytes);
+        let push = Message::Push {
+            commits: vec![(id, bytes)],
+            seals: vec![Seal::create(&identity(2), repo, &[id]).encode()],
+        };
+        let before = server.log_len(repo);
+        let mut ws = socket(&server.url).await;
+        hello_as(&mut ws, &server.url, repo, Some(&identity(2))).await;
+        send(&mut ws, &push).await;
+        if encrypted {
+            let (_, text) = expect_error(&mut ws, Duration::from_secs(10)).await;
+            assert!(
+                text.contains("DecryptError") && text.contains("plaintext"),
+                "{text}"
+            );
+            assert_eq!(
+                server.log_len(repo),
+                before,
+                "the plaintext commit was stored"
+            );
+        } else {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while server.log_len(repo) == before {
+                assert!(Instant::now() < deadline, "the control push was not stored");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+    let files = all_bytes(&server.data);
+    let sealed: Vec<_> = files
+        .into_iter()
+        .filter(|(p, _)| p.contains("sealed."))
+        .collect();
+    assert!(!sealed.is_empty());
+    assert_eq!(find(&sealed, "leaked-plaintext-zq"), None);
+}

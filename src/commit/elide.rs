@@ -26,9 +26,25 @@ impl Change {
         }
     }
 
-    /// Whether this is the [`Change::elided`] marker.
+    /// The marker of elided changes among which at least one writes an application
+    /// collection (a name not starting with `_`): what an encrypted repository's rule looks
+    /// for (docs/design.md §6.8).
+    pub fn elided_data() -> Change {
+        Change {
+            collection: String::new(),
+            id: "*".into(),
+            op: Op::Delete,
+        }
+    }
+
+    /// Whether this is the [`Change::elided`] (or [`Change::elided_data`]) marker.
     pub fn is_elided(&self) -> bool {
         self.collection.is_empty()
+    }
+
+    /// Whether this is the [`Change::elided_data`] marker.
+    pub fn elides_data(&self) -> bool {
+        self.collection.is_empty() && self.id == "*"
     }
 }
 
@@ -46,6 +62,7 @@ impl<'a> Decoder<'a> {
         let mut changes = Vec::new();
         let mut last: Option<(&'a str, &'a str)> = None;
         let mut data = false;
+        let mut app = false;
         for _ in 0..nc {
             let (coll, id) = self.key(last)?;
             last = Some((coll, id));
@@ -53,6 +70,7 @@ impl<'a> Decoder<'a> {
             self.check_op(coll, id)?;
             let Some(&(_, max)) = keep.iter().find(|(k, _)| *k == coll) else {
                 data = true;
+                app |= !coll.starts_with('_');
                 continue;
             };
             if self.r.pos() - start.pos() > max {
@@ -70,10 +88,38 @@ impl<'a> Decoder<'a> {
             check(&change)?;
             changes.push(change);
         }
-        if data {
+        if app {
+            changes.push(Change::elided_data());
+        } else if data {
             changes.push(Change::elided());
         }
         Ok(changes)
+    }
+
+    /// The changes of [`super::Commit::decode_one`]: the change `coll/id` built if its op
+    /// takes at most `max` bytes, every change checked in place.
+    pub(super) fn one_change(&mut self, coll: &str, id: &str, max: usize) -> Result<Vec<Change>> {
+        let nc = self.r.count(3, usize::MAX)?;
+        let mut out = Vec::new();
+        let mut last: Option<(&'a str, &'a str)> = None;
+        for _ in 0..nc {
+            let (c, i) = self.key(last)?;
+            last = Some((c, i));
+            let start = self.r.clone();
+            self.check_op(c, i)?;
+            if c == coll && i == id && self.r.pos() - start.pos() <= max {
+                let end = self.r.clone();
+                self.r = start;
+                let op = self.op()?;
+                self.r = end;
+                out.push(Change {
+                    collection: c.to_owned(),
+                    id: i.to_owned(),
+                    op,
+                });
+            }
+        }
+        Ok(out)
     }
 
     /// [`super::Commit::visit_shapes`]: every change checked in place; those of the collections

@@ -73,6 +73,19 @@ impl Commit {
         Self::decode_with(bytes, Mode::Keep(keep, check))
     }
 
+    /// [`Commit::decode`] building only the change `collection/id`, if its op takes at most
+    /// `max` bytes (none otherwise); every other change is checked in place. What a sync
+    /// server's access-only replica reads of a root: its `_keys/config` (docs/design.md §6.8),
+    /// at the cost of that one change whatever the root holds.
+    pub(crate) fn decode_one(
+        bytes: &[u8],
+        collection: &str,
+        id: &str,
+        max: usize,
+    ) -> Result<(Commit, CommitId)> {
+        Self::decode_with(bytes, Mode::One(collection, id, max))
+    }
+
     /// Report the changes of `bytes` (a commit [`Commit::decode`] accepts) of the collections
     /// `v` wants, field by field, as their shapes (the values' kinds, numbers as they are;
     /// [`ShapeVisitor`]): what the stored-schema check of a commit decoded access-only needs
@@ -81,7 +94,18 @@ impl Commit {
         Self::decode_with(bytes, Mode::Shapes(v)).map(|_| ())
     }
 
+    /// [`Commit::decode`] without computing the id (the inner commit of a sealed blob,
+    /// docs/design.md §6.8, has none).
+    pub(crate) fn decode_unhashed(bytes: &[u8]) -> Result<Commit> {
+        Self::decode_body(bytes, Mode::Full)
+    }
+
     fn decode_with(bytes: &[u8], mode: Mode<'_>) -> Result<(Commit, CommitId)> {
+        let commit = Self::decode_body(bytes, mode)?;
+        Ok((commit, CommitId::of(bytes)))
+    }
+
+    fn decode_body(bytes: &[u8], mode: Mode<'_>) -> Result<Commit> {
         if bytes.len() > MAX_COMMIT_BYTES {
             return Err(Error::TooLarge {
                 what: "commit".into(),
@@ -105,6 +129,7 @@ impl Commit {
         let changes = match mode {
             Mode::Full => d.changes()?,
             Mode::Keep(keep, check) => d.kept_changes(keep, check)?,
+            Mode::One(coll, id, max) => d.one_change(coll, id, max)?,
             Mode::Shapes(v) => {
                 d.shapes(v)?;
                 Vec::new()
@@ -118,7 +143,7 @@ impl Commit {
             parents,
             changes,
         };
-        Ok((commit, CommitId::of(bytes)))
+        Ok(commit)
     }
 }
 
@@ -128,6 +153,8 @@ enum Mode<'f> {
     Full,
     /// Those of these collections (each op at most so many bytes), checked as built.
     Keep(&'f [(&'f str, usize)], &'f dyn Fn(&Change) -> Result<()>),
+    /// The one change of this collection and id, if its op takes at most so many bytes.
+    One(&'f str, &'f str, usize),
     /// None: the shapes of the wanted collections' changes, reported.
     Shapes(&'f mut dyn ShapeVisitor),
 }

@@ -25,7 +25,7 @@ pub const COMMIT_VERSION: u8 = 1;
 pub const MAX_COMMIT_BYTES: usize = 64 << 20;
 /// Most parents a commit may have.
 pub const MAX_PARENTS: usize = 4096;
-const FLAG_TRUSTED: u8 = 1;
+pub(crate) const FLAG_TRUSTED: u8 = 1;
 
 /// A change to one field inside a [`Op::Patch`].
 #[derive(Debug, Clone, PartialEq)]

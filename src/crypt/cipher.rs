@@ -4,7 +4,9 @@
 
 use crate::commit::{Identity, PublicKey};
 use crate::error::{DecryptErrorKind, Error, Result};
-use aes_gcm::aead::{Aead, AeadInPlace, KeyInit, Payload};
+#[cfg(target_arch = "wasm32")]
+use aes_gcm::aead::AeadInPlace;
+use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
 use hkdf::Hkdf;
 use sha2::Sha384;
@@ -27,10 +29,14 @@ pub(crate) fn derr(kind: DecryptErrorKind, detail: impl Into<String>) -> Error {
     }
 }
 
-/// An epoch key with its expanded AES key schedule (made once per epoch, not per commit).
+/// An epoch key with its expanded AES key schedule (made once per epoch, not per commit):
+/// `ring`'s natively, `aes-gcm`'s on wasm32 (the same AES-256-GCM: either opens the other's).
 #[derive(Clone)]
 pub struct EpochKey {
     pub key: [u8; KEY_LEN],
+    #[cfg(not(target_arch = "wasm32"))]
+    aead: ring::aead::LessSafeKey,
+    #[cfg(target_arch = "wasm32")]
     aead: Aes256Gcm,
 }
 
@@ -38,6 +44,12 @@ impl EpochKey {
     pub fn new(key: [u8; KEY_LEN]) -> EpochKey {
         EpochKey {
             key,
+            #[cfg(not(target_arch = "wasm32"))]
+            aead: ring::aead::LessSafeKey::new(
+                ring::aead::UnboundKey::new(&ring::aead::AES_256_GCM, &key)
+                    .expect("a 32-byte key is an AES-256 key"),
+            ),
+            #[cfg(target_arch = "wasm32")]
             aead: Aes256Gcm::new(&key.into()),
         }
     }
@@ -49,18 +61,62 @@ impl EpochKey {
         aad: &[u8],
         buf: &mut [u8],
     ) -> [u8; TAG_LEN] {
-        let tag = self
-            .aead
-            .encrypt_in_place_detached(Nonce::from_slice(nonce), aad, buf)
-            .expect("AES-GCM encrypts any message below 64 GiB");
-        tag.into()
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let n = ring::aead::Nonce::assume_unique_for_key(*nonce);
+            let tag = self
+                .aead
+                .seal_in_place_separate_tag(n, ring::aead::Aad::from(aad), buf)
+                .expect("AES-GCM encrypts any message below 64 GiB");
+            tag.as_ref().try_into().unwrap()
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            let tag = self
+                .aead
+                .encrypt_in_place_detached(Nonce::from_slice(nonce), aad, buf)
+                .expect("AES-GCM encrypts any message below 64 GiB");
+            tag.into()
+        }
+    }
+
+    /// [`open`] in place of `buf` = ciphertext ‖ tag under this key: the plaintext (a prefix
+    /// of `buf`), `None` when it does not authenticate (`buf` then holds anything).
+    pub fn open_in_place<'b>(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        aad: &[u8],
+        buf: &'b mut [u8],
+    ) -> Option<&'b mut [u8]> {
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let n = ring::aead::Nonce::assume_unique_for_key(*nonce);
+            self.aead
+                .open_in_place(n, ring::aead::Aad::from(aad), buf)
+                .ok()
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            let at = buf.len().checked_sub(TAG_LEN)?;
+            let (msg, tag) = buf.split_at_mut(at);
+            self.aead
+                .decrypt_in_place_detached(
+                    Nonce::from_slice(nonce),
+                    aad,
+                    msg,
+                    aes_gcm::Tag::from_slice(tag),
+                )
+                .ok()?;
+            Some(msg)
+        }
     }
 
     /// [`open`] under this key.
     pub fn open(&self, nonce: &[u8; NONCE_LEN], aad: &[u8], ct: &[u8]) -> Option<Vec<u8>> {
-        self.aead
-            .decrypt(Nonce::from_slice(nonce), Payload { msg: ct, aad })
-            .ok()
+        let mut buf = ct.to_vec();
+        let n = self.open_in_place(nonce, aad, &mut buf)?.len();
+        buf.truncate(n);
+        Some(buf)
     }
 }
 
@@ -150,4 +206,49 @@ pub fn unwrap(me: &Identity, from: &PublicKey, info: &[u8], w: &[u8]) -> Result<
         )
     })?;
     Ok(key.try_into().unwrap())
+}
+
+/// Room for the additional data of a sealed blob with a repository name of at most
+/// `MAX_REPO_NAME` bytes (every name `Repo::open` accepts), on the stack: no allocation per
+/// seal or open.
+const AAD_ROOM: usize = 12 + 4 + crate::key::MAX_REPO_NAME + 49 + 8 + 4 + super::KID_LEN;
+
+/// The additional data of a sealed blob, built in place (a longer name spills to the heap).
+pub(super) struct Aad {
+    buf: [u8; AAD_ROOM],
+    len: usize,
+    spill: Vec<u8>,
+}
+
+impl Aad {
+    pub(super) fn new() -> Aad {
+        Aad {
+            buf: [0; AAD_ROOM],
+            len: 0,
+            spill: Vec::new(),
+        }
+    }
+
+    pub(super) fn extend_from_slice(&mut self, b: &[u8]) {
+        if self.spill.is_empty() && self.len + b.len() <= AAD_ROOM {
+            self.buf[self.len..self.len + b.len()].copy_from_slice(b);
+            self.len += b.len();
+        } else {
+            if self.spill.is_empty() {
+                self.spill.extend_from_slice(&self.buf[..self.len]);
+            }
+            self.spill.extend_from_slice(b);
+        }
+    }
+}
+
+impl std::ops::Deref for Aad {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        if self.spill.is_empty() {
+            &self.buf[..self.len]
+        } else {
+            &self.spill
+        }
+    }
 }

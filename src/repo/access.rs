@@ -48,7 +48,7 @@ impl<S: Storage> Repo<S> {
         }
         let mut txn = Txn::new();
         txn.delete(&member_key(key))?;
-        self.new_epoch(key, &mut txn)?;
+        self.new_epoch(Some(key), &mut txn)?;
         self.commit(txn)
     }
 

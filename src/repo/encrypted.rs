@@ -5,7 +5,9 @@
 use super::Repo;
 use crate::access::Role;
 use crate::commit::{Change, Commit, CommitId, Op, PublicKey};
-use crate::crypt::{config_value, wrap_id, Keyring, CONFIG_ID, KEYS_COLLECTION, KEY_LEN};
+use crate::crypt::{
+    config_value, key_id, wrap_id, Keyring, Kid, CONFIG_ID, KEYS_COLLECTION, KEY_LEN,
+};
 use crate::error::{Error, Result};
 use crate::store::Storage;
 use crate::txn::Txn;
@@ -28,6 +30,59 @@ impl<S: Storage> Repo<S> {
             .is_some_and(|k| k.encrypted || founding)
     }
 
+    /// Whether the stored root founds an encrypted repository (read from the log once, at
+    /// open: any writer may overwrite the `_keys/config` item, never the root).
+    pub(super) fn root_founds_encrypted(&self) -> Result<bool> {
+        let Some(root) = self.graph.commits.first() else {
+            return Ok(false);
+        };
+        let (_, payload) = self.log.read_frame(root.offset)?;
+        let (config, _) = Commit::decode_one(&payload, KEYS_COLLECTION, CONFIG_ID, 64)?;
+        Ok(crate::crypt::founds_encrypted(&config))
+    }
+
+    /// The rule of an encrypted repository on a batch about to be stored (§6.8): if the
+    /// repository's root (stored, or in the batch: its `_keys/config` read here, as a sync
+    /// server's access-only decode keeps no `_keys` change) founds it encrypted, every commit's data is
+    /// sealed; `DecryptError` `plaintext` refuses the batch otherwise. Returns whether it is
+    /// encrypted.
+    pub(super) fn check_batch_sealed(
+        &self,
+        accepted: &[(Commit, CommitId, &Vec<u8>)],
+    ) -> Result<bool> {
+        let mut encrypted = self.encrypted_root;
+        for (c, _, b) in accepted {
+            if c.parents.is_empty() && !encrypted {
+                // Its `_keys/config` only (`{"encrypted": true}` takes 12 bytes): a root of
+                // any size costs one small change, not a whole decode (§12.4).
+                let config = Commit::decode_one(b, KEYS_COLLECTION, CONFIG_ID, 64)?.0;
+                encrypted = crate::crypt::founds_encrypted(&config);
+            }
+        }
+        if encrypted {
+            for (c, id, _) in accepted {
+                crate::crypt::check_sealed(c, id)?;
+            }
+        }
+        Ok(encrypted)
+    }
+
+    /// A local commit about to be stored (`wire`: as it travels) obeys the same rule.
+    pub(super) fn check_own_sealed(&mut self, wire: &Commit, id: &CommitId) -> Result<()> {
+        if wire.parents.is_empty() {
+            self.encrypted_root = crate::crypt::founds_encrypted(wire);
+        }
+        if self.encrypted_root {
+            crate::crypt::check_sealed(wire, id)?;
+        }
+        Ok(())
+    }
+
+    /// A commit that waited for its parents, once ready: whether it breaks the rule.
+    pub(super) fn unsealed_data(&self, commit: &Commit, id: &CommitId) -> bool {
+        self.encrypted_root && crate::crypt::check_sealed(commit, id).is_err()
+    }
+
     fn first_commit(&self) -> bool {
         self.graph.commits.is_empty() && self.wait.len() == 0
     }
@@ -35,13 +90,7 @@ impl<S: Storage> Repo<S> {
     /// Before the root of a repository opened `encrypted` is written: epoch 0's key.
     fn founding_epoch(&mut self) -> Result<()> {
         let founding = self.opts.encrypted && self.first_commit();
-        if !founding
-            || self
-                .graph
-                .keyring
-                .as_ref()
-                .is_none_or(|k| k.current().is_some())
-        {
+        if !founding || self.graph.keyring.as_ref().is_none_or(|k| k.has_keys()) {
             return Ok(());
         }
         let key = self.random_key()?;
@@ -51,10 +100,59 @@ impl<S: Storage> Repo<S> {
         Ok(())
     }
 
-    /// The epoch this device's writes use (the newest it holds a key of); `None` in a
-    /// repository that is not encrypted or when no owner has wrapped a key to this device.
+    /// The epoch this device's writes use (of the keys it holds that no revoked member was
+    /// given, the newest); `None` in a repository that is not encrypted, when no owner has
+    /// wrapped a key to this device, or when every key it holds was given to a member revoked
+    /// since (until an owner starts a new epoch).
     pub fn epoch(&self) -> Option<u32> {
-        self.graph.keyring.as_ref().and_then(|k| k.current())
+        self.graph
+            .keyring
+            .as_ref()
+            .and_then(|k| k.write_key())
+            .map(|(e, _)| e)
+    }
+
+    /// Choose again the key this device's writes use if a key, a `_keys` item or the access
+    /// list changed since (§6.8): the newest key held that no member outside the access list
+    /// was wrapped (by the `_keys` items: a legacy `<epoch>-<member>` wrap names every key of
+    /// its epoch).
+    pub(super) fn refresh_write_key(&mut self) -> Result<()> {
+        let acl = self.graph.acl;
+        if !self
+            .graph
+            .keyring
+            .as_ref()
+            .is_some_and(|k| k.needs_choice(acl))
+        {
+            return Ok(());
+        }
+        let holds = self.graph.keyring.as_ref().is_some_and(|k| k.has_keys());
+        let mut revoked: std::collections::BTreeSet<(u32, Option<Kid>)> = Default::default();
+        if holds {
+            self.warm_collection(KEYS_COLLECTION)?;
+            // The members by their hex (no point is decoded: a flood of wraps costs a lookup
+            // each).
+            let members: std::collections::HashSet<String> = self
+                .graph
+                .current_acl()
+                .members()
+                .map(|(m, _)| m.to_hex())
+                .collect();
+            if let Some(c) = self.graph.state.collection(KEYS_COLLECTION) {
+                for (id, _) in c.iter() {
+                    if let Some((e, kid, hex)) = crate::crypt::parse_wrap_id(id) {
+                        if !members.contains(hex) {
+                            revoked.insert((e, kid));
+                        }
+                    }
+                }
+            }
+        }
+        let k = self.graph.keyring.as_mut().unwrap();
+        k.choose(acl, |e, kid| {
+            revoked.contains(&(e, Some(*kid))) || revoked.contains(&(e, None))
+        });
+        Ok(())
     }
 
     /// The commits whose data this device could not decrypt since open, and why (each a
@@ -97,35 +195,21 @@ impl<S: Storage> Repo<S> {
             // that wrote those items (their history, read from the log): the flag only from
             // the root, every wrap this device can open from an owner.
             let me = k.me_public();
-            // The epochs of the visible wraps to this device, and those from 0 up whose wrap
-            // to it exists, deleted or not (bounded by the items: never up to a hostile epoch
-            // number).
+            // Every wrap to this device, deleted or not (the collection's items, tombstones
+            // included: bounded by the items, never up to a hostile epoch number).
             let me_hex = me.to_hex();
-            let mut epochs: std::collections::BTreeSet<u32> = self
-                .graph
-                .state
-                .collection(KEYS_COLLECTION)
-                .into_iter()
-                .flat_map(|c| c.iter())
-                .filter_map(|(id, _)| crate::crypt::parse_wrap_id(id))
-                .filter(|(_, hex)| *hex == me_hex)
-                .map(|(e, _)| e)
-                .collect();
-            let mut e = 0u32;
-            while self
-                .graph
-                .state
-                .item(KEYS_COLLECTION, &wrap_id(e, &me))
-                .is_some()
-            {
-                epochs.insert(e);
-                match e.checked_add(1) {
-                    Some(n) => e = n,
-                    None => break,
-                }
-            }
             let mut ids = vec![CONFIG_ID.to_string()];
-            ids.extend(epochs.into_iter().map(|e| wrap_id(e, &me)));
+            if let Some(c) = self.graph.state.collection(KEYS_COLLECTION) {
+                ids.extend(
+                    c.items
+                        .iter()
+                        .map(|(id, _)| id.as_str())
+                        .filter(|id| {
+                            crate::crypt::parse_wrap_id(id).is_some_and(|(_, _, h)| h == me_hex)
+                        })
+                        .map(str::to_string),
+                );
+            }
             let mut seen = std::collections::BTreeSet::new();
             for id in &ids {
                 let Some(item) = self.graph.state.item(KEYS_COLLECTION, id) else {
@@ -164,7 +248,8 @@ impl<S: Storage> Repo<S> {
         let me = self.author;
         let random = self.opts.random.as_mut().ok_or_else(no_random)?;
         let k = self.graph.keyring.as_ref().unwrap();
-        let key = *k.epochs().next().unwrap().1;
+        let (_, kid, key) = k.epochs().next().unwrap();
+        let (kid, key) = (kid, *key);
         let wrapped = k.wrap_value(0, &key, &me, &mut **random)?;
         let put = |id: String, m: Map| Change {
             collection: KEYS_COLLECTION.into(),
@@ -172,7 +257,7 @@ impl<S: Storage> Repo<S> {
             op: Op::Put(m),
         };
         changes.push(put(CONFIG_ID.into(), config_value()));
-        changes.push(put(wrap_id(0, &me), wrapped));
+        changes.push(put(wrap_id(0, &kid, &me), wrapped));
         changes.sort_by(|a, b| (&a.collection, &a.id).cmp(&(&b.collection, &b.id)));
         Ok(())
     }
@@ -185,6 +270,8 @@ impl<S: Storage> Repo<S> {
         if !k.encrypted {
             return Ok(None);
         }
+        self.refresh_write_key()?;
+        let k = self.graph.keyring.as_mut().unwrap();
         let random = self.opts.random.as_mut().ok_or_else(no_random)?;
         k.seal_commit(commit, &mut **random)
     }
@@ -205,23 +292,29 @@ impl<S: Storage> Repo<S> {
         self.founding_epoch()?;
         let random = self.opts.random.as_mut().ok_or_else(no_random)?;
         let k = self.graph.keyring.as_ref().unwrap();
-        for (epoch, key) in k.epochs() {
+        for (epoch, kid, key) in k.epochs() {
             let v = k.wrap_value(epoch, key, to, &mut **random)?;
-            txn.put(&format!("{KEYS_COLLECTION}/{}", wrap_id(epoch, to)), v)?;
+            txn.put(
+                &format!("{KEYS_COLLECTION}/{}", wrap_id(epoch, &kid, to)),
+                v,
+            )?;
         }
         Ok(())
     }
 
-    /// Into `txn` (a revocation of `revoked`): a new epoch, its key wrapped to every other
-    /// member (and to this device), so the revoked key can read nothing written after it.
-    pub(super) fn new_epoch(&mut self, revoked: &PublicKey, txn: &mut Txn) -> Result<()> {
+    /// Into `txn` (a revocation of `revoked`; `None`: the merge of concurrent revocations): a
+    /// new epoch, its key wrapped to every other member (and to this device), so the revoked
+    /// key can read nothing written after it.
+    pub(super) fn new_epoch(&mut self, revoked: Option<&PublicKey>, txn: &mut Txn) -> Result<()> {
         if !self.is_encrypted() {
             return Ok(());
         }
         let mut members: Vec<PublicKey> = self
             .access()
             .members()
-            .filter(|(m, r)| m != revoked && matches!(r, Role::Owner | Role::Writer | Role::Reader))
+            .filter(|(m, r)| {
+                Some(m) != revoked && matches!(r, Role::Owner | Role::Writer | Role::Reader)
+            })
             .map(|(m, _)| m)
             .collect();
         if !members.contains(&self.author) {
@@ -237,9 +330,10 @@ impl<S: Storage> Repo<S> {
                 detail: "no epoch follows 2^32 - 1".into(),
             })?,
         };
+        let kid = key_id(&key);
         for m in &members {
             let v = k.wrap_value(epoch, &key, m, &mut **random)?;
-            txn.put(&format!("{KEYS_COLLECTION}/{}", wrap_id(epoch, m)), v)?;
+            txn.put(&format!("{KEYS_COLLECTION}/{}", wrap_id(epoch, &kid, m)), v)?;
         }
         Ok(())
     }
@@ -253,24 +347,20 @@ impl<S: Storage> Repo<S> {
         }
         let members: Vec<PublicKey> = self.access().members().map(|(m, _)| m).collect();
         self.warm_collection(KEYS_COLLECTION)?;
-        let epochs: Vec<u32> = self
-            .graph
-            .keyring
-            .as_ref()
-            .unwrap()
-            .epochs()
-            .map(|(e, _)| e)
-            .collect();
         let random = self.opts.random.as_mut().ok_or_else(no_random)?;
         let k = self.graph.keyring.as_ref().unwrap();
         let mut txn = Txn::new();
         for m in &members {
-            for &e in &epochs {
-                let id = wrap_id(e, m);
-                if self.graph.state.get(KEYS_COLLECTION, &id).is_some() {
+            for (e, kid, key) in k.epochs() {
+                let id = wrap_id(e, &kid, m);
+                // A wrap of the form before key ids names the one key its epoch then had.
+                let legacy = format!("{e:08x}-{}", m.to_hex());
+                let state = &self.graph.state;
+                if state.get(KEYS_COLLECTION, &id).is_some()
+                    || state.get(KEYS_COLLECTION, &legacy).is_some()
+                {
                     continue;
                 }
-                let key = k.epochs().find(|(x, _)| *x == e).unwrap().1;
                 let v = k.wrap_value(e, key, m, &mut **random)?;
                 txn.put(&format!("{KEYS_COLLECTION}/{id}"), v)?;
             }
@@ -294,9 +384,29 @@ impl<S: Storage> Repo<S> {
     /// epoch keys to the members that lack them (one commit, synced like any other).
     pub(super) fn share_keys_as_owner(&mut self) -> Result<()> {
         let owner = self.access().role(&self.author) == Some(Role::Owner);
-        if owner && self.is_encrypted() && self.epoch().is_some() {
+        let holds = self.graph.keyring.as_ref().is_some_and(|k| k.has_keys());
+        if owner && self.is_encrypted() && holds {
             // Not a failure of the receive: the next change of the access list tries again.
             let _ = self.share_keys();
+        }
+        Ok(())
+    }
+
+    /// After a receive, on an owner's device that holds keys but none free of a revoked
+    /// member (two owners revoked concurrently, each wrapping its new epoch to the member the
+    /// other revoked; or a writer's `_keys` item names one): a new epoch, wrapped to the
+    /// members (§6.8). Two owners may both start one: neither key was given to a revoked
+    /// member, so neither starts another.
+    pub(super) fn merge_epochs_as_owner(&mut self) -> Result<()> {
+        self.refresh_write_key()?;
+        let owner = self.access().role(&self.author) == Some(Role::Owner);
+        let holds = self.graph.keyring.as_ref().is_some_and(|k| k.has_keys());
+        if owner && holds && self.is_encrypted() && self.epoch().is_none() {
+            let mut txn = Txn::new();
+            // Not a failure of the receive: the next receive tries again.
+            if self.new_epoch(None, &mut txn).is_ok() {
+                let _ = self.commit(txn);
+            }
         }
         Ok(())
     }

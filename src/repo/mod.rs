@@ -201,6 +201,9 @@ pub struct Repo<S: Storage> {
     open_report: OpenReport,
     /// A read of an item with large values: the item with them loaded (`far.rs`).
     far_scratch: crate::value::Map,
+    /// The root founds an encrypted repository (`_keys/config`, §6.8): every commit's data
+    /// must be sealed. Known on every replica, a sync server's included.
+    encrypted_root: bool,
 }
 
 impl<S: Storage> Repo<S> {
@@ -247,6 +250,7 @@ impl<S: Storage> Repo<S> {
             snap_table: Vec::new(),
             open_report: OpenReport::default(),
             far_scratch: crate::value::Map::new(),
+            encrypted_root: false,
         };
         if let Some(d) = snap_data {
             repo.snapshot_log_len = d.log_len;
@@ -290,6 +294,8 @@ impl<S: Storage> Repo<S> {
         repo.hlc = repo.graph.commits.iter().map(|c| c.hlc).max().unwrap_or(0);
         repo.unsealed = repo.own_unsealed();
         repo.check_stored_founder()?;
+        repo.encrypted_root = repo.root_founds_encrypted()?;
+        repo.refresh_write_key()?;
         Ok(repo)
     }
 

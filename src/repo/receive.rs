@@ -112,7 +112,9 @@ impl<S: Storage> Repo<S> {
             .map(|(c, id, b)| (c, *id, b.len()))
             .collect();
         check_room(&self.graph, &self.wait, &new, &checked.cover, &self.opts)?;
+        let encrypted = self.check_batch_sealed(&accepted)?;
         self.admit_batch(admission, &accepted, !checked.seals.is_empty(), now)?;
+        self.encrypted_root = encrypted;
         let (applied, refused) = self.store_received(admission, checked.seals, accepted)?;
         report.applied = applied;
         report.refused = refused;
@@ -121,6 +123,8 @@ impl<S: Storage> Repo<S> {
             // A new member (an invite redeemed without the owner): its keys (§6.8).
             self.share_keys_as_owner()?;
         }
+        // Every key this device holds given to a revoked member: an owner's starts an epoch.
+        self.merge_epochs_as_owner()?;
         Ok(report)
     }
 
@@ -277,7 +281,10 @@ impl<S: Storage> Repo<S> {
         while let Some((mut commit, id, stored)) = stack.pop() {
             // The batch's own ready commits were admitted before anything was stored.
             let bytes = stored.bytes();
-            if id != first && self.admit_ready(admission, &commit, &id, bytes).is_err() {
+            // A commit that waited for the root is judged by its flag now (§6.8).
+            let unsealed = id != first && self.unsealed_data(&commit, &id);
+            if unsealed || id != first && self.admit_ready(admission, &commit, &id, bytes).is_err()
+            {
                 refused += 1 + self.wait.discard_dependents(&id);
                 continue;
             }

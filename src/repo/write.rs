@@ -90,6 +90,7 @@ impl<S: Storage> Repo<S> {
         }
         let id = CommitId::of(&bytes);
         self.check_own_commit(wire, &id)?;
+        self.check_own_sealed(wire, &id)?;
         let offset = self.log.append(FRAME_COMMIT, &bytes)?;
         // Only once it is logged: the epoch keys it wraps to this device (§6.8).
         self.graph.open_sealed(&mut commit, &id);
@@ -103,6 +104,7 @@ impl<S: Storage> Repo<S> {
         self.graph
             .add_commit(commit, id, offset, None, &mut self.query);
         self.apply_opened()?;
+        self.refresh_write_key()?;
         // An encrypted commit's bytes hold no plaintext value: nothing of it is released.
         self.release_far(&bytes, offset)?;
         if !trusted {

@@ -98,7 +98,8 @@ export class LimitError extends IbexError {}
 export class UnavailableError extends IbexError {}
 /**
  * An encrypted repository's data could not be decrypted on this device (`kind`: `missing-key`,
- * `unwrap`, `aead`, `malformed`); a tampered ciphertext is a `SignatureError` instead.
+ * `unwrap`, `aead`, `malformed`), or a commit of one carries its data unsealed (`plaintext`:
+ * refused by every replica and the sync server); a tampered ciphertext is a `SignatureError`.
  */
 export class DecryptError extends IbexError {}
 

@@ -757,7 +757,7 @@ export declare class AuthError extends IbexError {
 }
 /** An encrypted repository's data could not be decrypted on this device. */
 export declare class DecryptError extends IbexError {
-  readonly kind: 'missing-key' | 'unwrap' | 'aead' | 'malformed';
+  readonly kind: 'missing-key' | 'unwrap' | 'aead' | 'malformed' | 'plaintext';
 }
 export declare class LimitError extends IbexError {
   /** Which limit. */
