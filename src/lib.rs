@@ -112,6 +112,10 @@ pub mod testing {
     };
     pub use crate::store::snapshot::index_blocks as snapshot_index_blocks;
     pub use crate::store::snapshot::table_segments as snapshot_table_segments;
+    /// Key agreements (ECDH) made on the calling thread so far (encrypted repositories, §6.8).
+    pub fn key_agreements() -> u64 {
+        crate::crypt::key_agreements()
+    }
     /// The snapshot's block checksum (docs/design.md §8, *Checksums*), to forge blocks in tests.
     pub fn snapshot_checksum(bytes: &[u8]) -> u32 {
         crate::hashing::block_sum(bytes)

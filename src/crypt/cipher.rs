@@ -139,9 +139,21 @@ pub fn open(
         .ok()
 }
 
+thread_local! {
+    /// Key agreements (ECDH scalar multiplications) this thread has made: what a flood of
+    /// forged wraps must not cost (`testing::key_agreements`).
+    static KEY_AGREEMENTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Key agreements made on this thread so far.
+pub fn key_agreements() -> u64 {
+    KEY_AGREEMENTS.with(std::cell::Cell::get)
+}
+
 /// The key-wrapping key between `me` and `other` (either side computes the same one):
 /// HKDF-SHA-384 (salt, the x coordinate of ECDH(me, other), `info`).
 fn kek(me: &Identity, other: &PublicKey, salt: &[u8], info: &[u8]) -> Result<[u8; KEY_LEN]> {
+    KEY_AGREEMENTS.with(|n| n.set(n.get() + 1));
     let pk = p384::PublicKey::from_sec1_bytes(&other.0).map_err(|_| {
         derr(
             DecryptErrorKind::Malformed,

@@ -17,7 +17,7 @@
 
 mod cipher;
 
-pub use cipher::{KEY_LEN, NONCE_LEN};
+pub use cipher::{key_agreements, KEY_LEN, NONCE_LEN};
 
 use crate::access::{Acl, Role};
 use crate::commit::{Change, Commit, CommitId, Identity, Op, PublicKey};
