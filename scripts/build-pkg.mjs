@@ -37,6 +37,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createHash } from 'node:crypto';
 import zlib from 'node:zlib';
+import { bundleWorker } from './bundle-worker.mjs';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** The repository's pinned dev dependencies: the package's own dependencies take their versions. */
@@ -130,6 +131,10 @@ export async function buildPackage({ out = path.join(REPO, 'dist/npm') } = {}) {
     if (!(file in GLUE_REFERENCES)) throw new Error(`www/lib/${file} names ${REPO_GLUE}: add it to GLUE_REFERENCES in scripts/build-pkg.mjs`);
   }
   for (const f of ['ibexdb.js', 'ibexdb_bg.wasm', 'ibexdb.d.ts']) await fs.copyFile(path.join(PKG, f), path.join(out, 'wasm', f));
+  // The worker as one file (scripts/bundle-worker.mjs says why): the package's worker.js holds
+  // worker/*.js, engine.js, the backends and the glue. The modules stay in the package too (the
+  // page and ibexdb/node import some of them; verify()'s helper thread is worker/verify-thread.js).
+  const worker = await bundleWorker(out);
   const wasm = await fs.readFile(path.join(out, 'wasm/ibexdb_bg.wasm'));
   const { br, gz } = await precompressed(wasm);
   await fs.writeFile(path.join(out, 'wasm/ibexdb_bg.wasm.br'), br);
@@ -181,7 +186,7 @@ export async function buildPackage({ out = path.join(REPO, 'dist/npm') } = {}) {
     wasm: { raw: wasm.length, br: br.length, gzip: gz.length },
     js: { raw: js.length, br: brotli(js).length, gzip: gzip(js).length },
   };
-  return { dir: out, version, files, sizes };
+  return { dir: out, version, files, sizes, worker };
 }
 
 /**
