@@ -35,6 +35,8 @@ let lastPanic = null;
 
 /** @type {((module: WebAssembly.Module | null) => void) | null} hands `compiled` the module the page is still compiling */
 let fromPage = null;
+/** Whether the page's `wasm` message came already (it may come before the open gets to `expectWasmModule`). */
+let pageAnswered = false;
 
 /**
  * The page is compiling the wasm and will send the module (`provideWasmModule`): the instance
@@ -43,7 +45,8 @@ let fromPage = null;
  * to this worker), this worker fetches and compiles the wasm itself.
  */
 export function expectWasmModule() {
-  if (compiled !== null || fromPage !== null) return;
+  // Answered already: with a module (in use), or with null (the first instance compiles here).
+  if (compiled !== null || fromPage !== null || pageAnswered) return;
   compiled = new Promise((/** @type {(m: WebAssembly.Module | null) => void} */ resolve) => (fromPage = resolve))
     .then((m) => m ?? compileWasm(WASM_URL))
     .catch((e) => {
@@ -60,6 +63,7 @@ export function expectWasmModule() {
  */
 export function provideWasmModule(module) {
   const ok = module instanceof WebAssembly.Module;
+  pageAnswered = true;
   if (fromPage !== null) {
     const resolve = fromPage;
     fromPage = null;
