@@ -28,8 +28,9 @@
 //                  Ignored for engines named in BENCH_ENGINES (name `ibexdb-idb` etc. there)
 //   BENCH_API      package | source: the ibexdb public module the [page] rows use (default package:
 //                  the npm package as `make pkg` builds it, built here into dist/bench-npm/ before the
-//                  run, its worker one file (scripts/bundle-worker.mjs); source: www/ibexdb.js, the
-//                  worker's ~30 modules). The worker rows always run the source modules
+//                  run, its worker and its public module one file each (scripts/bundle-modules.mjs);
+//                  source: www/ibexdb.js, the page's ~17 modules and the worker's ~30). The worker
+//                  rows always run the source modules
 //   CHROMIUM       browser executable                      (default /usr/bin/chromium)
 //   PORT           port of the static server               (default: any free port)
 //

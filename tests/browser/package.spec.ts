@@ -79,7 +79,7 @@ test('module loaded from another origin (a CDN): blob-bootstrapped worker, wasm 
     for (const f of ['ibexdb.js', 'worker.js', 'wasm/ibexdb_bg.wasm']) {
       expect(requests, f).toContain(`${cdn.url}/npm/ibexdb/${f}`);
     }
-    // The worker is one file (scripts/bundle-worker.mjs): none of its modules, not the glue, was
+    // The worker is one file (scripts/bundle-modules.mjs): none of its modules, not the glue, was
     // fetched on its own (a cold page would wait for them one import level after another).
     const workerModules = ['engine.js', 'storage.js', 'wasm-instance.js', 'wasm/ibexdb.js', 'worker/batch.js', 'worker/ownership.js', 'backends/opfs.js'];
     for (const f of workerModules) expect(requests, f).not.toContain(`${cdn.url}/npm/ibexdb/${f}`);
