@@ -9,7 +9,8 @@
 #   make wasm    release wasm build of bindings/wasm into pkg/ (always; pkg, app and demo rebuild it only when stale)
 #   make tsc     type checks: tests/types (the public .d.ts), www/lib (checkJs, strict), www/bench (checkJs),
 #                examples/app (checkJs, strict, public types only)
-#   make pkg     the npm package ibexdb in dist/npm/ (www/lib + the wasm), packed as dist/ibexdb-<version>.tgz;
+#   make pkg     the npm package ibexdb in dist/npm/ (www/lib + the wasm; its worker.js and ibexdb.js one file each,
+#                scripts/bundle-modules.mjs), packed as dist/ibexdb-<version>.tgz;
 #                prints the sizes (tarball, wasm and JS: raw, brotli, gzip)
 #   make app     the task board PWA (examples/app) built on the package into dist/app/
 #   make demo    pkg + app, the sync server on 127.0.0.1:8787 and a static server; prints the URL

@@ -26,6 +26,11 @@
 //                  access handles) and/or indexeddb (the IndexedDB fallback: the engines' `-idb`
 //                  twins, open(name, {storage: 'indexeddb'})); the SQLite engines run either way.
 //                  Ignored for engines named in BENCH_ENGINES (name `ibexdb-idb` etc. there)
+//   BENCH_API      package | source: the ibexdb public module the [page] rows use (default package:
+//                  the npm package as `make pkg` builds it, built here into dist/bench-npm/ before the
+//                  run, its worker and its public module one file each (scripts/bundle-modules.mjs);
+//                  source: www/ibexdb.js, the page's ~17 modules and the worker's ~30). The worker
+//                  rows always run the source modules
 //   CHROMIUM       browser executable                      (default /usr/bin/chromium)
 //   PORT           port of the static server               (default: any free port)
 //
@@ -234,6 +239,8 @@ async function main() {
   const rows = listEnv('BENCH_ROWS', null);
   const fatSizes = listEnv('BENCH_FAT_SIZES', null)?.map(Number);
   if (fatSizes?.some((n) => !Number.isInteger(n) || n < 1)) die(2, `BENCH_FAT_SIZES must be positive integers, got "${process.env.BENCH_FAT_SIZES}"`);
+  const api = process.env.BENCH_API || 'package';
+  if (api !== 'package' && api !== 'source') die(2, `BENCH_API must be package or source, got "${api}"`);
   const storage = listEnv('BENCH_STORAGE', null);
   if (storage?.some((x) => x !== 'opfs' && x !== 'indexeddb')) die(2, `BENCH_STORAGE must list opfs and/or indexeddb, got "${process.env.BENCH_STORAGE}"`);
   const plan = process.env.BENCH_PLAN || 'full';
@@ -287,6 +294,13 @@ async function main() {
     // One context for the page and the cold-start pages it asks for (they share its OPFS).
     profileDir = mkdtempSync(path.join(os.tmpdir(), 'ibexdb-bench-profile-'));
     context = await chromium.launchPersistentContext(profileDir, { ...launchOptions, viewport: { width: 1280, height: 900 } });
+    if (api === 'package') {
+      // What an app that installs the package serves: the [page] rows (cold pages too) open it.
+      const { buildPackage } = await import('./build-pkg.mjs');
+      const built = await buildPackage({ out: path.join(ROOT, 'dist/bench-npm') });
+      const href = `${server.url}/${path.relative(ROOT, built.dir).split(path.sep).join('/')}/ibexdb.js`;
+      await context.addInitScript((h) => { window.benchPublicModule = h; }, href);
+    }
     const page = context.pages()[0] ?? await context.newPage();
     if (browserName === 'chromium') await page.exposeFunction('benchWorkerHeap', await workerHeapProbe(await context.newCDPSession(page)));
     await exposeColdPage(page);
@@ -356,6 +370,7 @@ async function main() {
       browser: browserName === 'firefox' ? `Firefox ${browserVersion} (${firefoxBin} over WebDriver BiDi, headless)` : `Chromium ${browserVersion} (${executablePath}, headless)`,
       storage: 'a persistent browser profile in a temporary directory: OPFS and IndexedDB on disk (ext4 on a virtual disk)',
       ibexdbStorage: results.options.storage,
+      ibexdbPageApi: api === 'package' ? 'the npm package as make pkg builds it (dist/bench-npm/: one-file worker)' : 'the repository source (www/ibexdb.js: the worker as modules)',
       chromiumArgs: browserName === 'chromium' ? CHROMIUM_ARGS : null,
       sqliteWasmPackage: sqlitePkg,
       sqliteVersion: results.runs.find((r) => r.info?.engine === 'sqlite-wasm')?.info.version ?? null,

@@ -4,12 +4,12 @@
 //
 //   dist/npm/
 //     package.json  README.md           (README from www/lib/README.md)
-//     ibexdb.js  ibexdb.d.ts            the public module and its types
+//     ibexdb.js  ibexdb.d.ts            the public module (one file but errors.js: bundle-modules.mjs) and its types
 //     react.js  react.d.ts              ibexdb/react: React hooks (imports `react` and errors.js)
 //     vue.js  vue.d.ts                  ibexdb/vue: Vue composables (imports `vue` and errors.js)
 //     svelte.js  svelte.d.ts            ibexdb/svelte: Svelte stores (imports only errors.js: the store contract is plain JS)
 //     collection.js                     db.collection(name) handles
-//     worker.js  worker/*.js            the worker
+//     worker.js  worker/*.js            the worker (worker.js: one file, bundle-modules.mjs) and its modules
 //     engine.js loader.js policy.js storage.js codec.js txn.js errors.js
 //     wasm/ibexdb.js  wasm/ibexdb_bg.wasm  wasm/ibexdb.d.ts   the wasm-bindgen glue and the engine
 //     wasm/ibexdb_bg.wasm.br  wasm/ibexdb_bg.wasm.gz          the engine precompressed (brotli 11, gzip 9)
@@ -37,6 +37,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createHash } from 'node:crypto';
 import zlib from 'node:zlib';
+import { bundleModule } from './bundle-modules.mjs';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** The repository's pinned dev dependencies: the package's own dependencies take their versions. */
@@ -130,6 +131,13 @@ export async function buildPackage({ out = path.join(REPO, 'dist/npm') } = {}) {
     if (!(file in GLUE_REFERENCES)) throw new Error(`www/lib/${file} names ${REPO_GLUE}: add it to GLUE_REFERENCES in scripts/build-pkg.mjs`);
   }
   for (const f of ['ibexdb.js', 'ibexdb_bg.wasm', 'ibexdb.d.ts']) await fs.copyFile(path.join(PKG, f), path.join(out, 'wasm', f));
+  // The worker and the public module as one file each (scripts/bundle-modules.mjs says why):
+  // worker.js holds worker/*.js, engine.js, the backends and the glue; ibexdb.js the page's
+  // modules but errors.js (one set of error classes with ibexdb/react, /vue, /svelte). The modules
+  // stay in the package too (ibexdb/node and the framework entries import some of them; verify()'s
+  // helper thread is worker/verify-thread.js).
+  const worker = await bundleModule(out, 'worker.js');
+  const page = await bundleModule(out, 'ibexdb.js', { external: ['errors.js'] });
   const wasm = await fs.readFile(path.join(out, 'wasm/ibexdb_bg.wasm'));
   const { br, gz } = await precompressed(wasm);
   await fs.writeFile(path.join(out, 'wasm/ibexdb_bg.wasm.br'), br);
@@ -181,7 +189,7 @@ export async function buildPackage({ out = path.join(REPO, 'dist/npm') } = {}) {
     wasm: { raw: wasm.length, br: br.length, gzip: gz.length },
     js: { raw: js.length, br: brotli(js).length, gzip: gzip(js).length },
   };
-  return { dir: out, version, files, sizes };
+  return { dir: out, version, files, sizes, worker, page };
 }
 
 /**

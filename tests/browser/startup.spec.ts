@@ -125,3 +125,57 @@ test("verify()'s helper thread is started by the page and reached through a port
   expect(out.second).toEqual(['webcrypto', 2]);
   expect(out.alone).toEqual(['webcrypto', 2]);
 });
+
+test("open() sends 'open' at once and the compiled wasm after it; a page that cannot compile the wasm still opens (its worker compiles it)", async ({ page }) => {
+  // What the page sends its database worker, and when its compile of the wasm ended. With
+  // sessionStorage.compileFails set, the page's compile is refused (the worker's is not: a
+  // worker has its own WebAssembly), so the page sends `{type: 'wasm', module: null}`: early,
+  // often before the worker's open has got as far as waiting for it.
+  await page.addInitScript(() => {
+    const w = window as any;
+    w.sent = [];
+    w.compiledAt = null;
+    let fails = false;
+    try {
+      fails = sessionStorage.getItem('compileFails') === '1';
+    } catch {
+      // about:blank in Firefox has no sessionStorage ("The operation is insecure")
+    }
+    const post = Worker.prototype.postMessage;
+    Worker.prototype.postMessage = function (this: Worker, m: any, ...rest: any[]) {
+      if (m?.type === 'open') w.sent.push({ type: 'open', wasm: m.wasm, at: performance.now() });
+      if (m?.type === 'wasm') w.sent.push({ type: 'wasm', module: m.module instanceof WebAssembly.Module ? 'module' : m.module, at: performance.now() });
+      return (post as any).call(this, m, ...rest);
+    };
+    for (const f of ['compileStreaming', 'compile']) {
+      const native = (WebAssembly as any)[f];
+      if (typeof native !== 'function') continue;
+      (WebAssembly as any)[f] = async function (this: unknown, ...a: unknown[]) {
+        if (fails) throw new WebAssembly.CompileError('refused by the test');
+        const m = await native.apply(this, a);
+        w.compiledAt ??= performance.now();
+        return m;
+      };
+    }
+  });
+  const run = (name: string) =>
+    page.evaluate(async (name) => {
+      const w = window as any;
+      const db = await w.ibexdb.open(name);
+      await db.put('notes/1', { text: 'x' });
+      const read = await db.get('notes/1');
+      await db.close();
+      return { sent: w.sent.map((s: any) => ({ ...s, at: undefined })), openBeforeCompiled: w.compiledAt === null || w.sent[0].at <= w.compiledAt, read };
+    }, name);
+  await gotoPlayground(page);
+  const normal = await run(uniqueName('open-order'));
+  expect(normal.sent).toEqual([{ type: 'open', wasm: 'follows' }, { type: 'wasm', module: 'module' }]);
+  expect(normal.openBeforeCompiled).toBe(true);
+  expect(normal.read).toEqual({ text: 'x' });
+  await page.evaluate(() => sessionStorage.setItem('compileFails', '1'));
+  await gotoPlayground(page); // a new page load: the page compiles (and is refused) again
+  const refused = await run(uniqueName('open-nowasm'));
+  expect(refused.sent).toEqual([{ type: 'open', wasm: 'follows' }, { type: 'wasm', module: null }]);
+  expect(refused.read).toEqual({ text: 'x' });
+  await page.evaluate(() => sessionStorage.removeItem('compileFails'));
+});

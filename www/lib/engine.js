@@ -25,7 +25,7 @@ import { formatIdentity, identityFile } from './identity-file.js';
 import { checkName, snapshotDue } from './policy.js';
 import { chooseBackend, closeAll, releaseFiles } from './storage.js';
 import { engineError, isTrap, loadWasm, panicError } from './wasm-instance.js';
-export { preloadWasm, provideWasmModule } from './wasm-instance.js';
+export { expectWasmModule, preloadWasm, provideWasmModule } from './wasm-instance.js';
 
 /** The wasm engine of the bindings (pkg/ibexdb.d.ts); only EngineHandle calls it. @typedef {import('../../pkg/ibexdb.js').Engine} WasmEngine */
 /** @typedef {import('./wasm-instance.js').Glue} Glue */

@@ -33,13 +33,42 @@ let lastPanic = null;
   lastPanic = String(msg);
 };
 
+/** @type {((module: WebAssembly.Module | null) => void) | null} hands `compiled` the module the page is still compiling */
+let fromPage = null;
+/** Whether the page's `wasm` message came already (it may come before the open gets to `expectWasmModule`). */
+let pageAnswered = false;
+
 /**
- * Use a `WebAssembly.Module` compiled elsewhere (the page compiles it once and sends it with
- * every `open`, so a worker neither fetches nor compiles). Ignored once a module is in use.
- * @param {WebAssembly.Module} module
+ * The page is compiling the wasm and will send the module (`provideWasmModule`): the instance
+ * waits for it instead of fetching and compiling here, and everything before it (the files, the
+ * lock) runs meanwhile. When the page sends null (it could not compile, or not clone the module
+ * to this worker), this worker fetches and compiles the wasm itself.
+ */
+export function expectWasmModule() {
+  // Answered already: with a module (in use), or with null (the first instance compiles here).
+  if (compiled !== null || fromPage !== null || pageAnswered) return;
+  compiled = new Promise((/** @type {(m: WebAssembly.Module | null) => void} */ resolve) => (fromPage = resolve))
+    .then((m) => m ?? compileWasm(WASM_URL))
+    .catch((e) => {
+      compiled = null;
+      throw e;
+    });
+}
+
+/**
+ * Use a `WebAssembly.Module` compiled elsewhere (the page compiles it once and sends it to every
+ * worker it starts, so a worker neither fetches nor compiles). Ignored once a module is in use;
+ * null answers `expectWasmModule` with "compile it here".
+ * @param {WebAssembly.Module | null} module
  */
 export function provideWasmModule(module) {
-  if (compiled === null && module instanceof WebAssembly.Module) compiled = Promise.resolve(module);
+  const ok = module instanceof WebAssembly.Module;
+  pageAnswered = true;
+  if (fromPage !== null) {
+    const resolve = fromPage;
+    fromPage = null;
+    resolve(ok ? module : null);
+  } else if (compiled === null && ok) compiled = Promise.resolve(module);
 }
 
 /**

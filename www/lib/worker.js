@@ -11,7 +11,9 @@
 //   worker/verify.js       verify(): seal signatures by WebCrypto, every other check by the engine
 //
 // Page <-> worker protocol (one message per batch each way):
-//   page -> worker  {type:'open', name, options, wasm?}
+//   page -> worker  {type:'open', name, options, wasm?}       wasm: a WebAssembly.Module, null (load it here),
+//                                                            or 'follows' (a `wasm` message brings it)
+//                   {type:'wasm', module}                   the module the page compiled (null: load it here)
 //                   {type:'batch', durability, ops: [[seq, op, ...args], ...]}
 //                   {type:'hide'}                         (pagehide: flush now, best effort)
 //                   {type:'close'}
@@ -39,6 +41,7 @@
 import { transferables } from './codec.js';
 import { ClosedError, fromWire, toWire } from './errors.js';
 import { TOKEN_TIMEOUT_MS, checkToken, unavailable } from './sync-token.js';
+import { provideWasmModule } from './engine.js';
 import { Batches } from './worker/batch.js';
 import { LiveQueries } from './worker/live.js';
 import { Maintenance } from './worker/maintenance.js';
@@ -54,7 +57,7 @@ import { SyncManager } from './worker/sync.js';
  * @typedef {object} OpenMessage
  * @property {string} name
  * @property {WorkerOptions} [options]
- * @property {WebAssembly.Module | null} [wasm] the engine's wasm, compiled by the page
+ * @property {WebAssembly.Module | null | 'follows'} [wasm] the engine's wasm, compiled by the page ('follows': in a `wasm` message)
  */
 
 /**
@@ -194,6 +197,9 @@ self.onmessage = (ev) => {
         (info) => rt.post({ type: 'opened', ...info }),
         (e) => rt.post({ type: 'open-failed', error: toWire(e) }),
       );
+      break;
+    case 'wasm':
+      provideWasmModule(m.module ?? null);
       break;
     case 'batch':
       rt.run(() => ownership.pageBatch(m.ops, m.durability));

@@ -6,8 +6,12 @@
 
 import { ITEMS_SCHEMA, ibexValue, repoName } from '../shared/ibexdb.js';
 
-/** The public module, where apps import it (www/ibexdb.js). */
-const PUBLIC_MODULE = new URL('../../ibexdb.js', import.meta.url).href;
+/**
+ * The public module: the npm package as `make pkg` builds it (one-file worker, wasm/ next to it)
+ * when the runner says where it built one (scripts/bench.mjs sets `benchPublicModule` in every
+ * page of the context, BENCH_API), else the repository's source (www/ibexdb.js).
+ */
+const PUBLIC_MODULE = (typeof window !== 'undefined' && window.benchPublicModule) || new URL('../../ibexdb.js', import.meta.url).href;
 
 /**
  * An operation a page row times: `{op, args}`; `per` = operations it counts for.

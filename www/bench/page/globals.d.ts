@@ -10,6 +10,8 @@ interface Window {
   benchResults?: any;
   /** Absolute URLs of optional engine files probed with HEAD and found missing (expected 404s). */
   benchExpected404?: string[];
+  /** The runner's choice of ibexdb's public module for the [page] rows (the built npm package's ibexdb.js); unset: www/ibexdb.js. */
+  benchPublicModule?: string;
   /** The runner's CDP hook: a worker's JS heap by worker name. */
   benchWorkerHeap?: (name: string) => Promise<{ usedSize: number; totalSize: number } | null>;
 }

@@ -9,7 +9,7 @@
 // a client's tab is gone and drops its live queries. (docs/design.md §11.4)
 
 import { openAttachments } from '../attachments.js';
-import { openEngine, preloadWasm, provideWasmModule } from '../engine.js';
+import { expectWasmModule, openEngine, preloadWasm, provideWasmModule } from '../engine.js';
 import { ClosedError, StorageUnavailableError, toWire } from '../errors.js';
 import { ATTACH_TIMEOUT_MS, channelName, checkName, clientLockName, ownerLockName } from '../policy.js';
 import { BACKENDS, chooseBackend, closeKeptFiles } from '../storage.js';
@@ -83,9 +83,12 @@ export class Ownership {
     checkName(rt.name);
     this.backend = await chooseBackend(rt.options.storage);
     this.scope = this.backend.shared ? rt.name : `${rt.name}~${this.backend.kind}~${rt.id}`;
-    // The page sends the module it compiled (once per page); instantiate it while the lock is
-    // requested. A client never uses it (one small instance, no files).
-    if (m.wasm) provideWasmModule(m.wasm);
+    // The page sends the module it compiled (once per page): with the open (compiled already) or
+    // after it ('follows': the page sends `open` at once, so the files are opened and the lock
+    // requested while it compiles); instantiated as soon as it is here. A client never uses it
+    // (one small instance, no files).
+    if (m.wasm === 'follows') expectWasmModule();
+    else if (m.wasm) provideWasmModule(m.wasm);
     preloadWasm();
     for (const [c, s] of Object.entries(rt.options.schemas ?? {})) this.pageSchemas.set(c, JSON.stringify(s));
     if (!this.backend.shared) {
