@@ -36,7 +36,8 @@
 // The adapter talks to the engine as the runtime worker does with what the page API encoded: single
 // writes, queries and results as JSON text (the EngineHandle's `…Json` methods), multi-item
 // transactions as the product's TxnBuilder writes them (docs/design.md §3.3); results
-// are decoded with one JSON.parse and the set form {"$set": [...]} becomes the protocol's tags
+// are decoded with one JSON.parse (with the product's codec when bytes ride beside the text:
+// `parseText`) and the set form {"$set": [...]} becomes the protocol's tags
 // array (SQLite: JSON.parse of its tags column). Page-side rows do not use this worker: they go
 // through the public API (www/ibexdb.js), see page/clients.js.
 //
@@ -48,11 +49,12 @@ import { opfsUsage } from './opfs-usage.js';
 import { FAT_COLLECTIONS } from '../shared/docs.js';
 
 /**
- * An engine result decoded as the product decodes it (codec.js `decode`: JSON text, and the
- * UTF-8 of strings of 16 KiB or more beside it, as the "large" rows' texts come).
+ * An engine result: plain JSON text is one JSON.parse (sets stay `{"$set": [...]}`, which
+ * `toItem` makes the protocol's tags array); a result with bytes beside it (the "large" rows'
+ * strings of 16 KiB or more cross as UTF-8) is decoded as the product decodes it (codec.js).
  * @param {import('../../lib/codec.js').EngineText} t
  */
-const parseText = (t) => decodeText(t);
+const parseText = (t) => (typeof t === 'string' ? JSON.parse(t) : decodeText(t));
 
 const ENGINE_MODULE = new URL('../../lib/engine.js', import.meta.url).href;
 const POLICY_MODULE = new URL('../../lib/policy.js', import.meta.url).href;
