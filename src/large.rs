@@ -26,7 +26,7 @@ use crate::value::{skip_value, Far, Map, Value, T_FAR};
 use std::sync::Arc;
 
 /// Content bytes from which a value is kept far (docs/design.md §6.6 says why 16 KiB).
-pub const FAR_MIN: usize = 16 * 1024;
+pub const FAR_MIN: usize = crate::value::LARGE_MIN;
 
 const T_STRING: u8 = 4;
 const T_BYTES: u8 = 8;

@@ -523,8 +523,10 @@ fn a_block_whose_entries_differ_from_its_directory_keys_is_refused() {
 #[test]
 fn a_snapshot_of_the_previous_version_is_replayed_and_rewritten() {
     let (log, snap) = build(9);
-    // Version 8 (index blocks without their kept writes): the header says so.
-    snap.bytes.lock().unwrap()[8..12].copy_from_slice(&8u32.to_le_bytes());
+    // The version before the current one: the header says so.
+    let current: [u8; 4] = snap.bytes.lock().unwrap()[8..12].try_into().unwrap();
+    let older = u32::from_le_bytes(current) - 1;
+    snap.bytes.lock().unwrap()[8..12].copy_from_slice(&older.to_le_bytes());
     let mut full = full_replay(&log);
     let mut r = open(&log, Some(&snap));
     assert!(!r.open_report().from_snapshot, "an older file is not read");
@@ -535,7 +537,7 @@ fn a_snapshot_of_the_previous_version_is_replayed_and_rewritten() {
     assert_eq!(r.query(&qq).unwrap(), full.query(&qq).unwrap());
     r.write_snapshot().unwrap();
     r.close().unwrap();
-    assert_eq!(&snap.bytes.lock().unwrap()[8..12], &9u32.to_le_bytes());
+    assert_eq!(&snap.bytes.lock().unwrap()[8..12], &current);
     let mut again = open(&log, Some(&snap));
     assert!(again.open_report().from_snapshot);
     assert_eq!(again.query(&qq).unwrap(), full.query(&qq).unwrap());

@@ -22,8 +22,8 @@ use std::fmt;
 use std::sync::Arc;
 
 /// Strings of at least this many bytes of UTF-8 go to an active sink too (as `{"$bytes": -1 - i}`):
-/// below it, JSON text is cheaper than a buffer of their own (docs/design.md §3.3).
-const TEXT_SINK_MIN: usize = crate::large::FAR_MIN;
+/// below it, JSON text is cheaper than a buffer of their own (docs/design.md §2.2).
+const TEXT_SINK_MIN: usize = super::LARGE_MIN;
 /// The reason given when a `{"$set": [...]}` holds something other than a string.
 const SET_ELEMENTS: &str = "set elements must be strings";
 /// The reason given for NaN or an infinity.

@@ -26,6 +26,10 @@ use crate::error::{Error, Result};
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+/// Content bytes from which a string or bytes value is large: kept in the log, not in memory,
+/// as a top-level field (`large.rs` `FAR_MIN`), and carried beside a result's JSON text as UTF-8
+/// (`json.rs`). docs/design.md §6.6 says why 16 KiB.
+pub(crate) const LARGE_MIN: usize = 16 * 1024;
 /// Deepest nesting of lists and maps accepted.
 pub const MAX_DEPTH: usize = 32;
 /// Largest encoded item (all fields) accepted in one write.
