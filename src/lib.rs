@@ -44,9 +44,9 @@ pub use codec::utf8;
 
 // §2 Data model: keys, values, schemas, transactions.
 pub use attach::{
-    attachment_field, attachment_name, attachments_of, descriptor_of, has_attachments,
-    is_attachment_field, validate_attachment_name, validate_media_type, Attachment, Sha256Stream,
-    ATTACHMENT_PREFIX, MAX_ATTACHMENT_NAME,
+    attachment_field, attachment_name, attachments_in, attachments_of, descriptor_of,
+    has_attachments, is_attachment_field, validate_attachment_name, validate_media_type,
+    Attachment, Sha256Stream, ATTACHMENT_PREFIX, MAX_ATTACHMENT_NAME, MAX_ATTACHMENT_SIZE,
 };
 pub use key::{MAX_COLLECTION, MAX_ID};
 pub use schema::{schema_value, FieldSpec, FieldType, Schema, SCHEMA_COLLECTION};
@@ -93,7 +93,7 @@ pub use query::{
 pub use sync::{check_repo_name, decode_bundle, encode_bundle, Bundle};
 pub use sync::{url_authority, Expected, SessionProof, NONCE_LEN};
 pub use sync::{Client, ClientEvent, ErrorCode, Hub, Message, PushOutcome, Rights};
-pub use sync::{MAX_MESSAGE_BYTES, MAX_REPO_NAME, PROTOCOL_VERSION};
+pub use sync::{ATTACH_CHUNK_BYTES, MAX_MESSAGE_BYTES, MAX_REPO_NAME, PROTOCOL_VERSION};
 
 /// Test hooks, behind the `testing` feature (the crate's own tests and benches enable it):
 /// the fault-injecting storage, the log's frame layer, the query engine and merge state on

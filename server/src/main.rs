@@ -34,6 +34,8 @@
 //! | `registry`    | open repositories: open on use, idle close, LRU cap, failures          |
 //! | `wakeup`      | notices of other nodes' commits, coalesced per repository              |
 //! | `repo_thread` | one repository's thread: subscribe, catch-up in steps, push, relay     |
+//! | `attach_index`| which attachments a repository's stored commits record                 |
+//! | `attach_store`| attachment bytes: uploads checked and hashed to a file, downloads      |
 //! | `backend`     | which store this server uses (files or PostgreSQL)                     |
 //! | `store`       | the seam between a repository thread and its store                     |
 //! | `files`       | the file store: the repository's files, fsync on create, timed fsync   |
@@ -51,6 +53,8 @@
 //! `session`, `outbox`, `metrics`, `log`, …) name none of them.
 
 mod addr;
+mod attach_index;
+mod attach_store;
 mod auth;
 mod backend;
 mod config;

@@ -27,6 +27,10 @@ pub const TYPE_ACK: u8 = 4;
 pub const TYPE_ERROR: u8 = 5;
 pub const TYPE_CHALLENGE: u8 = 6;
 pub const TYPE_WELCOME: u8 = 7;
+pub use super::attach_wire::{
+    ATTACH_CHUNK_BYTES, TYPE_ATTACH_CHUNK, TYPE_ATTACH_ERROR, TYPE_ATTACH_GET, TYPE_ATTACH_OFFER,
+    TYPE_ATTACH_WANT,
+};
 
 /// What a session may do in a repository (the `Welcome`'s bits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -180,6 +184,36 @@ pub enum Message {
         /// The error's text.
         message: String,
     },
+    /// Client → server: the client holds the bytes of an attachment (SHA-256 `hash`, `size`
+    /// bytes) that a commit of this repository records, and would upload them
+    /// (docs/design.md §12.2, *Attachment bytes*).
+    AttachOffer { hash: [u8; 32], size: u64 },
+    /// Server → client: the answer to an offer, and to an upload's last chunk: send the bytes
+    /// from `offset` (0: all of them); `offset` = size: the server holds them durably.
+    AttachWant { hash: [u8; 32], offset: u64 },
+    /// Either way: bytes `offset .. offset + bytes.len()` of an attachment (at most
+    /// [`ATTACH_CHUNK_BYTES`]): an upload after `AttachWant`, or a download after `AttachGet`.
+    AttachChunk {
+        hash: [u8; 32],
+        offset: u64,
+        bytes: Vec<u8>,
+    },
+    /// Client → server: send the bytes of attachment `hash` (of `size` bytes, as the commit
+    /// records) from `offset`.
+    AttachGet {
+        hash: [u8; 32],
+        size: u64,
+        offset: u64,
+    },
+    /// Server → client: an offer, upload or download of attachment `hash` was refused; the
+    /// fields are an `Error`'s. The session goes on.
+    AttachError {
+        hash: [u8; 32],
+        code: ErrorCode,
+        name: String,
+        kind: Option<String>,
+        message: String,
+    },
 }
 
 pub(super) fn protocol(kind: ProtocolErrorKind, detail: impl Into<String>) -> Error {
@@ -235,6 +269,11 @@ impl Message {
             Message::Push { .. } => TYPE_PUSH,
             Message::Ack { .. } => TYPE_ACK,
             Message::Error { .. } => TYPE_ERROR,
+            Message::AttachOffer { .. } => TYPE_ATTACH_OFFER,
+            Message::AttachWant { .. } => TYPE_ATTACH_WANT,
+            Message::AttachChunk { .. } => TYPE_ATTACH_CHUNK,
+            Message::AttachGet { .. } => TYPE_ATTACH_GET,
+            Message::AttachError { .. } => TYPE_ATTACH_ERROR,
         }
     }
 
@@ -304,12 +343,8 @@ impl Message {
                 name,
                 kind,
                 message,
-            } => {
-                w.varint(*code as u64);
-                w.lp(cut(name, MAX_ERROR_NAME));
-                w.lp(cut(kind.as_deref().unwrap_or(""), MAX_ERROR_KIND));
-                w.lp(cut(message, MAX_ERROR_TEXT));
-            }
+            } => write_error(&mut w, *code, name, kind.as_deref(), message),
+            m => super::attach_wire::encode(&mut w, m),
         }
         w.into_inner()
     }
@@ -330,6 +365,7 @@ impl Message {
             }
             TYPE_ACK => decode_ack(&mut r),
             TYPE_ERROR => decode_error(&mut r),
+            TYPE_ATTACH_OFFER..=TYPE_ATTACH_ERROR => super::attach_wire::decode(ty, &mut r),
             t => {
                 return Err(protocol(
                     ProtocolErrorKind::UnknownType,
@@ -452,7 +488,21 @@ fn decode_ack(r: &mut Reader<'_>) -> Result<Message> {
     Ok(Message::Ack { ids })
 }
 
-fn decode_error(r: &mut Reader<'_>) -> Result<Message> {
+/// An `Error`'s fields (also the tail of an `AttachError`).
+pub(super) fn write_error(
+    w: &mut Writer,
+    code: ErrorCode,
+    name: &str,
+    kind: Option<&str>,
+    message: &str,
+) {
+    w.varint(code as u64);
+    w.lp(cut(name, MAX_ERROR_NAME));
+    w.lp(cut(kind.unwrap_or(""), MAX_ERROR_KIND));
+    w.lp(cut(message, MAX_ERROR_TEXT));
+}
+
+pub(super) fn decode_error(r: &mut Reader<'_>) -> Result<Message> {
     let code = ErrorCode::from_u64(r.varint()?);
     let name = r.str()?;
     if name.is_empty()
