@@ -18,7 +18,7 @@
 
 import { CHUNK_BYTES, readPieces } from './attachment-chunks.js';
 import { repositoryDir } from './backends/opfs.js';
-import { QuotaExceededError, StorageUnavailableError } from './errors.js';
+import { QuotaExceededError, SignatureError, StorageUnavailableError } from './errors.js';
 
 /** Bytes per write into the file (and per call into the hash). */
 /** The attachments directory, inside the repository's. */
@@ -147,9 +147,11 @@ export class AttachmentStore {
    * On any failure nothing is visible and the temporary file is gone.
    * @param {Blob | ReadableStream<unknown>} source
    * @param {AttachmentEngine} engine
+   * @param {string} [expect] the SHA-256 (hex) the bytes must have (bytes fetched from a sync
+   *   server): other bytes are SignatureError `tampered` and nothing is stored
    * @returns {Promise<{hash: string, size: number, created: boolean}>}
    */
-  async write(source, engine) {
+  async write(source, engine, expect) {
     this.charge(engine);
     const stream = source instanceof Blob ? source.stream() : source;
     const reader = stream.getReader();
@@ -175,6 +177,9 @@ export class AttachmentStore {
       handle.close();
       handle = null;
       const hash = hasher.finish();
+      if (expect !== undefined && hash !== expect) {
+        throw new SignatureError(`attachment bytes from the sync server have SHA-256 ${hash}, not the ${expect} their commit records; nothing was stored`, { kind: 'tampered' });
+      }
       const existing = await this.file(hash);
       if (existing && existing.size === size) {
         // Stored already: one copy on disk.
