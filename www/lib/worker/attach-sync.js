@@ -210,7 +210,7 @@ export class AttachmentSync {
 
   /**
    * Ask `msg` about `hash` and wait for the server's `AttachWant` offset (or its refusal).
-   * @param {WebSocket} ws @param {string} hash @param {Uint8Array | null} msg
+   * @param {WebSocket} ws @param {string} hash @param {Uint8Array<ArrayBuffer> | null} msg
    * @returns {Promise<number>}
    */
   _ask(ws, hash, msg) {
