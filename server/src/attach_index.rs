@@ -61,6 +61,12 @@ impl AttachUsage {
         true
     }
 
+    /// Whether repository `name`'s total is counted already.
+    pub fn knows(&self, name: &str) -> bool {
+        let t = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        t.contains_key(name)
+    }
+
     /// Give back a reservation that stored nothing.
     pub fn release(&self, name: &str, n: u64) {
         let mut t = self.0.lock().unwrap_or_else(|e| e.into_inner());

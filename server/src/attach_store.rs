@@ -8,12 +8,15 @@
 //! A download is authorized as a read of a repository whose commits record the hash, and is
 //! streamed in chunks while the connection's queue is under half full.
 //!
-//! Files: `DIR/NAME.attachments/<sha256 hex>`, uploads under way `tmp-<conn>`. The PostgreSQL
-//! store keeps no attachment bytes: it refuses both with `LimitError` `attachments`.
+//! Files: `DIR/NAME.attachments/<sha256 hex>`, uploads under way `tmp-<conn>`. With PostgreSQL
+//! an upload is staged in `$TMPDIR/ibexdb-server-uploads/tmp-<pid>-<conn>` on the node, and
+//! once verified written to the database in one transaction (`pg/attachments.rs`).
 
+use crate::backend::Backend;
 use crate::config::Store;
 use crate::log;
 use crate::outbox::Outbox;
+use crate::pg::{Pg, Put};
 use crate::refusal::Ended;
 use crate::registry::RepoHandle;
 use crate::repo_thread::Cmd;
@@ -40,6 +43,7 @@ pub struct Upload {
     file: Option<File>,
     hasher: Sha256Stream,
     tmp: PathBuf,
+    place: Place,
     done: bool,
 }
 
@@ -57,11 +61,50 @@ fn hex(h: &[u8; 32]) -> String {
     h.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The repository's attachment directory (the file store only).
-fn dir_of(server: &Server, repo: &str) -> Option<PathBuf> {
-    match &server.cfg.store {
-        Store::Files(dir) => Some(dir.join(format!("{repo}.attachments"))),
-        _ => None,
+/// Where a repository's attachment bytes are kept, and where an upload is staged.
+#[derive(Clone)]
+enum Place {
+    /// The file store: the repository's attachment directory.
+    Files(PathBuf),
+    /// PostgreSQL, uploads staged in a directory of the node's.
+    Pg(Arc<Pg>, PathBuf),
+}
+
+impl Place {
+    fn of(server: &Server, repo: &str) -> Place {
+        match (&server.backend, &server.cfg.store) {
+            (Backend::Postgres(pg), _) => Place::Pg(
+                pg.clone(),
+                std::env::temp_dir().join("ibexdb-server-uploads"),
+            ),
+            (_, Store::Files(dir)) => Place::Files(dir.join(format!("{repo}.attachments"))),
+            (_, Store::Postgres(_)) => unreachable!("a PostgreSQL store has a Postgres backend"),
+        }
+    }
+
+    /// Where uploads are staged.
+    fn staging(&self) -> &PathBuf {
+        match self {
+            Place::Files(dir) | Place::Pg(_, dir) => dir,
+        }
+    }
+
+    /// Whether the bytes of `hash` (`size` of them) are stored.
+    async fn holds(&self, repo: &str, hash: &[u8; 32], size: u64) -> Result<bool, Error> {
+        match self {
+            Place::Files(dir) => {
+                Ok(std::fs::metadata(dir.join(hex(hash))).is_ok_and(|m| m.len() == size))
+            }
+            Place::Pg(pg, _) => Ok(pg.attachment_size(repo, hash).await? == Some(size)),
+        }
+    }
+
+    /// The attachment bytes the repository keeps.
+    async fn total(&self, repo: &str) -> Result<u64, Error> {
+        match self {
+            Place::Files(dir) => Ok(bytes_on_disk(dir)),
+            Place::Pg(pg, _) => pg.attachment_total(repo).await,
+        }
     }
 }
 
@@ -142,13 +185,8 @@ async fn authorize(
     session: &Session,
     (hash, size): ([u8; 32], u64),
     write: bool,
-) -> Result<Result<PathBuf, Error>, Ended> {
-    let Some(dir) = dir_of(server, repo.name()) else {
-        return Ok(Err(limit(
-            "attachments",
-            "this server (PostgreSQL store) keeps no attachment bytes".into(),
-        )));
-    };
+) -> Result<Result<Place, Error>, Ended> {
+    let place = Place::of(server, repo.name());
     if write && size > server.cfg.max_attachment_bytes.min(MAX_ATTACHMENT_SIZE) {
         let max = server.cfg.max_attachment_bytes;
         let detail = format!("an attachment of {size} bytes is over {max} (--max-attachment-bytes); nothing was stored");
@@ -170,7 +208,7 @@ async fn authorize(
         let d = "no stored commit of this repository records an attachment of this hash and size";
         return Ok(Err(permission(PermissionErrorKind::NotFound, d)));
     }
-    Ok(Ok(dir))
+    Ok(Ok(place))
 }
 
 /// `AttachOffer`: authorize, then answer `AttachWant` (0: send everything; the size: the
@@ -183,28 +221,34 @@ pub async fn offer(
     size: u64,
 ) -> Result<(), Ended> {
     *upload = None; // an unfinished upload is abandoned (its file removed)
-    let dir = match authorize(server, repo, session, (hash, size), true).await? {
-        Ok(dir) => dir,
+    let place = match authorize(server, repo, session, (hash, size), true).await? {
+        Ok(place) => place,
         Err(e) => {
             refuse(out, session, hash, &e);
             return Ok(());
         }
     };
-    let path = dir.join(hex(&hash));
-    if std::fs::metadata(&path).is_ok_and(|m| m.len() == size) {
-        out.force(want(hash, size));
-        return Ok(());
-    }
+    let name = repo.name();
+    let counted = match place.holds(name, &hash, size).await {
+        Ok(true) => {
+            out.force(want(hash, size));
+            return Ok(());
+        }
+        Ok(false) if server.attach_usage.knows(name) => 0,
+        Ok(false) => place.total(name).await.unwrap_or(0),
+        Err(e) => {
+            refuse(out, session, hash, &e);
+            return Ok(());
+        }
+    };
     let max = server.cfg.max_repo_attachment_bytes;
-    if !server
-        .attach_usage
-        .reserve(repo.name(), size, max, || bytes_on_disk(&dir))
-    {
+    if !server.attach_usage.reserve(name, size, max, || counted) {
         let detail = format!("repository {} would keep over {max} attachment bytes (--max-repo-attachment-bytes); nothing was stored", repo.name());
         refuse(out, session, hash, &limit("attachment bytes", detail));
         return Ok(());
     }
-    let tmp = dir.join(format!("tmp-{}", session.conn));
+    let dir = place.staging().clone();
+    let tmp = dir.join(format!("tmp-{}-{}", std::process::id(), session.conn));
     let mut up = Upload {
         server: server.clone(),
         repo: repo.name().to_string(),
@@ -214,6 +258,7 @@ pub async fn offer(
         file: None,
         hasher: Sha256Stream::new(),
         tmp: tmp.clone(),
+        place,
         done: false,
     };
     let created = std::fs::create_dir_all(&dir)
@@ -227,7 +272,7 @@ pub async fn offer(
         }
     }
     if size == 0 {
-        return finish(out, session, up, &path);
+        return finish(out, session, up).await;
     }
     *upload = Some(up);
     out.force(want(hash, 0));
@@ -240,7 +285,7 @@ fn want(hash: [u8; 32], offset: u64) -> Bytes {
 
 /// `AttachChunk` of an upload: the next bytes of the offered attachment, else the connection
 /// is closed with `ProtocolError` (its file removed).
-pub fn chunk(
+pub async fn chunk(
     (out, session): (&Outbox, &Session),
     upload: &mut Option<Upload>,
     hash: [u8; 32],
@@ -269,15 +314,13 @@ pub fn chunk(
         return Ok(());
     }
     let up = upload.take().expect("checked above");
-    let Some(dir) = up.tmp.parent().map(PathBuf::from) else {
-        return Ok(());
-    };
-    finish(out, session, up, &dir.join(hex(&hash)))
+    finish(out, session, up).await
 }
 
-/// The last byte arrived: check the SHA-256, fsync, name the file by its hash, fsync the
-/// directory, and say so (`AttachWant` with offset = size). A mismatch stores nothing.
-fn finish(out: &Outbox, session: &Session, mut up: Upload, path: &PathBuf) -> Result<(), Ended> {
+/// The last byte arrived: check the SHA-256, then store (the file store: fsync, name the file
+/// by its hash, fsync the directory; PostgreSQL: one transaction), and say so (`AttachWant`
+/// with offset = size). A mismatch stores nothing.
+async fn finish(out: &Outbox, session: &Session, mut up: Upload) -> Result<(), Ended> {
     let hasher = std::mem::take(&mut up.hasher);
     if hasher.finish() != up.hash {
         let e = Error::Signature {
@@ -285,10 +328,42 @@ fn finish(out: &Outbox, session: &Session, mut up: Upload, path: &PathBuf) -> Re
             detail: "the uploaded bytes' SHA-256 is not the offered hash; nothing was stored"
                 .into(),
         };
-        refuse(out, session, up.hash, &e);
-        return Ok(()); // dropping `up` removes the file
+        let hash = up.hash;
+        drop(up); // removes the file, before the client is told
+        refuse(out, session, hash, &e);
+        return Ok(());
     }
     let file = up.file.take().expect("an upload under way has its file");
+    if let Place::Pg(pg, _) = up.place.clone() {
+        let max = up.server.cfg.max_repo_attachment_bytes;
+        let put = file.sync_all().map_err(io);
+        let put = match put {
+            Ok(()) => {
+                pg.put_attachment(&up.repo, &up.hash, up.size, &up.tmp, max)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        match put {
+            Ok(Put::Stored) => {}
+            Ok(Put::Held) => up.server.attach_usage.release(&up.repo, up.size),
+            Ok(Put::OverLimit(total)) => {
+                let detail = format!("repository {} keeps {total} attachment bytes; {} more would be over {max} (--max-repo-attachment-bytes); nothing was stored", up.repo, up.size);
+                fail(out, session, up, &limit("attachment bytes", detail));
+                return Ok(());
+            }
+            Err(e) => {
+                fail(out, session, up, &e);
+                return Ok(());
+            }
+        }
+        // Stored (or held): the staged file goes, the reservation stays counted.
+        let _ = std::fs::remove_file(&up.tmp);
+        up.done = true;
+        return stored(out, session, &up);
+    }
+    let path = up.tmp.with_file_name(hex(&up.hash));
+    let path = &path;
     let stored = file
         .sync_all()
         .and_then(|()| {
@@ -303,10 +378,21 @@ fn finish(out: &Outbox, session: &Session, mut up: Upload, path: &PathBuf) -> Re
         Ok(()) => up.done = true,
         Err(e) if e.to_string() == "exists" => {}
         Err(e) => {
-            refuse(out, session, up.hash, &io(e));
+            fail(out, session, up, &io(e));
             return Ok(());
         }
     }
+    self::stored(out, session, &up)
+}
+
+/// Refuse an upload: its file is removed (and its reservation given back) first.
+fn fail(out: &Outbox, session: &Session, up: Upload, e: &Error) {
+    let hash = up.hash;
+    drop(up);
+    refuse(out, session, hash, e);
+}
+
+fn stored(out: &Outbox, session: &Session, up: &Upload) -> Result<(), Ended> {
     log::event_about(
         session.peer.ip(),
         "attach_stored",
@@ -320,7 +406,7 @@ fn finish(out: &Outbox, session: &Session, mut up: Upload, path: &PathBuf) -> Re
     Ok(())
 }
 
-/// `AttachGet`: authorize, then stream the file from `offset` in chunks, each queued once the
+/// `AttachGet`: authorize, then stream the bytes from `offset` in chunks, each queued once the
 /// connection's queue is under half full (the socket is not read meanwhile).
 pub async fn get(
     server: &Arc<Server>,
@@ -329,26 +415,44 @@ pub async fn get(
     size: u64,
     offset: u64,
 ) -> Result<(), Ended> {
-    let dir = match authorize(server, repo, session, (hash, size), false).await? {
-        Ok(dir) => dir,
+    let place = match authorize(server, repo, session, (hash, size), false).await? {
+        Ok(place) => place,
         Err(e) => {
             refuse(out, session, hash, &e);
             return Ok(());
         }
     };
-    let opened = File::open(dir.join(hex(&hash))).and_then(|f| Ok((f.metadata()?.len(), f)));
-    let mut file = match opened {
-        Ok((len, f)) if len == size => f,
-        _ => {
-            let e = Error::Unavailable {
-                detail: "the server does not hold these attachment bytes (not uploaded yet)".into(),
-            };
+    let missing = || Error::Unavailable {
+        detail: "the server does not hold these attachment bytes (not uploaded yet)".into(),
+    };
+    match place.holds(repo.name(), &hash, size).await {
+        Ok(true) => {}
+        Ok(false) => {
+            refuse(out, session, hash, &missing());
+            return Ok(());
+        }
+        Err(e) => {
             refuse(out, session, hash, &e);
             return Ok(());
         }
+    }
+    let mut file = match &place {
+        Place::Files(dir) => match File::open(dir.join(hex(&hash))) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                refuse(out, session, hash, &io(e));
+                return Ok(());
+            }
+        },
+        Place::Pg(..) => None,
     };
-    if let Err(e) = file.seek(SeekFrom::Start(offset)) {
-        refuse(out, session, hash, &io(e));
+    if size == 0 {
+        let m = Message::AttachChunk {
+            hash,
+            offset: 0,
+            bytes: Vec::new(),
+        };
+        out.force(Bytes::from(m.encode()));
         return Ok(());
     }
     let mut at = offset;
@@ -361,20 +465,48 @@ pub async fn get(
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         let n = (size - at).min(ATTACH_CHUNK_BYTES as u64) as usize;
-        if let Err(e) = file.read_exact(&mut buf[..n]) {
-            refuse(out, session, hash, &io(e));
-            return Ok(());
-        }
+        let read = match (&mut file, &place) {
+            (Some(f), _) => f
+                .seek(SeekFrom::Start(at))
+                .and_then(|_| f.read_exact(&mut buf[..n]))
+                .map(|()| buf[..n].to_vec())
+                .map_err(io),
+            (None, Place::Pg(pg, _)) => {
+                // Chunk rows are ATTACH_CHUNK_BYTES long: `at` falls in row at / CHUNK.
+                let (idx, skip) = (
+                    at / ATTACH_CHUNK_BYTES as u64,
+                    (at % ATTACH_CHUNK_BYTES as u64) as usize,
+                );
+                match pg.attachment_chunk(repo.name(), &hash, idx).await {
+                    Ok(Some(row))
+                        if row.len() > skip && (size - at) as usize >= row.len() - skip =>
+                    {
+                        Ok(row[skip..].to_vec())
+                    }
+                    Ok(_) => Err(missing()),
+                    Err(e) => Err(e),
+                }
+            }
+            (None, Place::Files(_)) => unreachable!("a file store download has its file"),
+        };
+        let bytes = match read {
+            Ok(b) => b,
+            Err(e) => {
+                refuse(out, session, hash, &e);
+                return Ok(());
+            }
+        };
+        let len = bytes.len() as u64;
         let m = Message::AttachChunk {
             hash,
             offset: at,
-            bytes: buf[..n].to_vec(),
+            bytes,
         };
         if !out.push(Bytes::from(m.encode())) {
             return Err(Ended::Closed("queue full during a download"));
         }
-        at += n as u64;
-        if at == size {
+        at += len;
+        if at >= size {
             return Ok(());
         }
     }

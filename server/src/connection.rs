@@ -485,7 +485,7 @@ async fn on_message(
             while let Err(wait) = server.budgets.take(session.peer.ip(), bytes.len()) {
                 tokio::time::sleep(wait).await;
             }
-            return attach_store::chunk((out, session), upload, hash, offset, &chunk);
+            return attach_store::chunk((out, session), upload, hash, offset, &chunk).await;
         }
         Ok(Message::AttachGet { hash, size, offset }) => {
             let at = (&**out, repo, session);

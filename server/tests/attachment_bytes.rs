@@ -443,3 +443,81 @@ async fn attachment_messages_speak_version_5() {
     assert_eq!(&b[34..], [0xac, 0x02]);
     assert_eq!(Message::decode(&b).unwrap(), m);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_nodes_keep_the_bytes_in_chunk_rows_checked_and_bounded() {
+    let pg = common::pg::Postgres::start("att-pg");
+    let limits = ["--max-repo-attachment-bytes", "1000000"];
+    let n1 = Server::node("att-pg-1", &pg.url, &limits);
+    let n2 = Server::node("att-pg-2", &pg.url, &limits);
+    let (big, small, over) = (bytes(600_000, 12), bytes(3, 13), bytes(500_000, 14));
+    let (a, b, c) = (att(&big), att(&small), att(&over));
+    let _owner = founded(&n1.url, "files", &[&a, &b, &c], false).await;
+    // A stranger (a reader) stores nothing; the writer uploads through node 1.
+    let (mut s, _) = session(&n1.url, "files", Some(&identity(3))).await;
+    let got = refusal(upload(&mut s, &a, &big).await);
+    assert_eq!(got, ("PermissionError".into(), "cannot-write".into()));
+    let (mut w, _) = session(&n1.url, "files", Some(&identity(2))).await;
+    let mut forged = big.clone();
+    forged[1] ^= 1;
+    let got = refusal(upload(&mut w, &a, &forged).await);
+    assert_eq!(got, ("SignatureError".into(), "tampered".into()));
+    let client = pg.client().await;
+    let count = |t: &'static str| {
+        let c = &client;
+        async move {
+            let q = format!("SELECT count(*) FROM {t}");
+            c.query_one(q.as_str(), &[]).await.unwrap().get::<_, i64>(0)
+        }
+    };
+    assert_eq!(
+        (
+            count("ibexdb_attachments").await,
+            count("ibexdb_attachment_chunks").await
+        ),
+        (0, 0)
+    );
+    for (x, data) in [(&a, &big), (&b, &small)] {
+        assert!(
+            matches!(upload(&mut w, x, data).await, Some(Message::AttachWant { offset, .. }) if offset == x.size)
+        );
+    }
+    // 600,000 bytes in rows of 256 KiB: 3 rows; 3 bytes: 1.
+    assert_eq!(
+        (
+            count("ibexdb_attachments").await,
+            count("ibexdb_attachment_chunks").await
+        ),
+        (2, 4)
+    );
+    // Over the repository's limit, counted across nodes: refused through node 2.
+    let (mut w2, _) = session(&n2.url, "files", Some(&identity(2))).await;
+    let got = refusal(upload(&mut w2, &c, &over).await);
+    assert_eq!(got, ("LimitError".into(), "attachment bytes".into()));
+    // A reader on the other node downloads them, whole and from an offset inside a row.
+    let (mut r, _) = session(&n2.url, "files", None).await;
+    assert!(download(&mut r, &a, 0).await.unwrap() == big);
+    assert!(download(&mut r, &a, 300_001).await.unwrap() == big[300_001..]);
+    assert!(download(&mut r, &b, 0).await.unwrap() == small);
+    // A dropped upload leaves no row and no staged file.
+    send(
+        &mut w2,
+        &Message::AttachOffer {
+            hash: a.hash,
+            size: a.size,
+        },
+    )
+    .await;
+    assert!(
+        matches!(next_attach(&mut w2).await, Some(Message::AttachWant { offset, .. }) if offset == a.size)
+    );
+    assert_eq!(count("ibexdb_attachments").await, 2);
+    let staged = std::env::temp_dir().join("ibexdb-server-uploads");
+    let mine = |n: &Server| format!("tmp-{}-", n.pid());
+    for n in [&n1, &n2] {
+        assert!(
+            names(&staged).iter().all(|f| !f.starts_with(&mine(n))),
+            "no staged file"
+        );
+    }
+}
