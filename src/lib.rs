@@ -44,9 +44,9 @@ pub use codec::utf8;
 
 // §2 Data model: keys, values, schemas, transactions.
 pub use attach::{
-    attachment_field, attachment_name, attachments_in, attachments_of, descriptor_of,
-    has_attachments, is_attachment_field, validate_attachment_name, validate_media_type,
-    Attachment, Sha256Stream, ATTACHMENT_PREFIX, MAX_ATTACHMENT_NAME, MAX_ATTACHMENT_SIZE,
+    attachment_field, attachment_name, attachments_of, descriptor_of, has_attachments,
+    is_attachment_field, validate_attachment_name, validate_media_type, Attachment, Sha256Stream,
+    ATTACHMENT_PREFIX, MAX_ATTACHMENT_NAME, MAX_ATTACHMENT_SIZE,
 };
 pub use key::{MAX_COLLECTION, MAX_ID};
 pub use schema::{schema_value, FieldSpec, FieldType, Schema, SCHEMA_COLLECTION};
@@ -58,8 +58,9 @@ pub use value::{
 
 // §4-5 Commits and seals.
 pub use commit::{
-    from_hex, hex, Change, Commit, CommitId, FieldOp, Identity, Op, PublicKey, Seal, Signature,
-    MAX_COMMIT_BYTES, MAX_PARENTS, MAX_SEAL_IDS, SIGNATURE_LEN, UNCOMPRESSED_KEY_LEN,
+    attachments_in, from_hex, hex, Change, Commit, CommitId, FieldOp, Identity, Op, PublicKey,
+    Seal, Signature, MAX_COMMIT_BYTES, MAX_PARENTS, MAX_SEAL_IDS, SIGNATURE_LEN,
+    UNCOMPRESSED_KEY_LEN,
 };
 
 // §6.4 Permissions: who may read and write.

@@ -141,20 +141,3 @@ pub fn attachments_of(value: &Map) -> Vec<(&str, Attachment)> {
 pub fn has_attachments(value: &Map) -> bool {
     value.iter().any(|(k, _)| is_attachment_field(k))
 }
-
-/// The attachments a commit's attach ops record (in the order of its changes): what a sync
-/// server checks an offered upload against (docs/design.md §12.2, *Attachment bytes*).
-pub fn attachments_in(commit: &crate::commit::Commit) -> Vec<Attachment> {
-    use crate::commit::{FieldOp, Op};
-    let mut out = Vec::new();
-    for c in &commit.changes {
-        if let Op::Patch(fields) = &c.op {
-            for (name, op) in fields {
-                if let (true, FieldOp::Assign(v)) = (is_attachment_field(name), op) {
-                    out.extend(descriptor_of(v));
-                }
-            }
-        }
-    }
-    out
-}

@@ -22,7 +22,6 @@
 //! | `seals.rs`  | which stored seals to send along with which commits            |
 //! | `bundle.rs` | the `IBEXBND1` bundle: a whole history in one byte string      |
 
-mod attach_wire;
 mod bundle;
 mod client;
 mod hub;

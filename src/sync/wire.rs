@@ -27,10 +27,6 @@ pub const TYPE_ACK: u8 = 4;
 pub const TYPE_ERROR: u8 = 5;
 pub const TYPE_CHALLENGE: u8 = 6;
 pub const TYPE_WELCOME: u8 = 7;
-pub use super::attach_wire::{
-    ATTACH_CHUNK_BYTES, TYPE_ATTACH_CHUNK, TYPE_ATTACH_ERROR, TYPE_ATTACH_GET, TYPE_ATTACH_OFFER,
-    TYPE_ATTACH_WANT,
-};
 
 /// What a session may do in a repository (the `Welcome`'s bits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -344,7 +340,7 @@ impl Message {
                 kind,
                 message,
             } => write_error(&mut w, *code, name, kind.as_deref(), message),
-            m => super::attach_wire::encode(&mut w, m),
+            m => encode_attach(&mut w, m),
         }
         w.into_inner()
     }
@@ -365,7 +361,7 @@ impl Message {
             }
             TYPE_ACK => decode_ack(&mut r),
             TYPE_ERROR => decode_error(&mut r),
-            TYPE_ATTACH_OFFER..=TYPE_ATTACH_ERROR => super::attach_wire::decode(ty, &mut r),
+            TYPE_ATTACH_OFFER..=TYPE_ATTACH_ERROR => decode_attach(ty, &mut r),
             t => {
                 return Err(protocol(
                     ProtocolErrorKind::UnknownType,
@@ -489,20 +485,14 @@ fn decode_ack(r: &mut Reader<'_>) -> Result<Message> {
 }
 
 /// An `Error`'s fields (also the tail of an `AttachError`).
-pub(super) fn write_error(
-    w: &mut Writer,
-    code: ErrorCode,
-    name: &str,
-    kind: Option<&str>,
-    message: &str,
-) {
+fn write_error(w: &mut Writer, code: ErrorCode, name: &str, kind: Option<&str>, message: &str) {
     w.varint(code as u64);
     w.lp(cut(name, MAX_ERROR_NAME));
     w.lp(cut(kind.unwrap_or(""), MAX_ERROR_KIND));
     w.lp(cut(message, MAX_ERROR_TEXT));
 }
 
-pub(super) fn decode_error(r: &mut Reader<'_>) -> Result<Message> {
+fn decode_error(r: &mut Reader<'_>) -> Result<Message> {
     let code = ErrorCode::from_u64(r.varint()?);
     let name = r.str()?;
     if name.is_empty()
@@ -534,4 +524,119 @@ fn cut(s: &str, max: usize) -> &[u8] {
         end -= 1;
     }
     &s.as_bytes()[..end]
+}
+
+// ----- the attachment messages (version 5; docs/design.md §12.2, *Attachment bytes*): an upload
+// is `AttachOffer` → `AttachWant{offset}` → `AttachChunk`s from that offset → `AttachWant{offset =
+// size}` once the server holds the bytes; a download is `AttachGet` → `AttachChunk`s to the end.
+// A refusal of either is an `AttachError` naming the hash, and the session goes on.
+
+pub const TYPE_ATTACH_OFFER: u8 = 8;
+pub const TYPE_ATTACH_WANT: u8 = 9;
+pub const TYPE_ATTACH_CHUNK: u8 = 10;
+pub const TYPE_ATTACH_GET: u8 = 11;
+pub const TYPE_ATTACH_ERROR: u8 = 12;
+
+/// Largest `AttachChunk` body: 256 KiB (under the server's default `--max-message-bytes`
+/// of 16 MiB; a server configured below a chunk's message refuses it as too large).
+pub const ATTACH_CHUNK_BYTES: usize = 256 << 10;
+
+impl Message {
+    /// An `AttachError` about `hash` for a core error: its code, name, kind and text.
+    pub fn attach_error(hash: [u8; 32], e: &Error) -> Message {
+        Message::AttachError {
+            hash,
+            code: ErrorCode::of(e),
+            name: e.name().to_string(),
+            kind: e.kind().map(str::to_string),
+            message: e.to_string(),
+        }
+    }
+}
+
+fn encode_attach(w: &mut Writer, m: &Message) {
+    match m {
+        Message::AttachOffer { hash, size } => {
+            w.bytes(hash);
+            w.varint(*size);
+        }
+        Message::AttachWant { hash, offset } => {
+            w.bytes(hash);
+            w.varint(*offset);
+        }
+        Message::AttachChunk {
+            hash,
+            offset,
+            bytes,
+        } => {
+            w.bytes(hash);
+            w.varint(*offset);
+            w.lp(bytes);
+        }
+        Message::AttachGet { hash, size, offset } => {
+            w.bytes(hash);
+            w.varint(*size);
+            w.varint(*offset);
+        }
+        Message::AttachError {
+            hash,
+            code,
+            name,
+            kind,
+            message,
+        } => {
+            w.bytes(hash);
+            write_error(w, *code, name, kind.as_deref(), message);
+        }
+        _ => unreachable!("not an attachment message"),
+    }
+}
+
+fn decode_attach(ty: u8, r: &mut Reader<'_>) -> Result<Message> {
+    let hash = r.array::<32>()?;
+    Ok(match ty {
+        TYPE_ATTACH_OFFER => Message::AttachOffer {
+            hash,
+            size: r.varint()?,
+        },
+        TYPE_ATTACH_WANT => Message::AttachWant {
+            hash,
+            offset: r.varint()?,
+        },
+        TYPE_ATTACH_CHUNK => {
+            let offset = r.varint()?;
+            let bytes = r.lp()?;
+            if bytes.len() > ATTACH_CHUNK_BYTES {
+                return Err(r.err("attachment chunk larger than ATTACH_CHUNK_BYTES"));
+            }
+            Message::AttachChunk {
+                hash,
+                offset,
+                bytes: bytes.to_vec(),
+            }
+        }
+        TYPE_ATTACH_GET => {
+            let size = r.varint()?;
+            let offset = r.varint()?;
+            if offset > size {
+                return Err(r.err("attachment offset past its size"));
+            }
+            Message::AttachGet { hash, size, offset }
+        }
+        _ => match decode_error(r)? {
+            Message::Error {
+                code,
+                name,
+                kind,
+                message,
+            } => Message::AttachError {
+                hash,
+                code,
+                name,
+                kind,
+                message,
+            },
+            _ => unreachable!("decode_error returns an Error"),
+        },
+    })
 }
