@@ -20,7 +20,9 @@ const SERVER = process.env.IBEXDB_SERVER ?? path.join(REPO, 'target/release/ibex
 async function startServer() {
   assert.ok(existsSync(SERVER), `${SERVER} is missing: cargo build --release -p ibexdb-server`);
   const dir = mkdtempSync(path.join(tmpdir(), 'ibexdb-node-attsync-'));
-  const proc = spawn(SERVER, ['--data', path.join(dir, 'data'), '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const proc = spawn(SERVER, ['--data', path.join(dir, 'data'), '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  proc.stderr.on('data', (b) => (log += b));
   const line = await new Promise((resolve, reject) => {
     proc.once('error', reject);
     proc.once('exit', (code) => reject(new Error(`ibexdb-server exited with ${code}`)));
@@ -28,7 +30,7 @@ async function startServer() {
   });
   const m = /listening on (\S+)/.exec(line);
   assert.ok(m, `unexpected server output: ${line}`);
-  return { url: `ws://${m[1]}`, data: path.join(dir, 'data'), dir, stop: () => proc.kill('SIGKILL') };
+  return { url: `ws://${m[1]}`, data: path.join(dir, 'data'), dir, log: () => log, stop: () => proc.kill('SIGKILL') };
 }
 
 const bytes = (n, seed) => Uint8Array.from({ length: n }, (_, i) => ((i * 2654435761 + seed * 40503) >>> 13) & 255);
@@ -78,5 +80,26 @@ test('a file attached offline is uploaded after its commit and fetched lazily by
   } finally {
     server.stop();
     for (const d of [...dirs, server.dir]) rmSync(d, { recursive: true, force: true });
+  }
+});
+
+test('an encrypted repository neither offers nor asks for attachment bytes', async () => {
+  const server = await startServer();
+  const dir = mkdtempSync(path.join(tmpdir(), 'ibexdb-node-enc-'));
+  const name = `attsync-enc-${Date.now()}`;
+  try {
+    const a = await open(name, { directory: dir, encrypted: true });
+    await a.put('tasks/t', { title: 'secret' });
+    await a.attach('tasks/t', 'photo', bytes(10_000, 3));
+    await a.sync(server.url);
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(existsSync(path.join(server.data, `${name}.attachments`)), false, 'no bytes on the server');
+    // Not even offered: an offer would name the plaintext's SHA-256 (refused, and logged).
+    assert.ok(server.log().includes('event=repo_open'), 'the commits were pushed');
+    assert.ok(!server.log().includes('event=attach_'), server.log());
+    await a.close();
+  } finally {
+    server.stop();
+    for (const d of [dir, server.dir]) rmSync(d, { recursive: true, force: true });
   }
 });

@@ -192,7 +192,8 @@ export class NodeDatabase {
         this._upgrader?.afterReceive();
       },
       afterPush: () => this._maintenance.schedule(),
-      localAttachments: async () => (this._attachments && !this._closed ? this._attachments.local(engine) : []),
+      // An encrypted repository's bytes do not travel (docs/design.md §6.8).
+      localAttachments: async () => (this._attachments && !this._closed && !engine.isEncrypted() ? this._attachments.local(engine) : []),
       // open()'s syncToken, asked for before every dial (../sync-token.js).
       token: () => (this._syncToken == null ? Promise.resolve(null) : fetchToken(this._syncToken)),
       dial: dialNode,
@@ -515,7 +516,7 @@ export class NodeDatabase {
       let b = await store.file(d.hash, d.type, d.size);
       // Not here: fetched from the sync server while connected (docs/design.md §12.2), stored
       // only if its SHA-256 is the recorded one.
-      const stream = b ? null : this._sync.fetchAttachment(d.hash, d.size);
+      const stream = b || this._engine.isEncrypted() ? null : this._sync.fetchAttachment(d.hash, d.size);
       if (stream) {
         try {
           await store.write(stream, this._engine, d.hash);

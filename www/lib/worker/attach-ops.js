@@ -52,7 +52,8 @@ function descriptor(engine, key, name) {
  * @returns {Promise<File | null>}
  */
 async function fetched(cx, d) {
-  if (cx.engine.storage !== 'opfs') return null;
+  // An encrypted repository's bytes do not travel (§6.8: their hashes would tell files apart).
+  if (cx.engine.storage !== 'opfs' || cx.engine.isEncrypted()) return null;
   const stream = cx.sync?.fetchAttachment(d.hash, d.size);
   if (!stream) return null;
   const store = await storeOf(cx.engine, true);
@@ -136,7 +137,7 @@ export const ATTACH_OPS = {
  * @returns {Promise<Array<{hash: string, file: Blob}>>}
  */
 export async function localAttachments(engine) {
-  if (!engine || engine.dead || engine.storage !== 'opfs') return [];
+  if (!engine || engine.dead || engine.storage !== 'opfs' || engine.isEncrypted()) return [];
   const store = await storeOf(engine, false).catch(() => null);
   if (!store) return [];
   const names = (await store.names()).filter((n) => /^[0-9a-f]{64}$/.test(n));
