@@ -73,6 +73,14 @@ test('a file attached offline is uploaded after its commit and fetched lazily by
     await assert.rejects(b.attachment('tasks/t', 'doc'), (e) => e instanceof SignatureError && e.kind === 'tampered');
     assert.deepEqual(readdirSync(path.join(dirs[1], name, 'attachments')), [hp], 'nothing else stored');
 
+
+    // Attached while online: uploaded once its commit is acknowledged, read by B.
+    const late = bytes(300_000, 4);
+    const hl = (await a.attach('tasks/t', 'late', late)).hash;
+    await until(() => existsSync(onServer(hl)), 'the online attach reached the server');
+    await until(async () => (await b.attachments('tasks/t')).length === 3, 'its record reached B');
+    assert.deepEqual(new Uint8Array(await (await b.attachment('tasks/t', 'late')).arrayBuffer()), late);
+
     await b.sync(null);
     await assert.rejects(b.attachment('tasks/t', 'doc'), AttachmentUnavailableError);
     await a.close();

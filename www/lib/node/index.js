@@ -502,6 +502,7 @@ export class NodeDatabase {
         if (w.created) store.drop(w.hash, w.size, e);
         throw err;
       }
+      this._sync.attachments.changed();
       return { name, hash: w.hash, size: w.size, type };
     });
   }

@@ -90,6 +90,7 @@ export const ATTACH_OPS = {
         if (created) await store.drop(hash, size, engine);
         throw e;
       }
+      cx.sync?.attachments.changed();
       return { name, hash, size, type };
     },
   },

@@ -117,7 +117,14 @@ export class AttachmentSync {
     this.held = new Set();
     this._pushing = false;
     this._again = false;
+    /** A file may wait to be offered: set by `changed()` and by a new connection. */
+    this._dirty = true;
     this.uploaded = 0;
+  }
+
+  /** A local attach wrote a file: the next `pushAll` looks at the files again. */
+  changed() {
+    this._dirty = true;
   }
 
   /** @param {Uint8Array} bytes whether it is an attachment message (handled by `onMessage`) */
@@ -185,6 +192,7 @@ export class AttachmentSync {
     this._asked.clear();
     for (const hash of [...this._downloads.keys()]) this._end(hash, e());
     this.held.clear();
+    this._dirty = true;
   }
 
   /**
@@ -260,18 +268,25 @@ export class AttachmentSync {
       this._again = true;
       return;
     }
+    // Listing the files asks the engine which hashes visible items refer to (it loads cold
+    // items): only after an attach or on a new connection, not after every acknowledgement.
+    if (!this._dirty) return;
     this._pushing = true;
     try {
       do {
         this._again = false;
+        this._dirty = false;
         for (const { hash, file } of await local()) {
           if (this.held.has(hash) || !socket()) continue;
-          const ok = await this._upload(socket, hash, file).catch(() => false);
+          const ok = await this._upload(socket, hash, file).catch(() => {
+            // A dropped connection: offered again on the next one (`closed` sets `_dirty`).
+            return false;
+          });
           // Held, or refused: not offered again on this connection.
           this.held.add(hash);
           if (ok) this.uploaded++;
         }
-      } while (this._again && socket());
+      } while (this._again && this._dirty && socket());
     } finally {
       this._pushing = false;
     }
