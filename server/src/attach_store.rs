@@ -17,7 +17,7 @@ use crate::config::Store;
 use crate::log;
 use crate::outbox::Outbox;
 use crate::pg::{Pg, Put};
-use crate::refusal::Ended;
+use crate::refusal::{Ended, Refusal};
 use crate::registry::RepoHandle;
 use crate::repo_thread::Cmd;
 use crate::server::Server;
@@ -29,7 +29,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 /// One upload under way on a connection. Dropped unfinished, its file is removed and its
@@ -45,6 +45,19 @@ pub struct Upload {
     tmp: PathBuf,
     place: Place,
     done: bool,
+    /// When the offer was accepted or the last chunk arrived.
+    at: Instant,
+}
+
+impl Upload {
+    /// The refusal for an upload whose next chunk is later than `limit`, if it is.
+    pub fn late(&self, limit: Duration) -> Option<Ended> {
+        (self.at.elapsed() >= limit).then(|| {
+            let ms = limit.as_millis();
+            let detail = format!("no chunk of the attachment upload for {ms} ms (--message-timeout-ms); nothing was stored");
+            Ended::Refused(Refusal::limit("attachment upload timeout", detail))
+        })
+    }
 }
 
 impl Drop for Upload {
@@ -260,6 +273,7 @@ pub async fn offer(
         tmp: tmp.clone(),
         place,
         done: false,
+        at: Instant::now(),
     };
     let created = std::fs::create_dir_all(&dir)
         .and_then(|()| File::create(&tmp))
@@ -310,6 +324,7 @@ pub async fn chunk(
     }
     up.hasher.update(bytes);
     up.offset += bytes.len() as u64;
+    up.at = Instant::now();
     if up.offset < up.size {
         return Ok(());
     }

@@ -404,6 +404,11 @@ where
                 if let Some(ended) = message_late(watch, cfg) {
                     return ended;
                 }
+                // An upload that stalls keeps its file and its reservation of the repository's
+                // attachment bytes: not for longer than a message may take.
+                if let Some(ended) = upload.as_ref().and_then(|u| u.late(cfg.message_timeout)) {
+                    return ended;
+                }
                 continue;
             }
             _ = sleep_until(wake) => {

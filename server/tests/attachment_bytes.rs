@@ -521,3 +521,42 @@ async fn postgres_nodes_keep_the_bytes_in_chunk_rows_checked_and_bounded() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_upload_is_ended_and_leaves_no_file() {
+    let server = Server::fresh_with("att-stall", &["--message-timeout-ms", "1000"]);
+    let data = bytes(600_000, 15);
+    let a = att(&data);
+    let _owner = founded(&server.url, "files", &[&a], false).await;
+    let (mut w, _) = session(&server.url, "files", Some(&identity(2))).await;
+    send(
+        &mut w,
+        &Message::AttachOffer {
+            hash: a.hash,
+            size: a.size,
+        },
+    )
+    .await;
+    assert!(matches!(
+        next_attach(&mut w).await,
+        Some(Message::AttachWant { offset: 0, .. })
+    ));
+    let m = Message::AttachChunk {
+        hash: a.hash,
+        offset: 0,
+        bytes: data[..ATTACH_CHUNK_BYTES].to_vec(),
+    };
+    send(&mut w, &m).await;
+    // Answering pings keeps the connection, not the upload.
+    let t = Instant::now();
+    let (code, text) = expect_error(&mut w, WAIT).await;
+    assert_eq!(code, ErrorCode::Limit, "{text}");
+    assert!(text.contains("attachment upload timeout"), "{text}");
+    assert!(t.elapsed() < Duration::from_secs(5));
+    let dir = files_dir(&server, "files");
+    let deadline = Instant::now() + WAIT;
+    while !names(&dir).is_empty() {
+        assert!(Instant::now() < deadline, "left {:?}", names(&dir));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
