@@ -48,8 +48,9 @@
 //! | `shutdown`    | the shutdown flag and the signals that set it                          |
 //!
 //! Imports go one way (tests/structure checks that no two modules name each other, directly
-//! or through others): `start` → `listener` → `connection` → `handshake`, `http`, `registry`
-//! → `repo_thread` → `backend` → `files`, `pg` → `store`; the leaves (`config`, `refusal`,
+//! or through others): `start` → `listener` → `connection` → `handshake`, `http`, `registry`,
+//! `attach_store` → `repo_thread` → `backend` → `files`, `pg` → `store`; the leaves (`config`,
+//! `refusal`, `attach_index`,
 //! `session`, `outbox`, `metrics`, `log`, …) name none of them.
 
 mod addr;
