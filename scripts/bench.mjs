@@ -8,7 +8,7 @@
 //                  also the scaling sizes unless BENCH_SCALING_SIZES is set
 //   BENCH_SCALING_SIZES  item counts for the scaling rows (default 10000,100000,1000000)
 //   BENCH_SUITES   comma-separated suites: core, writes, scaling (alias load), relational, verify,
-//                  dbx, fat, omgdb (default: all)
+//                  dbx, fat, omgdb, fts, files (default: all)
 //   BENCH_ENGINES  comma-separated engine ids              (default: every available engine)
 //   BENCH_ROWS     comma-separated row ids to restrict to  (default: every row of the suites)
 //   BENCH_FAT_SIZES  record counts of the fat suite          (default 204800,409600,819200)

@@ -74,6 +74,11 @@ impl<'a> Reader<'a> {
     pub fn is_empty(&self) -> bool {
         self.pos == self.data.len()
     }
+    /// The next byte, not consumed.
+    #[inline]
+    pub fn peek(&self) -> Option<u8> {
+        self.data.get(self.pos).copied()
+    }
     #[cold]
     #[inline(never)]
     pub fn err(&self, reason: impl Into<String>) -> Error {

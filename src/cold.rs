@@ -48,6 +48,8 @@ impl ColdBlock {
 pub struct ColdTables {
     pub names: Vec<Name>,
     pub commits: usize,
+    /// Log bytes the snapshot covers: its references to large values lie inside them.
+    pub log_len: u64,
 }
 
 /// A collection's cold blocks, in id order. A block leaves when it is loaded: a read of one

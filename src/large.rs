@@ -13,15 +13,16 @@
 //! - [`unfar`]: a collection's far values loaded back into memory, for good, before anything
 //!   compares them (a filter or sort, an index, a live query, an aggregate).
 //!
-//! The log is append-only and a snapshot never moves it, so a reference stays valid for the
-//! session; snapshots write the loaded value (`store/snapshot/encode.rs`), not the reference.
+//! The log is append-only and a snapshot never moves it, so a reference stays valid while the
+//! log holds the frame: snapshots write the reference itself ([`write_ref`], [`read_ref`]),
+//! anchored to the log they cover (`store/snapshot/`).
 
-use crate::codec::Reader;
+use crate::codec::{Reader, Writer};
 use crate::error::{Error, Result};
 use crate::hashing::crc32;
 use crate::item::Item;
 use crate::state::State;
-use crate::value::{skip_value, Far, Map, Value};
+use crate::value::{skip_value, Far, Map, Value, T_FAR};
 use std::sync::Arc;
 
 /// Content bytes from which a value is kept far (docs/design.md §6.6 says why 16 KiB).
@@ -200,6 +201,43 @@ pub(crate) fn load(read: &dyn Fn(u64, &mut [u8]) -> Result<()>, f: &Far) -> Resu
     } else {
         let s = String::from_utf8(buf).map_err(|_| bad("not UTF-8"))?;
         Value::String(crate::value::Name::from_string(s))
+    })
+}
+
+/// Write `f` as a snapshot block holds it: `T_FAR` (9), `u8` bytes?, `u64` at, `u32` len,
+/// `u32` crc (docs/design.md §8, *Item blocks*).
+pub(crate) fn write_ref(w: &mut Writer, f: &Far) {
+    w.u8(T_FAR);
+    w.u8(u8::from(f.bytes));
+    w.u64(f.at);
+    w.u32(f.len);
+    w.u32(f.crc);
+}
+
+/// Read what [`write_ref`] wrote, its tag included: a reference whose length is below
+/// [`FAR_MIN`], whose kind is not 0 or 1, or that reaches past the `log_len` bytes of the log
+/// the snapshot covers was never written.
+pub(crate) fn read_ref(r: &mut Reader<'_>, log_len: u64) -> Result<Far> {
+    if r.u8()? != T_FAR {
+        return Err(r.err("not a large value's reference"));
+    }
+    let bytes = match r.u8()? {
+        0 => false,
+        1 => true,
+        _ => return Err(r.err("bad large value kind")),
+    };
+    let (at, len, crc) = (r.u64()?, r.u32()?, r.u32()?);
+    let inside = at
+        .checked_add(u64::from(len))
+        .is_some_and(|end| end <= log_len);
+    if (len as usize) < FAR_MIN || !inside {
+        return Err(r.err("bad large value reference"));
+    }
+    Ok(Far {
+        bytes,
+        at,
+        len,
+        crc,
     })
 }
 

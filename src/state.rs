@@ -54,8 +54,9 @@ pub struct Collection {
     /// snapshot's persisted indexes describe it (docs/design.md §8).
     touched: bool,
     /// Per top-level field, the far values (docs/design.md §6.6, `large.rs`) released into
-    /// loaded items since the field's last `unfar` (an upper bound: a write that replaces one
-    /// does not count down). A field absent holds none; cold blocks never hold one.
+    /// loaded items, or held by cold blocks (the snapshot lists them), since the field's last
+    /// `unfar` (an upper bound: a write that replaces one does not count down). A field absent
+    /// holds none, loaded or cold.
     pub(crate) far: BTreeMap<String, usize>,
 }
 

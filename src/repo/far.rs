@@ -55,8 +55,19 @@ impl<S: Storage> Repo<S> {
         }
     }
 
-    /// Load the far values of `collection` in `fields` (all for `None`) back into memory.
+    /// Load the far values of `collection` in `fields` (all for `None`) back into memory. Its
+    /// cold blocks may hold some too (a snapshot keeps them far, §8): the collection is loaded
+    /// first, so no block loaded later brings one of those fields back far.
     pub(super) fn unfar(&mut self, collection: &str, fields: Option<&[&str]>) -> Result<()> {
+        let cold_far = self.graph.state.collection(collection).is_some_and(|c| {
+            !c.cold().is_empty()
+                && c.far
+                    .keys()
+                    .any(|k| fields.is_none_or(|f| f.contains(&k.as_str())))
+        });
+        if cold_far {
+            self.warm_collection(collection)?;
+        }
         let log = &self.log;
         let read = |at, b: &mut [u8]| log.read_at(at, b);
         large::unfar(&mut self.graph.state, collection, fields, &read)

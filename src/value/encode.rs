@@ -15,8 +15,9 @@ pub(crate) const T_MAP: u8 = 6;
 pub(crate) const T_SET: u8 = 7;
 /// Added after the others (old data never holds it): `lp(bytes)`.
 pub(crate) const T_BYTES: u8 = 8;
-/// In memory only (a [`Value::Far`]): never stored, so every decoder refuses it as an unknown
-/// tag. `u8` bytes?, `u64` at, `u32` len, `u32` crc.
+/// A [`Value::Far`]: never in a commit, so every value decoder refuses it as an unknown tag;
+/// a snapshot block holds it as a top-level field (`large::write_ref`, `large::read_ref`):
+/// `u8` bytes?, `u64` at, `u32` len, `u32` crc.
 pub(crate) const T_FAR: u8 = 9;
 
 impl Value {

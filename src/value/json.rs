@@ -6,7 +6,8 @@
 //! array is a set (its elements must be strings; duplicates collapse), and an object with
 //! exactly one key `"$bytes"` is bytes: its value is their standard base64 (with padding), or,
 //! in output written inside [`with_bytes_sink`], the index of the bytes in the sink (the
-//! page↔worker path, docs/design.md §2.2: no base64 there). A lone `"$bytes"` holding anything
+//! page↔worker path, docs/design.md §2.2: no base64 there; there a long string is
+//! `{"$bytes": -1 - i}`, its UTF-8 in the sink). A lone `"$bytes"` holding anything
 //! else is refused (the form is reserved). Numbers must be finite;
 //! they are written as integers when integral and below 2^53 in magnitude, else as floats.
 //! Nesting is bounded by the parser (serde_json stops at 128 levels); [`Value::validate`]
@@ -20,6 +21,9 @@ use std::cell::RefCell;
 use std::fmt;
 use std::sync::Arc;
 
+/// Strings of at least this many bytes of UTF-8 go to an active sink too (as `{"$bytes": -1 - i}`):
+/// below it, JSON text is cheaper than a buffer of their own (docs/design.md §3.3).
+const TEXT_SINK_MIN: usize = crate::large::FAR_MIN;
 /// The reason given when a `{"$set": [...]}` holds something other than a string.
 const SET_ELEMENTS: &str = "set elements must be strings";
 /// The reason given for NaN or an infinity.
@@ -33,9 +37,10 @@ thread_local! {
 }
 
 /// Run `f` with bytes values serialized to JSON as `{"$bytes": i}`: `i` is the index of their
-/// bytes in `sink`, where they are appended (shared with the value, not copied). For a host
-/// that carries bytes beside the JSON text (the wasm bindings: the worker transfers them to the
-/// page as `Uint8Array`s). Indices continue from what `sink` held, so several results can share
+/// bytes in `sink`, where they are appended (shared with the value, not copied); and strings of
+/// 16 KiB or more of UTF-8 as `{"$bytes": -1 - i}`, their UTF-8 at index `i` (copied). For a
+/// host that carries bytes beside the JSON text (the wasm bindings: the worker transfers them
+/// to the page as `Uint8Array`s, and the page decodes the strings' with `TextDecoder`). Indices continue from what `sink` held, so several results can share
 /// one sink. Outside `f` (and in other threads), bytes serialize as base64 text.
 pub fn with_bytes_sink<R>(sink: &mut Vec<Arc<[u8]>>, f: impl FnOnce() -> R) -> R {
     let prev = SINK.with(|s| s.replace(Some(std::mem::take(sink))));
@@ -304,6 +309,18 @@ impl Serialize for Value {
                     s.serialize_f64(*n)
                 }
             }
+            Value::String(x) if x.len() >= TEXT_SINK_MIN => {
+                // A long string crosses beside the text as its UTF-8 (no escaping here, no
+                // JSON parse of it there): `{"$bytes": -1 - i}`.
+                match sink_push(&Arc::from(x.as_bytes())) {
+                    Some(i) => {
+                        let mut o = s.serialize_map(Some(1))?;
+                        o.serialize_entry("$bytes", &(-1 - i as i64))?;
+                        o.end()
+                    }
+                    None => s.serialize_str(x),
+                }
+            }
             Value::String(x) => s.serialize_str(x),
             Value::Bytes(b) => {
                 let mut o = s.serialize_map(Some(1))?;
@@ -398,6 +415,33 @@ mod tests {
         assert!(parse(r#"{"a":1"#).is_err());
         assert!(parse(r#"{"a":1} x"#).is_err());
         assert_eq!(parse("-0.0").unwrap(), Value::Number(0.0));
+    }
+
+    #[test]
+    fn long_strings_cross_a_sink_as_utf8() {
+        let long = format!("\"é€😀\\\n\u{0}{}", "x".repeat(TEXT_SINK_MIN));
+        let short = "y".repeat(TEXT_SINK_MIN - 1);
+        let v = Value::Map(
+            [
+                ("a", Value::from(long.as_str())),
+                ("l", Value::List(vec![Value::from(long.as_str())])),
+                ("s", Value::from(short.as_str())),
+            ]
+            .into_iter()
+            .map(|(k, v)| (Name::from(k), v))
+            .collect(),
+        );
+        let mut sink = Vec::new();
+        let text = with_bytes_sink(&mut sink, || serde_json::to_string(&v).unwrap());
+        assert_eq!(
+            text,
+            format!(r#"{{"a":{{"$bytes":-1}},"l":[{{"$bytes":-2}}],"s":"{short}"}}"#)
+        );
+        assert_eq!(sink.len(), 2);
+        assert_eq!(&sink[0][..], long.as_bytes());
+        // Outside a sink: JSON text, and it parses back.
+        let plain = serde_json::to_string(&v).unwrap();
+        assert_eq!(parse(&plain).unwrap(), v);
     }
 
     #[test]

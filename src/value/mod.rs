@@ -10,7 +10,7 @@ mod name;
 mod set;
 
 pub(crate) use encode::{
-    check_str_set, check_value, decode_str_set, shallow_value, skip_value, varint_bytes,
+    check_str_set, check_value, decode_str_set, shallow_value, skip_value, varint_bytes, T_FAR,
 };
 #[cfg(test)]
 pub(crate) use encode::{

@@ -11,10 +11,16 @@ test('large strings and bytes round-trip through reads, queries and reopens from
   await gotoPlayground(page);
   const out = await page.evaluate(async (name) => {
     const { open } = (window as any).ibexdb;
+    // Letters, and now and then what JSON escapes or UTF-8 spends several bytes on (long
+    // strings cross from the worker as UTF-8 beside the JSON, src/value/json.rs).
+    const special = ['"', '\\', '\n', 'é', '€', '😀', '\u0000', '\u2028', '\t'];
     const text = (i: number, n: number) => {
       let s = `${i}|`;
-      while (s.length < n) s += String.fromCharCode(97 + ((s.length * 7 + i) % 26));
-      return s.slice(0, n);
+      while (s.length < n) {
+        const k = s.length * 7 + i;
+        s += k % 11 === 0 ? special[k % special.length] : String.fromCharCode(97 + (k % 26));
+      }
+      return s;
     };
     const bytes = (n: number) => {
       const b = new Uint8Array(n);
@@ -24,7 +30,7 @@ test('large strings and bytes round-trip through reads, queries and reopens from
     const same = (a: unknown, b: Uint8Array) => a instanceof Uint8Array && a.length === b.length && a.every((x, i) => x === b[i]);
     const r: Record<string, unknown> = {};
     let db = await open(name);
-    for (let i = 0; i < 40; i++) await db.put(`docs/${String(i).padStart(2, '0')}`, { n: i, body: text(i, 20_000 + i * 1000), blob: bytes(17_000 + i) });
+    for (let i = 0; i < 40; i++) await db.put(`docs/${String(i).padStart(2, '0')}`, { n: i, body: text(i, 20_000 + i * 1000), blob: bytes(17_000 + i), more: i < 3 ? { list: [text(100 + i, 17_000)] } : null });
     const check = async (what: string) => {
       let ok = 0;
       for (let i = 0; i < 40; i++) {
@@ -38,6 +44,19 @@ test('large strings and bytes round-trip through reads, queries and reopens from
       r[`${what}:many`] = many[0].body === text(3, 23_000) && same(many[1].blob, bytes(17_039));
       const hit = await db.query({ collection: 'docs', where: { body: text(7, 27_000) } });
       r[`${what}:filter`] = hit.map((x: any) => x.id).join(',');
+      // Nested long strings, a live query's rows and changes, and history carry them whole.
+      const nested = await db.get('docs/02');
+      r[`${what}:nested`] = nested.more.list[0] === text(102, 17_000);
+      let seen: any[] = [];
+      const live = await db.live({ collection: 'docs', where: { n: { lt: 2 } } }, (rows: any[]) => { seen = rows; });
+      const first = live.results.map((x: any) => x.value.body === text(x.value.n, 20_000 + x.value.n * 1000)).join(',');
+      await db.update('docs/01', { body: text(501, 30_000) });
+      for (let t = 0; t < 100 && !seen.some((x: any) => x.value.body === text(501, 30_000)); t++) await new Promise((f) => setTimeout(f, 20));
+      r[`${what}:live`] = `${first};${seen.some((x: any) => x.id === '01' && x.value.body === text(501, 30_000))}`;
+      live.close();
+      await db.update('docs/01', { body: text(1, 21_000) });
+      const h = await db.history('docs/01');
+      r[`${what}:history`] = h.some((e: any) => e.op.type === 'patch' && e.op.fields.body?.assign === text(501, 30_000));
     };
     await check('written');
     await db.close();
@@ -51,6 +70,9 @@ test('large strings and bytes round-trip through reads, queries and reopens from
     expect(out[`${what}:query`], what).toBe(40);
     expect(out[`${what}:many`], what).toBe(true);
     expect(out[`${what}:filter`], what).toBe('07');
+    expect(out[`${what}:nested`], what).toBe(true);
+    expect(out[`${what}:live`], what).toBe('true,true;true');
+    expect(out[`${what}:history`], what).toBe(true);
   }
 });
 

@@ -19,13 +19,15 @@
 // change it while it is copied) are accepted. Item writes holding bytes go as a transaction's
 // bytes (txn.js: `encodeObject` says so by returning undefined); results carry them beside the
 // text (`EngineText`: `{"$bytes": i}` in the JSON, `bytes[i]` the Uint8Array, transferred
-// from the worker). Only where a value is a query operand or a schema default, which are JSON
+// from the worker; a string of 16 KiB or more of UTF-8 crosses the same way, as
+// `{"$bytes": -1 - i}` and its UTF-8, decoded here without a JSON parse of it). Only where a value is a query operand or a schema default, which are JSON
 // text, are bytes written as base64 (`{"$bytes": "<base64>"}`, the core's JSON form): those
 // are short.
 
 import { InvalidValueError, TooLargeError } from './errors.js';
 
 const MAX_DEPTH = 32;
+const utf8 = new TextDecoder();
 /** The largest item (src/value/mod.rs MAX_ITEM_BYTES): bytes longer than this cannot be stored. */
 export const MAX_ITEM_BYTES = 16 << 20;
 const objectProto = Object.prototype;
@@ -219,8 +221,8 @@ export function encodeObject(v, what) {
 }
 
 /**
- * Turn `{"$set": [...]}` objects back into Sets and `{"$bytes": i}` into `bytes[i]`, in place
- * where possible.
+ * Turn `{"$set": [...]}` objects back into Sets, `{"$bytes": i}` into `bytes[i]`, and
+ * `{"$bytes": -1 - i}` into the string whose UTF-8 is `bytes[i]`, in place where possible.
  * @param {any} v
  * @param {Uint8Array[]} [bytes]
  * @returns {any}
@@ -242,7 +244,11 @@ export function revive(v, bytes) {
   }
   if (n === 1) {
     if (Array.isArray(v.$set)) return new Set(v.$set);
-    if (bytes && typeof v.$bytes === 'number') return bytes[v.$bytes];
+    if (bytes && typeof v.$bytes === 'number') {
+      const i = v.$bytes;
+      // A long string crossed as its UTF-8 (src/value/json.rs `TEXT_SINK_MIN`): -1 - index.
+      return i >= 0 ? bytes[i] : utf8.decode(bytes[-1 - i]);
+    }
   }
   return v;
 }

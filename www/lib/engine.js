@@ -536,11 +536,11 @@ export class EngineHandle {
   }
   /**
    * What a migration to `target` has left in `collection`: JSON `[[id, fromVersion, item], ...]`.
-   * @param {string} collection @param {string} stepsJson @param {number} target @returns {string}
+   * @param {string} collection @param {string} stepsJson @param {number} target @returns {EngineText} (with the bytes its items hold)
    */
   migrationPending(collection, stepsJson, target) {
     argCollection('migrationPending', collection);
-    return this._call((r) => r.migrationPending(collection, stepsJson, target));
+    return this._callText((r) => r.migrationPending(collection, stepsJson, target));
   }
 
   // ----- live queries ------------------------------------------------------------------

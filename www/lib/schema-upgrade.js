@@ -162,7 +162,7 @@ export class SchemaUpgrader {
     const work = [];
     if (steps.length > 0) {
       for (const c of this.collections()) {
-        const rows = decode(await this.db._send('migrationPending', [c, JSON.stringify(steps), target], (/** @type {string} */ t) => t));
+        const rows = decode(await this.db._send('migrationPending', [c, JSON.stringify(steps), target], (/** @type {import('./codec.js').EngineText} */ t) => t));
         /** @type {[string, Item | null][]} */
         const mine = [];
         // null: an older application deleted the item concurrently with its migration.

@@ -214,5 +214,43 @@ export const removeTag = (db, id, tag) => editTag(db, id, tag, false);
 /** @param {import('ibexdb').Database} db @param {string} id */
 export const deleteTask = (db, id) => db.delete(`tasks/${id}`);
 
+/**
+ * A name for a photo among `taken`: the file's (its first 60 characters, control characters
+ * dropped: an attachment name is at most 255 bytes of UTF-8), or with ` (2)`, ` (3)`… before the
+ * extension when the task already has a photo of that name.
+ * @param {string} name @param {Set<string>} taken
+ */
+export function photoName(name, taken) {
+  const base = [...name.trim()].filter((c) => !/\p{Cc}/u.test(c)).slice(0, 60).join('') || 'photo';
+  if (!taken.has(base)) return base;
+  const dot = base.lastIndexOf('.');
+  const [stem, ext] = dot > 0 ? [base.slice(0, dot), base.slice(dot)] : [base, ''];
+  for (let i = 2; ; i++) {
+    const next = `${stem} (${i})${ext}`;
+    if (!taken.has(next)) return next;
+  }
+}
+
+/**
+ * Attach photos to a task (each file streamed to this device's storage, its hash, size and type
+ * recorded in a signed commit), then mark the task changed.
+ * @param {import('ibexdb').Database} db @param {string} id @param {File[]} files
+ */
+export async function addPhotos(db, id, files) {
+  const key = `tasks/${id}`;
+  const taken = new Set((await db.attachments(key)).map((a) => a.name));
+  for (const f of files) {
+    const name = photoName(f.name, taken);
+    taken.add(name);
+    await db.attach(key, name, f, { type: f.type || 'application/octet-stream' });
+  }
+  await db.update(key, { updated: Date.now() });
+}
+
+/** @param {import('ibexdb').Database} db @param {string} id @param {string} name */
+export async function removePhoto(db, id, name) {
+  if (await db.detach(`tasks/${id}`, name)) await db.update(`tasks/${id}`, { updated: Date.now() });
+}
+
 /** @param {import('ibexdb').Database} db @param {string} name */
 export const setMyName = (db, name) => db.put(`people/${db.publicKey}`, { name: name.trim() });

@@ -50,5 +50,6 @@ export function describeChange(entry, { listName, first }) {
         lines.push(`set ${field} to ${JSON.stringify(v instanceof Set ? [...v] : v)}`);
     }
   }
+  for (const [name, change] of Object.entries(op.attachments ?? {})) lines.push('detach' in change ? `removed the photo “${name}”` : `added the photo “${name}”`);
   return lines.length ? lines : ['touched it'];
 }

@@ -1,5 +1,5 @@
-// One task: its fields (edited in place; each change is one signed commit) and its history from
-// db.history — who changed what and when. The dialog follows the task with useItem, so an edit
+// One task: its fields (edited in place; each change is one signed commit), its photos
+// (task-photos.js) and its history from db.history — who changed what and when. The dialog follows the task with useItem, so an edit
 // from another device shows up here at once (fields being edited here are left alone). While
 // this device may not change the board (a reader, a removed member) every field is disabled; the
 // history stays readable. It is a modal <dialog> in the body (a Teleport), open while
@@ -11,6 +11,7 @@ import { describeChange } from '../lib/describe.js';
 import { confirmDialog, shortKey, when } from '../lib/dom.js';
 import { usePeople } from './header.js';
 import { report } from './notices.js';
+import { TaskPhotos } from './task-photos.js';
 
 /** @typedef {typeof import('../app.js').app} App */
 
@@ -99,6 +100,7 @@ export const TaskDialog = {
         ])]),
         h('label', { class: 'field' }, [h('span', null, 'Notes'),
           h('textarea', { ref: notes, rows: '4', 'aria-label': 'Notes', placeholder: 'Notes', disabled: off, onChange: (/** @type {Event} */ e) => change({ notes: /** @type {HTMLTextAreaElement} */ (e.target).value }) })]),
+        t ? h(TaskPhotos, { app, id, task: t }) : null,
         h('footer', null, [h('button', { class: 'danger', type: 'button', disabled: off, onClick: remove }, 'Delete task')]),
       ]);
     };

@@ -11,10 +11,12 @@ use crate::commit::{Change, Stamp};
 use crate::error::{Error, Result};
 use crate::item::{FieldMeta, History, Item, ItemId, StampRef};
 use crate::item_map::ItemMap;
+use crate::large;
 use crate::state::State;
 use crate::store::Storage;
-use crate::value::{Map, Name, Value};
+use crate::value::{skip_value, Map, Name, Value, T_FAR};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Contiguous blocks are read together, up to this many bytes per read.
 const READ_BYTES: u64 = 4 << 20;
@@ -83,6 +85,7 @@ pub fn decode_cold<S: Storage>(state: &State, src: &S, blocks: &[&ColdBlock]) ->
     let t = Tables {
         stamps: &state.stamps()[..tables.commits],
         names: &tables.names,
+        log_len: tables.log_len,
     };
     decode_blocks(src, &t, blocks)
 }
@@ -165,6 +168,8 @@ fn decode_block(
 struct Tables<'a> {
     stamps: &'a [Stamp],
     names: &'a [Name],
+    /// Log bytes the snapshot covers.
+    log_len: u64,
 }
 
 impl Tables<'_> {
@@ -223,7 +228,7 @@ fn fields(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<Map> {
     let mut value = Map::with_capacity(nf);
     for _ in 0..nf {
         let k = t.name(r)?;
-        let v = Value::decode(r)?;
+        let v = field_value(r, t.log_len)?;
         // The encoder writes fields in name order: append without searching (comparing two
         // short names is two word compares).
         if value.keys().next_back().is_none_or(|l| *l < k) {
@@ -233,6 +238,23 @@ fn fields(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<Map> {
         }
     }
     Ok(value)
+}
+
+/// A top-level field's value: a value (`Value::decode`), or a reference to a large value in
+/// the first `log_len` bytes of the log (`large::read_ref`, docs/design.md §6.6).
+pub(super) fn field_value(r: &mut Reader<'_>, log_len: u64) -> Result<Value> {
+    if r.peek() == Some(T_FAR) {
+        return Ok(Value::Far(Arc::new(large::read_ref(r, log_len)?)));
+    }
+    Value::decode(r)
+}
+
+/// Step over a top-level field's value (see [`field_value`]).
+pub(super) fn skip_field_value(r: &mut Reader<'_>, log_len: u64) -> Result<()> {
+    if r.peek() == Some(T_FAR) {
+        return large::read_ref(r, log_len).map(drop);
+    }
+    skip_value(r, 0)
 }
 
 /// The commit-table indices of an item's history, delta-encoded; `nc` commits exist.

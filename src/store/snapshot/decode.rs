@@ -80,7 +80,9 @@ fn decode_meta<S: Storage>(meta: &[u8], meta_offset: u64, src: &S) -> Result<Sna
                 .iter()
                 .map(|b| (b.offset, b.offset + u64::from(b.len))),
         );
-        collections.insert(name, Collection::from_cold(blocks));
+        let mut c = Collection::from_cold(blocks);
+        c.far = far_counts(&mut r)?;
+        collections.insert(name, c);
     }
     let bounds = (HEAD_LEN as u64, meta_offset);
     let indexes = indexes::read_directory(&mut r, bounds, &collections, &mut spans)?;
@@ -94,6 +96,7 @@ fn decode_meta<S: Storage>(meta: &[u8], meta_offset: u64, src: &S) -> Result<Sna
     let tables = ColdTables {
         names,
         commits: graph.commits.len(),
+        log_len,
     };
     graph.state = State::from_parts(collections, stamps, Some(tables));
     Ok(SnapshotData {
@@ -103,6 +106,21 @@ fn decode_meta<S: Storage>(meta: &[u8], meta_offset: u64, src: &S) -> Result<Sna
         indexes,
         table,
     })
+}
+
+/// A collection's far values per field (`Collection::far`, docs/design.md §6.6): names
+/// ascending, counts at least 1.
+fn far_counts(r: &mut Reader<'_>) -> Result<BTreeMap<String, usize>> {
+    let mut far = BTreeMap::new();
+    for _ in 0..r.count(2, usize::MAX)? {
+        let field = r.str()?.to_owned();
+        let n = usize::try_from(r.varint()?).map_err(|_| r.err("bad far count"))?;
+        if n == 0 || far.last_key_value().is_some_and(|(l, _)| *l >= field) {
+            return Err(r.err("bad far counts"));
+        }
+        far.insert(field, n);
+    }
+    Ok(far)
 }
 
 /// One collection's block directory: blocks between the header and `meta_offset`, id ranges

@@ -47,7 +47,6 @@ pub(super) fn encode(
     (log_len, anchor): (u64, Option<(u64, u32)>),
     (append, kept_table): (Option<u64>, &[TableSegment]),
     persist: &[Persist<'_>],
-    far: Far<'_>,
     out: &mut dyn FnMut(&[u8]) -> Result<()>,
 ) -> Result<(Vec<(String, ColdIndex)>, Written)> {
     let rewrite = append.is_none();
@@ -71,7 +70,7 @@ pub(super) fn encode(
     let segments = commits::write_segments(&mut f, &graph.commits, &kept_table[..keep])?;
     let stamps = StampRefs::new(graph);
     let (table, mut names) = names_of(graph);
-    let dir = collections(&mut f, graph, (&stamps, far), &mut names)?;
+    let dir = collections(&mut f, graph, &stamps, &mut names)?;
     let written = indexes::write(&mut f, persist)?;
     let meta_offset = f.offset();
     let meta_start = f.w.buf.len();
@@ -88,10 +87,11 @@ pub(super) fn encode(
     let tables = ColdTables {
         names: table.iter().map(|n| Name::from(*n)).collect(),
         commits: graph.commits.len(),
+        log_len,
     };
     let blocks = dir
         .iter()
-        .map(|(c, bs)| {
+        .map(|(c, bs, _)| {
             let kept = bs.iter().filter(|b| !b.cold).map(BlockEntry::to_block);
             ((*c).to_owned(), kept.collect())
         })
@@ -146,8 +146,8 @@ impl<'g> BlockEntry<'g> {
     }
 }
 
-/// Each collection's name and blocks.
-type Directory<'g> = Vec<(&'g str, Vec<BlockEntry<'g>>)>;
+/// Each collection's name, blocks, and far values per field (`Collection::far`).
+type Directory<'g> = Vec<(&'g str, Vec<BlockEntry<'g>>, &'g BTreeMap<String, usize>)>;
 
 /// Write every collection's loaded items as blocks, between the blocks kept where they are:
 /// the cold ones, and the clean ones, whose items (loaded, unchanged) are skipped; returns the
@@ -155,7 +155,7 @@ type Directory<'g> = Vec<(&'g str, Vec<BlockEntry<'g>>)>;
 fn collections<'g>(
     f: &mut Out<'_>,
     graph: &'g Graph,
-    stamps: (&StampRefs, Far<'_>),
+    stamps: &StampRefs,
     names: &mut Names<'g>,
 ) -> Result<Directory<'g>> {
     let mut dir = Vec::with_capacity(graph.state.collections.len());
@@ -176,7 +176,7 @@ fn collections<'g>(
                 blocks.push(BlockEntry::kept(b, cold));
             }
         }
-        dir.push((cname.as_str(), blocks));
+        dir.push((cname.as_str(), blocks, &c.far));
     }
     Ok(dir)
 }
@@ -202,7 +202,7 @@ fn new_block<'g, I: Iterator<Item = (&'g ItemId, &'g Item)>>(
     block: &mut Writer,
     items: &mut std::iter::Peekable<I>,
     before: impl Fn(&ItemId) -> bool,
-    (stamps, far): (&StampRefs, Far<'_>),
+    stamps: &StampRefs,
     names: &mut Names<'g>,
 ) -> Result<BlockEntry<'g>> {
     block.buf.clear();
@@ -218,7 +218,7 @@ fn new_block<'g, I: Iterator<Item = (&'g ItemId, &'g Item)>>(
         count += 1;
         live += u32::from(it.is_live());
         block.lp(id.as_bytes());
-        item(block, it, (stamps, far), names)?;
+        item(block, it, stamps, names);
     }
     let entry = BlockEntry {
         first,
@@ -237,7 +237,7 @@ fn new_block<'g, I: Iterator<Item = (&'g ItemId, &'g Item)>>(
 /// The collections' block directory.
 fn directory(w: &mut Writer, dir: &Directory<'_>) {
     w.varint(dir.len() as u64);
-    for (cname, blocks) in dir {
+    for (cname, blocks, far) in dir {
         w.lp(cname.as_bytes());
         w.varint(blocks.len() as u64);
         for b in blocks {
@@ -248,6 +248,11 @@ fn directory(w: &mut Writer, dir: &Directory<'_>) {
             w.varint(u64::from(b.count));
             w.varint(u64::from(b.live));
             w.u32(b.crc);
+        }
+        w.varint(far.len() as u64);
+        for (field, n) in *far {
+            w.lp(field.as_bytes());
+            w.varint(*n as u64);
         }
     }
 }
@@ -467,15 +472,7 @@ impl<'g> Names<'g> {
     }
 }
 
-/// A positioned read of the log: where an item's large values are (docs/design.md §6.6).
-pub(super) type Far<'a> = &'a dyn Fn(u64, &mut [u8]) -> Result<()>;
-
-fn item<'g>(
-    w: &mut Writer,
-    it: &'g Item,
-    (stamps, far): (&StampRefs, Far<'_>),
-    names: &mut Names<'g>,
-) -> Result<()> {
+fn item<'g>(w: &mut Writer, it: &'g Item, stamps: &StampRefs, names: &mut Names<'g>) {
     // An item's reset and last write are commits of the table: `k ≥ 2` (or 0 for none).
     w.varint(stamp_ref_code(it.reset));
     w.varint(stamp_ref_code(it.last));
@@ -484,8 +481,9 @@ fn item<'g>(
     for (pos, (k, v)) in it.value.iter().enumerate() {
         w.varint(names.field(pos, k));
         match v {
-            // Kept in the log, written here in full: a snapshot holds only values.
-            Value::Far(f) => crate::large::load(far, f)?.encode(w),
+            // Kept in the log: the snapshot holds where (docs/design.md §6.6). Its frame is
+            // among those the snapshot covers (the graph replays exactly them).
+            Value::Far(f) => crate::large::write_ref(w, f),
             v => v.encode(w),
         }
     }
@@ -502,7 +500,6 @@ fn item<'g>(
             field_meta(w, fm, stamps);
         }
     }
-    Ok(())
 }
 
 fn field_meta(w: &mut Writer, fm: &FieldMeta, stamps: &StampRefs) {

@@ -41,6 +41,8 @@ use crate::item::{Item, ItemId};
 use crate::state::State;
 
 pub const SNAPSHOT_MAGIC: &[u8; 8] = b"IBEXSNP1";
+/// Version 10 keeps large values where they are in the log (an item's field holds a reference,
+/// `large::write_ref`; each collection's directory entry ends with its far values per field).
 /// Version 9 lists with each index block the writes to its range since (`IndexBlock::pending`:
 /// a snapshot keeps a written index without reading it). Version 8 writes the commit table in segments an appended snapshot keeps (docs/design.md §8,
 /// *Commit table*). Version 7 adds the stored schemas to every access list (docs/design.md §2.4). Version 6 lists each index block's first and last entries in the index directory (a query
@@ -48,7 +50,7 @@ pub const SNAPSHOT_MAGIC: &[u8; 8] = b"IBEXSNP1";
 /// a stamp; the founder's key) and marks the commits that do not count; version 4 added the persisted secondary indexes; version 3 cut the items into blocks read
 /// on demand; version 2 added the access lists (docs/design.md §8). A file of an older version
 /// is ignored (the log is replayed) and rewritten at the next snapshot.
-pub const SNAPSHOT_VERSION: u32 = 9;
+pub const SNAPSHOT_VERSION: u32 = 10;
 /// Commit flags.
 const F_TRUSTED: u8 = 1;
 const F_SEALED: u8 = 2;
@@ -95,8 +97,7 @@ pub fn write_for<S: Storage, D: Storage>(
     }
     let mut end = append.unwrap_or(0);
     let table = if append.is_some() { table } else { &[] };
-    let far = |at: u64, buf: &mut [u8]| Ok(log.read_at(at, buf)?);
-    let (written, blocks) = encode::encode(graph, at, (append, table), persist, &far, &mut |b| {
+    let (written, blocks) = encode::encode(graph, at, (append, table), persist, &mut |b| {
         dst.write_at(end, b)?;
         end += b.len() as u64;
         Ok(())

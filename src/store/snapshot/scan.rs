@@ -5,14 +5,14 @@
 //! ascending ids, its visible count, stamp and name references in range); the other fields, the
 //! history and the metadata are stepped over.
 
-use super::blocks::read_blocks;
+use super::blocks::{field_value, read_blocks, skip_field_value};
 use super::{I_DELETE, I_META, M_SET, M_TOP};
 use crate::codec::Reader;
 use crate::cold::ColdBlock;
 use crate::error::{Error, Result};
 use crate::state::State;
 use crate::store::Storage;
-use crate::value::{skip_value, Value};
+use crate::value::Value;
 
 /// Call `visit` with the value of `field` (`None` when absent) of every visible item in the
 /// cold blocks of `collection`; the loaded items are the caller's. The state does not change.
@@ -57,6 +57,7 @@ fn scan<S: Storage>(
     let refs = Refs {
         commits: tables.commits as u64,
         names: tables.names.len() as u64,
+        log_len: tables.log_len,
     };
     read_blocks(src, &blocks, &mut |bytes, b| {
         scan_block(bytes, b, refs, target, visit)
@@ -68,6 +69,8 @@ fn scan<S: Storage>(
 struct Refs {
     commits: u64,
     names: u64,
+    /// Log bytes the snapshot covers (where its large values' references point).
+    log_len: u64,
 }
 
 impl Refs {
@@ -135,9 +138,9 @@ fn scan_block(
         for _ in 0..r.count(2, usize::MAX)? {
             let name = refs.name(&mut r)?;
             if Some(name as usize) == target && visible {
-                found = Some(Value::decode(&mut r)?);
+                found = Some(field_value(&mut r, refs.log_len)?);
             } else {
-                skip_value(&mut r, 0)?;
+                skip_field_value(&mut r, refs.log_len)?;
             }
         }
         if visible {

@@ -135,7 +135,7 @@ export function planRuns(opts, plan) {
   }
   /** @param {string} section */
   const sectionRows = (section) => keep(ROWS.filter((r) => r.section === section && want(r.suite)).map((r) => r.id));
-  for (const section of ['relational', 'verify', 'omgdb', 'fts']) {
+  for (const section of ['relational', 'verify', 'omgdb', 'fts', 'files']) {
     const rows = sectionRows(section);
     if (rows.length) runs.push({ section, n: 0, rows });
   }
@@ -222,7 +222,7 @@ async function runBench(options = {}) {
           ? 'wasm memory: the engine\'s WebAssembly.Memory size (linear memory, never shrinks); JS heap: the engine worker\'s V8 heap via CDP Runtime.getHeapUsage (performance.memory and measureUserAgentSpecificMemory are not exposed in workers)'
           : 'wasm memory only: worker JS heap is not measurable without the runner\'s CDP hook',
       },
-      options: { ...opts, engines: engines.map((e) => e.id), rows: rowIds, runs: runPlan, planParams: { relational: plan.relational, verify: plan.verify, dbx: plan.dbx, fat: plan.fat, omgdb: plan.omgdb, fts: plan.fts } },
+      options: { ...opts, engines: engines.map((e) => e.id), rows: rowIds, runs: runPlan, planParams: { relational: plan.relational, verify: plan.verify, dbx: plan.dbx, fat: plan.fat, omgdb: plan.omgdb, fts: plan.fts, files: plan.files } },
       rowCatalogue: ROWS,
       engines: all.map(({ id, family, durability, description, config, available, missing, pageApi, storage }) => ({ id, family, durability, description, config, available, missing, pageApi: pageApi ?? 'worker', storage: storage ?? 'opfs (sahpool)' })),
       runs: [],

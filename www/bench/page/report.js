@@ -185,6 +185,11 @@ export function reportSections(results) {
     const p = results.options?.planParams?.omgdb;
     sections.push({ key: 'omgdb', title: 'OMGDB seed: its published rows, side by side', subtitle: p ? `${nfmt(p.documents)} documents (the benchmark item) in batches of ${nfmt(p.batch)}; published: OMGDB's performance page (native, in-process, its own machine)` : '', lines: linesFor(results, omg, ROWS.filter((r) => r.section === 'omgdb').map((r) => r.id)), reference: 'OMGDB published' });
   }
+  const files = runsOf(results, 'files');
+  if (files.length) {
+    const p = results.options?.planParams?.files;
+    sections.push({ key: 'files', title: 'go-persist seed: file storage (attachments against SQLite BLOBs)', subtitle: p ? `${nfmt(p.few)} and ${nfmt(p.many)} files of ${(p.minBytes / 1e6).toFixed(1)}–${(p.maxBytes / 1e6).toFixed(1)} MB; ibexdb: an item and its attachment per file; SQLite: a row with a BLOB` : '', lines: linesFor(results, files, ROWS.filter((r) => r.section === 'files').map((r) => r.id)) });
+  }
   const fts = runsOf(results, 'fts');
   if (fts.length) {
     const p = results.options?.planParams?.fts;

@@ -335,7 +335,7 @@ export class EngineRun {
    */
   async workerRow(rowId, def, p, entry) {
     const { n, plan } = this;
-    const params = { n, seed: this.seed + ROWS.indexOf(def), adaptive: !!def.adaptive, ...p, rel: plan.relational, verify: plan.verify, dbx: plan.dbx, fat: plan.fat, omgdb: plan.omgdb, fts: plan.fts };
+    const params = { n, seed: this.seed + ROWS.indexOf(def), adaptive: !!def.adaptive, ...p, rel: plan.relational, verify: plan.verify, dbx: plan.dbx, fat: plan.fat, omgdb: plan.omgdb, fts: plan.fts, files: plan.files };
     const r = await this.w.call({ type: 'row', row: rowId, params });
     if (r.na) {
       entry.na = r.na;

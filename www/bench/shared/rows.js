@@ -283,6 +283,25 @@ export const ROWS = [
     engines: ['sqlite-default', 'sqlite-tuned', 'sqlite-best', 'ibexdb', 'ibexdb-relaxed'],
     enginesWhy: 'the full-text rows run the SQLite presets and the signed ibexdb engines (durable and relaxed); the trusted variant changes only the signing of writes',
   })),
+  // --- go-persist seed: its file storage suite (issue 26): files of 2–5 MB ------------------------
+  ...[
+    {
+      id: 'files-write-100', label: 'files: write 100 files of 2–5 MB', write: true,
+      worker: 'fresh database: 100 files of 2–5 MB (bytes made untimed), each stored durably before the next (ibexdb: an item and its attachment, streamed from a Blob to its own OPFS file, hashed, flushed; SQLite: a row with the file as a BLOB in one transaction), trailing work included',
+    },
+    {
+      id: 'files-write-1000', label: 'files: write 1,000 files of 2–5 MB', write: true,
+      worker: 'as files-write-100, with 1,000 files (~3.5 GB); the note gives the storage bytes against the bytes of the files (storage efficiency)',
+    },
+    {
+      id: 'files-read-one', label: 'files: read one file (2–5 MB)', write: false,
+      worker: 'one random file of the 1,000 read whole into an ArrayBuffer and checked (size and a checksum of its bytes) (ibexdb: attachment() → Blob → arrayBuffer(); SQLite: SELECT of the BLOB); the note gives the engine memory one read adds in a fresh database connection',
+    },
+  ].map((r) => ({
+    suite: 'files', section: 'files', scale: '1', ...r,
+    engines: ['sqlite-default', 'sqlite-tuned', 'sqlite-best', 'ibexdb'],
+    enginesWhy: 'the file suite runs the durable engines (sqlite-default, sqlite-tuned, sqlite-best, signed ibexdb); the relaxed and trusted variants change only the metadata commits',
+  })),
 ];
 
 /** Which suites run which rows, in catalogue order. `load` is the old name of `scaling`. */
@@ -296,11 +315,12 @@ export const SUITES = {
   fat: ROWS.filter((r) => r.suite === 'fat').map((r) => r.id),
   omgdb: ROWS.filter((r) => r.suite === 'omgdb').map((r) => r.id),
   fts: ROWS.filter((r) => r.suite === 'fts').map((r) => r.id),
+  files: ROWS.filter((r) => r.suite === 'files').map((r) => r.id),
 };
 SUITES.load = SUITES.scaling;
 
 /** Suites that run when none are named (every suite; `load` is an alias). */
-export const DEFAULT_SUITES = ['core', 'writes', 'scaling', 'relational', 'verify', 'dbx', 'fat', 'omgdb', 'fts'];
+export const DEFAULT_SUITES = ['core', 'writes', 'scaling', 'relational', 'verify', 'dbx', 'fat', 'omgdb', 'fts', 'files'];
 /** Default sizes: the core and writes rows at N = 100k; bulk load and open at 10k, 100k and 1M. */
 export const DEFAULT_SIZES = [100000];
 export const DEFAULT_SCALING_SIZES = [10000, 100000, 1000000];
@@ -379,6 +399,9 @@ export const PLANS = {
       'fts-build': { samples: 3, warmup: 1 },
       'fts-query': { samples: 20 },
       'fts-update': { samples: 10, maxK: 500 },
+      'files-write-100': { samples: 1, warmup: 0 },
+      'files-write-1000': { samples: 1, warmup: 0 },
+      'files-read-one': { samples: 20, warmup: 2 },
     },
     // go-sqlite-bench sizes, except: simple inserts 1M users there (here 100k: the benchmark's N;
     // see docs/benchmarks.md), large inserts 10,000 rows there (here 1,000, the published rows;
@@ -398,6 +421,8 @@ export const PLANS = {
     omgdb: { documents: 50_000, batch: 1000 },
     // Full-text search: 100k documents, 20 different searches.
     fts: { docs: 100_000, searches: 20 },
+    // go-persist's file storage suite: 100 and 1,000 files of 2–5 MB.
+    files: { few: 100, many: 1000, minBytes: 2_000_000, maxBytes: 5_000_000 },
   },
   quick: {
     targetMs: 2, warmupMs: 10, maxK: 200, pageWarmup: 2,
@@ -458,6 +483,9 @@ export const PLANS = {
       'fts-build': { samples: 1, warmup: 0 },
       'fts-query': { samples: 3 },
       'fts-update': { samples: 3, maxK: 20 },
+      'files-write-100': { samples: 1, warmup: 0 },
+      'files-write-1000': { samples: 1, warmup: 0 },
+      'files-read-one': { samples: 3, warmup: 0 },
     },
     relational: {
       simpleUsers: 300,
@@ -471,6 +499,7 @@ export const PLANS = {
     fat: { sizes: [300, 600], batchReads: 400, cycles: 5, cycleBudgetMs: 5000 },
     omgdb: { documents: 600, batch: 200 },
     fts: { docs: 2000, searches: 5 },
+    files: { few: 4, many: 10, minBytes: 20_000, maxBytes: 50_000 },
   },
 };
 

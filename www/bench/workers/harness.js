@@ -23,6 +23,7 @@ import { isThenable, now } from './loops.js';
 import { crudRows } from './rows/crud.js';
 import { dbxRows } from './rows/dbx.js';
 import { fatRows } from './rows/fat.js';
+import { filesRows } from './rows/files.js';
 import { omgdbRows } from './rows/omgdb.js';
 import { ftsRows } from './rows/fts.js';
 import { queryRows } from './rows/queries.js';
@@ -57,6 +58,7 @@ import { writeRows } from './rows/writes.js';
  * @property {{sizes: number[], batchReads: number, cycles: number, cycleBudgetMs: number}} [fat] go-persist seed
  * @property {{documents: number, batch: number}} [omgdb] OMGDB seed
  * @property {{docs: number, searches: number}} [fts] full-text search: documents, searches
+ * @property {{few: number, many: number, minBytes: number, maxBytes: number}} [files] file storage: file counts and sizes
  */
 
 /**
@@ -110,6 +112,7 @@ import { writeRows } from './rows/writes.js';
  * @property {(msg: {type: string, port?: MessagePort | null}) => void} [pageNotice] a notice from the page, handled at once (not queued): 'verify-port' (the helper thread the adapter asked for with a {type: 'verify-thread'} message), 'verify-failed'
  * @property {Record<string, any>} [docs] seed suites (dbx, fat): setup, insert, get, getMany, size, count, sum, minMax, filterGt
  * @property {Record<string, any>} [fts] full-text search (suite fts): setup, insert, build, search, update, title
+ * @property {Record<string, any>} [files] file storage (suite files): setup, put, read
  */
 
 /** Serialize an Error for postMessage, keeping name and stack (engine errors have stable names). @param {unknown} err */
@@ -214,7 +217,7 @@ export function serve(adapter) {
   /** @type {{engine: string | null, config: Record<string, unknown> | null}} */
   const worker = { engine: null, config: null };
   /** @type {Record<string, (p: RowParams) => Promise<RowResult>>} */
-  const rows = { ...scalingRows(s), ...crudRows(s), ...queryRows(s), ...writeRows(s), ...relationalRows(s), ...verifyRows(s), ...dbxRows(s), ...fatRows(s), ...omgdbRows(s), ...ftsRows(s) };
+  const rows = { ...scalingRows(s), ...crudRows(s), ...queryRows(s), ...writeRows(s), ...relationalRows(s), ...verifyRows(s), ...dbxRows(s), ...fatRows(s), ...omgdbRows(s), ...ftsRows(s), ...filesRows(s) };
 
   /** @param {any} msg @returns {Promise<object>} the reply's fields */
   async function handle(msg) {

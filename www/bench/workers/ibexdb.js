@@ -48,15 +48,17 @@ import { opfsUsage } from './opfs-usage.js';
 import { FAT_COLLECTIONS } from '../shared/docs.js';
 
 /**
- * An engine result as JSON: the benchmark's data holds no bytes values, so every result is
- * plain text (engine.js EngineText: `{json, bytes}` only when bytes are in it).
+ * An engine result decoded as the product decodes it (codec.js `decode`: JSON text, and the
+ * UTF-8 of strings of 16 KiB or more beside it, as the "large" rows' texts come).
  * @param {import('../../lib/codec.js').EngineText} t
  */
-const parseText = (t) => JSON.parse(typeof t === 'string' ? t : t.json);
+const parseText = (t) => decodeText(t);
 
 const ENGINE_MODULE = new URL('../../lib/engine.js', import.meta.url).href;
 const POLICY_MODULE = new URL('../../lib/policy.js', import.meta.url).href;
 const STORAGE_MODULE = new URL('../../lib/storage.js', import.meta.url).href;
+const CODEC_MODULE = new URL('../../lib/codec.js', import.meta.url).href;
+const ATTACH_OPS_MODULE = new URL('../../lib/worker/attach-ops.js', import.meta.url).href;
 // verify() as the runtime worker runs it: seal signatures by WebCrypto, every other check by the engine.
 const VERIFY_MODULE = new URL('../../lib/worker/verify.js', import.meta.url).href;
 const CRYPTO_MODULE = new URL('../../lib/worker/crypto.js', import.meta.url).href;
@@ -89,6 +91,15 @@ const MAX_TXN_BYTES = 48 << 20;
 
 /** @type {typeof import('../../lib/engine.js').openEngine} */
 let openEngine;
+/** @type {typeof import('../../lib/codec.js').decode} */
+let decodeText;
+/** @type {typeof import('../../lib/worker/attach-ops.js').ATTACH_OPS | undefined} */
+let attachOps;
+/** The attachment ops once `files.setup()` loaded them. @template T @param {T | undefined} o @returns {T} */
+const opsOf = (o) => {
+  if (!o) throw new Error('ibexdb-worker: files.setup() first');
+  return o;
+};
 /** @type {typeof import('../../lib/engine.js').TxnBuilder} */
 let TxnBuilder;
 /** @type {typeof import('../../lib/policy.js')} */
@@ -276,7 +287,7 @@ serve({
     const t0 = performance.now();
     ({ openEngine, TxnBuilder } = await import(ENGINE_MODULE));
     // Loaded with engine.js already: no fetch.
-    [policy, storage] = await Promise.all([import(POLICY_MODULE), import(STORAGE_MODULE)]);
+    [policy, storage, { decode: decodeText }] = await Promise.all([import(POLICY_MODULE), import(STORAGE_MODULE), import(CODEC_MODULE)]);
     const [verifyModule, { HostCrypto }] = await Promise.all([import(VERIFY_MODULE), import(CRYPTO_MODULE)]);
     verifyRepository = verifyModule.verifyRepository;
     // verify()'s helper thread is started by the page, as the runtime's is (page/engine-worker.js
@@ -589,6 +600,31 @@ serve({
     filterGt(coll, field, x) {
       const rows = parseText(eng.queryJson(JSON.stringify({ collection: coll, where: { [field]: { gt: x } } })));
       return rows.map(([id, v]) => relRow(id, v));
+    },
+  },
+
+  // ----- files (suite files, go-persist): an item per file and its attachment -------------------
+  files: {
+    /** The runtime's attachment ops (worker/attach-ops.js), loaded by the suite, not by init. */
+    async setup() {
+      attachOps ??= (await import(ATTACH_OPS_MODULE)).ATTACH_OPS;
+    },
+    /**
+     * What `db.put` + `db.attach` do in the runtime's worker: the item, then the bytes streamed
+     * from a Blob to their own OPFS file (hashed, flushed, named by their hash) and the commit
+     * that records them; one flush makes both durable.
+     * @param {number} i @param {string} name @param {Uint8Array} bytes @param {string} type
+     */
+    async put(i, name, bytes, type) {
+      const key = `files/${pad(i)}`;
+      eng.putJson(key, JSON.stringify({ name, size: bytes.length }));
+      await opsOf(attachOps).attach.run({ engine: eng }, key, 'data', new Blob([/** @type {Uint8Array<ArrayBuffer>} */ (bytes)], { type }), type);
+      await written();
+    },
+    /** The file's bytes: `attachment()`'s Blob (a view of its OPFS file), read whole. @param {number} i */
+    async read(i) {
+      const blob = await opsOf(attachOps).attachment.run({ engine: eng }, `files/${pad(i)}`, 'data');
+      return blob.arrayBuffer();
     },
   },
 

@@ -356,6 +356,27 @@ serve({
     },
   },
 
+  // Files as a tuned app stores them in SQLite: a row per file with the bytes in a BLOB column,
+  // each insert its own transaction (durable per config); a read SELECTs the BLOB (the bytes come
+  // out of wasm memory as a Uint8Array).
+  files: {
+    setup() {
+      items.db.exec('CREATE TABLE IF NOT EXISTS files(id INTEGER PRIMARY KEY, name TEXT NOT NULL, type TEXT NOT NULL, data BLOB NOT NULL)');
+    },
+    /** @param {number} i @param {string} name @param {Uint8Array} bytes @param {string} type */
+    put(i, name, bytes, type) {
+      const st = docStmt('INSERT INTO files(id, name, type, data) VALUES (?, ?, ?, ?)');
+      items.inTransaction(() => st.bind([i, name, type, bytes]).stepReset());
+    },
+    /** @param {number} i @returns {Uint8Array} */
+    read(i) {
+      const st = docStmt('SELECT data FROM files WHERE id = ?').bind([i]);
+      const out = rowsOf(st, (x) => /** @type {Uint8Array} */ (x.get(0)));
+      if (out.length !== 1 || !(out[0] instanceof Uint8Array)) throw new Error(`sqlite-worker: file ${i} not found`);
+      return out[0];
+    },
+  },
+
   rel: {
     note: 'SQLite: go-sqlite-bench schema and SQL (LEFT JOINs), statements prepared once',
     tunedNote: 'SQLite tuned: composite indexes articles(userId, created), comments(articleId, created); per user 3 prepared queries; statements prepared once',
