@@ -421,15 +421,17 @@ fn stored(out: &Outbox, session: &Session, up: &Upload) -> Result<(), Ended> {
     Ok(())
 }
 
-/// `AttachGet`: authorize, then stream the bytes from `offset` in chunks, each queued once the
-/// connection's queue is under half full (the socket is not read meanwhile).
+/// `AttachGet`: authorize, then stream the window `offset .. offset + length` (within the size)
+/// in chunks, each queued once the connection's queue is under half full (the socket is not
+/// read meanwhile).
 pub async fn get(
     server: &Arc<Server>,
     (out, repo, session): (&Outbox, &RepoHandle, &Session),
     hash: [u8; 32],
     size: u64,
-    offset: u64,
+    (offset, length): (u64, u64),
 ) -> Result<(), Ended> {
+    let end = size.min(offset.saturating_add(length));
     let place = match authorize(server, repo, session, (hash, size), false).await? {
         Ok(place) => place,
         Err(e) => {
@@ -461,10 +463,11 @@ pub async fn get(
         },
         Place::Pg(..) => None,
     };
-    if size == 0 {
+    if end <= offset {
+        // Nothing to send (an empty file, or an empty window): one empty chunk says so.
         let m = Message::AttachChunk {
             hash,
-            offset: 0,
+            offset,
             bytes: Vec::new(),
         };
         out.force(Bytes::from(m.encode()));
@@ -479,7 +482,7 @@ pub async fn get(
             }
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        let n = (size - at).min(ATTACH_CHUNK_BYTES as u64) as usize;
+        let n = (end - at).min(ATTACH_CHUNK_BYTES as u64) as usize;
         let read = match (&mut file, &place) {
             (Some(f), _) => f
                 .seek(SeekFrom::Start(at))
@@ -496,7 +499,7 @@ pub async fn get(
                     Ok(Some(row))
                         if row.len() > skip && (size - at) as usize >= row.len() - skip =>
                     {
-                        Ok(row[skip..].to_vec())
+                        Ok(row[skip..(skip + n).min(row.len())].to_vec())
                     }
                     Ok(_) => Err(missing()),
                     Err(e) => Err(e),
@@ -521,7 +524,7 @@ pub async fn get(
             return Err(Ended::Closed("queue full during a download"));
         }
         at += len;
-        if at >= size {
+        if at >= end {
             return Ok(());
         }
     }

@@ -492,9 +492,15 @@ async fn on_message(
             }
             return attach_store::chunk((out, session), upload, hash, offset, &chunk).await;
         }
-        Ok(Message::AttachGet { hash, size, offset }) => {
+        Ok(Message::AttachGet {
+            hash,
+            size,
+            offset,
+            length,
+        }) => {
             let at = (&**out, repo, session);
-            return attach_store::get(server, at, hash, size, offset).await;
+            let window = (offset, length);
+            return attach_store::get(server, at, hash, size, window).await;
         }
         Ok(Message::Hello { .. }) => {
             return Err(Ended::protocol("a second Hello on one connection"))

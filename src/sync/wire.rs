@@ -195,11 +195,13 @@ pub enum Message {
         bytes: Vec<u8>,
     },
     /// Client → server: send the bytes of attachment `hash` (of `size` bytes, as the commit
-    /// records) from `offset`.
+    /// records) from `offset`, at most `length` of them (a window: the client asks for the next
+    /// one as it stores what came, so its memory holds about one window).
     AttachGet {
         hash: [u8; 32],
         size: u64,
         offset: u64,
+        length: u64,
     },
     /// Server → client: an offer, upload or download of attachment `hash` was refused; the
     /// fields are an `Error`'s. The session goes on.
@@ -528,7 +530,7 @@ fn cut(s: &str, max: usize) -> &[u8] {
 
 // ----- the attachment messages (version 5; docs/design.md §12.2, *Attachment bytes*): an upload
 // is `AttachOffer` → `AttachWant{offset}` → `AttachChunk`s from that offset → `AttachWant{offset =
-// size}` once the server holds the bytes; a download is `AttachGet` → `AttachChunk`s to the end.
+// size}` once the server holds the bytes; a download is `AttachGet` → `AttachChunk`s over the window it asked for.
 // A refusal of either is an `AttachError` naming the hash, and the session goes on.
 
 pub const TYPE_ATTACH_OFFER: u8 = 8;
@@ -573,10 +575,16 @@ fn encode_attach(w: &mut Writer, m: &Message) {
             w.varint(*offset);
             w.lp(bytes);
         }
-        Message::AttachGet { hash, size, offset } => {
+        Message::AttachGet {
+            hash,
+            size,
+            offset,
+            length,
+        } => {
             w.bytes(hash);
             w.varint(*size);
             w.varint(*offset);
+            w.varint(*length);
         }
         Message::AttachError {
             hash,
@@ -621,7 +629,13 @@ fn decode_attach(ty: u8, r: &mut Reader<'_>) -> Result<Message> {
             if offset > size {
                 return Err(r.err("attachment offset past its size"));
             }
-            Message::AttachGet { hash, size, offset }
+            let length = r.varint()?;
+            Message::AttachGet {
+                hash,
+                size,
+                offset,
+                length,
+            }
         }
         _ => match decode_error(r)? {
             Message::Error {

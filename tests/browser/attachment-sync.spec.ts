@@ -82,9 +82,9 @@ test('two devices: one attaches offline, the other fetches the bytes lazily; tam
     const name = uniqueName('attsync');
     await gotoPlayground(page);
     await gotoPlayground(pageB);
-    // A, offline: an item with three files (3 MB, 100 KB, 50 KB) and an empty one.
+    // A, offline: an item with three files (12 MB, 100 KB, 50 KB) and an empty one.
     await open(page, name, null);
-    const sizes: Record<string, [number, number]> = { photo: [3_000_000, 1], doc2: [100_000, 2], doc3: [50_000, 3], empty: [0, 4] };
+    const sizes: Record<string, [number, number]> = { photo: [12_000_000, 1], doc2: [100_000, 2], doc3: [50_000, 3], empty: [0, 4] };
     const hashes: Record<string, string> = await page.evaluate(async (sizes) => {
       const w = window as any;
       await w.db.put('tasks/t', { title: 'offline' });
@@ -140,7 +140,7 @@ test('two devices: one attaches offline, the other fetches the bytes lazily; tam
     await pageB.evaluate(() => (window as any).db.sync(null));
     expect(await read(pageB, 'photo', ...sizes.photo)).toEqual({ same: true });
     expect(await read(pageB, 'doc2', ...sizes.doc2)).toEqual({ error: 'AttachmentUnavailableError', kind: null, isClass: true });
-    console.log(`attachment-sync: 3 MB fetched lazily in ${fetchMs} ms`);
+    console.log(`attachment-sync: 12 MB fetched lazily in ${fetchMs} ms`);
     expect(wB.problems).toEqual([]);
     await page.evaluate(() => (window as any).db.close());
     await pageB.evaluate(() => (window as any).db.close());

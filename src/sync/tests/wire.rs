@@ -384,6 +384,7 @@ fn attachment_messages_round_trip_and_bound_their_chunks() {
             hash: [4; 32],
             size: 10,
             offset: 10,
+            length: 1 << 20,
         },
         Message::attach_error([6; 32], &e),
     ];
@@ -413,6 +414,7 @@ fn attachment_messages_round_trip_and_bound_their_chunks() {
         hash: [4; 32],
         size: 10,
         offset: 11,
+        length: 1,
     };
     assert!(
         Message::decode(&past.encode()).is_err(),

@@ -9,9 +9,12 @@
 //   read from the file one at a time (at most about UPLOAD_BUFFER_BYTES queued in the socket).
 //   One upload at a time; a refusal (`AttachError`) skips the file until the next connection.
 //   Offers are made again on every connection (the server answers those it holds at once).
-// - Download (`fetch`): `AttachGet` hash, size, offset 0; the server's chunks become a
-//   ReadableStream the caller writes to its store (which checks the SHA-256). Chunks are
-//   handled as they arrive, not on the work chain: the caller holds the chain while it writes.
+// - Download (`fetch`): `AttachGet` hash, size, offset, length, one window of
+//   DOWNLOAD_WINDOW_BYTES at a time; the server's chunks become a ReadableStream the caller
+//   writes to its store (which checks the SHA-256), and the next window is asked for when the
+//   store has taken what came (the stream's `pull`): about two windows are in memory at most,
+//   whatever the file's size. Chunks are handled as they arrive, not on the work chain: the
+//   caller holds the chain while it writes.
 //   A closed connection ends the stream with AttachmentUnavailableError (the caller's store
 //   removes its temporary file; the next read fetches from the start).
 //
@@ -29,6 +32,8 @@ const ERROR = 12;
 export const ATTACH_CHUNK_BYTES = 256 * 1024;
 /** Bytes an upload lets the socket hold before it waits for them to drain. */
 const UPLOAD_BUFFER_BYTES = 4 * ATTACH_CHUNK_BYTES;
+/** A download asks for this many bytes at a time, the next window once the store took half. */
+export const DOWNLOAD_WINDOW_BYTES = 8 * ATTACH_CHUNK_BYTES;
 
 /** @param {string} hex @returns {Uint8Array} */
 function fromHex(hex) {
@@ -104,6 +109,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * @typedef {object} Download
  * @property {number} size
  * @property {number} offset bytes received
+ * @property {number} asked bytes asked for (the windows sent)
  * @property {ReadableStreamDefaultController<Uint8Array>} controller
  */
 
@@ -202,18 +208,34 @@ export class AttachmentSync {
    * @returns {ReadableStream<Uint8Array>}
    */
   fetch(ws, hash, size) {
-    return new ReadableStream({
-      start: (controller) => {
-        this._end(hash, new AttachmentUnavailableError('superseded by another download'));
-        this._downloads.set(hash, { size, offset: 0, controller });
-        ws.send(encode(GET, hash, [size, 0]));
-        if (size === 0) {
-          // The server sends one empty chunk; nothing to wait for.
-          this._downloads.delete(hash);
-          controller.close();
-        }
+    /** @type {Download | null} */
+    let d = null;
+    /** Ask for the next window while less than half a window is on its way or queued. */
+    const ask = () => {
+      if (!d || this._downloads.get(hash) !== d || d.asked >= size) return;
+      if (d.asked - d.offset > DOWNLOAD_WINDOW_BYTES / 2) return;
+      const length = Math.min(DOWNLOAD_WINDOW_BYTES, size - d.asked);
+      ws.send(encode(GET, hash, [size, d.asked, length]));
+      d.asked += length;
+    };
+    return new ReadableStream(
+      {
+        start: (controller) => {
+          this._end(hash, new AttachmentUnavailableError('superseded by another download'));
+          if (size === 0) {
+            controller.close(); // nothing to fetch
+            return;
+          }
+          d = { size, offset: 0, asked: 0, controller };
+          this._downloads.set(hash, d);
+          ask();
+        },
+        // The store took chunks: room for the next window.
+        pull: () => ask(),
       },
-    });
+      // Queued chunks (at most ATTACH_CHUNK_BYTES each) before `pull` waits.
+      { highWaterMark: 4 },
+    );
   }
 
   /**
