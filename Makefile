@@ -85,7 +85,13 @@ wasm:
 	  $(wasm_pack); \
 	fi
 
-$(WASM_OUT): $(WASM_INPUTS)
+# A fresh clone's `make pkg` (README's first command) has no node_modules yet, and wasm-pack's own
+# binaryen download fails here: the pinned npm packages first (npm ci, as setup does).
+node_modules/binaryen/bin/wasm-opt:
+	$(call step,npm ci: the pinned npm packages (binaryen's wasm-opt for the wasm build; node_modules is missing))
+	npm ci --no-audit --no-fund </dev/null
+
+$(WASM_OUT): $(WASM_INPUTS) | node_modules/binaryen/bin/wasm-opt
 	@$(wasm_pack)
 
 # Type checks (pkg/ must be built: the library is checked against the wasm glue's ibexdb.d.ts).

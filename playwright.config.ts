@@ -26,7 +26,7 @@ const port = Number(process.env.PORT ?? 8080);
  * a browser skips itself there with the reason in its code (`WEBKIT_CANNOT` in the fixtures, or
  * its own `test.skip(browserName ...)`).
  */
-const SHARED_SPECS = ['api', 'arguments', 'errors', 'persistence', 'crash', 'multitab', 'storage', 'sync', 'startup', 'harness', 'collection', 'bytes', 'identity-wrap', 'search', 'schema-versions', 'schema-sync', 'settle', 'quota', 'react', 'vue', 'package', 'app-core', 'cluster', 'idb-dead-close', 'idb-removal', 'kept-files', 'sync-token', 'svelte', 'invites'];
+const SHARED_SPECS = ['api', 'arguments', 'errors', 'persistence', 'crash', 'multitab', 'storage', 'sync', 'startup', 'harness', 'collection', 'bytes', 'identity-wrap', 'search', 'schema-versions', 'schema-sync', 'settle', 'quota', 'react', 'vue', 'package', 'app-core', 'cluster', 'idb-dead-close', 'idb-removal', 'kept-files', 'sync-token', 'svelte', 'invites', 'attachments-fallback'];
 
 /**
  * The specs the `firefox` project runs (Debian's firefox-esr over WebDriver BiDi, through

@@ -82,6 +82,7 @@ pub use repo::system_clock;
 pub use repo::{
     Admission, Clock, Durability, Export, HistoryEntry, OpenReport, Pending, ReceiveReport, Repo,
     RepoOptions, SealCheck, SealChecks, SealRequest, VerifyReport, ANONYMOUS,
+    DEFAULT_MAX_PENDING_BYTES,
 };
 
 // §10 Queries.

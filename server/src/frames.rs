@@ -1,11 +1,12 @@
 //! A WebSocket frame as the sync protocol sees it: a binary frame carries one message; a text
 //! frame is a protocol error; control frames (ping, pong) are skipped; a close or the end of
-//! the stream ends the session; a read error is a close, or a `Limit` refusal when the peer
-//! sent a message over `--max-message-bytes`. The handshake and the session loop read alike.
+//! the stream ends the session; a read error is a close, a `Limit` refusal when the peer
+//! sent a message over `--max-message-bytes`, or a `ProtocolError` for a frame that breaks
+//! RFC 6455. The handshake and the session loop read alike.
 
 use crate::refusal::{Ended, Refusal};
 use bytes::Bytes;
-use tokio_tungstenite::tungstenite::error::CapacityError;
+use tokio_tungstenite::tungstenite::error::{CapacityError, ProtocolError};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message as Ws};
 
 /// What a frame read from the socket means: `Ok(Some(bytes))` a message, `Ok(None)` a frame to
@@ -35,6 +36,16 @@ fn read_error(e: WsError, max: usize) -> Ended {
             "message size",
             format!("a frame exceeds the limit of {max} bytes (--max-message-bytes)"),
         )),
+        // A frame that breaks RFC 6455 (reserved bits, an unknown opcode, a lone continuation,
+        // a fragmented or oversized control frame, an unmasked client frame) is refused as a
+        // malformed message is: typed, before the close (the socket still writes). A peer that
+        // just went away (no closing handshake) is a close.
+        WsError::Protocol(p) if !matches!(p, ProtocolError::ResetWithoutClosingHandshake) => {
+            Ended::Refused(Refusal::from(&ibexdb::Error::Protocol {
+                kind: ibexdb::ProtocolErrorKind::Malformed,
+                detail: format!("WebSocket framing: {p}"),
+            }))
+        }
         _ => Ended::Closed("socket error"),
     }
 }

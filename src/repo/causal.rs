@@ -205,7 +205,7 @@ pub(super) fn check_room(
         return Err(Error::Limit {
             what: "parked bytes".into(),
             detail: format!(
-                "{waiting_bytes} bytes of commits would wait for missing parents; this repository holds at most {} (--max-parked-bytes)",
+                "{waiting_bytes} bytes of commits would wait for missing parents; this repository holds at most {} (a server's --max-parked-bytes)",
                 opts.max_pending_bytes
             ),
         });

@@ -93,7 +93,9 @@ pub struct RepoOptions {
     /// more wait is refused whole with [`Error::Limit`] (a server bounds what peers may park).
     pub max_pending: usize,
     /// At most this many bytes of received commits waiting for missing parents (kept encoded);
-    /// a batch that would make more wait is refused whole with [`Error::Limit`].
+    /// a batch that would make more wait is refused whole with [`Error::Limit`]. Bounded by
+    /// default ([`DEFAULT_MAX_PENDING_BYTES`]): an honest server sends every commit after its
+    /// parents, and a hostile one must not make a replica hold all it sends.
     pub max_pending_bytes: usize,
     /// At most this many ids covered by stored seals whose commits have not arrived (the
     /// graph's seal cover); a batch that would add more is refused whole with [`Error::Limit`].
@@ -119,6 +121,10 @@ pub struct RepoOptions {
     pub random: Option<crate::crypt::Random>,
 }
 
+/// [`RepoOptions::max_pending_bytes`] unless set: 64 MiB (one maximal commit), what a replica
+/// may park for parents that have not arrived. A sync server sets its own (`--max-parked-bytes`).
+pub const DEFAULT_MAX_PENDING_BYTES: usize = 64 << 20;
+
 impl RepoOptions {
     /// Repository `name`, in signed mode when an identity is given, trusted mode otherwise.
     pub fn new(name: &str, identity: Option<Identity>, clock: Clock) -> RepoOptions {
@@ -131,7 +137,7 @@ impl RepoOptions {
             max_clock_skew_ms: 60 * 60 * 1000,
             clock,
             max_pending: usize::MAX,
-            max_pending_bytes: usize::MAX,
+            max_pending_bytes: DEFAULT_MAX_PENDING_BYTES,
             max_unknown_sealed: usize::MAX,
             expected_founder: None,
             access_only: false,

@@ -150,3 +150,52 @@ test('two devices: one attaches offline, the other fetches the bytes lazily; tam
     rmSync(server.dir, { recursive: true, force: true });
   }
 });
+
+test('a device on IndexedDB fetches attachment bytes lazily and refuses tampered ones', async ({ browser, page, watched }) => {
+  void watched;
+  const server = await startServer();
+  const ctxB = await browser.newContext();
+  try {
+    const pageB = await ctxB.newPage();
+    const name = uniqueName('attsync-idb');
+    await gotoPlayground(page);
+    await gotoPlayground(pageB);
+    await open(page, name, null);
+    const hashes: Record<string, string> = await page.evaluate(async () => {
+      const w = window as any;
+      await w.db.setPublic({ read: true, write: false });
+      await w.db.put('tasks/t', { title: 'offline' });
+      return {
+        photo: (await w.db.attach('tasks/t', 'photo', w.__att.bytes(3_000_000, 5))).hash,
+        doc: (await w.db.attach('tasks/t', 'doc', w.__att.bytes(70_000, 6))).hash,
+      };
+    });
+    await page.evaluate((url) => (window as any).db.sync(url), server.url);
+    const onServer = (h: string) => path.join(server.dir, `${name}.attachments`, h);
+    await expect.poll(() => existsSync(onServer(hashes.photo)) && existsSync(onServer(hashes.doc)), { timeout: 30_000 }).toBe(true);
+    await pageB.evaluate(HELPERS);
+    await pageB.evaluate(
+      async ([name, url]) => {
+        const w = window as any;
+        w.db = await w.ibexdb.open(name, { sync: url, storage: 'indexeddb' });
+      },
+      [name, server.url],
+    );
+    await pageB.evaluate(() => (window as any).db.sync());
+    await expect.poll(() => pageB.evaluate(() => (window as any).db.attachments('tasks/t').then((l: any[]) => l.length)), { timeout: 15_000 }).toBe(2);
+    expect(await read(pageB, 'photo', 3_000_000, 5)).toEqual({ same: true });
+    const doc = readFileSync(onServer(hashes.doc));
+    doc[7] ^= 1;
+    writeFileSync(onServer(hashes.doc), doc);
+    expect(await read(pageB, 'doc', 70_000, 6)).toEqual({ error: 'SignatureError', kind: 'tampered', isClass: true });
+    await pageB.evaluate(() => (window as any).db.sync(null));
+    expect(await read(pageB, 'photo', 3_000_000, 5)).toEqual({ same: true });
+    expect(await read(pageB, 'doc', 70_000, 6)).toEqual({ error: 'AttachmentUnavailableError', kind: null, isClass: true });
+    await page.evaluate(() => (window as any).db.close());
+    await pageB.evaluate(() => (window as any).db.close());
+  } finally {
+    await ctxB.close();
+    server.proc.kill('SIGKILL');
+    rmSync(server.dir, { recursive: true, force: true });
+  }
+});

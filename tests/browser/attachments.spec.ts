@@ -398,16 +398,3 @@ test('a tab that is not the owner attaches through the owner (a stream too), and
   expect(sent.back).toBe('same');
   expect(read).toEqual({ stream: 'same', blob: 'same' });
 });
-
-test('on the IndexedDB backend attachments are refused with a typed error, and nothing is recorded', async ({ page }) => {
-  const out = await page.evaluate(async (name) => {
-    const db = await (window as any).ibexdb.open(name, { storage: 'indexeddb' });
-    await db.put('tasks/1', { t: 1 });
-    const e = await db.attach('tasks/1', 'f', new Blob([new Uint8Array(10)])).then(() => null, (e: any) => ({ name: e.name, kind: e.kind }));
-    const list = await db.attachments('tasks/1');
-    await db.close();
-    return { e, list };
-  }, uniqueName('att-idb'));
-  expect(out.e).toEqual({ name: 'StorageUnavailableError', kind: 'attachments' });
-  expect(out.list).toEqual([]);
-});

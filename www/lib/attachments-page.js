@@ -46,9 +46,25 @@ export function attachArgs(key, name, data, options) {
   if (t !== undefined && typeof t !== 'string') {
     throw new InvalidValueError(`attach(options): options.type must be a string (a media type), got ${describe(t)}`, { path: 'options.type', argument: 'options.type' });
   }
+  /** @param {string} why */
+  const unusable = (why) => new InvalidValueError(`attach(data): data ${why}`, { path: 'data', argument: 'data' });
   if (data instanceof Blob) return { source: data, type: t ?? data.type };
-  if (data instanceof ArrayBuffer || data instanceof Uint8Array) return { source: new Blob([/** @type {BlobPart} */ (data)]), type: t ?? '' };
-  if (typeof ReadableStream !== 'undefined' && data instanceof ReadableStream) return { source: data, type: t ?? '' };
+  if (data instanceof ArrayBuffer || data instanceof Uint8Array) {
+    // A transferred (detached) buffer cannot be read: a refusal, not the Blob's TypeError.
+    const buffer = data instanceof ArrayBuffer ? data : data.buffer;
+    if (/** @type {any} */ (buffer).detached === true) throw unusable('is a detached ArrayBuffer (it was transferred)');
+    let source;
+    try {
+      source = new Blob([/** @type {BlobPart} */ (data)]);
+    } catch {
+      throw unusable('cannot be read (a detached ArrayBuffer?)');
+    }
+    return { source, type: t ?? '' };
+  }
+  if (typeof ReadableStream !== 'undefined' && data instanceof ReadableStream) {
+    if (data.locked) throw unusable('is a locked ReadableStream (a reader holds it)');
+    return { source: data, type: t ?? '' };
+  }
   throw new InvalidValueError(`attach(data): data must be a Blob, an ArrayBuffer, a Uint8Array or a ReadableStream, got ${describe(data)}`, {
     path: 'data',
     argument: 'data',

@@ -5,8 +5,8 @@
 //                                        /tmp-<uuid>        being written (removed at the next open)
 //
 // A write streams its source in CHUNK_BYTES pieces into a temporary file through a sync access
-// handle, hashing each piece with the engine's incremental SHA-256 (WebCrypto's digest takes
-// the whole input at once), flushes it, and only then gives it its hash as its name (`move`):
+// handle, hashing each piece with the engine's incremental SHA-256 (a Blob of up to 64 MiB is
+// read whole and hashed by WebCrypto instead: `hashedPieces`), flushes it, and only then gives it its hash as its name (`move`):
 // a kill mid-write leaves a temporary file, never a visible one with part of the bytes. The
 // commit that records the attachment is written after that (ops.js `attach`). Identical bytes
 // are stored once: a write whose hash already has a file drops its temporary copy.
@@ -16,11 +16,10 @@
 // Nothing is removed while the repository is open, so a Blob `attachment()` returned stays
 // readable for the session.
 
-import { CHUNK_BYTES, readPieces } from './attachment-chunks.js';
+import { CHUNK_BYTES, hashedPieces } from './attachment-chunks.js';
 import { repositoryDir } from './backends/opfs.js';
 import { QuotaExceededError, SignatureError, StorageUnavailableError } from './errors.js';
 
-/** Bytes per write into the file (and per call into the hash). */
 /** The attachments directory, inside the repository's. */
 export const ATTACHMENT_DIR = 'attachments';
 const TEMP_PREFIX = 'tmp-';
@@ -153,30 +152,25 @@ export class AttachmentStore {
    */
   async write(source, engine, expect) {
     this.charge(engine);
-    const stream = source instanceof Blob ? source.stream() : source;
-    const reader = stream.getReader();
     const tmpName = TEMP_PREFIX + crypto.randomUUID();
     const tmp = await this.dir.getFileHandle(tmpName, { create: true });
     /** @type {any} */
     let handle = null;
-    const hasher = engine.newHasher();
     let size = 0;
     let charged = 0;
     try {
       handle = await /** @type {any} */ (tmp).createSyncAccessHandle();
-      await readPieces(reader, (piece) => {
+      const { hash } = await hashedPieces(source, engine, (piece) => {
         engine.quotaCharge(piece.length);
         charged += piece.length;
         const n = handle.write(piece, { at: size });
         // Chromium's in-memory OPFS reports running out of room as a short count (opfs.rs).
         if (n !== piece.length) throw new QuotaExceededError(`OPFS write failed: no space for ${piece.length} bytes of an attachment`);
-        hasher.update(piece);
         size += piece.length;
       });
       handle.flush();
       handle.close();
       handle = null;
-      const hash = hasher.finish();
       if (expect !== undefined && hash !== expect) {
         throw new SignatureError(`attachment bytes from the sync server have SHA-256 ${hash}, not the ${expect} their commit records; nothing was stored`, { kind: 'tampered' });
       }
@@ -193,7 +187,6 @@ export class AttachmentStore {
       this.bytes += size;
       return { hash, size, created: true };
     } catch (e) {
-      reader.cancel(e).catch(() => {});
       try {
         handle?.close();
       } catch {
@@ -203,14 +196,6 @@ export class AttachmentStore {
       engine.quotaRelease(charged);
       if (isQuota(e)) throw e instanceof QuotaExceededError ? e : new QuotaExceededError(/** @type {any} */ (e).message);
       throw e;
-    } finally {
-      // The wasm object's memory (finished or not).
-      try {
-        hasher.free();
-      } catch {
-        // freed already
-      }
-      reader.releaseLock?.();
     }
   }
 

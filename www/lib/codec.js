@@ -63,7 +63,7 @@ export function bytesOf(v, path) {
   if (typeof SharedArrayBuffer !== 'undefined' && buf instanceof SharedArrayBuffer) {
     throw new InvalidValueError(`invalid value at ${path}: bytes in a SharedArrayBuffer cannot be stored (another thread may change them while they are copied): copy them first, new Uint8Array(v)`, { path });
   }
-  if (/** @type {any} */ (buf).detached === true) {
+  if (isDetached(buf)) {
     throw new InvalidValueError(`invalid value at ${path}: the bytes' ArrayBuffer is detached (it was transferred)`, { path });
   }
   const bytes = v instanceof Uint8Array ? v : new Uint8Array(/** @type {ArrayBuffer} */ (v));
@@ -147,11 +147,33 @@ function setReplacer(_k, x) {
   return x instanceof Set ? { $set: Array.from(x) } : x;
 }
 
-/** @param {string} _k @param {unknown} x */
-function bytesReplacer(_k, x) {
+/** @param {string} k @param {unknown} x */
+function bytesReplacer(k, x) {
   if (x instanceof Set) return { $set: Array.from(x) };
-  if (x instanceof Uint8Array || x instanceof ArrayBuffer) return { $bytes: toBase64(x instanceof Uint8Array ? x : new Uint8Array(x)) };
+  if (x instanceof Uint8Array || x instanceof ArrayBuffer) {
+    if (isDetached(x instanceof Uint8Array ? x.buffer : x)) {
+      throw new InvalidValueError(`invalid value at ${k || 'the argument'}: the bytes' ArrayBuffer is detached (it was transferred)`, { path: k });
+    }
+    return { $bytes: toBase64(x instanceof Uint8Array ? x : new Uint8Array(x)) };
+  }
   return x;
+}
+
+/**
+ * Whether `buf` was transferred: `ArrayBuffer.prototype.detached` where the engine has it
+ * (Chromium 114+, Node 22+), else whether a view on it can be made (Node 20 has no `detached`;
+ * a Uint8Array on a detached buffer reads as empty, and would be stored as no bytes).
+ * @param {ArrayBufferLike} buf
+ */
+export function isDetached(buf) {
+  const d = /** @type {any} */ (buf).detached;
+  if (typeof d === 'boolean') return d;
+  try {
+    new Uint8Array(buf, 0, 0);
+    return false;
+  } catch {
+    return true;
+  }
 }
 
 /** Standard base64 of `b` (query operands and schema defaults only). @param {Uint8Array} b */

@@ -92,15 +92,14 @@ export class Collection {
 
   /** @param {string[]} ids */
   getMany(ids) {
-    if (!Array.isArray(ids)) return Promise.reject(new InvalidKeyError(`getMany(ids): ids must be an array of ids, got ${describe(ids)}`, { key: describe(ids), argument: 'ids' }));
     /** @type {string[]} */
     const keys = [];
-    for (let i = 0; i < ids.length; i++) {
-      try {
-        keys.push(this.key(ids[i], 'getMany'));
-      } catch (e) {
-        return Promise.reject(e);
-      }
+    try {
+      // All inside the try: a Proxy's traps may throw too (its prototype, `length`, elements).
+      if (!Array.isArray(ids)) throw new InvalidKeyError(`getMany(ids): ids must be an array of ids, got ${describe(ids)}`, { key: describe(ids), argument: 'ids' });
+      for (let i = 0; i < ids.length; i++) keys.push(this.key(ids[i], 'getMany'));
+    } catch (e) {
+      return Promise.reject(e);
     }
     return this.db.getMany(keys);
   }

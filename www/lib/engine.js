@@ -33,6 +33,11 @@ export { preloadWasm, provideWasmModule } from './wasm-instance.js';
 const utf8 = new TextDecoder();
 
 /** @typedef {import('./codec.js').EngineText} EngineText */
+/**
+ * What the worker's attachment stores have in common (attachments.js for OPFS,
+ * backends/indexeddb-attachments.js, backends/memory-attachments.js).
+ * @typedef {import('./attachments.js').AttachmentStore | import('./backends/indexeddb-attachments.js').IdbAttachmentStore | import('./backends/memory-attachments.js').MemoryAttachmentStore} AttachmentStoreLike
+ */
 
 /**
  * `text` with the bytes the engine left for it (`takeBytes`), if any.
@@ -154,7 +159,7 @@ export class EngineHandle {
     this._extraFiles = new Map();
     /** @type {(() => void) | null} called after every successful flush (sync captures its durable position) */
     this.afterFlush = null;
-    /** @type {import('./attachments.js').AttachmentStore | null} the attachment files (the worker's; OPFS only) */
+    /** @type {AttachmentStoreLike | null} the attachment files (the worker's: OPFS, IndexedDB or memory) */
     this.attachmentStore = null;
     /** @type {import('./storage.js').StorageBackend} where the files live (set by openEngine) */
     this.backend = /** @type {any} */ (null);
@@ -242,8 +247,13 @@ export class EngineHandle {
       this._u8 = new Uint8Array(0);
       this._slot = this._raw.outSlot() >>> 2;
       this.publicKey = this._raw.publicKey() ?? null;
-      for (const [c, s] of this._schemas) this._raw.defineSchema(c, s);
-      if (this._app) this._raw.declareApp(this._app.version, this._app.schemasJson);
+      try {
+        for (const [c, s] of this._schemas) this._raw.defineSchema(c, s);
+        if (this._app) this._raw.declareApp(this._app.version, this._app.schemasJson);
+      } catch (e) {
+        // A schema given at open that the engine refuses: its typed error, as from `_call`.
+        throw isTrap(e) ? panicError(e) : engineError(e);
+      }
       this.openMs = { files: t1 - t0, wasm: t2 - t1, engine: performance.now() - t2 };
     } catch (e) {
       closeAll(handles);
@@ -429,10 +439,15 @@ export class EngineHandle {
 
   /** Record an attachment whose bytes are stored. @param {string} key @param {string} name @param {string} hash @param {number} size @param {string} type */
   attach(key, name, hash, size, type) {
+    argKey('attach', key);
+    typed('attach', { name, hash, type }, 'string');
+    typed('attach', { size }, 'number');
     this._call((r) => r.attach(key, name, hash, size, type));
   }
   /** Remove an attachment; false when the item had none of that name. @param {string} key @param {string} name @returns {boolean} */
   detach(key, name) {
+    argKey('detach', key);
+    typed('detach', { name }, 'string');
     return this._call((r) => r.detach(key, name));
   }
   /** The item's attachments, JSON `[{name, hash, size, type}]`. @param {string} key @returns {string} */
@@ -683,14 +698,17 @@ export class EngineHandle {
 
   /** Give a key (98 hex digits) a role (`owner`, `writer`, `reader`; the engine checks both). @param {string} publicKey @param {string} role */
   grant(publicKey, role) {
+    typed('grant', { publicKey, role }, 'string');
     this._call((r) => r.grant(publicKey, role));
   }
   /** Take a key's role away. @param {string} publicKey */
   revoke(publicKey) {
+    typed('revoke', { publicKey }, 'string');
     this._call((r) => r.revoke(publicKey));
   }
   /** Set the public switches. @param {boolean} read @param {boolean} write */
   setPublic(read, write) {
+    typed('setPublic', { read, write }, 'boolean');
     this._call((r) => r.setPublic(read, write));
   }
   /** Write an invite (owners only; docs/design.md §6.4 "Invites"). @param {Uint8Array} secret @param {string} role @param {number} expires @param {number} uses @returns {string} `{id, commit}` as JSON */
@@ -703,6 +721,7 @@ export class EngineHandle {
   }
   /** Revoke an invite. @param {string} id */
   revokeInvite(id) {
+    typed('revokeInvite', { id }, 'string');
     this._call((r) => r.revokeInvite(id));
   }
   /** @returns {string} `[{id, role, expires, uses, used, revoked}]` as JSON */
@@ -848,6 +867,17 @@ export class EngineHandle {
   /** Test hook: make the engine panic. @param {string} msg */
   panicForTest(msg) {
     this._call((r) => r.panicForTest(msg));
+  }
+}
+
+/**
+ * Refuse arguments of another JavaScript type than `type` before the engine sees them (a number
+ * where wasm-bindgen expects a string traps inside the engine: a PanicError, not a refusal).
+ * @param {string} method @param {Record<string, unknown>} args @param {'string' | 'number' | 'boolean'} type
+ */
+function typed(method, args, type) {
+  for (const [k, v] of Object.entries(args)) {
+    if (typeof v !== type) throw new InvalidValueError(`${method}(${k}): ${k} must be a ${type}, got ${typeof v}`, { path: k, argument: k });
   }
 }
 

@@ -168,13 +168,23 @@ export function toWire(err) {
 }
 
 /**
+ * The class of error name `name`: only this module's own (a name a sync server sends, such as
+ * `constructor` or `toString`, must not reach Object.prototype's properties).
+ * @param {unknown} name
+ * @returns {(typeof ERROR_CLASSES)[keyof typeof ERROR_CLASSES] | undefined}
+ */
+function classOf(name) {
+  return typeof name === 'string' && Object.hasOwn(ERROR_CLASSES, name) ? ERROR_CLASSES[/** @type {keyof typeof ERROR_CLASSES} */ (name)] : undefined;
+}
+
+/**
  * Rebuild an error from its wire form. Unknown names become a plain `IbexError` that keeps
  * the name.
  * @param {WireError} w
  * @returns {Error}
  */
 export function fromWire(w) {
-  const cls = ERROR_CLASSES[w.name];
+  const cls = classOf(w.name);
   if (cls) return new cls(w.message, w);
   const e = new IbexError(w.message, w);
   Object.defineProperty(e, 'name', { value: w.name, writable: true, configurable: true });
@@ -212,7 +222,7 @@ const SYNC_CODES = {
  */
 export function syncErrorToWire(ev) {
   const code = ev.code ?? 0;
-  const name = ev.name && ERROR_CLASSES[ev.name] ? ev.name : (SYNC_CODES[code] ?? 'IbexError');
+  const name = ev.name && classOf(ev.name) ? ev.name : (SYNC_CODES[code] ?? 'IbexError');
   /** @type {WireError} */
   const w = { name, message: `the sync server refused: ${ev.message ?? ''}`, code };
   if (ev.kind) w[name === 'LimitError' ? 'limit' : 'kind'] = ev.kind;

@@ -603,10 +603,10 @@ export class Database {
    * @param {Uint8Array} bundle @returns {Promise<import('./ibexdb.js').ReceiveReport>}
    */
   receive(bundle) {
-    if (!(bundle instanceof Uint8Array)) {
-      return Promise.reject(new InvalidValueError(`receive(bundle): bundle must be a Uint8Array from exportCommits(), got ${describe(bundle)}`, { path: 'bundle', argument: 'bundle' }));
-    }
-    return this._send('receive', [bundle], parseJson);
+    // A Proxy's traps may throw in the check too: a rejection, never a synchronous throw.
+    return this._checked(() => {
+      if (!(bundle instanceof Uint8Array)) throw new InvalidValueError(`receive(bundle): bundle must be a Uint8Array from exportCommits(), got ${describe(bundle)}`, { path: 'bundle', argument: 'bundle' });
+    }, () => this._send('receive', [bundle], parseJson));
   }
 
   // ----- access list ---------------------------------------------------------------------
@@ -685,10 +685,9 @@ export class Database {
    */
   sync(url) {
     if (url === null) return this._send('sync', [null], none);
-    if (url !== undefined && !isSyncUrls(url)) {
-      return Promise.reject(new InvalidValueError(`sync(url): url must be a ws:// or wss:// URL or a list of 1-${MAX_SYNC_URLS} of them, got ${describe(url)}`, { path: 'url', argument: 'url' }));
-    }
-    return this._send('sync', [url], (t) => reviveStatus(JSON.parse(t))).then((st) => {
+    return this._checked(() => {
+      if (url !== undefined && !isSyncUrls(url)) throw new InvalidValueError(`sync(url): url must be a ws:// or wss:// URL or a list of 1-${MAX_SYNC_URLS} of them, got ${describe(url)}`, { path: 'url', argument: 'url' });
+    }, () => this._send('sync', [url], (t) => reviveStatus(JSON.parse(t)))).then((st) => {
       if (st.state === 'off') throw new InvalidValueError('sync is off: pass the server URL', { path: 'url' });
       return this._waitSynced(st);
     });

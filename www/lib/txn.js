@@ -10,7 +10,7 @@
 // value: when it meets something it cannot store it rewinds the op and lets codec.js's `check`
 // walk the value again, which throws the InvalidValueError naming the path.
 
-import { MAX_ITEM_BYTES, checkObject } from './codec.js';
+import { MAX_ITEM_BYTES, checkObject, isDetached } from './codec.js';
 import { InvalidKeyError, InvalidValueError } from './errors.js';
 
 /** The format's version: its first byte (src/txn_bytes.rs TXN_BYTES_VERSION). */
@@ -225,7 +225,7 @@ export class TxnBuilder {
    */
   _bytes(v) {
     const buf = v instanceof Uint8Array ? v.buffer : v;
-    if (/** @type {any} */ (buf).detached === true || (typeof SharedArrayBuffer !== 'undefined' && buf instanceof SharedArrayBuffer)) throw UNSTORABLE;
+    if ((typeof SharedArrayBuffer !== 'undefined' && buf instanceof SharedArrayBuffer) || isDetached(buf)) throw UNSTORABLE;
     const b = v instanceof Uint8Array ? v : new Uint8Array(v);
     const n = b.length;
     if (n > MAX_ITEM_BYTES) throw UNSTORABLE;

@@ -29,6 +29,7 @@
 // backend whose open loads everything.
 
 import { QuotaExceededError, StorageUnavailableError } from '../errors.js';
+import { attachmentsDbName, forgetIdbAttachments } from './indexeddb-attachments.js';
 import { CHUNK, MemFile } from './mem-file.js';
 
 const STORE = 'files';
@@ -412,6 +413,9 @@ export const indexedDbBackend = {
       r.db.close();
     }
     await request(indexedDB.deleteDatabase(dbName(name)), 'delete');
+    // Its attachments' database (indexeddb-attachments.js) goes with it.
+    forgetIdbAttachments(name);
+    await request(indexedDB.deleteDatabase(attachmentsDbName(name)), 'delete');
   },
   async durable(name) {
     const r = repos.get(name) ?? closedUnder.get(name);

@@ -6,6 +6,7 @@
 // worker) never sees them, which is why the page API gives each memory open its own Web Lock and
 // channel instead of sharing ownership (worker/ownership.js).
 
+import { forgetMemoryAttachments } from './memory-attachments.js';
 import { MemFile } from './mem-file.js';
 
 /**
@@ -37,6 +38,7 @@ export function createMemoryBackend() {
     },
     async removeRepository(name) {
       repositories.delete(name);
+      forgetMemoryAttachments(name);
     },
     async durable() {},
     failure: () => null,

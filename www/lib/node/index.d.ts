@@ -78,6 +78,8 @@ export declare class NodeDatabase {
   live<T extends Item = Item>(q: Query, onChange?: (results: Row<T>[], change: LiveChange<T> | null) => void): Promise<LiveQuery<T>>;
   defineSchema(collection: string, schema: Schema): Promise<void>;
   flush(): Promise<void>;
+  /** Seal, flush and snapshot now (the background work the timers would do later); resolves when durable. */
+  settle(): Promise<void>;
   verify(): Promise<VerifyReport>;
   /** With `{passphrase}`: wrapped under it (as the browser's); without: the secret in the clear. */
   exportIdentity(options?: { passphrase: string }): Promise<string | null>;

@@ -20,7 +20,7 @@
 // 20, 21). WebCrypto is Node's own (signatures on sync's critical path).
 
 import { readFileSync } from 'node:fs';
-import { argCollection, argKey, argObject, argString } from '../args.js';
+import { argBoolean, argCollection, argFunction, argKey, argKeys, argObject, argPublicKey, argString, describe, isPlainObject } from '../args.js';
 import { inviteLink, inviteOptions, inviteSecret, parseInvite, redeemIfMore } from '../invite.js';
 import { decode, decodeMany, decodePage, decodeRows, encode, encodeObject } from '../codec.js';
 import { openEngine, provideWasmModule } from '../engine.js';
@@ -69,7 +69,44 @@ async function prepare() {
 const dialNode = (url, token) => (token === null ? new WebSocket(url) : new WsSocket(url, { headers: { Authorization: `Bearer ${token}` } }));
 
 /** @param {string} k @param {string} what @param {unknown} v */
-const bad = (k, what, v) => new InvalidValueError(`open(options): options.${k} must be ${what}, got ${JSON.stringify(v) ?? String(v)}`, { path: `options.${k}`, argument: `options.${k}` });
+const bad = (k, what, v) => new InvalidValueError(`open(options): options.${k} must be ${what}, got ${describe(v)}`, { path: `options.${k}`, argument: `options.${k}` });
+
+/**
+ * The options whose type open() checks here (the page's open-options.js checks the same; the
+ * others are checked below where they are used): InvalidValueError naming the option.
+ * @param {Record<string, any>} options
+ */
+function checkTypes(options) {
+  for (const [k, v] of Object.entries(options)) {
+    if (v === undefined) continue;
+    switch (k) {
+      case 'recovery':
+        if (v !== 'strict' && v !== 'repair') throw bad(k, "'strict' or 'repair'", v);
+        break;
+      case 'trusted':
+      case 'acceptTrusted':
+        if (typeof v !== 'boolean') throw bad(k, 'a boolean', v);
+        break;
+      case 'passphrase':
+        if (typeof v !== 'string' || v === '') throw bad(k, 'a non-empty string (the one given to exportIdentity({passphrase}))', v);
+        break;
+      case 'quotaBytes':
+        if (typeof v !== 'number' || !Number.isSafeInteger(v) || v <= 0) throw bad(k, 'a positive whole number of bytes', v);
+        break;
+      case 'schemas':
+        if (!isPlainObject(v)) throw bad(k, 'an object {collection: schema}', v);
+        for (const [c, schema] of Object.entries(v)) {
+          if (!isPlainObject(schema)) throw bad(`schemas.${c}`, 'a schema object', schema);
+          encode(schema, 'schema'); // a cycle or a BigInt: its typed error
+        }
+        break;
+      case 'onError':
+        if (typeof v !== 'function') throw bad(k, 'a function', v);
+        break;
+      default:
+    }
+  }
+}
 
 /**
  * Open (or create) repository `name`: in memory (`storage: 'memory'`, the default without a
@@ -79,8 +116,9 @@ const bad = (k, what, v) => new InvalidValueError(`open(options): options.${k} m
  * @returns {Promise<NodeDatabase>}
  */
 export async function open(name, options = {}) {
-  if (options === null || typeof options !== 'object') throw bad('', 'an object', options);
+  if (!isPlainObject(options)) throw new InvalidValueError(`open(options): options must be an object (or absent), got ${describe(options)}`, { path: 'options', argument: 'options' });
   for (const k of Object.keys(options)) if (!OPTIONS.includes(k)) throw bad(k, `one of ${OPTIONS.join(', ')}; it is unknown and`, /** @type {any} */ (options)[k]);
+  checkTypes(options);
   const storage = options.storage ?? (options.directory !== undefined ? 'disk' : 'memory');
   if (storage !== 'memory' && storage !== 'disk') throw bad('storage', "'memory' or 'disk'", storage);
   if (storage === 'disk' && (typeof options.directory !== 'string' || options.directory === '')) throw bad('directory', "a directory path (storage 'disk')", options.directory);
@@ -248,6 +286,7 @@ export class NodeDatabase {
    * @param {(rows: any[], change: any) => void} [onChange]
    */
   async live(q, onChange) {
+    argFunction('live', onChange, 'onChange', true);
     const text = encode(q, 'query');
     /** @type {LiveQuery<any>} */
     const lq = new LiveQuery(() => {
@@ -343,7 +382,10 @@ export class NodeDatabase {
   }
   /** @param {string[]} keys */
   getMany(keys) {
-    return this._run(() => decodeMany(this._engine.getManyJson(JSON.stringify(keys))));
+    return checked(() => {
+      argKeys('getMany', keys);
+      return JSON.stringify(keys);
+    }, (t) => this._run(() => decodeMany(this._engine.getManyJson(t))));
   }
   /** @param {any} q */
   query(q) {
@@ -410,14 +452,20 @@ export class NodeDatabase {
    */
   async transaction(fn) {
     const tx = new TxnBuilder();
+    argFunction('transaction', fn, 'fn');
     const ret = fn(tx);
+    if (ret && typeof (/** @type {any} */ (ret)).then === 'function') {
+      throw new InvalidValueError('transaction(fn): fn must be synchronous (collect writes, then await the transaction)', { path: 'fn', argument: 'fn' });
+    }
     if (tx.size > 0) await this._write(() => this._engine.transaction(tx));
     return ret;
   }
   /** @param {string} collection @param {any} schema */
   async defineSchema(collection, schema) {
     argCollection('defineSchema', collection);
-    return this._run(() => this._engine.defineSchema(collection, schema));
+    argObject('defineSchema', schema, 'schema', 'a schema object {fields?, indexes?, allowOtherFields?}');
+    const text = encode(schema, 'schema');
+    return this._run(() => this._engine.defineSchemaJson(collection, text));
   }
   /** @param {Uint8Array} bundle */
   receive(bundle) {
@@ -425,11 +473,14 @@ export class NodeDatabase {
   }
   /** @param {string} publicKey @param {string} role */
   grant(publicKey, role) {
-    return this._write(() => this._engine.grant(publicKey, role));
+    return checked(() => {
+      argPublicKey('grant', publicKey);
+      argString('grant', role, 'role', "a role: 'owner', 'writer' or 'reader'");
+    }, () => this._write(() => this._engine.grant(publicKey, role)));
   }
   /** @param {string} publicKey */
   revoke(publicKey) {
-    return this._write(() => this._engine.revoke(publicKey));
+    return checked(() => argPublicKey('revoke', publicKey), () => this._write(() => this._engine.revoke(publicKey)));
   }
   /** A one-time invite link (docs/design.md §6.4 "Invites"); `base` is required in Node. @param {any} options */
   async invite(options) {
@@ -440,26 +491,38 @@ export class NodeDatabase {
   }
   /** @param {string} link */
   redeem(link) {
-    const i = parseInvite(this.name, link);
-    return this._write(() => this._engine.redeem(i.secret));
+    return checked(() => parseInvite(this.name, link), (i) => this._write(() => this._engine.redeem(i.secret)));
   }
   invites() {
     return this._run(() => JSON.parse(this._engine.invitesJson()));
   }
   /** @param {string} id */
   revokeInvite(id) {
-    argString('revokeInvite', id, 'id', 'an invite id (32 hex digits)');
-    return this._write(() => this._engine.revokeInvite(id));
+    return checked(() => argString('revokeInvite', id, 'id', 'an invite id (32 hex digits)'), () => this._write(() => this._engine.revokeInvite(id)));
   }
   /** @param {{read: boolean, write: boolean}} flags */
   setPublic(flags) {
-    return this._write(() => this._engine.setPublic(flags.read, flags.write));
+    return checked(() => {
+      argObject('setPublic', flags, 'flags', '{read: boolean, write: boolean}');
+      argBoolean('setPublic', flags.read, 'flags.read');
+      argBoolean('setPublic', flags.write, 'flags.write');
+      return [flags.read, flags.write];
+    }, ([read, write]) => this._write(() => this._engine.setPublic(read, write)));
   }
 
   // ----- upkeep
   flush() {
     return this._run(async () => {
       this._engine.flush();
+      await this._engine.durable();
+    });
+  }
+  /** The timers' work now (seal, flush, snapshot if due), as the page's `settle()`: nothing left pending. */
+  settle() {
+    return this._run(async () => {
+      this._maintenance.cancel();
+      if (this._engine.seal() > 0 || this._engine.hasUnflushed()) this._engine.flush();
+      this._engine.maybeSnapshot();
       await this._engine.durable();
     });
   }
@@ -557,7 +620,7 @@ export class NodeDatabase {
    */
   async sync(url) {
     if (url === null) return this._run(() => this._sync.stop());
-    if (url !== undefined && !isSyncUrls(url)) throw new InvalidValueError(`sync(url): url must be a ws:// or wss:// URL or a list of them, got ${JSON.stringify(url)}`, { path: 'url', argument: 'url' });
+    if (url !== undefined && !isSyncUrls(url)) throw new InvalidValueError(`sync(url): url must be a ws:// or wss:// URL or a list of them, got ${describe(url)}`, { path: 'url', argument: 'url' });
     const st = await this._run(() => {
       if (url !== undefined) this._sync.start(url);
       else this._sync.retryRefused();
@@ -571,8 +634,20 @@ export class NodeDatabase {
   }
   /** @param {(s: any) => void} cb @returns {() => void} */
   onSyncStatus(cb) {
-    this._syncListeners.add(cb);
-    return () => this._syncListeners.delete(cb);
+    argFunction('onSyncStatus', cb, 'cb');
+    // A listener that throws stops neither the others nor sync: its error is thrown again
+    // on its own (as in the page, ../ibexdb.js).
+    const f = (/** @type {any} */ s) => {
+      try {
+        cb(s);
+      } catch (e) {
+        queueMicrotask(() => {
+          throw e;
+        });
+      }
+    };
+    this._syncListeners.add(f);
+    return () => this._syncListeners.delete(f);
   }
 
   /** Seal, flush, snapshot, stop sync (saving its position), release the files. */
@@ -588,6 +663,23 @@ export class NodeDatabase {
       this._release();
     });
   }
+}
+
+/**
+ * Run `check` (argument checks) and hand its result to `then`; a check that throws is a rejected
+ * promise, never a synchronous throw (as the page's `_checked`, ../ibexdb.js).
+ * @template C, R
+ * @param {() => C} check @param {(c: C) => Promise<R>} then
+ * @returns {Promise<R>}
+ */
+function checked(check, then) {
+  let c;
+  try {
+    c = check();
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  return then(c);
 }
 
 /** @param {any} w */

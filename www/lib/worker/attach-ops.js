@@ -6,21 +6,27 @@
 // commit refused (the item is gone, a bad name), a file this call created is removed again.
 
 import { openAttachments } from '../attachments.js';
+import { openIdbAttachments } from '../backends/indexeddb-attachments.js';
+import { openMemoryAttachments } from '../backends/memory-attachments.js';
 import { AttachmentNotFoundError, AttachmentUnavailableError, NotFoundError, StorageUnavailableError } from '../errors.js';
 
 /** @typedef {import('../engine.js').EngineHandle} EngineHandle */
 
 /**
- * The engine's attachment store, opened on first use when the open found none.
+ * The engine's attachment store, opened on first use when the open found none: OPFS files beside
+ * the repository's (attachments.js), an IndexedDB database of its own (the IndexedDB backend), or
+ * Blobs in memory (`storage: 'memory'`).
  * @param {EngineHandle} engine
  * @param {boolean} create
  */
 export async function storeOf(engine, create) {
   if (engine.attachmentStore) return engine.attachmentStore;
-  if (engine.storage !== 'opfs') {
-    throw new StorageUnavailableError(`attachments need OPFS; this repository is stored in ${engine.storage}`, { kind: 'attachments' });
-  }
-  const store = await openAttachments(engine.name, engine, { create });
+  /** @type {import('../engine.js').AttachmentStoreLike | null} */
+  let store;
+  if (engine.storage === 'opfs') store = await openAttachments(engine.name, engine, { create });
+  else if (engine.storage === 'indexeddb') store = await openIdbAttachments(engine.name, engine);
+  else if (engine.storage === 'memory') store = openMemoryAttachments(engine.name, engine);
+  else throw new StorageUnavailableError(`attachments are not stored in ${engine.storage}`, { kind: 'attachments' });
   if (!store) throw new StorageUnavailableError('this repository has no attachments directory', { kind: 'attachments' });
   engine.attachmentStore = store;
   return store;
@@ -49,11 +55,11 @@ function descriptor(engine, key, name) {
  * without the bytes is AttachmentUnavailableError. Null when not connected.
  * @param {Cx} cx
  * @param {{name: string, hash: string, size: number}} d
- * @returns {Promise<File | null>}
+ * @returns {Promise<Blob | null>}
  */
 async function fetched(cx, d) {
   // An encrypted repository's bytes do not travel (§6.8: their hashes would tell files apart).
-  if (cx.engine.storage !== 'opfs' || cx.engine.isEncrypted()) return null;
+  if (cx.engine.isEncrypted()) return null;
   const stream = cx.sync?.fetchAttachment(d.hash, d.size);
   if (!stream) return null;
   const store = await storeOf(cx.engine, true);
@@ -99,7 +105,7 @@ export const ATTACH_OPS = {
     /** @param {Cx} cx @param {string} key @param {string} name @returns {Promise<Blob>} */
     async run(cx, key, name) {
       const d = descriptor(cx.engine, key, name);
-      const store = cx.engine.storage === 'opfs' ? await storeOf(cx.engine, false).catch(() => null) : null;
+      const store = await storeOf(cx.engine, false).catch(() => null);
       let file = store && (await store.file(d.hash));
       if (!file || file.size !== d.size) file = await fetched(cx, d);
       if (!file || file.size !== d.size) {
@@ -124,7 +130,6 @@ export const ATTACH_OPS = {
     write: false,
     /** @param {Cx} cx */
     async run(cx) {
-      if (cx.engine.storage !== 'opfs') return [];
       const store = await storeOf(cx.engine, false).catch(() => null);
       return store ? store.names() : [];
     },
@@ -138,7 +143,7 @@ export const ATTACH_OPS = {
  * @returns {Promise<Array<{hash: string, file: Blob}>>}
  */
 export async function localAttachments(engine) {
-  if (!engine || engine.dead || engine.storage !== 'opfs' || engine.isEncrypted()) return [];
+  if (!engine || engine.dead || engine.isEncrypted()) return [];
   const store = await storeOf(engine, false).catch(() => null);
   if (!store) return [];
   const names = (await store.names()).filter((n) => /^[0-9a-f]{64}$/.test(n));
