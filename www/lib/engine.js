@@ -459,9 +459,7 @@ export class EngineHandle {
     return JSON.parse(this._call((r) => r.attachmentHashes()));
   }
   /** Whether the repository is end-to-end encrypted (docs/design.md §6.8). @returns {boolean} */
-  isEncrypted() {
-    return this._call((r) => r.isEncrypted());
-  }
+  isEncrypted = () => this._call((r) => r.isEncrypted());
   /** Count attachment bytes against `quotaBytes` (QuotaExceededError). @param {number} bytes */
   quotaCharge(bytes) {
     this._call((r) => r.quotaCharge(bytes));
