@@ -40,7 +40,7 @@ const SHARED_SPECS = ['api', 'arguments', 'errors', 'persistence', 'crash', 'mul
  * kept-cleared clears the site's data through CDP; and large-values-measure is a measurement run
  * on demand.
  */
-export const FIREFOX_SPECS = [...SHARED_SPECS, 'app', 'app-share', 'app-trouble', 'app-search', 'app-photos', 'bench-verify', 'attachments', 'encryption'].map((s) => `**/${s}.spec.ts`);
+export const FIREFOX_SPECS = [...SHARED_SPECS, 'app', 'app-share', 'app-trouble', 'app-search', 'app-photos', 'bench-verify', 'attachments', 'attachment-sync', 'encryption'].map((s) => `**/${s}.spec.ts`);
 
 /**
  * The specs the `webkit` project runs: Debian's WebKitGTK (MiniBrowser driven by WebKitWebDriver

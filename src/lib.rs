@@ -46,7 +46,7 @@ pub use codec::utf8;
 pub use attach::{
     attachment_field, attachment_name, attachments_of, descriptor_of, has_attachments,
     is_attachment_field, validate_attachment_name, validate_media_type, Attachment, Sha256Stream,
-    ATTACHMENT_PREFIX, MAX_ATTACHMENT_NAME,
+    ATTACHMENT_PREFIX, MAX_ATTACHMENT_NAME, MAX_ATTACHMENT_SIZE,
 };
 pub use key::{MAX_COLLECTION, MAX_ID};
 pub use schema::{schema_value, FieldSpec, FieldType, Schema, SCHEMA_COLLECTION};
@@ -58,8 +58,9 @@ pub use value::{
 
 // §4-5 Commits and seals.
 pub use commit::{
-    from_hex, hex, Change, Commit, CommitId, FieldOp, Identity, Op, PublicKey, Seal, Signature,
-    MAX_COMMIT_BYTES, MAX_PARENTS, MAX_SEAL_IDS, SIGNATURE_LEN, UNCOMPRESSED_KEY_LEN,
+    attachments_in, from_hex, hex, Change, Commit, CommitId, FieldOp, Identity, Op, PublicKey,
+    Seal, Signature, MAX_COMMIT_BYTES, MAX_PARENTS, MAX_SEAL_IDS, SIGNATURE_LEN,
+    UNCOMPRESSED_KEY_LEN,
 };
 
 // §6.4 Permissions: who may read and write.
@@ -94,7 +95,7 @@ pub use query::{
 pub use sync::{check_repo_name, decode_bundle, encode_bundle, Bundle};
 pub use sync::{url_authority, Expected, SessionProof, NONCE_LEN};
 pub use sync::{Client, ClientEvent, ErrorCode, Hub, Message, PushOutcome, Rights};
-pub use sync::{MAX_MESSAGE_BYTES, MAX_REPO_NAME, PROTOCOL_VERSION};
+pub use sync::{ATTACH_CHUNK_BYTES, MAX_MESSAGE_BYTES, MAX_REPO_NAME, PROTOCOL_VERSION};
 
 /// Test hooks, behind the `testing` feature (the crate's own tests and benches enable it):
 /// the fault-injecting storage, the log's frame layer, the query engine and merge state on

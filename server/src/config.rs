@@ -36,6 +36,10 @@ pub struct Config {
     pub queue_messages: usize,
     pub batch_bytes: usize,
     pub max_parked_bytes: usize,
+    /// Largest attachment a client may upload, and the most attachment bytes one repository
+    /// keeps (docs/design.md §12.2, *Attachment bytes*).
+    pub max_attachment_bytes: u64,
+    pub max_repo_attachment_bytes: u64,
     pub max_unknown_sealed: usize,
     pub session_unknown_sealed_bytes: usize,
     pub message_timeout: Duration,
@@ -202,6 +206,18 @@ const FLAGS: &[Flag] = &[
         "N",
         "67108864",
         "bytes of commits per repository waiting for missing parents (kept encoded)",
+    ),
+    (
+        "--max-attachment-bytes",
+        "N",
+        "1073741824",
+        "largest attachment a client may upload (LimitError `attachment size`)",
+    ),
+    (
+        "--max-repo-attachment-bytes",
+        "N",
+        "10737418240",
+        "attachment bytes one repository keeps (LimitError `attachment bytes`; 0: no uploads)",
     ),
     (
         "--max-unknown-sealed",
@@ -379,6 +395,8 @@ impl Config {
             queue_messages: 4096,
             batch_bytes: 64 << 10,
             max_parked_bytes: 64 * MIB as usize,
+            max_attachment_bytes: 1 << 30,
+            max_repo_attachment_bytes: 10 << 30,
             max_unknown_sealed: 100_000,
             session_unknown_sealed_bytes: MIB as usize,
             message_timeout: Duration::from_secs(60),
@@ -486,6 +504,8 @@ impl Config {
             "--queue-messages" => self.queue_messages = int(name, v)? as usize,
             "--batch-bytes" => self.batch_bytes = int(name, v)? as usize,
             "--max-parked-bytes" => self.max_parked_bytes = int(name, v)? as usize,
+            "--max-attachment-bytes" => self.max_attachment_bytes = int(name, v)?,
+            "--max-repo-attachment-bytes" => self.max_repo_attachment_bytes = int(name, v)?,
             "--max-unknown-sealed" => self.max_unknown_sealed = int(name, v)? as usize,
             "--session-unknown-sealed-bytes" => {
                 self.session_unknown_sealed_bytes = int(name, v)? as usize

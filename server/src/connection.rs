@@ -4,6 +4,7 @@
 //! the last one (back-pressure), within the connection's push budget; silence is met with a
 //! ping, then closed. Every refusal is sent as an `Error` before the close.
 
+use crate::attach_store::{self, Upload};
 use crate::auth::{self, Bearer, Grant};
 use crate::found;
 use crate::frame_watch::{Watch, Watched};
@@ -381,6 +382,8 @@ where
     let (mut heard, mut pinged) = (Instant::now(), false);
     let check = (cfg.message_timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
     let mut next_check = Instant::now() + check;
+    // An attachment upload under way (removed with its file when the connection ends).
+    let mut upload: Option<Upload> = None;
     watch.message();
     // Without a token, a deadline that never comes (a year: `sleep_until` wants an instant).
     let (ends_at, mut expired) = match ends {
@@ -399,6 +402,11 @@ where
             _ = sleep_until(next_check) => {
                 next_check = Instant::now() + check;
                 if let Some(ended) = message_late(watch, cfg) {
+                    return ended;
+                }
+                // An upload that stalls keeps its file and its reservation of the repository's
+                // attachment bytes: not for longer than a message may take.
+                if let Some(ended) = upload.as_ref().and_then(|u| u.late(cfg.message_timeout)) {
                     return ended;
                 }
                 continue;
@@ -438,7 +446,7 @@ where
             Ok(None) => continue,
             Err(ended) => return ended,
         };
-        if let Err(ended) = on_message(server, &bytes, out, repo, session).await {
+        if let Err(ended) = on_message(server, &bytes, out, (repo, session), &mut upload).await {
             return ended;
         }
     }
@@ -457,16 +465,43 @@ fn message_late(watch: &mut Watch, cfg: &crate::config::Config) -> Option<Ended>
     })
 }
 
-/// One message after the handshake: only `Push` is valid.
+/// One message after the handshake: `Push`, or an attachment upload or download
+/// (`attach_store`).
 async fn on_message(
     server: &Arc<Server>,
     bytes: &[u8],
     out: &Arc<Outbox>,
-    repo: &RepoHandle,
-    session: &Session,
+    (repo, session): (&RepoHandle, &Session),
+    upload: &mut Option<Upload>,
 ) -> Result<(), Ended> {
     let (commits, seals) = match Message::decode(bytes) {
         Ok(Message::Push { commits, seals }) => (commits, seals),
+        Ok(Message::AttachOffer { hash, size }) => {
+            let at = (&**out, repo, session);
+            return attach_store::offer(server, at, upload, hash, size).await;
+        }
+        Ok(Message::AttachChunk {
+            hash,
+            offset,
+            bytes: chunk,
+        }) => {
+            // Uploaded bytes count against the address's push budget; over it the socket is
+            // not read until it allows them (back-pressure, not a refusal).
+            while let Err(wait) = server.budgets.take(session.peer.ip(), bytes.len()) {
+                tokio::time::sleep(wait).await;
+            }
+            return attach_store::chunk((out, session), upload, hash, offset, &chunk).await;
+        }
+        Ok(Message::AttachGet {
+            hash,
+            size,
+            offset,
+            length,
+        }) => {
+            let at = (&**out, repo, session);
+            let window = (offset, length);
+            return attach_store::get(server, at, hash, size, window).await;
+        }
         Ok(Message::Hello { .. }) => {
             return Err(Ended::protocol("a second Hello on one connection"))
         }

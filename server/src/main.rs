@@ -34,6 +34,8 @@
 //! | `registry`    | open repositories: open on use, idle close, LRU cap, failures          |
 //! | `wakeup`      | notices of other nodes' commits, coalesced per repository              |
 //! | `repo_thread` | one repository's thread: subscribe, catch-up in steps, push, relay     |
+//! | `attach_index`| which attachments a repository's stored commits record                 |
+//! | `attach_store`| attachment bytes: uploads checked and hashed to a file, downloads      |
 //! | `backend`     | which store this server uses (files or PostgreSQL)                     |
 //! | `store`       | the seam between a repository thread and its store                     |
 //! | `files`       | the file store: the repository's files, fsync on create, timed fsync   |
@@ -46,11 +48,14 @@
 //! | `shutdown`    | the shutdown flag and the signals that set it                          |
 //!
 //! Imports go one way (tests/structure checks that no two modules name each other, directly
-//! or through others): `start` → `listener` → `connection` → `handshake`, `http`, `registry`
-//! → `repo_thread` → `backend` → `files`, `pg` → `store`; the leaves (`config`, `refusal`,
+//! or through others): `start` → `listener` → `connection` → `handshake`, `http`, `registry`,
+//! `attach_store` → `repo_thread` → `backend` → `files`, `pg` → `store`; the leaves (`config`,
+//! `refusal`, `attach_index`,
 //! `session`, `outbox`, `metrics`, `log`, …) name none of them.
 
 mod addr;
+mod attach_index;
+mod attach_store;
 mod auth;
 mod backend;
 mod config;

@@ -71,6 +71,11 @@ impl RepoHandle {
         self.tx.send(cmd).is_ok()
     }
 
+    /// The repository's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     pub fn sender(&self) -> Sender<Cmd> {
         self.tx.clone()
     }

@@ -6,6 +6,7 @@
 //! (`Refresh`). A store failure that leaves this node's copy unsure reopens the repository
 //! from the store; a panic ends the thread after telling every subscriber.
 
+use crate::attach_index::AttachIndex;
 use crate::backend::Backend;
 use crate::config::Config;
 use crate::files::FileRepo;
@@ -19,7 +20,7 @@ use crate::store::{RepoStore, StoreError};
 use crate::waiting::{Added, WaitLimiter, Waiter, Waiting};
 use crate::wakeup::Wakeup;
 use bytes::Bytes;
-use ibexdb::{Admission, CommitId, Error, Hub, Message, PermissionErrorKind, Storage};
+use ibexdb::{Admission, CommitId, Error, Hub, Message, PermissionErrorKind, Rights, Storage};
 use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -59,6 +60,14 @@ pub enum Cmd {
     Drained {
         conn: u64,
     },
+    /// Attachment bytes (docs/design.md §12.2): the session's rights, and whether a stored
+    /// commit records attachment `hash` of `size` bytes (`attach_index.rs`).
+    AttachCheck {
+        session: Session,
+        hash: [u8; 32],
+        size: u64,
+        done: oneshot::Sender<Result<(Rights, bool), Error>>,
+    },
     /// Another node stored commits (PostgreSQL's NOTIFY): take them in and relay them.
     Refresh,
     /// Write a snapshot if the log grew, close the files and end the thread.
@@ -94,6 +103,7 @@ struct Actor<R: RepoStore> {
     waits: Arc<WaitLimiter>,
     /// Sessions that may not read yet, kept until a grant lets them (`waiting.rs`).
     waiting: Waiting,
+    attach_index: AttachIndex,
 }
 
 /// What a repository thread is given.
@@ -155,6 +165,7 @@ impl<R: RepoStore> Actor<R> {
             wakeup: setup.wakeup.clone(),
             waits: setup.waits.clone(),
             waiting: Waiting::default(),
+            attach_index: AttachIndex::default(),
         }
     }
 
@@ -257,6 +268,18 @@ impl<R: RepoStore> Actor<R> {
                 Ok(())
             }
             Cmd::Drained { conn } => self.pump(conn),
+            Cmd::AttachCheck {
+                session,
+                hash,
+                size,
+                done,
+            } => {
+                let hub = self.store.hub();
+                let rights = hub.rights(session.key.as_ref());
+                let known = self.attach_index.refers(hub, hash, size);
+                let _ = done.send(known.map(|k| (rights, k)));
+                Ok(())
+            }
             Cmd::Refresh => self.refresh(),
             Cmd::Close => Ok(()),
         }
@@ -697,6 +720,7 @@ impl<R: RepoStore> Actor<R> {
         for w in self.waiting.drain() {
             w.out.abort(Bytes::from(r.encode()));
         }
+        self.attach_index.reset();
         self.store.reopen().map_err(|e| e.to_string())
     }
 

@@ -31,6 +31,8 @@ pub struct Server {
     /// The `host:port` forms a session proof may name (`Config::hosts`).
     pub hosts: Vec<String>,
     pub next_conn: AtomicU64,
+    /// Attachment bytes per repository (`--max-repo-attachment-bytes`).
+    pub attach_usage: Arc<crate::attach_index::AttachUsage>,
 }
 
 impl Server {

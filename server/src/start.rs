@@ -94,6 +94,7 @@ pub async fn run(cfg: Config) -> i32 {
         auth,
         refusing: Arc::new(Semaphore::new(REFUSING_AT_ONCE)),
         next_conn: AtomicU64::new(1),
+        attach_usage: Default::default(),
         cfg,
         metrics,
     });

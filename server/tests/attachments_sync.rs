@@ -1,7 +1,7 @@
 //! Attachment records (the attach op, docs/design.md §4.1 and §6.7) through the real
 //! `ibexdb-server` over real WebSockets on 127.0.0.1: the server's checks of received commits
 //! accept the op, store it, and hand it to other peers and to a newcomer after a restart. The
-//! bytes themselves do not travel yet (issue 26 §3).
+//! bytes travel in messages of their own: attachment_bytes.rs.
 
 mod common;
 use common::*;

@@ -82,7 +82,7 @@ async fn a_write_through_one_node_reaches_a_client_of_another() {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(v, 1);
+    assert_eq!(v, 2);
     drop((n1, n2));
 }
 

@@ -96,3 +96,20 @@ pub(crate) trait ShapeVisitor {
     /// The change of `collection` ends.
     fn end(&mut self, collection: &str) -> crate::error::Result<()>;
 }
+
+/// The attachments a commit's attach ops record (in the order of its changes): what a sync
+/// server checks an offered upload against (docs/design.md §12.2, *Attachment bytes*).
+pub fn attachments_in(commit: &Commit) -> Vec<crate::attach::Attachment> {
+    use crate::attach::{descriptor_of, is_attachment_field};
+    let mut out = Vec::new();
+    for c in &commit.changes {
+        if let Op::Patch(fields) = &c.op {
+            for (name, op) in fields {
+                if let (true, FieldOp::Assign(v)) = (is_attachment_field(name), op) {
+                    out.extend(descriptor_of(v));
+                }
+            }
+        }
+    }
+    out
+}

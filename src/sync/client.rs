@@ -209,9 +209,20 @@ impl Client {
                     message,
                 })
             }
-            Message::Push { .. } | Message::Hello { .. } => Err(protocol(
+            Message::Push { .. }
+            | Message::Hello { .. }
+            | Message::AttachOffer { .. }
+            | Message::AttachGet { .. } => Err(protocol(
                 ProtocolErrorKind::Unexpected,
                 "a client-to-server message sent by the server",
+            )),
+            // Attachment bytes are the host's to store: it routes these messages itself
+            // (docs/design.md §12.2, *Attachment bytes*).
+            Message::AttachWant { .. }
+            | Message::AttachChunk { .. }
+            | Message::AttachError { .. } => Err(protocol(
+                ProtocolErrorKind::Unexpected,
+                "an attachment message given to the sync client (the host handles them)",
             )),
         }
     }

@@ -37,4 +37,5 @@ pub use client::{Client, ClientEvent};
 pub use hub::{Hub, PushOutcome};
 pub use session::{url_authority, Expected, SessionProof, NONCE_LEN};
 pub use version::PROTOCOL_VERSION;
+pub use wire::ATTACH_CHUNK_BYTES;
 pub use wire::{check_repo_name, ErrorCode, Message, Rights, MAX_MESSAGE_BYTES, MAX_REPO_NAME};

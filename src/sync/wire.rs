@@ -180,6 +180,38 @@ pub enum Message {
         /// The error's text.
         message: String,
     },
+    /// Client → server: the client holds the bytes of an attachment (SHA-256 `hash`, `size`
+    /// bytes) that a commit of this repository records, and would upload them
+    /// (docs/design.md §12.2, *Attachment bytes*).
+    AttachOffer { hash: [u8; 32], size: u64 },
+    /// Server → client: the answer to an offer, and to an upload's last chunk: send the bytes
+    /// from `offset` (0: all of them); `offset` = size: the server holds them durably.
+    AttachWant { hash: [u8; 32], offset: u64 },
+    /// Either way: bytes `offset .. offset + bytes.len()` of an attachment (at most
+    /// [`ATTACH_CHUNK_BYTES`]): an upload after `AttachWant`, or a download after `AttachGet`.
+    AttachChunk {
+        hash: [u8; 32],
+        offset: u64,
+        bytes: Vec<u8>,
+    },
+    /// Client → server: send the bytes of attachment `hash` (of `size` bytes, as the commit
+    /// records) from `offset`, at most `length` of them (a window: the client asks for the next
+    /// one as it stores what came, so its memory holds about one window).
+    AttachGet {
+        hash: [u8; 32],
+        size: u64,
+        offset: u64,
+        length: u64,
+    },
+    /// Server → client: an offer, upload or download of attachment `hash` was refused; the
+    /// fields are an `Error`'s. The session goes on.
+    AttachError {
+        hash: [u8; 32],
+        code: ErrorCode,
+        name: String,
+        kind: Option<String>,
+        message: String,
+    },
 }
 
 pub(super) fn protocol(kind: ProtocolErrorKind, detail: impl Into<String>) -> Error {
@@ -235,6 +267,11 @@ impl Message {
             Message::Push { .. } => TYPE_PUSH,
             Message::Ack { .. } => TYPE_ACK,
             Message::Error { .. } => TYPE_ERROR,
+            Message::AttachOffer { .. } => TYPE_ATTACH_OFFER,
+            Message::AttachWant { .. } => TYPE_ATTACH_WANT,
+            Message::AttachChunk { .. } => TYPE_ATTACH_CHUNK,
+            Message::AttachGet { .. } => TYPE_ATTACH_GET,
+            Message::AttachError { .. } => TYPE_ATTACH_ERROR,
         }
     }
 
@@ -304,12 +341,8 @@ impl Message {
                 name,
                 kind,
                 message,
-            } => {
-                w.varint(*code as u64);
-                w.lp(cut(name, MAX_ERROR_NAME));
-                w.lp(cut(kind.as_deref().unwrap_or(""), MAX_ERROR_KIND));
-                w.lp(cut(message, MAX_ERROR_TEXT));
-            }
+            } => write_error(&mut w, *code, name, kind.as_deref(), message),
+            m => encode_attach(&mut w, m),
         }
         w.into_inner()
     }
@@ -330,6 +363,7 @@ impl Message {
             }
             TYPE_ACK => decode_ack(&mut r),
             TYPE_ERROR => decode_error(&mut r),
+            TYPE_ATTACH_OFFER..=TYPE_ATTACH_ERROR => decode_attach(ty, &mut r),
             t => {
                 return Err(protocol(
                     ProtocolErrorKind::UnknownType,
@@ -452,6 +486,14 @@ fn decode_ack(r: &mut Reader<'_>) -> Result<Message> {
     Ok(Message::Ack { ids })
 }
 
+/// An `Error`'s fields (also the tail of an `AttachError`).
+fn write_error(w: &mut Writer, code: ErrorCode, name: &str, kind: Option<&str>, message: &str) {
+    w.varint(code as u64);
+    w.lp(cut(name, MAX_ERROR_NAME));
+    w.lp(cut(kind.unwrap_or(""), MAX_ERROR_KIND));
+    w.lp(cut(message, MAX_ERROR_TEXT));
+}
+
 fn decode_error(r: &mut Reader<'_>) -> Result<Message> {
     let code = ErrorCode::from_u64(r.varint()?);
     let name = r.str()?;
@@ -484,4 +526,131 @@ fn cut(s: &str, max: usize) -> &[u8] {
         end -= 1;
     }
     &s.as_bytes()[..end]
+}
+
+// ----- the attachment messages (version 5; docs/design.md §12.2, *Attachment bytes*): an upload
+// is `AttachOffer` → `AttachWant{offset}` → `AttachChunk`s from that offset → `AttachWant{offset =
+// size}` once the server holds the bytes; a download is `AttachGet` → `AttachChunk`s over the window it asked for.
+// A refusal of either is an `AttachError` naming the hash, and the session goes on.
+
+pub const TYPE_ATTACH_OFFER: u8 = 8;
+pub const TYPE_ATTACH_WANT: u8 = 9;
+pub const TYPE_ATTACH_CHUNK: u8 = 10;
+pub const TYPE_ATTACH_GET: u8 = 11;
+pub const TYPE_ATTACH_ERROR: u8 = 12;
+
+/// Largest `AttachChunk` body: 256 KiB (under the server's default `--max-message-bytes`
+/// of 16 MiB; a server configured below a chunk's message refuses it as too large).
+pub const ATTACH_CHUNK_BYTES: usize = 256 << 10;
+
+impl Message {
+    /// An `AttachError` about `hash` for a core error: its code, name, kind and text.
+    pub fn attach_error(hash: [u8; 32], e: &Error) -> Message {
+        Message::AttachError {
+            hash,
+            code: ErrorCode::of(e),
+            name: e.name().to_string(),
+            kind: e.kind().map(str::to_string),
+            message: e.to_string(),
+        }
+    }
+}
+
+fn encode_attach(w: &mut Writer, m: &Message) {
+    match m {
+        Message::AttachOffer { hash, size } => {
+            w.bytes(hash);
+            w.varint(*size);
+        }
+        Message::AttachWant { hash, offset } => {
+            w.bytes(hash);
+            w.varint(*offset);
+        }
+        Message::AttachChunk {
+            hash,
+            offset,
+            bytes,
+        } => {
+            w.bytes(hash);
+            w.varint(*offset);
+            w.lp(bytes);
+        }
+        Message::AttachGet {
+            hash,
+            size,
+            offset,
+            length,
+        } => {
+            w.bytes(hash);
+            w.varint(*size);
+            w.varint(*offset);
+            w.varint(*length);
+        }
+        Message::AttachError {
+            hash,
+            code,
+            name,
+            kind,
+            message,
+        } => {
+            w.bytes(hash);
+            write_error(w, *code, name, kind.as_deref(), message);
+        }
+        _ => unreachable!("not an attachment message"),
+    }
+}
+
+fn decode_attach(ty: u8, r: &mut Reader<'_>) -> Result<Message> {
+    let hash = r.array::<32>()?;
+    Ok(match ty {
+        TYPE_ATTACH_OFFER => Message::AttachOffer {
+            hash,
+            size: r.varint()?,
+        },
+        TYPE_ATTACH_WANT => Message::AttachWant {
+            hash,
+            offset: r.varint()?,
+        },
+        TYPE_ATTACH_CHUNK => {
+            let offset = r.varint()?;
+            let bytes = r.lp()?;
+            if bytes.len() > ATTACH_CHUNK_BYTES {
+                return Err(r.err("attachment chunk larger than ATTACH_CHUNK_BYTES"));
+            }
+            Message::AttachChunk {
+                hash,
+                offset,
+                bytes: bytes.to_vec(),
+            }
+        }
+        TYPE_ATTACH_GET => {
+            let size = r.varint()?;
+            let offset = r.varint()?;
+            if offset > size {
+                return Err(r.err("attachment offset past its size"));
+            }
+            let length = r.varint()?;
+            Message::AttachGet {
+                hash,
+                size,
+                offset,
+                length,
+            }
+        }
+        _ => match decode_error(r)? {
+            Message::Error {
+                code,
+                name,
+                kind,
+                message,
+            } => Message::AttachError {
+                hash,
+                code,
+                name,
+                kind,
+                message,
+            },
+            _ => unreachable!("decode_error returns an Error"),
+        },
+    })
 }

@@ -1,4 +1,4 @@
-// Sync through the real ibexdb-server binary on 127.0.0.1 (protocol v4: signed challenge
+// Sync through the real ibexdb-server binary on 127.0.0.1 (protocol v5: signed challenge
 // handshake, permissions). Separate browser contexts have separate OPFS, i.e. separate
 // devices with their own keys: the first context's first write makes its key the repository's
 // owner; the others join with `db.sync()` and write once granted.

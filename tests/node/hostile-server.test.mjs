@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { WebSocketServer } from 'ws';
 import { open, IbexError, PermissionError, LimitError } from '../../www/lib/node/index.js';
 
-const V = 4; // src/sync/version.rs PROTOCOL_VERSION
+const V = 5; // src/sync/version.rs PROTOCOL_VERSION
 const varint = (v) => {
   const o = [];
   while (v >= 0x80) {

@@ -18,7 +18,7 @@
 
 import { CHUNK_BYTES, hashedPieces } from './attachment-chunks.js';
 import { repositoryDir } from './backends/opfs.js';
-import { QuotaExceededError, StorageUnavailableError } from './errors.js';
+import { QuotaExceededError, SignatureError, StorageUnavailableError } from './errors.js';
 
 /** The attachments directory, inside the repository's. */
 export const ATTACHMENT_DIR = 'attachments';
@@ -146,9 +146,11 @@ export class AttachmentStore {
    * On any failure nothing is visible and the temporary file is gone.
    * @param {Blob | ReadableStream<unknown>} source
    * @param {AttachmentEngine} engine
+   * @param {string} [expect] the SHA-256 (hex) the bytes must have (bytes fetched from a sync
+   *   server): other bytes are SignatureError `tampered` and nothing is stored
    * @returns {Promise<{hash: string, size: number, created: boolean}>}
    */
-  async write(source, engine) {
+  async write(source, engine, expect) {
     this.charge(engine);
     const tmpName = TEMP_PREFIX + crypto.randomUUID();
     const tmp = await this.dir.getFileHandle(tmpName, { create: true });
@@ -169,6 +171,9 @@ export class AttachmentStore {
       handle.flush();
       handle.close();
       handle = null;
+      if (expect !== undefined && hash !== expect) {
+        throw new SignatureError(`attachment bytes from the sync server have SHA-256 ${hash}, not the ${expect} their commit records; nothing was stored`, { kind: 'tampered' });
+      }
       const existing = await this.file(hash);
       if (existing && existing.size === size) {
         // Stored already: one copy on disk.

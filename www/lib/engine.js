@@ -458,6 +458,8 @@ export class EngineHandle {
   attachmentHashes() {
     return JSON.parse(this._call((r) => r.attachmentHashes()));
   }
+  /** Whether the repository is end-to-end encrypted (docs/design.md §6.8). @returns {boolean} */
+  isEncrypted = () => this._call((r) => r.isEncrypted());
   /** Count attachment bytes against `quotaBytes` (QuotaExceededError). @param {number} bytes */
   quotaCharge(bytes) {
     this._call((r) => r.quotaCharge(bytes));

@@ -570,7 +570,10 @@ export declare class Database {
   /**
    * The bytes of attachment `name`, as a Blob of its type (read from the file when the Blob
    * is). AttachmentNotFoundError when the item has no such attachment;
-   * AttachmentUnavailableError when this device has the record but not the bytes.
+   * AttachmentUnavailableError when this device has the record but not the bytes and cannot
+   * fetch them (no sync connection, or the server does not hold them). Connected, missing
+   * bytes are fetched from the sync server first and stored only if their SHA-256 is the
+   * recorded one (SignatureError otherwise); the server's refusal (PermissionError, …) is thrown.
    */
   attachment(key: Key, name: string): Promise<Blob>;
   /** Remove attachment `name`; false when there was none. The file goes at the next open when no item refers to it. */

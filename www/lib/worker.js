@@ -47,6 +47,7 @@ import { LiveQueries } from './worker/live.js';
 import { Maintenance } from './worker/maintenance.js';
 import { Ownership } from './worker/ownership.js';
 import { SyncManager } from './worker/sync.js';
+import { localAttachments } from './worker/attach-ops.js';
 
 /** @typedef {import('./errors.js').WireError} WireError */
 /** One op of a batch: `[seq, op, ...args]`. @typedef {[number, string, ...any[]]} Op */
@@ -168,6 +169,7 @@ const sync = new SyncManager({
     rt.post({ type: 'received' });
   },
   afterPush: () => maintenance.schedule(),
+  localAttachments: () => localAttachments(rt.engine),
   // open()'s syncToken lives on the page: asked for before every dial.
   get token() {
     return rt.options.syncToken ? askToken : undefined;

@@ -18,7 +18,9 @@
 //! | `replica.rs` | `PgRepo`: the replica, built and brought up to date from the rows     |
 //! | `push.rs`    | the push transaction                                                  |
 //! | `listen.rs`  | LISTEN: notices from other nodes to the repository threads            |
+//! | `attachments.rs` | attachment bytes: a file's row and its chunk rows                 |
 
+mod attachments;
 pub mod listen;
 mod pool;
 mod push;
@@ -26,6 +28,7 @@ mod replica;
 mod rows;
 mod schema;
 
+pub use attachments::Put;
 pub use replica::PgRepo;
 
 use crate::config::Config;

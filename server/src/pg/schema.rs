@@ -39,6 +39,22 @@ const MIGRATIONS: &[&str] = &[
         snapshot   bytea  NOT NULL,
         written_at timestamptz NOT NULL DEFAULT now()
      );",
+    // 2: attachment bytes (docs/design.md §12.2): one row per stored file, its bytes in
+    // chunk rows; a file's rows are written in one transaction, complete and verified.
+    "CREATE TABLE ibexdb_attachments (
+        repo bigint NOT NULL REFERENCES ibexdb_repos (id),
+        hash bytea  NOT NULL CHECK (octet_length(hash) = 32),
+        size bigint NOT NULL CHECK (size >= 0),
+        PRIMARY KEY (repo, hash)
+     );
+     CREATE TABLE ibexdb_attachment_chunks (
+        repo  bigint  NOT NULL,
+        hash  bytea   NOT NULL,
+        idx   integer NOT NULL CHECK (idx >= 0),
+        bytes bytea   NOT NULL,
+        PRIMARY KEY (repo, hash, idx),
+        FOREIGN KEY (repo, hash) REFERENCES ibexdb_attachments (repo, hash)
+     );",
 ];
 
 /// Any fixed number: the advisory lock nodes take while migrating.

@@ -353,3 +353,71 @@ fn the_js_sync_codes_match_the_error_codes() {
         );
     }
 }
+
+#[test]
+fn attachment_messages_round_trip_and_bound_their_chunks() {
+    use crate::sync::wire::ATTACH_CHUNK_BYTES;
+    let e = Error::Limit {
+        what: "attachment size".into(),
+        detail: "over".into(),
+    };
+    let msgs = vec![
+        Message::AttachOffer {
+            hash: [1; 32],
+            size: 1 << 40,
+        },
+        Message::AttachWant {
+            hash: [2; 32],
+            offset: 7,
+        },
+        Message::AttachChunk {
+            hash: [3; 32],
+            offset: 9,
+            bytes: vec![5; ATTACH_CHUNK_BYTES],
+        },
+        Message::AttachChunk {
+            hash: [3; 32],
+            offset: 0,
+            bytes: vec![],
+        },
+        Message::AttachGet {
+            hash: [4; 32],
+            size: 10,
+            offset: 10,
+            length: 1 << 20,
+        },
+        Message::attach_error([6; 32], &e),
+    ];
+    for m in msgs {
+        let b = m.encode();
+        assert_eq!(b[0], PROTOCOL_VERSION);
+        assert_eq!(Message::decode(&b).unwrap(), m);
+    }
+    // `AttachOffer{hash 00…, size 300}` = 05 08, 32 zero bytes, ac 02.
+    let b = Message::AttachOffer {
+        hash: [0; 32],
+        size: 300,
+    }
+    .encode();
+    assert_eq!(b.len(), 36);
+    assert_eq!((&b[..2], &b[34..]), (&[5u8, 8][..], &[0xacu8, 0x02][..]));
+    let over = Message::AttachChunk {
+        hash: [3; 32],
+        offset: 0,
+        bytes: vec![0; ATTACH_CHUNK_BYTES + 1],
+    };
+    assert!(
+        Message::decode(&over.encode()).is_err(),
+        "chunk over the bound"
+    );
+    let past = Message::AttachGet {
+        hash: [4; 32],
+        size: 10,
+        offset: 11,
+        length: 1,
+    };
+    assert!(
+        Message::decode(&past.encode()).is_err(),
+        "offset past the size"
+    );
+}

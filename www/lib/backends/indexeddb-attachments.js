@@ -18,7 +18,7 @@
 // to (`reclaim`). Nothing is removed later in the session, so a Blob handed out stays readable.
 
 import { chargeOnce, hashedPieces } from '../attachment-chunks.js';
-import { QuotaExceededError, StorageUnavailableError } from '../errors.js';
+import { IbexError, QuotaExceededError, SignatureError, StorageUnavailableError } from '../errors.js';
 
 export const attachmentsDbName = (/** @type {string} */ name) => `ibexdb-attachments/${name}`;
 const CHUNKS = 'chunks';
@@ -43,7 +43,8 @@ const completion = (tx) => new Promise((resolve, reject) => {
 /** A failure of IndexedDB as the page's typed error. @param {unknown} e @param {string} what */
 function typed(e, what) {
   const name = /** @type {any} */ (e)?.name;
-  if (e instanceof QuotaExceededError || e instanceof StorageUnavailableError) return e;
+  // Ours already (a quota, a download's refusal or mismatch: SignatureError, PermissionError, …).
+  if (e instanceof IbexError) return e;
   if (name === 'QuotaExceededError') return new QuotaExceededError(`IndexedDB refused an attachment's bytes (${what}): the origin's quota`);
   return new StorageUnavailableError(`IndexedDB failed to ${what} an attachment: ${name ?? 'Error'}: ${/** @type {any} */ (e)?.message ?? e}`, { kind: 'indexeddb' });
 }
@@ -195,9 +196,11 @@ export class IdbAttachmentStore {
    * any failure nothing is visible and its pieces are gone.
    * @param {Blob | ReadableStream<unknown>} source
    * @param {AttachmentEngine} engine
+   * @param {string} [expect] the SHA-256 (hex) the bytes must have (fetched from a sync server):
+   *   other bytes are SignatureError `tampered` and nothing is stored
    * @returns {Promise<{hash: string, size: number, created: boolean}>}
    */
-  async write(source, engine) {
+  async write(source, engine, expect) {
     chargeOnce(this, engine);
     const id = crypto.randomUUID();
     let size = 0;
@@ -211,6 +214,9 @@ export class IdbAttachmentStore {
         n++;
         size += piece.length;
       });
+      if (expect !== undefined && hash !== expect) {
+        throw new SignatureError(`attachment bytes from the sync server have SHA-256 ${hash}, not the ${expect} their commit records; nothing was stored`, { kind: 'tampered' });
+      }
       const tx = this._tx('readwrite');
       const files = tx.objectStore(FILES);
       const existing = /** @type {FileRecord | undefined} */ (await result(files.get(hash)));

@@ -5,6 +5,7 @@
 // session (nothing removed later, so a Blob handed out stays readable).
 
 import { chargeOnce, hashedPieces } from '../attachment-chunks.js';
+import { SignatureError } from '../errors.js';
 
 /** @typedef {import('../attachments.js').AttachmentEngine} AttachmentEngine */
 
@@ -73,9 +74,11 @@ export class MemoryAttachmentStore {
   /**
    * @param {Blob | ReadableStream<unknown>} source
    * @param {AttachmentEngine} engine
+   * @param {string} [expect] the SHA-256 (hex) the bytes must have (fetched from a sync server):
+   *   other bytes are SignatureError `tampered` and nothing is stored
    * @returns {Promise<{hash: string, size: number, created: boolean}>}
    */
-  async write(source, engine) {
+  async write(source, engine, expect) {
     chargeOnce(this, engine);
     /** @type {Blob[]} */
     const parts = [];
@@ -86,6 +89,9 @@ export class MemoryAttachmentStore {
         size += piece.length;
         parts.push(new Blob([/** @type {Uint8Array<ArrayBuffer>} */ (piece)]));
       });
+      if (expect !== undefined && hash !== expect) {
+        throw new SignatureError(`attachment bytes from the sync server have SHA-256 ${hash}, not the ${expect} their commit records; nothing was stored`, { kind: 'tampered' });
+      }
       const existing = this.files.get(hash);
       if (existing && existing.size === size) {
         engine.quotaRelease(size);

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openAsBlob, openSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { readPieces } from '../attachment-chunks.js';
-import { QuotaExceededError } from '../errors.js';
+import { QuotaExceededError, SignatureError } from '../errors.js';
 
 const HASH_NAME = /^[0-9a-f]{64}$/;
 
@@ -68,9 +68,11 @@ export class NodeAttachments {
    * Stream `source` into a file named by its hash (see the browser's `AttachmentStore.write`).
    * @param {Blob | ReadableStream<unknown>} source
    * @param {import('../attachments.js').AttachmentEngine} engine
+   * @param {string} [expect] the SHA-256 (hex) the bytes must have (fetched from a sync server):
+   *   other bytes are SignatureError `tampered` and nothing is stored
    * @returns {Promise<{hash: string, size: number, created: boolean}>}
    */
-  async write(source, engine) {
+  async write(source, engine, expect) {
     const reader = (source instanceof Blob ? source.stream() : source).getReader();
     // The directory is made by the first attachment (a repository without any has none).
     if (this.dir) mkdirSync(this.dir, { recursive: true });
@@ -98,6 +100,9 @@ export class NodeAttachments {
         closed = true;
       }
       const hash = hasher.finish();
+      if (expect !== undefined && hash !== expect) {
+        throw new SignatureError(`attachment bytes from the sync server have SHA-256 ${hash}, not the ${expect} their commit records; nothing was stored`, { kind: 'tampered' });
+      }
       const existing = this.dir ? await this.file(hash, '', size) : this.mem.get(hash);
       if (existing && existing.size === size) {
         if (tmp) rmSync(tmp, { force: true });
@@ -123,6 +128,24 @@ export class NodeAttachments {
         // freed already
       }
     }
+  }
+
+  /**
+   * The files a visible item refers to, for the sync manager to offer to the server.
+   * @param {import('../attachments.js').AttachmentEngine} engine
+   * @returns {Promise<Array<{hash: string, file: Blob}>>}
+   */
+  async local(engine) {
+    const names = this.names().filter((n) => HASH_NAME.test(n));
+    if (names.length === 0) return [];
+    const keep = new Set(engine.attachmentHashes());
+    const out = [];
+    for (const hash of names) {
+      if (!keep.has(hash)) continue;
+      const file = this.dir ? await openAsBlob(path.join(this.dir, hash)) : this.mem.get(hash);
+      if (file) out.push({ hash, file });
+    }
+    return out;
   }
 
   /**

@@ -230,6 +230,8 @@ export class NodeDatabase {
         this._upgrader?.afterReceive();
       },
       afterPush: () => this._maintenance.schedule(),
+      // An encrypted repository's bytes do not travel (docs/design.md §6.8).
+      localAttachments: async () => (this._attachments && !this._closed && !engine.isEncrypted() ? this._attachments.local(engine) : []),
       // open()'s syncToken, asked for before every dial (../sync-token.js).
       token: () => (this._syncToken == null ? Promise.resolve(null) : fetchToken(this._syncToken)),
       dial: dialNode,
@@ -563,6 +565,7 @@ export class NodeDatabase {
         if (w.created) store.drop(w.hash, w.size, e);
         throw err;
       }
+      this._sync.attachments.changed();
       return { name, hash: w.hash, size: w.size, type };
     });
   }
@@ -573,7 +576,19 @@ export class NodeDatabase {
       argString('attachment', name, 'name', 'an attachment name (a string)');
       const d = JSON.parse(this._engine.attachmentsJson(key)).find((/** @type {any} */ x) => x.name === name);
       if (!d) throw new AttachmentNotFoundError(`${key} has no attachment ${JSON.stringify(name)}`, { key, attachment: name });
-      const b = await /** @type {NodeAttachments} */ (this._attachments).file(d.hash, d.type, d.size);
+      const store = /** @type {NodeAttachments} */ (this._attachments);
+      let b = await store.file(d.hash, d.type, d.size);
+      // Not here: fetched from the sync server while connected (docs/design.md §12.2), stored
+      // only if its SHA-256 is the recorded one.
+      const stream = b || this._engine.isEncrypted() ? null : this._sync.fetchAttachment(d.hash, d.size);
+      if (stream) {
+        try {
+          await store.write(stream, this._engine, d.hash);
+        } catch (e) {
+          if (/** @type {any} */ (e)?.name !== 'UnavailableError') throw e;
+        }
+        b = await store.file(d.hash, d.type, d.size);
+      }
       if (!b) throw new AttachmentUnavailableError(`the bytes of attachment ${JSON.stringify(name)} of ${key} are not here`, { key, attachment: name, hash: d.hash });
       return b;
     });

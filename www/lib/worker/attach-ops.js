@@ -19,7 +19,7 @@ import { AttachmentNotFoundError, AttachmentUnavailableError, NotFoundError, Sto
  * @param {EngineHandle} engine
  * @param {boolean} create
  */
-async function storeOf(engine, create) {
+export async function storeOf(engine, create) {
   if (engine.attachmentStore) return engine.attachmentStore;
   /** @type {import('../engine.js').AttachmentStoreLike | null} */
   let store;
@@ -46,7 +46,33 @@ function descriptor(engine, key, name) {
   return d;
 }
 
-/** @typedef {{engine: EngineHandle}} Cx */
+/** @typedef {{engine: EngineHandle, sync?: import('./sync.js').SyncManager}} Cx */
+
+/**
+ * Fetch the bytes of `d` from the sync server, if a connection is open (docs/design.md §12.2):
+ * written to the store only when their SHA-256 is the recorded one (else SignatureError,
+ * nothing stored); the server's refusal (PermissionError, LimitError, …) is thrown; a server
+ * without the bytes is AttachmentUnavailableError. Null when not connected.
+ * @param {Cx} cx
+ * @param {{name: string, hash: string, size: number}} d
+ * @returns {Promise<Blob | null>}
+ */
+async function fetched(cx, d) {
+  // An encrypted repository's bytes do not travel (§6.8: their hashes would tell files apart).
+  if (cx.engine.isEncrypted()) return null;
+  const stream = cx.sync?.fetchAttachment(d.hash, d.size);
+  if (!stream) return null;
+  const store = await storeOf(cx.engine, true);
+  try {
+    await store.write(stream, cx.engine, d.hash);
+  } catch (e) {
+    if (/** @type {any} */ (e)?.name === 'UnavailableError') {
+      throw new AttachmentUnavailableError(`the bytes of attachment ${JSON.stringify(d.name)} are neither on this device nor on the sync server`, { attachment: d.name, hash: d.hash });
+    }
+    throw e;
+  }
+  return store.file(d.hash);
+}
 
 export const ATTACH_OPS = {
   attach: {
@@ -70,6 +96,7 @@ export const ATTACH_OPS = {
         if (created) await store.drop(hash, size, engine);
         throw e;
       }
+      cx.sync?.attachments.changed();
       return { name, hash, size, type };
     },
   },
@@ -79,7 +106,8 @@ export const ATTACH_OPS = {
     async run(cx, key, name) {
       const d = descriptor(cx.engine, key, name);
       const store = await storeOf(cx.engine, false).catch(() => null);
-      const file = store && (await store.file(d.hash));
+      let file = store && (await store.file(d.hash));
+      if (!file || file.size !== d.size) file = await fetched(cx, d);
       if (!file || file.size !== d.size) {
         throw new AttachmentUnavailableError(`the bytes of attachment ${JSON.stringify(name)} of ${key} are not on this device`, { key, attachment: name, hash: d.hash });
       }
@@ -107,3 +135,25 @@ export const ATTACH_OPS = {
     },
   },
 };
+
+/**
+ * This device's attachment files that a visible item refers to (on the work chain), for the
+ * sync manager to offer to the server (./attach-sync.js).
+ * @param {EngineHandle | null} engine
+ * @returns {Promise<Array<{hash: string, file: Blob}>>}
+ */
+export async function localAttachments(engine) {
+  if (!engine || engine.dead || engine.isEncrypted()) return [];
+  const store = await storeOf(engine, false).catch(() => null);
+  if (!store) return [];
+  const names = (await store.names()).filter((n) => /^[0-9a-f]{64}$/.test(n));
+  if (names.length === 0) return [];
+  const keep = new Set(engine.attachmentHashes());
+  const out = [];
+  for (const hash of names) {
+    if (!keep.has(hash)) continue;
+    const file = await store.file(hash);
+    if (file) out.push({ hash, file });
+  }
+  return out;
+}

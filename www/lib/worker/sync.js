@@ -51,9 +51,13 @@
 //   refusal: it is dialed again with the usual backoff, with a fresh token.
 // - After an engine panic the wasm instance is new: the client is re-created from the last
 //   durable position and the socket reconnects.
+// - Attachment bytes (./attach-sync.js): their messages are handled as they arrive, off the
+//   work chain; once every local commit is acknowledged, this device's attachment files are
+//   offered to the server (`hooks.localAttachments`); `fetchAttachment` downloads one.
 
 import { syncErrorToWire, toWire } from '../errors.js';
 import { HostCrypto } from './crypto.js';
+import { AttachmentSync } from './attach-sync.js';
 import { TOKEN_PROTOCOL, TOKEN_PROTOCOL_PREFIX } from '../sync-token.js';
 import { loadPosition, savePosition } from './sync-position.js';
 import { HANDSHAKE_TIMEOUT_MS, WAITING_REDIAL_MS, RECONNECT_MAX_MS, RECONNECT_MIN_MS, SYNC_SAVE_MS, isSyncUrls, normalizeSyncUrls, reconnectWait, syncUrlsKey } from '../policy.js';
@@ -73,6 +77,8 @@ import { HANDSHAKE_TIMEOUT_MS, WAITING_REDIAL_MS, RECONNECT_MAX_MS, RECONNECT_MI
  * @property {() => Promise<string | null>} [token] the application's bearer token, asked for
  *   before every dial (absent, or null: no token); rejects with an AuthError (`token-unavailable`) when the app's
  *   `syncToken` fails
+ * @property {() => Promise<Array<{hash: string, file: Blob}>>} [localAttachments] this device's
+ *   attachment files that a visible item refers to (run on the work chain; absent: none)
  * @property {(url: string, token: string | null) => WebSocket} [dial] make the WebSocket
  *   (default: the global one, the token as the `ibexdb.bearer.TOKEN` subprotocol; Node sends
  *   an Authorization header instead)
@@ -154,6 +160,22 @@ export class SyncManager {
     this._reported = '';
     /** WebCrypto for seal signatures on the critical path (null: the engine does everything). */
     this._crypto = HostCrypto.available() ? new HostCrypto() : null;
+    /** Attachment uploads and downloads on the connection (./attach-sync.js). */
+    this.attachments = new AttachmentSync();
+  }
+
+  /**
+   * The bytes of attachment `hash` (`size` bytes) from the server, as a stream the caller
+   * verifies; null when no connection is open that could ask (not connected, or before the
+   * server answered the Hello). A session that may not read is asked all the same: the server
+   * refuses with PermissionError.
+   * @param {string} hash @param {number} size
+   * @returns {ReadableStream<Uint8Array> | null}
+   */
+  fetchAttachment(hash, size) {
+    const ws = this.ws;
+    if (!ws || !this.open || !(this.welcomed || this._waiting) || ws.readyState !== 1) return null;
+    return this.attachments.fetch(ws, hash, size);
   }
 
   /**
@@ -410,6 +432,7 @@ export class SyncManager {
     this.open = false;
     this.welcomed = false;
     this._waiting = false;
+    this.attachments.closed();
     if (ws) {
       ws.onopen = ws.onmessage = ws.onclose = ws.onerror = null;
       try {
@@ -478,6 +501,11 @@ export class SyncManager {
         .catch((e) => this._fail(e));
     ws.onmessage = (ev) => {
       const bytes = new Uint8Array(ev.data);
+      if (AttachmentSync.is(bytes)) {
+        // Not on the work chain: a read that fetches holds the chain while it writes them.
+        if (this.ws === ws) this.attachments.onMessage(bytes);
+        return;
+      }
       const sealsVerified = this._verifyEarly(bytes);
       this.hooks.run(() => this._onMessage(ws, bytes, sealsVerified)).catch((e) => this._fail(e));
     };
@@ -605,6 +633,16 @@ export class SyncManager {
     }
     await this._push();
     this._report();
+    if (ev.event === 'welcome' || ev.event === 'acked') this._pushAttachments();
+  }
+
+  /** Every local commit is acknowledged: offer the attachment files (not on the work chain). */
+  _pushAttachments() {
+    const local = this.hooks.localAttachments;
+    if (!local || !this.welcomed || !this.rights?.write || this.refused || this.pending > 0) return;
+    const ws = this.ws;
+    const socket = () => (this.ws === ws && this.welcomed ? ws : null);
+    this.attachments.pushAll(socket, () => this.hooks.run(local)).catch(() => {});
   }
 
   /**

@@ -102,6 +102,14 @@ impl Engine {
         let out: Vec<String> = set.iter().map(|h| hex(h)).collect();
         Ok(serde_json::to_string(&out).expect("strings"))
     }
+
+    /// Whether the repository is end-to-end encrypted (docs/design.md §6.8): its attachment
+    /// bytes are not offered to or asked of a sync server (their hashes would tell equal files
+    /// apart).
+    #[wasm_bindgen(js_name = isEncrypted)]
+    pub fn is_encrypted(&self) -> JsResult<bool> {
+        Ok(self.repo()?.is_encrypted())
+    }
 }
 
 /// An incremental SHA-256 for the worker, which hashes an attachment chunk by chunk while it
