@@ -146,6 +146,7 @@ thread_local! {
 }
 
 /// Key agreements made on this thread so far.
+#[cfg(feature = "testing")]
 pub fn key_agreements() -> u64 {
     KEY_AGREEMENTS.with(std::cell::Cell::get)
 }

@@ -17,7 +17,9 @@
 
 mod cipher;
 
-pub use cipher::{key_agreements, KEY_LEN, NONCE_LEN};
+#[cfg(feature = "testing")]
+pub use cipher::key_agreements;
+pub use cipher::{KEY_LEN, NONCE_LEN};
 
 use crate::access::{Acl, Role};
 use crate::commit::{Change, Commit, CommitId, Identity, Op, PublicKey};
