@@ -41,6 +41,30 @@ async function hostile(reply) {
   return `ws://127.0.0.1:${wss.address().port}`;
 }
 
+test('node: a server of another protocol version, or one that sends what cannot be decoded, fails db.sync() with a ProtocolError (it waited forever)', async () => {
+  for (const [what, reply, says] of [
+    ['version 4', Buffer.from([4, 5, 8, ...lp('PermissionError'), ...lp(''), ...lp('old server')]), /version 4/],
+    ['an unknown type', Buffer.from([V, 99]), /type/],
+    ['a truncated Welcome', Buffer.from([V, 2, 0x80]), /./],
+  ]) {
+    const db = await open('victim-proto', { storage: 'memory' });
+    await db.put('notes/1', { n: 1 });
+    const url = await hostile(reply);
+    const e = await Promise.race([
+      db.sync(url).then(() => null, (err) => err),
+      new Promise((r) => setTimeout(() => r('still waiting after 10 s'), 10_000)),
+    ]);
+    assert.ok(e instanceof IbexError, `${what}: ${e}`);
+    assert.equal(e.name, 'ProtocolError', what);
+    assert.match(e.message, says, what);
+    const st = await db.syncStatus();
+    assert.equal(st.state, 'error', what);
+    await db.sync(null);
+    assert.deepEqual(await db.get('notes/1'), { n: 1 });
+    await db.close();
+  }
+});
+
 test('node: a server error named after an Object.prototype property is the class of its code', async () => {
   for (const [name, code, cls] of [
     ['constructor', 8, PermissionError],

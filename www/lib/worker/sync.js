@@ -687,8 +687,10 @@ export class SyncManager {
   _fail(e) {
     this.lastError = toWire(e);
     // The server's repository was founded by another key than the `owner` the application
-    // pinned: a refusal (the state says error; asked again only at the slowest pace).
-    if (this.lastError?.kind === 'wrong-founder') this._sessionRefused = true;
+    // pinned: a refusal (the state says error; asked again only at the slowest pace). So is a
+    // server whose messages this client cannot read (another protocol version, or malformed):
+    // dialing it again at once would only hear the same, and db.sync() must not wait forever.
+    if (this.lastError?.kind === 'wrong-founder' || this.lastError?.name === 'ProtocolError') this._sessionRefused = true;
     this._drop();
     this._retry();
   }
