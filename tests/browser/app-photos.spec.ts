@@ -2,10 +2,12 @@
 // its attachments as thumbnails (examples/app/views/task-photos.js): photos added with the
 // network gone are streamed to this device's OPFS and recorded in signed commits, shown at once,
 // still there after a reload served by the service worker, named apart when two files share a
-// name, listed in the task's history, and removed with a confirmation.
+// name, listed in the task's history, and removed with a confirmation. A second device that
+// joins the board sees the photo: its bytes fetched from the sync server when the thumbnail is
+// first shown (issue 26 §3).
 import { type Locator } from '@playwright/test';
 import { test, expect, uniqueName } from './ibexdb.fixtures';
-import { useBoard, openBoard, startBoard, addTask, openTask, offlineReady } from './support/board';
+import { useBoard, openBoard, startBoard, addTask, openTask, offlineReady, device, joinAs, ownerSynced } from './support/board';
 
 useBoard();
 
@@ -107,5 +109,27 @@ test('photos: added offline, shown, named apart, in the history, kept across an 
     })).toEqual([`sink (2).png image/png ${png(300, 200, [30, 30, 200]).length}`]);
   } finally {
     await page.context().setOffline(false);
+  }
+});
+
+test('photos: a device that joins the board sees a photo, its bytes fetched from the sync server', async ({ browser, page, watched }) => {
+  void watched;
+  const board = uniqueName('photos-sync');
+  await openBoard(page, board);
+  await startBoard(page);
+  await addTask(page, 'To do', 'Paint the fence');
+  const d = await openTask(page, 'Paint the fence');
+  await d.getByLabel('Add photos').setInputFiles([{ name: 'fence.png', mimeType: 'image/png', buffer: png(120, 80, [20, 160, 60]) }]);
+  await expect.poll(() => shownPhotos(d)).toEqual(['fence.png:120x80']);
+  await d.getByRole('button', { name: 'Close' }).click();
+  await ownerSynced(page);
+  const b = await device(browser, 'device B');
+  try {
+    await joinAs(page, b.page, board, 'writer');
+    const t = await openTask(b.page, 'Paint the fence');
+    await expect.poll(() => shownPhotos(t), { timeout: 20_000 }).toEqual(['fence.png:120x80']);
+    expect(b.problems).toEqual([]);
+  } finally {
+    await b.ctx.close();
   }
 });

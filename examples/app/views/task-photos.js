@@ -2,7 +2,8 @@
 // shown as thumbnails in the task dialog. The bytes live on this device (OPFS, content-addressed,
 // written offline like any edit); the record of each photo is a signed commit that syncs with the
 // board. A photo another device attached is fetched from the sync server when its thumbnail is
-// first shown; until it can be (offline, or the server does not have it yet) it says so.
+// first shown; until it can be (offline, or the server does not have it yet) it says so, and the
+// dialog asks again every few seconds while it is open.
 import { h, onUnmounted, ref, shallowRef, watch } from 'vue';
 import { addPhotos, removePhoto } from '../lib/board.js';
 import { confirmDialog } from '../lib/dom.js';
@@ -10,6 +11,9 @@ import { report } from './notices.js';
 
 /** @typedef {typeof import('../app.js').app} App */
 /** @typedef {{name: string, size: number, url: string | null, missing: string | null}} Shown */
+
+/** How long a photo whose bytes are not here waits before it is asked for again. */
+const RETRY_MS = 3000;
 
 /** A byte count as people read it. @param {number} n */
 const sizeText = (n) => (n < 1024 ? `${n} B` : n < 1 << 20 ? `${(n / 1024).toFixed(0)} KB` : `${(n / (1 << 20)).toFixed(1)} MB`);
@@ -51,10 +55,22 @@ export const TaskPhotos = {
         }
         next.push({ name: a.name, size: a.size, url, missing });
       }
-      if (n === asked) shown.value = next;
+      if (n !== asked) return;
+      shown.value = next;
+      // A photo whose bytes are not here yet (the other device has not uploaded them, or this one
+      // is offline): asked again while the dialog is open.
+      clearTimeout(retry);
+      if (!gone && next.some((p) => p.missing)) retry = setTimeout(load, RETRY_MS);
     };
+    /** @type {ReturnType<typeof setTimeout> | undefined} */
+    let retry;
+    let gone = false;
     watch(() => props.task, load, { immediate: true });
-    onUnmounted(() => urls.forEach((u) => URL.revokeObjectURL(u)));
+    onUnmounted(() => {
+      gone = true;
+      clearTimeout(retry);
+      urls.forEach((u) => URL.revokeObjectURL(u));
+    });
 
     const add = async (/** @type {Event} */ e) => {
       const box = /** @type {HTMLInputElement} */ (e.target);
