@@ -45,6 +45,8 @@ const ALLOWED_NA: Record<string, (engine: string) => boolean> = {
   ...Object.fromEntries(['fat-load', 'fat-get', 'fat-batch-read', 'fat-open-cycles'].map((id) => [id, (e: string) => !['sqlite-default', 'sqlite-tuned', 'sqlite-best', 'ibexdb'].includes(e)])),
   // The full-text rows run the SQLite presets and the signed ibexdb engines (rows.js `engines`).
   ...Object.fromEntries(['fts-build', 'fts-query', 'fts-update'].map((id) => [id, (e: string) => ['sqlite-tuned-off', 'ibexdb-trusted'].includes(e)])),
+  // The file rows run the durable engines only (rows.js `engines`).
+  ...Object.fromEntries(['files-write-100', 'files-write-1000', 'files-read-one'].map((id) => [id, (e: string) => !['sqlite-default', 'sqlite-tuned', 'sqlite-best', 'ibexdb'].includes(e)])),
 };
 
 function finiteSummary(s: Summary | undefined): boolean {
@@ -111,7 +113,7 @@ test('benchmark page: every available engine produces every row (tiny sizes, qui
     }
   }
   // Every suite ran: the operation rows, writes, scaling, relational and verify.
-  for (const id of ['read-by-id', 'bulk-load-txn', 'open-n-query', 'writes-batched', 'seal-batch', 'sync-latency', 'sync-initial', 'rel-complex-query', 'rel-complex-query-tuned', 'rel-large-200k-query', 'verify', 'dbx-filter-quarter', 'fat-open-cycles', 'omgdb-single', 'fts-query']) {
+  for (const id of ['read-by-id', 'bulk-load-txn', 'open-n-query', 'writes-batched', 'seal-batch', 'sync-latency', 'sync-initial', 'rel-complex-query', 'rel-complex-query-tuned', 'rel-large-200k-query', 'verify', 'dbx-filter-quarter', 'fat-open-cycles', 'omgdb-single', 'fts-query', 'files-read-one']) {
     if (!results.options.rows.includes(id)) problems.push(`row ${id} was not planned`);
   }
   for (const run of results.runs) {
