@@ -106,7 +106,9 @@ test('invite link: made and shown as a QR code under Share, opened on another de
       }
       await expect(c.page.locator('body')).toHaveAttribute('data-access', 'denied', { timeout: 20_000 });
       const banner = c.page.getByRole('status', { name: 'Access' });
-      await expect(banner).toContainText('This invite link cannot be used.');
+      // The refusal comes after the waiting session's redemption push and its answer: under a
+      // full `make test` on 2 cores it took longer than the default 10 s once (13:16 UTC run).
+      await expect(banner).toContainText('This invite link cannot be used.', { timeout: 30_000 });
       await expect(banner).toContainText(why);
       expect(c.page.url()).not.toContain('ibexdb-invite');
       await expect(card(c.page, 'Plan the offsite')).toHaveCount(0);
