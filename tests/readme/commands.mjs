@@ -50,6 +50,7 @@ const EXCUSED = {
   'make test-node': 'a step of make test itself (it runs before this test)',
   'make wasm': 'a step of make test itself (the forced wasm build this test runs against); make pkg, run here, checks the incremental one',
   'npm install ibexdb': 'the package is not published yet; its real equivalent, the tarball make pkg packs installed into a project, runs as npm install /path/to/…tgz',
+  'npm ci': "run by make pkg, make app and make demo themselves when node_modules is missing (and by make test's setup): here it would delete the node_modules the other commands run from while they run",
 };
 
 /** The README commands, each with where it is shown; errors for misplaced commands. */
