@@ -13,20 +13,6 @@ use ibexdb::{
 
 const N: u64 = 40;
 
-/// `len` bytes of text, different for every `i`.
-fn text(i: u64, len: usize) -> String {
-    let mut s = format!("{i:08}|");
-    let mut x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    while s.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        s.push((b'a' + (x % 26) as u8) as char);
-    }
-    s.truncate(len);
-    s
-}
-
 fn bio_len(i: u64) -> usize {
     20_000 + (i as usize * 37) % 5_000
 }

@@ -55,20 +55,6 @@ fn serial() -> MutexGuard<'static, ()> {
 
 const FAR_MIN: usize = 16 * 1024;
 
-/// `len` bytes of text, different for every `i`.
-fn text(i: u64, len: usize) -> String {
-    let mut s = format!("{i:08}|");
-    let mut x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    while s.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        s.push((b'a' + (x % 26) as u8) as char);
-    }
-    s.truncate(len);
-    s
-}
-
 fn user(i: u64, len: usize) -> Map {
     map! {"name" => format!("user {i}"), "n" => i as i64, "bio" => text(i, len)}.as_map()
 }

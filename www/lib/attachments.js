@@ -16,7 +16,7 @@
 // Nothing is removed while the repository is open, so a Blob `attachment()` returned stays
 // readable for the session.
 
-import { CHUNK_BYTES, hashedPieces } from './attachment-chunks.js';
+import { CHUNK_BYTES, chargeOnce, hashedPieces } from './attachment-chunks.js';
 import { repositoryDir } from './backends/opfs.js';
 import { QuotaExceededError, SignatureError, StorageUnavailableError } from './errors.js';
 
@@ -69,7 +69,7 @@ export class AttachmentStore {
     /** Bytes of the visible files, as last counted. */
     this.bytes = 0;
     /** The engine generation `bytes` were charged to (-1: not yet). */
-    this._charged = -1;
+    this.charged = -1;
   }
 
   /** @returns {Promise<Array<[string, FileSystemHandle]>>} */
@@ -100,7 +100,7 @@ export class AttachmentStore {
       removed++;
     }
     this.bytes = bytes;
-    this._charged = -1;
+    this.charged = -1;
     this.charge(engine);
     return { removed, kept: entries.length - removed };
   }
@@ -112,13 +112,7 @@ export class AttachmentStore {
    * @param {AttachmentEngine} engine
    */
   charge(engine) {
-    if (this._charged === engine.generation) return;
-    this._charged = engine.generation;
-    try {
-      engine.quotaCharge(this.bytes);
-    } catch (e) {
-      if (!isQuota(e)) throw e;
-    }
+    chargeOnce(this, engine);
   }
 
   /**
